@@ -1,0 +1,70 @@
+// swift-tools-version:6.0
+import PackageDescription
+import Foundation // TEMP
+
+// C plugins used only by the tests: each is a misbehaving extension (see Plugins/TestPlugins).
+let testPlugins: [String] = ProcessInfo.processInfo.environment["BA_TMP"] != nil ? [] : [
+    "BATestHang", "BATestCrash", "BATestHog", "BATestWrongABI", "BATestNoDescriptor",
+    "BATestFlood", "BATestBadIdentifiers", "BATestHostAPI", "BATestExit",
+]
+
+let package = Package(
+    name: "swift-background-assets",
+    products: [
+        // Dynamic, so an extension built outside this package links against it (-lBackgroundAssets).
+        .library(name: "BackgroundAssets", type: .dynamic, targets: ["BackgroundAssets"]),
+        .library(name: "BackgroundAssetsTesting", targets: ["BackgroundAssetsTesting"]),
+        .library(name: "BAExtensionHost", targets: ["BAExtensionHost"]),
+        .executable(name: "ba", targets: ["ba"]),
+        .executable(name: "ba-extension-runner", targets: ["ba-extension-runner"]),
+        // Sample extensions (shared libraries loaded by the runner).
+        .library(name: "SampleSwiftExtension", type: .dynamic, targets: ["SampleSwiftExtension"]),
+        //.library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
+    ] + testPlugins.map { .library(name: $0, type: .dynamic, targets: [$0]) },
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // C: the extension ABI header, libffi, and Linux calls Swift's Glibc module lacks.
+        .target(name: "CBAExtension"),
+        .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
+        .target(name: "CBASystem", cSettings: [.define("_GNU_SOURCE")]),
+
+        // Foundation-free: the runner <-> host wire format and the download rules.
+        .target(name: "BAExtensionProtocol"),
+        // Foundation-free: the app group's exclusive-control lock (a kernel flock).
+        .target(name: "BAExclusiveControl", dependencies: ["CBASystem"]),
+        // Foundation-free: copying values to and from the C ABI structs, shared by both sides.
+        .target(name: "BAExtensionABI", dependencies: ["BAExtensionProtocol", "CBAExtension"]),
+
+        // Public API (Apple's names).
+        .target(name: "BackgroundAssets", dependencies: ["BAExtensionProtocol", "BAExtensionABI", "CBAExtension"]),
+
+        // The runner process (kept free of Foundation: it is spawned for every call).
+        .target(name: "BAExtensionRunner", dependencies: ["BAExtensionProtocol", "BAExtensionABI", "BAExclusiveControl", "CBAExtension", "CFFI", "CBASystem"]),
+        .executableTarget(name: "ba-extension-runner", dependencies: ["BAExtensionRunner"]),
+
+        // The supervisor: spawns the runner under a deadline and a memory cap, returns a verdict.
+        .target(name: "BAExtensionHost", dependencies: ["BAExtensionProtocol", "BAExclusiveControl", "BackgroundAssets", "CBASystem"]),
+        .target(name: "BackgroundAssetsTesting", dependencies: ["BackgroundAssets", "BAExtensionHost"]),
+
+        // Command line.
+        .target(name: "BACommands", dependencies: [
+            "BAExtensionHost", "BackgroundAssets",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "ba", dependencies: ["BACommands"]),
+
+        // Sample extensions.
+        .target(name: "SampleSwiftExtension", dependencies: ["BackgroundAssets"], path: "Plugins/SampleSwiftExtension"),
+        //.target(name: "SampleCExtension", dependencies: ["CBAExtension"], path: "Plugins/SampleCExtension"),
+
+        // Tests.
+        .target(name: "BATestSupport", dependencies: ["BAExtensionHost"], path: "Tests/BATestSupport"),
+        .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "BAExtensionProtocol", "CBAExtension"]),
+        .testTarget(name: "BAExtensionProtocolTests", dependencies: ["BAExtensionProtocol"]),
+        .testTarget(name: "BAExtensionHostTests", dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport"]),
+    ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,16 @@
+import ArgumentParser
+
+/// `ba`: the Background Assets command line.
+public struct BACommand: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "ba",
+        abstract: "Background Assets for Linux: run and inspect asset-download extensions.",
+        discussion: """
+            Exit codes are documented in docs/cli.md. Example:
+              ba run-extension .build/debug/libSampleSwiftExtension.so --event install \\
+                 --manifest Examples/Manifests/sample-manifest.json
+            """,
+        subcommands: [RunExtension.self])
+
+    public init() {}
+}

@@ -1,0 +1,244 @@
+import ArgumentParser
+import BAExtensionHost
+import BAExtensionProtocol
+import BackgroundAssets
+import Foundation
+
+/// `ba run-extension`: one entry point of one extension, with no daemon.
+struct RunExtension: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run-extension",
+        abstract: "Run one entry point of an extension library in isolation and print what it returned.",
+        discussion: """
+            The library runs in a ba-extension-runner child process under a deadline and a memory cap;
+            the verdict says how the call ended. Returned downloads are validated and listed by identifier.
+
+            Examples:
+              ba run-extension libMyExtension.so --event install --manifest manifest.json
+              ba run-extension libMyExtension.so --event periodic --manifest manifest.json --json
+              ba run-extension libMyExtension.so --event finished \\
+                 --download-json '{"identifier":"level-1","url":"https://cdn.example.com/l1.pak"}' --file ./l1.pak
+            """)
+
+    enum Event: String, ExpressibleByArgument, CaseIterable {
+        case install, update, periodic, finished, failed
+    }
+
+    @Argument(help: "The extension's shared library (.so).")
+    var library: String
+
+    @Option(help: "The entry point to call: install, update, periodic (downloads(for:…)), finished or failed.")
+    var event: Event
+
+    @Option(help: "The manifest file handed to downloads(for:…); a read-only copy is passed and deleted after the call.")
+    var manifest: String?
+
+    @Option(help: "The manifest URL to report (default: the manifest's file URL).")
+    var manifestURL: String?
+
+    @Option(help: "Remaining non-essential allowance in bytes reported to the extension (default: unrestricted).")
+    var downloadSizeRemaining: Int?
+
+    @Option(help: "Remaining essential allowance in bytes reported to the extension (default: unrestricted).")
+    var essentialDownloadSizeRemaining: Int?
+
+    @Option(help: "For finished/failed: the download, as a JSON object (or @FILE) with identifier, url and optionally fileSize, essential, priority, applicationGroupIdentifier, sha256.")
+    var downloadJSON: String?
+
+    @Option(help: "For finished: the finished file (default: an empty temporary file). It is deleted after the call unless the extension moved it.")
+    var file: String?
+
+    @Option(help: "For failed: the error code (default 102, downloadFailedToStart).")
+    var errorCode: Int32 = 102
+
+    @Option(help: "For failed: the error message.")
+    var errorMessage: String = "the download failed"
+
+    @Option(help: "For failed: the error domain.")
+    var errorDomain: String = BAErrorDomain
+
+    @Option(help: "Wall-clock deadline of the call, in seconds.")
+    var timeout: Double = 30
+
+    @Option(help: "Memory cap (RLIMIT_DATA) in MiB, set before the library is loaded; 0 for none.")
+    var memoryLimit: UInt64 = BAExtensionInvocation.defaultMemoryLimitBytes >> 20
+
+    @Option(help: "Most downloads one call may return.")
+    var maxDownloads: Int = BAExtensionInvocation.defaultMaximumDownloads
+
+    @Option(help: "The app group container (holds the exclusive-control lock); default: a temporary one.")
+    var appGroupContainer: String?
+
+    @Flag(help: "Print one JSON object instead of a table.")
+    var json = false
+
+    @Flag(help: "Also print what the extension wrote to stdout/stderr.")
+    var verbose = false
+
+    func validate() throws {
+        guard timeout > 0, timeout <= 86_400 else { throw ValidationError("--timeout must be between 0 and 86400 seconds") }
+        guard maxDownloads > 0 else { throw ValidationError("--max-downloads must be positive") }
+        switch event {
+        case .finished, .failed:
+            guard downloadJSON != nil else { throw ValidationError("--event \(event.rawValue) needs --download-json") }
+        case .install, .update, .periodic:
+            guard downloadJSON == nil, file == nil else {
+                throw ValidationError("--download-json and --file go with --event finished or failed")
+            }
+        }
+    }
+
+    func run() async throws {
+        let workspace = try TemporaryWorkspace()
+        defer { workspace.remove() }
+        let invocation: BAExtensionInvocation
+        do {
+            invocation = try makeInvocation(workspace: workspace)
+        } catch let error as InputError {
+            FileHandle.standardError.write(Data("ba: \(error.message)\n".utf8))
+            throw ExitCode(BAExitCode.noInput.rawValue)
+        }
+        let result: BAExtensionRunResult
+        do {
+            let supervisor = try BAExtensionSupervisor()
+            result = try await supervisor.run(invocation)
+        } catch {
+            FileHandle.standardError.write(Data("ba: \(error)\n".utf8))
+            throw ExitCode(BAExitCode.hostFailure.rawValue)
+        }
+        if json {
+            print(RunReport(result).json())
+        } else {
+            print(RunReport(result).table(verbose: verbose))
+        }
+        let code = BAExitCode.code(for: result)
+        if code != .ok { throw ExitCode(code.rawValue) }
+    }
+
+    struct InputError: Error { var message: String }
+
+    func makeInvocation(workspace: TemporaryWorkspace) throws -> BAExtensionInvocation {
+        guard FileManager.default.fileExists(atPath: library) else {
+            throw InputError(message: "no such extension library: \(library)")
+        }
+        let libraryPath = URL(fileURLWithPath: library).standardizedFileURL.path
+        let container = try appGroupContainer ?? workspace.directory("app-group")
+        let event: RunnerEvent
+        switch self.event {
+        case .install, .update, .periodic:
+            let request: Int32 = self.event == .install ? 1 : self.event == .update ? 2 : 3
+            let copy = try workspace.readOnlyCopy(of: manifest, named: "manifest.json")
+            event = .contentRequest(
+                request: request, manifestPath: copy, manifestURL: manifestURL ?? URL(fileURLWithPath: manifest ?? copy).absoluteString,
+                restrictedRemaining: Int64(downloadSizeRemaining ?? -1),
+                restrictedEssentialRemaining: Int64(essentialDownloadSizeRemaining ?? -1))
+        case .finished:
+            let download = try parseDownload()
+            let path = try file ?? workspace.emptyFile(named: "finished-\(UUID().uuidString)")
+            guard FileManager.default.fileExists(atPath: path) else { throw InputError(message: "no such file: \(path)") }
+            event = .finished(download, filePath: URL(fileURLWithPath: path).standardizedFileURL.path)
+        case .failed:
+            event = .failed(try parseDownload(), ErrorRecord(domain: errorDomain, code: errorCode, message: errorMessage))
+        }
+        return BAExtensionInvocation(
+            libraryPath: libraryPath, event: event, timeout: .milliseconds(Int64(timeout * 1000)),
+            memoryLimitBytes: memoryLimit << 20, maximumDownloads: maxDownloads, appGroupContainerPath: container)
+    }
+
+    func parseDownload() throws -> DownloadRecord {
+        guard var text = downloadJSON else { throw InputError(message: "--download-json is required") }
+        if text.hasPrefix("@") {
+            let path = String(text.dropFirst())
+            guard let contents = FileManager.default.contents(atPath: path) else { throw InputError(message: "cannot read \(path)") }
+            text = String(decoding: contents, as: UTF8.self)
+        }
+        do {
+            let parsed = try JSONDecoder().decode(DownloadJSON.self, from: Data(text.utf8))
+            let record = parsed.record
+            if let violation = DownloadRules.check(record) {
+                throw InputError(message: "--download-json: \(violation.reason)")
+            }
+            return record
+        } catch let error as InputError {
+            throw error
+        } catch {
+            throw InputError(message: "--download-json is not a download object: \(error)")
+        }
+    }
+}
+
+/// A download as JSON, in `ba`'s output and in `--download-json`.
+struct DownloadJSON: Codable, Equatable {
+    var identifier: String
+    var url: String
+    var essential: Bool?
+    var fileSize: Int64?
+    var priority: Int64?
+    var applicationGroupIdentifier: String?
+    var sha256: String?
+
+    init(_ record: DownloadRecord) {
+        identifier = record.identifier
+        url = record.url
+        essential = record.isEssential
+        fileSize = record.fileSize
+        priority = record.priority
+        applicationGroupIdentifier = record.applicationGroupIdentifier
+        sha256 = record.sha256
+    }
+
+    var record: DownloadRecord {
+        DownloadRecord(
+            identifier: identifier, uniqueIdentifier: UUID().uuidString, url: url, applicationGroupIdentifier: applicationGroupIdentifier,
+            fileSize: fileSize ?? 0, priority: priority ?? DownloadRules.defaultPriority, isEssential: essential ?? false,
+            state: 3, sha256: sha256)
+    }
+}
+
+/// A temporary directory removed at the end of the command.
+struct TemporaryWorkspace {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("ba-run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+
+    func directory(_ name: String) throws -> String {
+        let directory = url.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory.path
+    }
+
+    func emptyFile(named name: String) throws -> String {
+        let path = url.appendingPathComponent(name).path
+        guard FileManager.default.createFile(atPath: path, contents: Data()) else {
+            throw RunExtension.InputError(message: "cannot create \(path)")
+        }
+        return path
+    }
+
+    /// A read-only (0400) copy of `source` (or an empty JSON object when nil): the extension may
+    /// read the manifest, not change it, and it is deleted with the workspace after the call.
+    func readOnlyCopy(of source: String?, named name: String) throws -> String {
+        let data: Data
+        if let source {
+            guard let contents = FileManager.default.contents(atPath: source) else {
+                throw RunExtension.InputError(message: "cannot read the manifest \(source)")
+            }
+            data = contents
+        } else {
+            data = Data("{}".utf8)
+        }
+        let path = url.appendingPathComponent(name).path
+        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o400]) else {
+            throw RunExtension.InputError(message: "cannot create \(path)")
+        }
+        return path
+    }
+
+    func remove() {
+        // The manifest copy is read-only; removing its directory entry only needs the folder.
+        try? FileManager.default.removeItem(at: url)
+    }
+}

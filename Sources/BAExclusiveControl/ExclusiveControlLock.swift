@@ -1,0 +1,80 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CBASystem
+
+/// The app group's exclusive-control lock: a kernel `flock` on a lock file, shared by the app
+/// and its extension's runner process.
+///
+/// The kernel releases it when the holding process dies, however it dies. The file is opened with
+/// `O_CLOEXEC` so a spawned child never inherits (and keeps) the lock. Not Foundation-dependent,
+/// so the runner can use it.
+public final class ExclusiveControlLock: @unchecked Sendable {
+    /// Why the lock could not be taken.
+    public enum Failure: Error, Equatable, Sendable {
+        /// Another process held it past the timeout.
+        case notAcquired
+        /// A system call failed; `call` names it.
+        case system(call: String, errno: Int32)
+    }
+
+    /// The lock file's name inside an app group container.
+    public static let fileName = ".background-assets-exclusive-control.lock"
+
+    /// The lock file of the app group container at `containerPath`.
+    public static func path(inContainer containerPath: String) -> String {
+        containerPath.hasSuffix("/") ? containerPath + fileName : containerPath + "/" + fileName
+    }
+
+    private let fd: Int32
+    /// The lock file.
+    public let path: String
+
+    /// Opens (creating with mode 0600 if needed) the lock file. Does not lock.
+    /// The corresponding C function is `open`.
+    public init(path: String) throws(Failure) {
+        var fd: Int32
+        repeat {
+            fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        } while fd < 0 && errno == EINTR
+        guard fd >= 0 else { throw .system(call: "open", errno: errno) }
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    /// Acquires the lock.
+    /// - Parameter timeoutMilliseconds: 0 tries once, a negative value waits as long as it takes,
+    ///   anything else polls non-blocking attempts with a backoff (1 ms doubling to 50 ms) until it
+    ///   has passed; a timed wait on a blocking `flock` is not reliable in a threaded process.
+    /// The corresponding C function is `flock`.
+    public func acquire(timeoutMilliseconds: Int64) throws(Failure) {
+        if timeoutMilliseconds < 0 {
+            guard ba_sys_flock_wait(fd) == 0 else { throw .system(call: "flock", errno: errno) }
+            return
+        }
+        let deadline = Self.nowMilliseconds() + timeoutMilliseconds
+        var backoff: Int64 = 1
+        while true {
+            if ba_sys_flock_try(fd) == 0 { return }
+            guard errno == EWOULDBLOCK else { throw .system(call: "flock", errno: errno) }
+            let left = deadline - Self.nowMilliseconds()
+            guard left > 0 else { throw .notAcquired }
+            var pause = timespec(tv_sec: 0, tv_nsec: Int(min(backoff, left)) * 1_000_000)
+            nanosleep(&pause, nil)
+            backoff = min(backoff * 2, 50)
+        }
+    }
+
+    /// Releases the lock (a no-op if not held). The corresponding C function is `flock`.
+    public func release() throws(Failure) {
+        guard ba_sys_flock_unlock(fd) == 0 else { throw .system(call: "flock", errno: errno) }
+    }
+
+    static func nowMilliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+}

@@ -1,0 +1,121 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BAExtensionProtocol
+import CBAExtension
+
+/// C memory for what is handed across the extension ABI; freed when the arena goes away.
+public final class CArena {
+    public init() {}
+
+    private var allocations: [UnsafeMutableRawPointer] = []
+
+    deinit { allocations.forEach { free($0) } }
+
+    /// A NUL-terminated copy of `string` and its length in bytes (without the NUL).
+    public func string(_ string: String) -> (UnsafePointer<CChar>, Int) {
+        let bytes = Array(string.utf8)
+        let memory = malloc(bytes.count + 1)!.assumingMemoryBound(to: CChar.self)
+        bytes.withUnsafeBufferPointer { source in
+            memory.withMemoryRebound(to: UInt8.self, capacity: bytes.count + 1) { target in
+                if let base = source.baseAddress { target.update(from: base, count: bytes.count) }
+                target[bytes.count] = 0
+            }
+        }
+        allocations.append(UnsafeMutableRawPointer(memory))
+        return (UnsafePointer(memory), bytes.count)
+    }
+
+    /// Uninitialized, zeroed storage for `count` values of `T`.
+    public func allocate<T>(_ type: T.Type, count: Int = 1) -> UnsafeMutablePointer<T> {
+        let memory = calloc(max(count, 1), MemoryLayout<T>.stride)!
+        allocations.append(memory)
+        return memory.bindMemory(to: T.self, capacity: max(count, 1))
+    }
+
+    /// A `ba_download` filled in from `record`, valid while the arena lives.
+    public func download(_ record: DownloadRecord) -> UnsafeMutablePointer<ba_download> {
+        let download = allocate(ba_download.self)
+        download.pointee.struct_size = UInt32(MemoryLayout<ba_download>.size)
+        download.pointee.flags = record.isEssential ? UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) : 0
+        (download.pointee.identifier, download.pointee.identifier_length) = string(record.identifier)
+        (download.pointee.url, download.pointee.url_length) = string(record.url)
+        if let group = record.applicationGroupIdentifier {
+            (download.pointee.application_group_identifier, download.pointee.application_group_identifier_length) = string(group)
+        }
+        download.pointee.file_size = record.fileSize
+        download.pointee.priority = record.priority
+        if !record.headers.isEmpty {
+            let headers = allocate(ba_header.self, count: record.headers.count)
+            for (index, header) in record.headers.enumerated() {
+                (headers[index].name, headers[index].name_length) = string(header.name)
+                (headers[index].value, headers[index].value_length) = string(header.value)
+            }
+            download.pointee.headers = UnsafePointer(headers)
+            download.pointee.header_count = record.headers.count
+        }
+        (download.pointee.unique_identifier, download.pointee.unique_identifier_length) = string(record.uniqueIdentifier)
+        download.pointee.state = record.state
+        if let sha = record.sha256 { (download.pointee.sha256_hex, download.pointee.sha256_hex_length) = string(sha) }
+        return download
+    }
+}
+
+/// Longest string copied out of the other side of the ABI (a longer one makes the record malformed).
+public let maximumStringLength = 64 * 1024
+
+/// Copies `length` bytes at `pointer` into a String. Sets `wellFormed` to false for a NULL
+/// pointer with a length, an over-long string or invalid UTF-8, rather than trusting it.
+public func copyString(_ pointer: UnsafePointer<CChar>?, _ length: Int, wellFormed: inout Bool) -> String {
+    guard length > 0 else { return "" }
+    guard let pointer, length <= maximumStringLength else {
+        wellFormed = false
+        return ""
+    }
+    let bytes = UnsafeRawBufferPointer(start: pointer, count: length)
+    if let string = String(validating: bytes, as: UTF8.self) { return string }
+    wellFormed = false
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+/// The smallest `ba_download` a 1.0 extension can pass.
+public let minimumDownloadStructSize = MemoryLayout<ba_download>.size
+
+/// Reads a `ba_download` from the other side into a record, never trusting its pointers beyond
+/// what its sizes say. Returns nil (with a reason) when it cannot be read at all.
+public func readDownload(_ pointer: UnsafePointer<ba_download>?) -> Result<DownloadRecord, DownloadRules.Violation> {
+    guard let pointer else { return .failure(.init(code: 0, reason: "download is NULL")) }
+    let download = pointer.pointee
+    guard Int(download.struct_size) >= minimumDownloadStructSize else {
+        return .failure(.init(code: 0, reason: "ba_download.struct_size \(download.struct_size) is smaller than ABI 1.0's \(minimumDownloadStructSize)"))
+    }
+    var wellFormed = true
+    let identifier = copyString(download.identifier, download.identifier_length, wellFormed: &wellFormed)
+    let url = copyString(download.url, download.url_length, wellFormed: &wellFormed)
+    let group =
+        download.application_group_identifier_length > 0
+        ? copyString(download.application_group_identifier, download.application_group_identifier_length, wellFormed: &wellFormed)
+        : nil
+    var headers: [DownloadRecord.Header] = []
+    if download.header_count > DownloadRecord.maximumHeaderCount {
+        wellFormed = false
+    } else if download.header_count > 0 {
+        if let list = download.headers {
+            for index in 0..<download.header_count {
+                let header = list[index]
+                headers.append(
+                    .init(
+                        name: copyString(header.name, header.name_length, wellFormed: &wellFormed),
+                        value: copyString(header.value, header.value_length, wellFormed: &wellFormed)))
+            }
+        } else {
+            wellFormed = false
+        }
+    }
+    let sha = download.sha256_hex_length > 0 ? copyString(download.sha256_hex, download.sha256_hex_length, wellFormed: &wellFormed) : nil
+    return .success(
+        DownloadRecord(
+            identifier: identifier, url: url, applicationGroupIdentifier: group, fileSize: download.file_size,
+            priority: download.priority, isEssential: download.flags & UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) != 0,
+            headers: headers, sha256: sha, isWellFormed: wellFormed))
+}

@@ -1,0 +1,109 @@
+import BAExtensionProtocol
+import BackgroundAssets
+
+/// One call into an extension: which library, which entry point, and its budget.
+public struct BAExtensionInvocation: Sendable {
+    /// The extension's shared library.
+    public var libraryPath: String
+    /// The entry point and its arguments.
+    public var event: RunnerEvent
+    /// Wall-clock deadline of the call, from spawn to exit; past it the process group is killed.
+    public var timeout: Duration
+    /// Memory cap (RLIMIT_DATA) set before the library is loaded; 0 for none.
+    public var memoryLimitBytes: UInt64
+    /// Most downloads one call may return; past it the whole set is rejected.
+    public var maximumDownloads: Int
+    /// The app group container (holds the exclusive-control lock), or nil for none.
+    public var appGroupContainerPath: String?
+    /// What the extension sees as the app's current downloads.
+    public var currentDownloads: [DownloadRecord]
+    /// Extra environment for the runner process (added to the host's own).
+    public var environment: [String: String]
+
+    /// Default deadline per call: 30 seconds.
+    public static let defaultTimeout = Duration.seconds(30)
+    /// Default memory cap: 512 MiB (a Swift extension with Foundation needs ~40 MiB).
+    public static let defaultMemoryLimitBytes: UInt64 = 512 << 20
+    /// Default bound on returned downloads: 10,000.
+    public static let defaultMaximumDownloads = 10_000
+
+    public init(
+        libraryPath: String, event: RunnerEvent, timeout: Duration = defaultTimeout,
+        memoryLimitBytes: UInt64 = defaultMemoryLimitBytes, maximumDownloads: Int = defaultMaximumDownloads,
+        appGroupContainerPath: String? = nil, currentDownloads: [DownloadRecord] = [], environment: [String: String] = [:]
+    ) {
+        self.libraryPath = libraryPath
+        self.event = event
+        self.timeout = timeout
+        self.memoryLimitBytes = memoryLimitBytes
+        self.maximumDownloads = maximumDownloads
+        self.appGroupContainerPath = appGroupContainerPath
+        self.currentDownloads = currentDownloads
+        self.environment = environment
+    }
+
+    /// A `downloads(for:manifestURL:extensionInfo:)` call.
+    public static func contentRequest(
+        _ request: BAContentRequest, libraryPath: String, manifestPath: String, manifestURL: String = "",
+        extensionInfo: BAAppExtensionInfo = BAAppExtensionInfo(restrictedDownloadSizeRemaining: nil, restrictedEssentialDownloadSizeRemaining: nil)
+    ) -> BAExtensionInvocation {
+        BAExtensionInvocation(
+            libraryPath: libraryPath,
+            event: .contentRequest(
+                request: Int32(request.rawValue), manifestPath: manifestPath,
+                manifestURL: manifestURL.isEmpty ? "file://" + manifestPath : manifestURL,
+                restrictedRemaining: Int64(extensionInfo.restrictedDownloadSizeRemaining ?? -1),
+                restrictedEssentialRemaining: Int64(extensionInfo.restrictedEssentialDownloadSizeRemaining ?? -1)))
+    }
+}
+
+/// A download the host refused, and why.
+public struct BARejectedDownload: Sendable, Equatable {
+    public var download: DownloadRecord
+    /// `BAErrorCode` raw value.
+    public var code: Int
+    public var reason: String
+}
+
+/// A line the extension logged through the host API.
+public struct BAExtensionLogLine: Sendable, Equatable {
+    /// 0 debug, 1 info, 2 notice, 3 error.
+    public var level: Int32
+    public var message: String
+}
+
+/// Everything one call produced.
+public struct BAExtensionRunResult: Sendable {
+    /// How the call ended.
+    public var verdict: BAExtensionVerdict
+    /// Name, version and ABI the library declared (nil if it never got that far).
+    public var identity: ExtensionIdentity?
+    /// Returned downloads that passed validation, in the order the extension returned them.
+    public var downloads: [DownloadRecord] = []
+    /// Returned downloads that did not, with the reason.
+    public var rejected: [BARejectedDownload] = []
+    /// How many downloads the extension tried to return.
+    public var returnedCount: Int = 0
+    /// Downloads scheduled through the manager (outside `downloads(for:…)`).
+    public var scheduled: [DownloadRecord] = []
+    /// Identifiers cancelled through the manager.
+    public var cancelled: [String] = []
+    /// Lines logged through the host API (at most 1,000 kept).
+    public var logs: [BAExtensionLogLine] = []
+    /// For a challenge call: the disposition and credential the extension answered with.
+    public var challengeDisposition: Int32?
+    public var credential: (user: String, password: String)?
+    /// Wall-clock time from spawn to reap.
+    public var duration: Duration = .zero
+    /// Peak resident memory of the runner process, if it finished.
+    public var peakMemoryBytes: Int64?
+    /// The tail (at most 64 KiB) of what the extension wrote to stdout and stderr.
+    public var output: String = ""
+}
+
+/// A failure of the host itself (not of the extension): no verdict could be produced.
+public struct BAExtensionHostError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}

@@ -1,0 +1,377 @@
+import BAExclusiveControl
+import BAExtensionProtocol
+import CBASystem
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs extension calls in `ba-extension-runner` child processes, each under a wall-clock
+/// deadline and a memory cap, and turns how each ended into a ``BAExtensionVerdict``.
+///
+/// Nothing the extension returns is trusted: downloads are validated (identifier rules, unique
+/// identifiers, URL scheme, sizes, count) and rejected with a reason. The child is spawned in its
+/// own process group, and the whole group is killed when the call ends, so nothing it started
+/// stays behind.
+///
+/// ```swift
+/// let supervisor = try BAExtensionSupervisor()
+/// let result = try await supervisor.run(.contentRequest(.install, libraryPath: "libMyExtension.so",
+///                                                       manifestPath: "manifest.json"))
+/// print(result.verdict, result.downloads.map(\.identifier))
+/// ```
+public struct BAExtensionSupervisor: Sendable {
+    /// The runner executable.
+    public var runnerPath: String
+
+    /// Uses `runnerPath`, or finds the runner: `$BA_EXTENSION_RUNNER`, next to this executable,
+    /// then on `PATH`.
+    public init(runnerPath: String? = nil) throws(BAExtensionHostError) {
+        if let runnerPath {
+            self.runnerPath = runnerPath
+        } else if let found = Self.findRunner() {
+            self.runnerPath = found
+        } else {
+            throw BAExtensionHostError(
+                "cannot find ba-extension-runner: set BA_EXTENSION_RUNNER, or install it next to this program or on PATH")
+        }
+    }
+
+    static func findRunner() -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        if let path = environment["BA_EXTENSION_RUNNER"], !path.isEmpty { return path }
+        var candidates: [String] = []
+        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            candidates.append((executable as NSString).deletingLastPathComponent + "/ba-extension-runner")
+        }
+        for directory in (environment["PATH"] ?? "").split(separator: ":") {
+            candidates.append("\(directory)/ba-extension-runner")
+        }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Runs one call on a dedicated thread (it blocks in poll), leaving the concurrency pool free.
+    public func run(_ invocation: BAExtensionInvocation) async throws(BAExtensionHostError) -> BAExtensionRunResult {
+        let outcome: Result<BAExtensionRunResult, BAExtensionHostError> = await withCheckedContinuation { continuation in
+            let thread = Thread {
+                do throws(BAExtensionHostError) {
+                    continuation.resume(returning: .success(try runBlocking(invocation)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+            thread.name = "ba-extension-supervisor"
+            thread.start()
+        }
+        return try outcome.get()
+    }
+
+    /// Runs one call on the calling thread.
+    public func runBlocking(_ invocation: BAExtensionInvocation) throws(BAExtensionHostError) -> BAExtensionRunResult {
+        var call = try SupervisedCall(runnerPath: runnerPath, invocation: invocation)
+        return call.run()
+    }
+}
+
+/// One spawned runner and everything read from it.
+struct SupervisedCall {
+    let invocation: BAExtensionInvocation
+    let pid: pid_t
+    var socket: Int32
+    var output: Int32
+    let pidfd: Int32
+    let started: ContinuousClock.Instant
+    let deadline: ContinuousClock.Instant
+
+    var decoder = FrameDecoder()
+    var outputTail: [UInt8] = []
+    var sawHello = false
+    var requestSent = false
+    var killedAtDeadline = false
+    var protocolViolation: String?
+    var failure: RunnerFailure?
+    var summary: RunnerSummary?
+    var result = BAExtensionRunResult(verdict: .ok)
+    var received: [DownloadRecord] = []
+    var droppedLogs = 0
+
+    static let outputTailLimit = 64 * 1024
+    static let logLimit = 1000
+
+    init(runnerPath: String, invocation: BAExtensionInvocation) throws(BAExtensionHostError) {
+        self.invocation = invocation
+        var pair: [Int32] = [-1, -1]
+        var pipe: [Int32] = [-1, -1]
+        guard ba_sys_socketpair_cloexec(&pair) == 0 else { throw BAExtensionHostError("socketpair failed: \(Self.errorText())") }
+        guard ba_sys_pipe_cloexec(&pipe) == 0 else {
+            close(pair[0])
+            close(pair[1])
+            throw BAExtensionHostError("pipe2 failed: \(Self.errorText())")
+        }
+        var environment = ProcessInfo.processInfo.environment
+        for (key, value) in invocation.environment { environment[key] = value }
+        let argv = [runnerPath]
+        let envp = environment.map { "\($0.key)=\($0.value)" }
+        var pid: pid_t = 0
+        let status = Self.withCStrings(argv) { argvPointer in
+            Self.withCStrings(envp) { envPointer in
+                ba_sys_spawn(runnerPath, argvPointer, envPointer, pair[1], pipe[1], &pid)
+            }
+        }
+        close(pair[1])
+        close(pipe[1])
+        guard status == 0 else {
+            close(pair[0])
+            close(pipe[0])
+            throw BAExtensionHostError("cannot start \(runnerPath): \(String(cString: strerror(status)))")
+        }
+        self.pid = pid
+        self.socket = pair[0]
+        self.output = pipe[0]
+        self.pidfd = ba_sys_pidfd_open(pid)
+        self.started = .now
+        self.deadline = started + invocation.timeout
+    }
+
+    static func errorText() -> String { String(cString: strerror(errno)) }
+
+    static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+        pointers.append(nil)
+        defer { pointers.forEach { free($0) } }
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+
+    mutating func run() -> BAExtensionRunResult {
+        let status = waitForExit()
+        // The runner is gone; kill whatever it left in its process group, then read what is left.
+        kill(-pid, SIGKILL)
+        drain()
+        close(socket)
+        close(output)
+        if pidfd >= 0 { close(pidfd) }
+        result.duration = .now - started
+        result.output = String(decoding: outputTail, as: UTF8.self)
+        result.verdict = verdict(exitStatus: status)
+        finishDownloads()
+        return result
+    }
+
+    /// Polls the socket, the output pipe and the pidfd until the runner exits or the deadline
+    /// passes (then kills the group). Returns the wait status.
+    mutating func waitForExit() -> Int32 {
+        while true {
+            if let status = reap(blocking: false) { return status }
+            let left = deadline - .now
+            if left <= .zero {
+                killedAtDeadline = true
+                kill(-pid, SIGKILL)
+                return reap(blocking: true) ?? 0
+            }
+            let leftMilliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: output, events: Int16(POLLIN), revents: 0)]
+            // Without a pidfd (old kernels) wake up periodically to check for exit.
+            let timeout: Int32
+            if pidfd >= 0 {
+                fds.append(pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0))
+                timeout = leftMilliseconds
+            } else {
+                timeout = min(leftMilliseconds, 10)
+            }
+            let ready = poll(&fds, nfds_t(fds.count), timeout)
+            if ready < 0 && errno != EINTR { return reap(blocking: true) ?? 0 }
+            if fds[0].revents != 0 { readSocket() }
+            if fds[1].revents != 0 { readOutput() }
+        }
+    }
+
+    mutating func reap(blocking: Bool) -> Int32? {
+        var status: Int32 = 0
+        while true {
+            let reaped = waitpid(pid, &status, blocking ? 0 : WNOHANG)
+            if reaped == pid { return status }
+            if reaped < 0 && errno == EINTR { continue }
+            return nil
+        }
+    }
+
+    /// Reads what is left on both descriptors after exit, for at most a second (a straggler
+    /// that escaped the process group could hold them open).
+    mutating func drain() {
+        let limit = ContinuousClock.now + .seconds(1)
+        var socketOpen = true
+        var outputOpen = true
+        while (socketOpen || outputOpen) && ContinuousClock.now < limit {
+            var fds = [pollfd(fd: socketOpen ? socket : -1, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: outputOpen ? output : -1, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 2, 100)
+            if ready < 0 && errno != EINTR { break }
+            if fds[0].revents != 0 { socketOpen = readSocket() }
+            if fds[1].revents != 0 { outputOpen = readOutput() }
+        }
+    }
+
+    /// Reads once from the socket; false at end of stream.
+    @discardableResult
+    mutating func readSocket() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        let count = buffer.withUnsafeMutableBytes { read(socket, $0.baseAddress, $0.count) }
+        if count < 0 { return errno == EINTR || errno == EAGAIN }
+        if count == 0 { return false }
+        guard protocolViolation == nil else { return true }
+        decoder.append(buffer[0..<count])
+        do {
+            while let frame = try decoder.next() {
+                handle(try RunnerMessage.decode(frame))
+                if protocolViolation != nil { break }
+            }
+        } catch {
+            violate("malformed message from the runner: \(error)")
+        }
+        return true
+    }
+
+    /// Reads once from the output pipe, keeping the tail; false at end of stream.
+    @discardableResult
+    mutating func readOutput() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        let count = buffer.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
+        if count < 0 { return errno == EINTR || errno == EAGAIN }
+        if count == 0 { return false }
+        outputTail.append(contentsOf: buffer[0..<count])
+        if outputTail.count > Self.outputTailLimit { outputTail.removeFirst(outputTail.count - Self.outputTailLimit) }
+        return true
+    }
+
+    mutating func violate(_ reason: String) {
+        guard protocolViolation == nil else { return }
+        protocolViolation = reason
+        kill(-pid, SIGKILL)
+    }
+
+    mutating func handle(_ message: RunnerMessage) {
+        if !sawHello {
+            guard case .hello(let version) = message else { return violate("the runner did not start with hello") }
+            guard version == RunnerProtocol.version else {
+                return violate("the runner speaks protocol \(version); this host speaks \(RunnerProtocol.version)")
+            }
+            sawHello = true
+            sendRequest()
+            return
+        }
+        switch message {
+        case .hello:
+            violate("a second hello")
+        case .identity(let identity):
+            result.identity = identity
+        case .download(let download):
+            // The runner refuses past the bound itself; more than that is a broken runner.
+            guard received.count < invocation.maximumDownloads else {
+                return violate("received more than \(invocation.maximumDownloads) downloads")
+            }
+            received.append(download)
+        case .scheduled(let download):
+            guard result.scheduled.count < invocation.maximumDownloads else { return violate("too many scheduled downloads") }
+            result.scheduled.append(download)
+        case .cancelled(let identifier):
+            guard result.cancelled.count < invocation.maximumDownloads else { return violate("too many cancellations") }
+            result.cancelled.append(identifier)
+        case .log(let level, let text):
+            if result.logs.count < Self.logLimit {
+                result.logs.append(BAExtensionLogLine(level: level, message: text))
+            } else {
+                droppedLogs += 1
+            }
+        case .credential(let user, let password):
+            result.credential = (user, password)
+        case .failure(let reported):
+            failure = reported
+        case .finished(let finished):
+            summary = finished
+        }
+    }
+
+    mutating func sendRequest() {
+        let request = RunRequest(
+            libraryPath: invocation.libraryPath, event: invocation.event, memoryLimitBytes: invocation.memoryLimitBytes,
+            maximumDownloads: UInt32(clamping: invocation.maximumDownloads),
+            lockPath: invocation.appGroupContainerPath.map(ExclusiveControlLock.path(inContainer:)) ?? "",
+            currentDownloads: invocation.currentDownloads)
+        let frame = HostMessage.request(request).frame()
+        // A runner that died before reading gives EPIPE here (MSG_NOSIGNAL: no SIGPIPE for the
+        // host); its exit status tells the rest.
+        _ = frame.withUnsafeBytes { ba_sys_send_all(socket, $0.baseAddress, $0.count) }
+        requestSent = true
+    }
+
+    /// Decides the verdict from what was read and how the process ended.
+    func verdict(exitStatus status: Int32) -> BAExtensionVerdict {
+        if killedAtDeadline { return .timedOut }
+        if let protocolViolation { return .protocolError(reason: protocolViolation) }
+        let signaled = status & 0x7f != 0 && status & 0x7f != 0x7f
+        if signaled {
+            let signal = status & 0x7f
+            return ranOutOfMemory() ? .exceededMemory : .crashed(signal: signal)
+        }
+        let exitCode = (status >> 8) & 0xff
+        if let failure {
+            switch failure.kind {
+            case .notALibrary: return .notALibrary(reason: failure.message)
+            case .missingEntryPoint: return .missingEntryPoint(reason: failure.message)
+            case .abiMismatch:
+                return .abiMismatch(
+                    found: "\(failure.foundMajor).\(failure.foundMinor)", expected: "\(BAHostABI.major).\(BAHostABI.minor)")
+            case .invalidRequest: return .protocolError(reason: failure.message)
+            }
+        }
+        if summary != nil && exitCode == 0 { return .ok }
+        if ranOutOfMemory() { return .exceededMemory }
+        if !sawHello { return .protocolError(reason: "the runner exited with status \(exitCode) before saying hello") }
+        return .protocolError(reason: "the extension ended the process (exit status \(exitCode)) before the call returned")
+    }
+
+    /// Whether the output shows an allocation failure at the memory cap: the runner's crash line
+    /// with the data segment within max(16 MiB, 10%) of the cap, or the Swift runtime's message.
+    func ranOutOfMemory() -> Bool {
+        let text = String(decoding: outputTail, as: UTF8.self)
+        if text.contains("failed to allocate") || text.contains("Could not allocate memory") { return true }
+        guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("[ba-extension-runner] fatal signal=") }) else {
+            return false
+        }
+        var fields: [Substring: Int64] = [:]
+        for pair in line.split(separator: " ") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, let value = Int64(parts[1]) { fields[parts[0]] = value }
+        }
+        guard let data = fields["vmdata_bytes"], let limit = fields["limit_bytes"], limit > 0 else { return false }
+        return data >= limit - max(16 << 20, limit / 10)
+    }
+
+    /// Validates what was returned and fills in the result.
+    mutating func finishDownloads() {
+        result.returnedCount = Int(summary?.returnedCount ?? UInt64(received.count))
+        result.peakMemoryBytes = summary.flatMap { $0.peakMemoryBytes >= 0 ? $0.peakMemoryBytes : nil }
+        if let disposition = summary?.challengeDisposition, disposition >= 0 { result.challengeDisposition = disposition }
+        if droppedLogs > 0 {
+            result.logs.append(BAExtensionLogLine(level: 3, message: "[host] \(droppedLogs) more log lines were dropped"))
+        }
+        var contentRequest: Int32? = nil
+        if case .contentRequest(let request, _, _, _, _) = invocation.event { contentRequest = request }
+        if result.returnedCount > invocation.maximumDownloads {
+            let reason = "the extension returned \(result.returnedCount) downloads; one call may return at most \(invocation.maximumDownloads), so the whole set is rejected"
+            result.rejected = received.map { BARejectedDownload(download: $0, code: 0, reason: reason) }
+            return
+        }
+        let validation = DownloadRules.validate(received, contentRequest: contentRequest)
+        result.downloads = validation.accepted
+        result.rejected = validation.rejected.map { BARejectedDownload(download: $0.download, code: $0.violation.code, reason: $0.violation.reason) }
+        result.scheduled = result.scheduled.filter { DownloadRules.check($0) == nil }
+    }
+}
+
+/// The C ABI version this host speaks.
+public enum BAHostABI {
+    public static let major = 1
+    public static let minor = 0
+}

@@ -1,0 +1,66 @@
+/// Reads what ``ByteWriter`` wrote, throwing ``WireError`` on any truncated or oversized field.
+public struct ByteReader: Sendable {
+    private let bytes: [UInt8]
+    private var offset: Int = 0
+
+    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    /// Whether every byte was consumed.
+    public var isAtEnd: Bool { offset == bytes.count }
+
+    private mutating func take(_ count: Int, _ what: String) throws(WireError) -> ArraySlice<UInt8> {
+        guard count >= 0, bytes.count - offset >= count else {
+            throw WireError("truncated \(what): needs \(count) bytes, \(bytes.count - offset) left")
+        }
+        defer { offset += count }
+        return bytes[offset..<offset + count]
+    }
+
+    public mutating func u8() throws(WireError) -> UInt8 { try take(1, "u8").first! }
+
+    public mutating func bool() throws(WireError) -> Bool {
+        switch try u8() {
+        case 0: return false
+        case 1: return true
+        case let other: throw WireError("invalid boolean byte \(other)")
+        }
+    }
+
+    public mutating func u32() throws(WireError) -> UInt32 {
+        try take(4, "u32").reversed().reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    public mutating func i32() throws(WireError) -> Int32 { Int32(bitPattern: try u32()) }
+
+    public mutating func u64() throws(WireError) -> UInt64 {
+        try take(8, "u64").reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    public mutating func i64() throws(WireError) -> Int64 { Int64(bitPattern: try u64()) }
+
+    public mutating func blob() throws(WireError) -> [UInt8] {
+        let count = Int(try u32())
+        return Array(try take(count, "blob"))
+    }
+
+    /// A string; bytes that are not valid UTF-8 are repaired (U+FFFD) and reported through
+    /// `valid` so a caller can reject the value instead of trusting a repaired copy.
+    public mutating func string(valid: inout Bool) throws(WireError) -> String {
+        let raw = try blob()
+        if let decoded = String(validating: raw, as: UTF8.self) { return decoded }
+        valid = false
+        return String(decoding: raw, as: UTF8.self)
+    }
+
+    /// A string that must be valid UTF-8.
+    public mutating func string() throws(WireError) -> String {
+        var valid = true
+        let value = try string(valid: &valid)
+        guard valid else { throw WireError("string is not valid UTF-8") }
+        return value
+    }
+
+    public mutating func optionalString() throws(WireError) -> String? {
+        try bool() ? try string() : nil
+    }
+}

@@ -1,0 +1,29 @@
+/// Appends little-endian integers and length-prefixed byte strings to a buffer.
+public struct ByteWriter: Sendable {
+    /// The bytes written so far.
+    public private(set) var bytes: [UInt8] = []
+
+    public init() {}
+
+    public mutating func u8(_ value: UInt8) { bytes.append(value) }
+    public mutating func bool(_ value: Bool) { bytes.append(value ? 1 : 0) }
+    public mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func i32(_ value: Int32) { u32(UInt32(bitPattern: value)) }
+    public mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
+
+    /// A u32 byte count, then the bytes.
+    public mutating func blob<C: Collection>(_ value: C) where C.Element == UInt8 {
+        u32(UInt32(truncatingIfNeeded: value.count))
+        bytes.append(contentsOf: value)
+    }
+
+    /// A string as its UTF-8 bytes, length-prefixed.
+    public mutating func string(_ value: String) { blob(Array(value.utf8)) }
+
+    /// An optional string: a presence byte, then the string.
+    public mutating func optionalString(_ value: String?) {
+        bool(value != nil)
+        if let value { string(value) }
+    }
+}

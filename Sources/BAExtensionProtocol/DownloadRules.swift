@@ -1,0 +1,199 @@
+/// The checks a download must pass before anything trusts it, shared by the public API
+/// (`scheduleDownload`) and the host (downloads an extension returns).
+///
+/// Each violation carries Apple's `BAErrorCode` raw value and a reason that says how to fix it.
+public enum DownloadRules {
+    /// `BADownload.Priority` values.
+    public static let minimumPriority: Int64 = 0
+    public static let defaultPriority: Int64 = 50
+    public static let maximumPriority: Int64 = 100
+
+    /// Longest identifier accepted, in UTF-8 bytes.
+    public static let maximumIdentifierLength = 1024
+    /// Longest URL accepted, in UTF-8 bytes.
+    public static let maximumURLLength = 8192
+    /// Largest `fileSize` accepted: 1 TiB.
+    public static let maximumFileSize: Int64 = 1 << 40
+
+    /// A rule a download broke.
+    public struct Violation: Error, Equatable, Sendable, CustomStringConvertible {
+        /// `BAErrorCode` raw value (0 downloadInvalid, 109 essential not permitted, …).
+        public var code: Int
+        public var reason: String
+        public init(code: Int, reason: String) {
+            self.code = code
+            self.reason = reason
+        }
+        public var description: String { reason }
+    }
+
+    static let downloadInvalid = 0
+    static let essentialNotPermitted = 109
+
+    /// Checks an identifier: non-empty, at most 1024 bytes, no `/`, no `..`, no NUL, no control
+    /// characters. Identifiers become file names, so these rules keep them inside their folder.
+    public static func checkIdentifier(_ identifier: String, what: String = "identifier") -> Violation? {
+        func invalid(_ why: String) -> Violation {
+            Violation(code: downloadInvalid, reason: "\(what) \(quoted(identifier)) \(why)")
+        }
+        if identifier.isEmpty { return Violation(code: downloadInvalid, reason: "\(what) is empty") }
+        if identifier.utf8.count > maximumIdentifierLength {
+            return invalid("is longer than \(maximumIdentifierLength) bytes")
+        }
+        if identifier.utf8.contains(0) { return invalid("contains a NUL byte") }
+        if identifier.contains("/") { return invalid("contains '/'") }
+        if identifier.contains("..") { return invalid("contains '..'") }
+        if identifier.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return invalid("contains a control character")
+        }
+        return nil
+    }
+
+    /// Checks a URL: https, or plain http to a loopback host (development).
+    public static func checkURL(_ url: String) -> Violation? {
+        guard url.utf8.count <= maximumURLLength else {
+            return Violation(code: downloadInvalid, reason: "URL is longer than \(maximumURLLength) bytes")
+        }
+        guard let parsed = ParsedURL(url) else {
+            return Violation(code: downloadInvalid, reason: "URL \(quoted(url)) is not an absolute http(s) URL with a host")
+        }
+        switch parsed.scheme {
+        case "https":
+            return nil
+        case "http" where parsed.isLoopback:
+            return nil
+        case "http":
+            return Violation(
+                code: downloadInvalid,
+                reason: "URL \(quoted(url)) uses plain http; use https (http is allowed only for loopback hosts)")
+        default:
+            return Violation(code: downloadInvalid, reason: "URL \(quoted(url)) has scheme '\(parsed.scheme)'; use https")
+        }
+    }
+
+    /// Checks every field of one download, in the context of the content request that produced it
+    /// (`nil` when it was not returned from `downloads(for:…)`, e.g. scheduled later).
+    public static func check(_ download: DownloadRecord, contentRequest: Int32? = nil) -> Violation? {
+        guard download.isWellFormed else {
+            return Violation(code: downloadInvalid, reason: "download \(quoted(download.identifier)) has a malformed field (invalid UTF-8, or a NULL string with a length)")
+        }
+        if let violation = checkIdentifier(download.identifier) { return violation }
+        if let violation = checkURL(download.url) {
+            return Violation(code: violation.code, reason: "download \(quoted(download.identifier)): \(violation.reason)")
+        }
+        if let group = download.applicationGroupIdentifier,
+            let violation = checkIdentifier(group, what: "application group identifier")
+        {
+            return Violation(code: violation.code, reason: "download \(quoted(download.identifier)): \(violation.reason)")
+        }
+        if download.fileSize < 0 || download.fileSize > maximumFileSize {
+            return Violation(
+                code: downloadInvalid,
+                reason: "download \(quoted(download.identifier)) has fileSize \(download.fileSize); it must be between 0 and \(maximumFileSize)")
+        }
+        if download.isEssential {
+            if download.fileSize <= 0 {
+                return Violation(
+                    code: downloadInvalid,
+                    reason: "essential download \(quoted(download.identifier)) needs a fileSize greater than 0")
+            }
+            if let request = contentRequest, request != 1, request != 2 {
+                return Violation(
+                    code: essentialNotPermitted,
+                    reason: "essential download \(quoted(download.identifier)) is only permitted for install and update requests; use removingEssential()")
+            }
+        }
+        if let sha = download.sha256, sha.utf8.count != 64 || !sha.utf8.allSatisfy(isHexDigit) {
+            return Violation(
+                code: downloadInvalid, reason: "download \(quoted(download.identifier)) has a sha256 that is not 64 hex digits")
+        }
+        for header in download.headers where !isToken(header.name) || header.value.utf8.contains(where: { $0 == 10 || $0 == 13 || $0 == 0 }) {
+            return Violation(
+                code: downloadInvalid, reason: "download \(quoted(download.identifier)) has an invalid header \(quoted(header.name))")
+        }
+        return nil
+    }
+
+    /// The outcome of validating the set an extension returned.
+    public struct SetValidation: Sendable {
+        public var accepted: [DownloadRecord] = []
+        public var rejected: [(download: DownloadRecord, violation: Violation)] = []
+    }
+
+    /// Validates a returned set: every download on its own, then identifier uniqueness (the first
+    /// one with an identifier wins; later ones are rejected with code 100).
+    public static func validate(_ downloads: [DownloadRecord], contentRequest: Int32?) -> SetValidation {
+        var result = SetValidation()
+        var seen = Set<String>()
+        for download in downloads {
+            if let violation = check(download, contentRequest: contentRequest) {
+                result.rejected.append((download, violation))
+            } else if !seen.insert(download.identifier).inserted {
+                result.rejected.append(
+                    (download, Violation(code: 100, reason: "identifier \(quoted(download.identifier)) is used by another download in the same set")))
+            } else {
+                result.accepted.append(download)
+            }
+        }
+        return result
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (48...57).contains(byte) || (97...102).contains(byte) || (65...70).contains(byte)
+    }
+
+    static func isToken(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { byte in
+            (33...126).contains(byte) && !"()<>@,;:\\\"/[]?={}".utf8.contains(byte)
+        }
+    }
+
+    /// A value quoted for an error message, with control characters escaped.
+    static func quoted(_ value: String) -> String {
+        var out = "'"
+        for scalar in value.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                out += "\\u{\(String(scalar.value, radix: 16))}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "'"
+    }
+}
+
+/// The scheme and host of an absolute URL, parsed without Foundation.
+public struct ParsedURL: Sendable, Equatable {
+    /// Lowercased scheme.
+    public var scheme: String
+    /// Lowercased host; IPv6 literals without brackets.
+    public var host: String
+
+    public init?(_ string: String) {
+        guard let colon = string.firstIndex(of: ":") else { return nil }
+        let scheme = string[..<colon].lowercased()
+        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." })
+        else { return nil }
+        let rest = string[string.index(after: colon)...]
+        guard rest.hasPrefix("//") else { return nil }
+        var authority = rest.dropFirst(2).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        var host: Substring
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+        } else {
+            host = authority.prefix { $0 != ":" }
+        }
+        guard !host.isEmpty, !host.contains(where: { $0.isWhitespace }) else { return nil }
+        self.scheme = scheme
+        self.host = host.lowercased()
+    }
+
+    /// Whether the host is loopback: `localhost`, `127.0.0.0/8` or `::1`.
+    public var isLoopback: Bool {
+        if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+}

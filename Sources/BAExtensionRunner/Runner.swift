@@ -1,0 +1,211 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BAExtensionABI
+import BAExtensionProtocol
+import CBAExtension
+import CBASystem
+import CFFI
+
+/// `ba-extension-runner`: one process per call into an extension.
+///
+/// It speaks the runner protocol on fd 3 (see ``RunnerProtocol``): says hello, reads the request,
+/// caps its own memory (RLIMIT_DATA) *before* loading the extension, dlopens it, validates the
+/// descriptor, calls one entry point through `ffi_call` with a host-API table of libffi closures,
+/// streams what the extension does, and exits. The parent enforces the deadline and reads the
+/// verdict from how the process ended. Kept free of Foundation: it starts for every call.
+public enum ExtensionRunner {
+    /// The protocol descriptor's number in the child.
+    public static let protocolFD: Int32 = 3
+
+    /// Exit statuses other than 0, for a parent that sees no message.
+    public enum ExitStatus: Int32 {
+        case noRequest = 2
+        case badRequest = 3
+    }
+
+    /// Runs one call and exits.
+    public static func main() -> Never {
+        let channel = Channel(fd: protocolFD)
+        channel.send(.hello(protocolVersion: RunnerProtocol.version))
+        var decoder = FrameDecoder()
+        let request: RunRequest
+        do {
+            guard let frame = try channel.receive(decoder: &decoder) else { exit(ExitStatus.noRequest.rawValue) }
+            guard case .request(let decoded) = try HostMessage.decode(frame) else { exit(ExitStatus.badRequest.rawValue) }
+            request = decoded
+        } catch {
+            channel.send(.failure(RunnerFailure(kind: .invalidRequest, message: "unreadable request: \(error)")))
+            exit(ExitStatus.badRequest.rawValue)
+        }
+        // Whatever the extension prints to stdout goes to stderr, never into the protocol.
+        dup2(2, 1)
+        if let failure = prepare(memoryLimit: request.memoryLimitBytes) {
+            channel.send(.failure(failure))
+            exit(0)
+        }
+        let outcome = call(request, channel: channel)
+        switch outcome {
+        case .failure(let failure):
+            channel.send(.failure(failure))
+        case .success(let summary):
+            channel.send(.finished(summary))
+        }
+        // _exit: the extension may have left threads or atexit handlers behind; none of them
+        // may run after the call has ended.
+        _exit(0)
+    }
+
+    static func prepare(memoryLimit: UInt64) -> RunnerFailure? {
+        if ba_sys_install_crash_reporter(memoryLimit) != 0 {
+            return RunnerFailure(kind: .invalidRequest, message: "cannot install the crash reporter (errno \(errno))")
+        }
+        if memoryLimit > 0 && ba_sys_set_data_limit(memoryLimit) != 0 {
+            return RunnerFailure(kind: .invalidRequest, message: "cannot set RLIMIT_DATA to \(memoryLimit) bytes (errno \(errno))")
+        }
+        return nil
+    }
+
+    static func call(_ request: RunRequest, channel: Channel) -> Result<RunnerSummary, RunnerFailure> {
+        // RTLD_NODELETE: unloading a Swift library breaks the runtime's conformance caches.
+        guard let handle = dlopen(request.libraryPath, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) else {
+            let reason = dlerror().map { String(cString: $0) } ?? "dlopen failed"
+            return .failure(RunnerFailure(kind: .notALibrary, message: reason))
+        }
+        guard let symbol = dlsym(handle, BA_EXTENSION_DESCRIPTOR_SYMBOL) else {
+            return .failure(
+                RunnerFailure(kind: .missingEntryPoint, message: "\(request.libraryPath) does not export \(BA_EXTENSION_DESCRIPTOR_SYMBOL)"))
+        }
+        let arena = CArena()
+        do {
+            let descriptorSignature = try FFISignature(returning: cffi_type_pointer(), arguments: [])
+            let raw = descriptorSignature.call(symbol, [])
+            guard let descriptorAddress = UnsafeRawPointer(bitPattern: UInt(raw)) else {
+                return .failure(RunnerFailure(kind: .missingEntryPoint, message: "\(BA_EXTENSION_DESCRIPTOR_SYMBOL)() returned NULL"))
+            }
+            let descriptor = try checkDescriptor(descriptorAddress)
+            var wellFormed = true
+            let identity = ExtensionIdentity(
+                name: copyString(descriptor.name, min(descriptor.name_length, 256), wellFormed: &wellFormed),
+                version: copyString(descriptor.version, min(descriptor.version_length, 256), wellFormed: &wellFormed),
+                abiMajor: descriptor.abi_major, abiMinor: descriptor.abi_minor, entryPoints: entryPointMask(descriptor))
+            channel.send(.identity(identity))
+
+            let entryPoint = request.event.entryPoint
+            guard let function = address(of: entryPoint, in: descriptor) else {
+                let name = identity.name.isEmpty ? request.libraryPath : identity.name
+                return .failure(RunnerFailure(kind: .missingEntryPoint, message: "\(name) does not implement \(entryPoint.cName)"))
+            }
+            let invocation = Invocation(channel: channel, request: request)
+            let host = try HostTable(invocation: invocation)
+            let context = UnsafeRawPointer(descriptor.context)
+            let hostPointer = UnsafeRawPointer(host.table)
+            invocation.setPhase(.running(entryPoint))
+            var disposition: Int32 = -1
+            switch request.event {
+            case .contentRequest(let kind, let manifestPath, let manifestURL, let remaining, let essentialRemaining):
+                let info = arena.allocate(ba_content_request_info.self)
+                info.pointee.struct_size = UInt32(MemoryLayout<ba_content_request_info>.size)
+                info.pointee.request = kind
+                (info.pointee.manifest_path, info.pointee.manifest_path_length) = arena.string(manifestPath)
+                (info.pointee.manifest_url, info.pointee.manifest_url_length) = arena.string(manifestURL)
+                info.pointee.restricted_download_size_remaining = remaining
+                info.pointee.restricted_essential_download_size_remaining = essentialRemaining
+                _ = try signature(pointers: 3).call(function, [.pointer(context), .pointer(hostPointer), .pointer(info)])
+            case .finished(let record, let path):
+                let (pathPointer, pathLength) = arena.string(path)
+                _ = try signature(pointers: 4, sizes: 1).call(
+                    function,
+                    [.pointer(context), .pointer(hostPointer), .pointer(arena.download(record)), .pointer(pathPointer), .uint64(UInt64(pathLength))])
+            case .failed(let record, let error):
+                let info = arena.allocate(ba_error.self)
+                info.pointee.struct_size = UInt32(MemoryLayout<ba_error>.size)
+                info.pointee.code = error.code
+                (info.pointee.domain, info.pointee.domain_length) = arena.string(error.domain)
+                (info.pointee.message, info.pointee.message_length) = arena.string(error.message)
+                _ = try signature(pointers: 4).call(
+                    function, [.pointer(context), .pointer(hostPointer), .pointer(arena.download(record)), .pointer(info)])
+            case .challenge(let record, let challenge):
+                let info = arena.allocate(ba_auth_challenge.self)
+                info.pointee.struct_size = UInt32(MemoryLayout<ba_auth_challenge>.size)
+                info.pointee.previous_failure_count = challenge.previousFailureCount
+                (info.pointee.host, info.pointee.host_length) = arena.string(challenge.host)
+                info.pointee.port = challenge.port
+                (info.pointee.protocol, info.pointee.protocol_length) = arena.string(challenge.protocolName)
+                (info.pointee.realm, info.pointee.realm_length) = arena.string(challenge.realm)
+                (info.pointee.authentication_method, info.pointee.authentication_method_length) = arena.string(
+                    challenge.authenticationMethod)
+                let challengeSignature = try FFISignature(
+                    returning: cffi_type_sint32(), arguments: Array(repeating: cffi_type_pointer(), count: 4))
+                let raw = challengeSignature.call(
+                    function, [.pointer(context), .pointer(hostPointer), .pointer(arena.download(record)), .pointer(info)])
+                disposition = Int32(truncatingIfNeeded: raw)
+            case .willTerminate:
+                _ = try signature(pointers: 2).call(function, [.pointer(context), .pointer(hostPointer)])
+            }
+            invocation.setPhase(.ended)
+            withExtendedLifetime(host) {}
+            return .success(
+                RunnerSummary(
+                    returnedCount: invocation.returnedCount, peakMemoryBytes: ba_sys_proc_status_bytes("VmHWM"),
+                    challengeDisposition: disposition))
+        } catch let failure as RunnerFailure {
+            return .failure(failure)
+        } catch {
+            return .failure(RunnerFailure(kind: .invalidRequest, message: "libffi: \(error)"))
+        }
+    }
+
+    /// A void function taking `pointers` pointers then `sizes` size_t values.
+    static func signature(pointers: Int, sizes: Int = 0) throws(FFIStatus) -> FFISignature {
+        try FFISignature(
+            returning: cffi_type_void(),
+            arguments: Array(repeating: cffi_type_pointer(), count: pointers) + Array(repeating: cffi_type_uint64(), count: sizes))
+    }
+
+    /// Reads the version fields (which never move) before anything else, then the whole 1.0
+    /// descriptor if the versions are ones this host speaks.
+    static func checkDescriptor(_ address: UnsafeRawPointer) throws(RunnerFailure) -> ba_extension_desc {
+        let size = address.loadUnaligned(as: UInt32.self)
+        let major = address.loadUnaligned(fromByteOffset: 4, as: UInt16.self)
+        let minor = address.loadUnaligned(fromByteOffset: 6, as: UInt16.self)
+        let ours = "\(BA_EXTENSION_ABI_MAJOR).\(BA_EXTENSION_ABI_MINOR)"
+        guard major == BA_EXTENSION_ABI_MAJOR else {
+            throw RunnerFailure(
+                kind: .abiMismatch,
+                message: "the extension was built for C ABI \(major).\(minor); this host speaks \(ours): rebuild it against this host's ba_extension.h",
+                foundMajor: major, foundMinor: minor)
+        }
+        guard minor <= BA_EXTENSION_ABI_MINOR else {
+            throw RunnerFailure(
+                kind: .abiMismatch,
+                message: "the extension needs C ABI \(major).\(minor), newer than this host's \(ours): update the host",
+                foundMajor: major, foundMinor: minor)
+        }
+        guard Int(size) >= MemoryLayout<ba_extension_desc>.size else {
+            throw RunnerFailure(
+                kind: .abiMismatch,
+                message: "the descriptor's struct_size is \(size) bytes; C ABI \(ours) needs \(MemoryLayout<ba_extension_desc>.size)",
+                foundMajor: major, foundMinor: minor)
+        }
+        return address.assumingMemoryBound(to: ba_extension_desc.self).pointee
+    }
+
+    static func address(of entryPoint: EntryPoint, in descriptor: ba_extension_desc) -> UnsafeRawPointer? {
+        switch entryPoint {
+        case .downloadsForRequest: unsafeBitCast(descriptor.downloads_for_request, to: UnsafeRawPointer?.self)
+        case .downloadFinished: unsafeBitCast(descriptor.download_finished, to: UnsafeRawPointer?.self)
+        case .downloadFailed: unsafeBitCast(descriptor.download_failed, to: UnsafeRawPointer?.self)
+        case .downloadReceivedChallenge: unsafeBitCast(descriptor.download_received_challenge, to: UnsafeRawPointer?.self)
+        case .extensionWillTerminate: unsafeBitCast(descriptor.extension_will_terminate, to: UnsafeRawPointer?.self)
+        }
+    }
+
+    static func entryPointMask(_ descriptor: ba_extension_desc) -> UInt32 {
+        EntryPoint.allCases.reduce(0) { mask, entry in
+            address(of: entry, in: descriptor) == nil ? mask : mask | (1 << UInt32(entry.rawValue))
+        }
+    }
+}
+
+extension RunnerFailure: Error {}

@@ -1,0 +1,136 @@
+import BAExtensionProtocol
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A download of one URL.
+///
+/// ```swift
+/// let request = URLRequest(url: URL(string: "https://cdn.example.com/level-1.pak")!)
+/// let download = BAURLDownload(
+///     identifier: "level-1", request: request, essential: true, fileSize: 1_048_576,
+///     applicationGroupIdentifier: "group.com.example.game", priority: .max)
+/// ```
+/// The URL must be https (plain http is accepted only for loopback hosts, for development).
+/// An essential download needs the exact `fileSize`: a file of another size fails.
+public final class BAURLDownload: BADownload, @unchecked Sendable {
+    /// The request the system performs.
+    public let request: URLRequest
+    /// The expected size in bytes (0 if unknown).
+    public let fileSize: Int
+    /// Linux addition: the SHA-256 (hex) the finished file must have, or nil.
+    public let baExpectedSHA256: String?
+
+    /// Creates a download, essential or not.
+    /// - Parameters:
+    ///   - identifier: Unique among the app's downloads; no `/`, `..` or NUL.
+    ///   - request: The request to perform (https, or http to a loopback host).
+    ///   - essential: Whether the app needs it before first launch (only from install/update).
+    ///   - fileSize: The exact size in bytes; required (> 0) for an essential download.
+    ///   - applicationGroupIdentifier: The app group that receives the file.
+    ///   - priority: Relative priority among the app's downloads.
+    public init(
+        identifier: String, request: URLRequest, essential: Bool, fileSize: Int, applicationGroupIdentifier: String,
+        priority: BADownload.Priority = .default
+    ) {
+        self.request = request
+        self.fileSize = fileSize
+        self.baExpectedSHA256 = nil
+        super.init(
+            identifier: identifier, uniqueIdentifier: UUID().uuidString, state: .created, priority: priority,
+            isEssential: essential, applicationGroupIdentifier: applicationGroupIdentifier)
+    }
+
+    /// Creates a non-essential download with a known size.
+    public convenience init(identifier: String, request: URLRequest, fileSize: Int, applicationGroupIdentifier: String) {
+        self.init(
+            identifier: identifier, request: request, essential: false, fileSize: fileSize,
+            applicationGroupIdentifier: applicationGroupIdentifier, priority: .default)
+    }
+
+    /// Creates a non-essential download of unknown size (the 2022 initializer).
+    @available(*, deprecated, renamed: "init(identifier:request:fileSize:applicationGroupIdentifier:)")
+    public convenience init(identifier: String, request: URLRequest, applicationGroupIdentifier: String) {
+        self.init(
+            identifier: identifier, request: request, essential: false, fileSize: 0,
+            applicationGroupIdentifier: applicationGroupIdentifier, priority: .default)
+    }
+
+    /// Creates a non-essential download of unknown size with a priority (the 2022 initializer).
+    @available(*, deprecated, renamed: "init(identifier:request:essential:fileSize:applicationGroupIdentifier:priority:)")
+    public convenience init(
+        identifier: String, request: URLRequest, applicationGroupIdentifier: String, priority: BADownload.Priority
+    ) {
+        self.init(
+            identifier: identifier, request: request, essential: false, fileSize: 0,
+            applicationGroupIdentifier: applicationGroupIdentifier, priority: priority)
+    }
+
+    /// A download with every field given (used to rebuild downloads the system hands back).
+    init(
+        identifier: String, uniqueIdentifier: String, state: State, request: URLRequest, essential: Bool, fileSize: Int,
+        applicationGroupIdentifier: String, priority: Priority, expectedSHA256: String?
+    ) {
+        self.request = request
+        self.fileSize = fileSize
+        self.baExpectedSHA256 = expectedSHA256
+        super.init(
+            identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, priority: priority,
+            isEssential: essential, applicationGroupIdentifier: applicationGroupIdentifier)
+    }
+
+    /// Linux addition: a copy whose finished file must have this SHA-256 (64 hex digits), or the
+    /// download fails instead of delivering it.
+    public func baVerifyingSHA256(_ hex: String) -> BAURLDownload {
+        BAURLDownload(
+            identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, request: request, essential: isEssential,
+            fileSize: fileSize, applicationGroupIdentifier: applicationGroupIdentifier, priority: priority,
+            expectedSHA256: hex.lowercased())
+    }
+
+    public override func removingEssential() -> Self {
+        BAURLDownload(
+            identifier: identifier, uniqueIdentifier: UUID().uuidString, state: .created, request: request, essential: false,
+            fileSize: fileSize, applicationGroupIdentifier: applicationGroupIdentifier, priority: priority,
+            expectedSHA256: baExpectedSHA256) as! Self
+    }
+
+    public override func copy(with zone: NSZone? = nil) -> Any {
+        BAURLDownload(
+            identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, request: request, essential: isEssential,
+            fileSize: fileSize, applicationGroupIdentifier: applicationGroupIdentifier, priority: priority,
+            expectedSHA256: baExpectedSHA256)
+    }
+}
+
+extension BAURLDownload {
+    /// The download as a boundary record.
+    var record: DownloadRecord {
+        DownloadRecord(
+            identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: request.url?.absoluteString ?? "",
+            applicationGroupIdentifier: applicationGroupIdentifier.isEmpty ? nil : applicationGroupIdentifier,
+            fileSize: Int64(fileSize), priority: Int64(priority.rawValue), isEssential: isEssential, state: Int32(state.rawValue),
+            headers: (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) },
+            sha256: baExpectedSHA256)
+    }
+
+    /// Rebuilds a download from a boundary record (nil if its URL does not parse).
+    convenience init?(record: DownloadRecord) {
+        guard let url = URL(string: record.url) else { return nil }
+        var request = URLRequest(url: url)
+        for header in record.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+        self.init(
+            identifier: record.identifier, uniqueIdentifier: record.uniqueIdentifier.isEmpty ? UUID().uuidString : record.uniqueIdentifier,
+            state: State(rawValue: Int(record.state)) ?? .created, request: request, essential: record.isEssential,
+            fileSize: Int(record.fileSize), applicationGroupIdentifier: record.applicationGroupIdentifier ?? "",
+            priority: Priority(Int(clamping: record.priority)), expectedSHA256: record.sha256)
+    }
+
+    /// Checks the rules that need no daemon (identifier, URL scheme, essential size).
+    func validate() throws(BAError) {
+        if let violation = DownloadRules.check(record) {
+            throw BAError(BAError.Code(rawValue: violation.code) ?? .downloadInvalid, reason: violation.reason)
+        }
+    }
+}

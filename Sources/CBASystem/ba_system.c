@@ -1,0 +1,203 @@
+#include "ba_system.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int ba_sys_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int ba_sys_socketpair_cloexec(int fds[2]) { return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds); }
+
+int ba_sys_spawn(const char *path, char *const argv[], char *const envp[], int protocol_fd, int output_fd,
+                 pid_t *pid_out) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    int rc = posix_spawn_file_actions_init(&actions);
+    if (rc != 0) return rc;
+    rc = posix_spawnattr_init(&attr);
+    if (rc != 0) {
+        posix_spawn_file_actions_destroy(&actions);
+        return rc;
+    }
+    // dup2 onto the same number keeps O_CLOEXEC, so both fds are first copied to numbers >= 10
+    // (still O_CLOEXEC: nothing else spawned meanwhile inherits them); dup2 from there to 1, 2
+    // and 3 always clears the flag in the child.
+    int proto_high = fcntl(protocol_fd, F_DUPFD_CLOEXEC, 10);
+    int out_high = fcntl(output_fd, F_DUPFD_CLOEXEC, 10);
+    if (proto_high < 0 || out_high < 0) {
+        rc = errno;
+        goto done;
+    }
+    if ((rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)) != 0) goto done;
+    if ((rc = posix_spawn_file_actions_adddup2(&actions, out_high, 1)) != 0) goto done;
+    if ((rc = posix_spawn_file_actions_adddup2(&actions, out_high, 2)) != 0) goto done;
+    if ((rc = posix_spawn_file_actions_adddup2(&actions, proto_high, 3)) != 0) goto done;
+
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+    rc = posix_spawn(pid_out, path, &actions, &attr, argv, envp);
+done:
+    if (proto_high >= 0) close(proto_high);
+    if (out_high >= 0) close(out_high);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    return rc;
+}
+
+int ba_sys_pidfd_open(pid_t pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int ba_sys_set_data_limit(uint64_t bytes) {
+    struct rlimit limit = {.rlim_cur = (rlim_t)bytes, .rlim_max = (rlim_t)bytes};
+    return setrlimit(RLIMIT_DATA, &limit);
+}
+
+int64_t ba_sys_proc_status_bytes(const char *key) {
+    char buffer[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t used = 0;
+    for (;;) {
+        ssize_t n = read(fd, buffer + used, sizeof(buffer) - 1 - used);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        used += (size_t)n;
+        if (used == sizeof(buffer) - 1) break;
+    }
+    close(fd);
+    buffer[used] = 0;
+    size_t key_length = strlen(key);
+    for (char *line = buffer; line && *line;) {
+        if (strncmp(line, key, key_length) == 0 && line[key_length] == ':') {
+            int64_t value = 0;
+            for (char *p = line + key_length + 1; *p && *p != '\n'; p++) {
+                if (*p >= '0' && *p <= '9') value = value * 10 + (*p - '0');
+            }
+            return value * 1024;
+        }
+        line = strchr(line, '\n');
+        if (line) line++;
+    }
+    return -1;
+}
+
+static uint64_t crash_memory_limit;
+
+static size_t format_u64(char *out, uint64_t value) {
+    char digits[24];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value && n < sizeof(digits));
+    for (size_t i = 0; i < n; i++) out[i] = digits[n - 1 - i];
+    return n;
+}
+
+static void crash_reporter(int signal_number) {
+    // Only async-signal-safe calls: open/read/write/close, then re-raise with the default action.
+    int saved_errno = errno;
+    char line[160];
+    size_t n = 0;
+    const char *prefix = "\n[ba-extension-runner] fatal signal=";
+    memcpy(line, prefix, strlen(prefix));
+    n += strlen(prefix);
+    n += format_u64(line + n, (uint64_t)signal_number);
+    const char *vmdata = " vmdata_bytes=";
+    memcpy(line + n, vmdata, strlen(vmdata));
+    n += strlen(vmdata);
+    int64_t data = ba_sys_proc_status_bytes("VmData");
+    n += format_u64(line + n, data < 0 ? 0 : (uint64_t)data);
+    const char *limit = " limit_bytes=";
+    memcpy(line + n, limit, strlen(limit));
+    n += strlen(limit);
+    n += format_u64(line + n, crash_memory_limit);
+    line[n++] = '\n';
+    (void)ba_sys_write_all(2, line, n);
+    signal(signal_number, SIG_DFL);
+    errno = saved_errno;
+    raise(signal_number);
+}
+
+int ba_sys_install_crash_reporter(uint64_t memory_limit_bytes) {
+    crash_memory_limit = memory_limit_bytes;
+    // A stack overflow or an allocation failure must still be able to run the handler.
+    static char alternate_stack[64 * 1024];
+    stack_t stack = {.ss_sp = alternate_stack, .ss_size = sizeof(alternate_stack), .ss_flags = 0};
+    if (sigaltstack(&stack, NULL) != 0) return -1;
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = crash_reporter;
+    action.sa_flags = SA_ONSTACK | SA_RESETHAND;
+    sigemptyset(&action.sa_mask);
+    const int signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP};
+    for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]); i++) {
+        if (sigaction(signals[i], &action, NULL) != 0) return -1;
+    }
+    return 0;
+}
+
+int ba_sys_flock_try(int fd) {
+    int rc;
+    do {
+        rc = flock(fd, LOCK_EX | LOCK_NB);
+    } while (rc != 0 && errno == EINTR);
+    return rc;
+}
+
+int ba_sys_flock_wait(int fd) {
+    int rc;
+    do {
+        rc = flock(fd, LOCK_EX);
+    } while (rc != 0 && errno == EINTR);
+    return rc;
+}
+
+int ba_sys_flock_unlock(int fd) { return flock(fd, LOCK_UN); }
+
+int ba_sys_write_all(int fd, const void *bytes, size_t length) {
+    const char *p = bytes;
+    while (length > 0) {
+        ssize_t n = write(fd, p, length);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += n;
+        length -= (size_t)n;
+    }
+    return 0;
+}
+
+int ba_sys_send_all(int fd, const void *bytes, size_t length) {
+    const char *p = bytes;
+    while (length > 0) {
+        ssize_t n = send(fd, p, length, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += n;
+        length -= (size_t)n;
+    }
+    return 0;
+}

@@ -1,0 +1,3 @@
+import BAExtensionRunner
+
+ExtensionRunner.main()

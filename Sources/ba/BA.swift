@@ -1,0 +1,8 @@
+import BACommands
+
+@main
+enum BA {
+    static func main() async {
+        await BACommand.main()
+    }
+}
