@@ -1,9 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
-import Foundation // TEMP
 
 // C plugins used only by the tests: each is a misbehaving extension (see Plugins/TestPlugins).
-let testPlugins: [String] = ProcessInfo.processInfo.environment["BA_TMP"] != nil ? [] : [
+let testPlugins = [
     "BATestHang", "BATestCrash", "BATestHog", "BATestWrongABI", "BATestNoDescriptor",
     "BATestFlood", "BATestBadIdentifiers", "BATestHostAPI", "BATestExit",
 ]
@@ -19,7 +18,7 @@ let package = Package(
         .executable(name: "ba-extension-runner", targets: ["ba-extension-runner"]),
         // Sample extensions (shared libraries loaded by the runner).
         .library(name: "SampleSwiftExtension", type: .dynamic, targets: ["SampleSwiftExtension"]),
-        //.library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
+        .library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
     ] + testPlugins.map { .library(name: $0, type: .dynamic, targets: [$0]) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -57,7 +56,12 @@ let package = Package(
 
         // Sample extensions.
         .target(name: "SampleSwiftExtension", dependencies: ["BackgroundAssets"], path: "Plugins/SampleSwiftExtension"),
-        //.target(name: "SampleCExtension", dependencies: ["CBAExtension"], path: "Plugins/SampleCExtension"),
+        .target(name: "SampleCExtension", dependencies: ["CBAExtension"], path: "Plugins/SampleCExtension"),
+
+        // Benchmarks (not tests): Benchmarks/run.sh.
+        .executableTarget(
+            name: "ExtensionHostBenchmark", dependencies: ["BAExtensionHost", "BackgroundAssets", "CBASystem"],
+            path: "Benchmarks/ExtensionHostBenchmark"),
 
         // Tests.
         .target(name: "BATestSupport", dependencies: ["BAExtensionHost"], path: "Tests/BATestSupport"),

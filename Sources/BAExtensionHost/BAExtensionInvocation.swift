@@ -99,6 +99,9 @@ public struct BAExtensionRunResult: Sendable {
     public var peakMemoryBytes: Int64?
     /// The tail (at most 64 KiB) of what the extension wrote to stdout and stderr.
     public var output: String = ""
+    /// The runner's process id, which was also its process group id (the group is killed when
+    /// the call ends).
+    public var processID: Int32 = 0
 }
 
 /// A failure of the host itself (not of the extension): no verdict could be produced.

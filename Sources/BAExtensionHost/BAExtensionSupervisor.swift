@@ -146,12 +146,13 @@ struct SupervisedCall {
     mutating func run() -> BAExtensionRunResult {
         let status = waitForExit()
         // The runner is gone; kill whatever it left in its process group, then read what is left.
-        kill(-pid, SIGKILL)
+        ProcessGroup.kill(pid)
         drain()
         close(socket)
         close(output)
         if pidfd >= 0 { close(pidfd) }
         result.duration = .now - started
+        result.processID = pid
         result.output = String(decoding: outputTail, as: UTF8.self)
         result.verdict = verdict(exitStatus: status)
         finishDownloads()
@@ -355,6 +356,12 @@ struct SupervisedCall {
         if let disposition = summary?.challengeDisposition, disposition >= 0 { result.challengeDisposition = disposition }
         if droppedLogs > 0 {
             result.logs.append(BAExtensionLogLine(level: 3, message: "[host] \(droppedLogs) more log lines were dropped"))
+        }
+        // Downloads from a call that did not return are not a result: discard them.
+        guard result.verdict == .ok else {
+            result.scheduled = []
+            result.cancelled = []
+            return
         }
         var contentRequest: Int32? = nil
         if case .contentRequest(let request, _, _, _, _) = invocation.event { contentRequest = request }

@@ -41,8 +41,8 @@ public enum DownloadRules {
             return invalid("is longer than \(maximumIdentifierLength) bytes")
         }
         if identifier.utf8.contains(0) { return invalid("contains a NUL byte") }
-        if identifier.contains("/") { return invalid("contains '/'") }
         if identifier.contains("..") { return invalid("contains '..'") }
+        if identifier.contains("/") { return invalid("contains '/'") }
         if identifier.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             return invalid("contains a control character")
         }

@@ -129,7 +129,7 @@ public enum ExtensionRunner {
                 let info = arena.allocate(ba_auth_challenge.self)
                 info.pointee.struct_size = UInt32(MemoryLayout<ba_auth_challenge>.size)
                 info.pointee.previous_failure_count = challenge.previousFailureCount
-                (info.pointee.host, info.pointee.host_length) = arena.string(challenge.host)
+                (info.pointee.host_name, info.pointee.host_name_length) = arena.string(challenge.host)
                 info.pointee.port = challenge.port
                 (info.pointee.protocol, info.pointee.protocol_length) = arena.string(challenge.protocolName)
                 (info.pointee.realm, info.pointee.realm_length) = arena.string(challenge.realm)

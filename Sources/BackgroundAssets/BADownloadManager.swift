@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+internal import BAExtensionProtocol
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -1,5 +1,5 @@
-import BAExtensionABI
-import BAExtensionProtocol
+internal import BAExtensionABI
+internal import BAExtensionProtocol
 internal import CBAExtension
 import Dispatch
 import Foundation
@@ -160,7 +160,7 @@ private let challengeThunk: ba_download_challenge_fn = { context, host, download
     return ExtensionHostConnection.with(host) {
         let c = challenge.pointee
         let space = URLProtectionSpace(
-            host: ExportedExtensions.string(c.host, c.host_length), port: Int(c.port),
+            host: ExportedExtensions.string(c.host_name, c.host_name_length), port: Int(c.port),
             protocol: ExportedExtensions.string(c.protocol, c.protocol_length),
             realm: c.realm_length > 0 ? ExportedExtensions.string(c.realm, c.realm_length) : nil,
             authenticationMethod: ExportedExtensions.string(c.authentication_method, c.authentication_method_length))

@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+package import BAExtensionProtocol
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -106,7 +106,7 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
 
 extension BAURLDownload {
     /// The download as a boundary record.
-    var record: DownloadRecord {
+    package var record: DownloadRecord {
         DownloadRecord(
             identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: request.url?.absoluteString ?? "",
             applicationGroupIdentifier: applicationGroupIdentifier.isEmpty ? nil : applicationGroupIdentifier,
@@ -116,7 +116,7 @@ extension BAURLDownload {
     }
 
     /// Rebuilds a download from a boundary record (nil if its URL does not parse).
-    convenience init?(record: DownloadRecord) {
+    package convenience init?(record: DownloadRecord) {
         guard let url = URL(string: record.url) else { return nil }
         var request = URLRequest(url: url)
         for header in record.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }

@@ -1,5 +1,5 @@
-import BAExtensionABI
-import BAExtensionProtocol
+internal import BAExtensionABI
+internal import BAExtensionProtocol
 internal import CBAExtension
 import Foundation
 import Synchronization

@@ -93,7 +93,8 @@ typedef int32_t ba_status;
 #define BA_ERROR_NO_APP_GROUP_CONTAINER 1002        /* this call has no app group container */
 #define BA_ERROR_CALL_NOT_VALID_NOW 1003            /* e.g. add_download outside downloads_for_request */
 /* Host functions that can fail return BA_FAILED with the BAErrorCode in *code_out when that
- * pointer is non-NULL, because BAErrorCode 0 (downloadInvalid) collides with BA_OK. */
+ * pointer is non-NULL, because BAErrorCode 0 (downloadInvalid) collides with BA_OK. On success
+ * they return BA_OK and write 0 to *code_out. */
 #define BA_FAILED (-1)
 
 /* Log levels for host->log. */
@@ -173,8 +174,8 @@ typedef struct ba_content_request_info {
 typedef struct ba_auth_challenge {
     uint32_t struct_size;
     int32_t previous_failure_count;
-    const char *host;
-    size_t host_length;
+    const char *host_name;       /* the server's host name */
+    size_t host_name_length;
     int32_t port;
     uint32_t reserved;
     const char *protocol;        /* "https", "http" */
@@ -200,7 +201,10 @@ typedef struct ba_host_api {
 
     /* Returns one download from downloads_for_request (the C form of returning a Set<BADownload>).
      * Only valid inside downloads_for_request. Returns BA_OK, or BA_FAILED with the BAErrorCode
-     * in *code_out (e.g. when the call returned too many downloads). */
+     * in *code_out (e.g. when the call returned too many downloads, or the struct is unreadable).
+     * BA_OK means "received": the host validates the whole set after the entry point returns
+     * (identifier rules, duplicates, URL scheme, sizes, essential only for install/update: 109)
+     * and rejects what breaks a rule, with a reason. */
     ba_status (*add_download)(const ba_download *download, int32_t *code_out);
 
     /* BADownloadManager.scheduleDownload. Refused (code 50) while downloads_for_request runs:
@@ -218,6 +222,7 @@ typedef struct ba_host_api {
      * timeout_ms: 0 = try once, -1 = wait as long as it takes, else wait at most that long.
      * Returns BA_OK when held. Released by release_exclusive_control or when the process ends. */
     ba_status (*acquire_exclusive_control)(int64_t timeout_ms, int32_t *code_out);
+    /* Releases the lock; BA_OK also when it was not held. */
     ba_status (*release_exclusive_control)(int32_t *code_out);
 
     /* Answers the current authentication challenge with a credential; only valid inside
@@ -226,7 +231,8 @@ typedef struct ba_host_api {
                                 const char *password, size_t password_length, int32_t *code_out);
 
     /* The human-readable reason for the last BA_FAILED on the calling thread, borrowed until the
-     * next host call on that thread. Writes the length to *length_out. */
+     * next failing host call on that thread. Writes the length to *length_out (which may be
+     * NULL). Returns NULL with length 0 if nothing has failed on this thread. */
     const char *(*last_error_message)(size_t *length_out);
 } ba_host_api;
 
@@ -266,8 +272,14 @@ typedef struct ba_extension_desc {
     ba_extension_will_terminate_fn extension_will_terminate;
 } ba_extension_desc;
 
-/* The one exported symbol. Called once per process, with no arguments; must not block. */
+/* The one exported symbol. Called once per process, with no arguments; must not block.
+ * Define it in your extension exactly as declared (the declaration lets the compiler check it):
+ *   BA_EXTENSION_EXPORT const ba_extension_desc *ba_extension_descriptor(void) { return &descriptor; }
+ * Define BA_EXTENSION_NO_DESCRIPTOR_PROTOTYPE before including this header to leave it out. */
 typedef const ba_extension_desc *(*ba_extension_descriptor_fn)(void);
+#ifndef BA_EXTENSION_NO_DESCRIPTOR_PROTOTYPE
+BA_EXTENSION_EXPORT const ba_extension_desc *ba_extension_descriptor(void);
+#endif
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,78 @@
+// Measures one full extension call: spawn ba-extension-runner, dlopen the library, call
+// downloads(for:) through libffi, receive and validate N downloads, reap the process. Reports
+// median and p99 over many calls for the C and the Swift sample, next to the cost of spawning
+// /bin/true on the same machine in the same run (the floor of any process-per-call design).
+//
+// Usage: ExtensionHostBenchmark BUILD_DIR [calls] [downloads]
+import BAExtensionHost
+import BackgroundAssets
+import CBASystem
+import Foundation
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 2 else {
+    FileHandle.standardError.write(Data("usage: ExtensionHostBenchmark BUILD_DIR [calls=50] [downloads=1000]\n".utf8))
+    exit(64)
+}
+let build = URL(fileURLWithPath: arguments[1])
+let calls = arguments.count > 2 ? Int(arguments[2]) ?? 50 : 50
+let downloadCount = arguments.count > 3 ? Int(arguments[3]) ?? 1000 : 1000
+
+// A manifest with `downloadCount` assets.
+let assets = (0..<downloadCount).map { index in
+    #"{"identifier": "asset-\#(index)", "url": "https://cdn.example.com/assets/\#(index).bin", "fileSize": \#(1024 + index), "priority": \#(index % 101)}"#
+}
+let manifestPath = FileManager.default.temporaryDirectory.appendingPathComponent("ba-bench-manifest-\(getpid()).json").path
+try Data(#"{"applicationGroupIdentifier": "group.bench", "assets": [\#(assets.joined(separator: ","))]}"#.utf8).write(to: URL(fileURLWithPath: manifestPath))
+defer { try? FileManager.default.removeItem(atPath: manifestPath) }
+
+func percentile(_ sorted: [Double], _ p: Double) -> Double {
+    sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+}
+
+func milliseconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+}
+
+func measure(_ name: String, _ body: () throws -> Void) rethrows -> (median: Double, p99: Double) {
+    try body()  // warm-up: page cache, dynamic loader caches
+    var samples: [Double] = []
+    let clock = ContinuousClock()
+    for _ in 0..<calls {
+        let start = clock.now
+        try body()
+        samples.append(milliseconds(clock.now - start))
+    }
+    samples.sort()
+    let result = (median: percentile(samples, 0.5), p99: percentile(samples, 0.99))
+    print(String(format: "%-44@ median %7.2f ms   p99 %7.2f ms   (n=%d)", name as NSString, result.median, result.p99, calls))
+    return result
+}
+
+let supervisor = try BAExtensionSupervisor(runnerPath: build.appendingPathComponent("ba-extension-runner").path)
+print("one full call: spawn + dlopen + downloads(for:) + \(downloadCount) downloads returned and validated + reap")
+
+let baseline = measure("posix_spawn + wait of /bin/true (floor)") {
+    var pid: pid_t = 0
+    var argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+    defer { free(argv[0]) }
+    guard posix_spawn(&pid, "/bin/true", nil, nil, &argv, environ) == 0 else { fatalError("cannot spawn /bin/true") }
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+}
+
+var failures = 0
+for (label, library) in [("C sample (SampleCExtension)", "libSampleCExtension.so"), ("Swift sample (SampleSwiftExtension)", "libSampleSwiftExtension.so")] {
+    let path = build.appendingPathComponent(library).path
+    let result = try measure(label) {
+        let run = try supervisor.runBlocking(.contentRequest(.install, libraryPath: path, manifestPath: manifestPath))
+        guard run.verdict == .ok, run.downloads.count == downloadCount else {
+            failures += 1
+            FileHandle.standardError.write(Data("unexpected result: \(run.verdict), \(run.downloads.count) downloads\n".utf8))
+            return
+        }
+    }
+    print(String(format: "  ratio to the /bin/true floor: median %.1fx; goal median <= 5 ms: %@", result.median / baseline.median,
+                 result.median <= 5 ? "met" : "NOT met"))
+}
+exit(failures == 0 ? 0 : 1)

@@ -1,0 +1,145 @@
+import BAExclusiveControl
+import BAExtensionHost
+import BAExtensionProtocol
+import BATestSupport
+import BackgroundAssets
+import BackgroundAssetsTesting
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// The host-API table (libffi closures) as a C extension sees it, and the other entry points.
+@Suite struct HostAPITests {
+    let supervisor: BAExtensionSupervisor
+
+    init() throws {
+        supervisor = try BAExtensionSupervisor(runnerPath: BuildProducts.executable("ba-extension-runner"))
+    }
+
+    func messages(_ result: BAExtensionRunResult) -> [String] { result.logs.map(\.message) }
+
+    @Test func hostFunctionsDuringDownloadsForRequest() async throws {
+        let container = try TemporaryDirectory()
+        defer { container.remove() }
+        var invocation = BAExtensionInvocation.contentRequest(.install, libraryPath: BuildProducts.library("BATestHostAPI"), manifestPath: "/dev/null")
+        invocation.appGroupContainerPath = container.path
+        invocation.currentDownloads = [
+            DownloadRecord(identifier: "queued-1", uniqueIdentifier: "u1", url: "https://example.com/1", state: 1),
+            DownloadRecord(identifier: "running-2", uniqueIdentifier: "u2", url: "https://example.com/2", state: 2),
+        ]
+        let result = try await supervisor.run(invocation)
+        #expect(result.verdict == .ok)
+        let log = messages(result)
+        // Scheduling while downloads(for:) runs is refused with 50 and a reason.
+        #expect(log.contains { $0.hasPrefix("schedule-during-request:") && $0.contains("code=50") && $0.contains("return the download") }, "\(log)")
+        #expect(log.contains("current: queued-1 state=1"))
+        #expect(log.contains("current: running-2 state=2"))
+        #expect(log.contains { $0.hasPrefix("lock: acquire=0 release=0") }, "\(log)")
+        #expect(result.downloads.map(\.identifier) == ["from-host-api"])
+        #expect(result.scheduled.isEmpty)
+        #expect(log.last == "done")
+    }
+
+    @Test func exclusiveControlHeldByAnotherProcessIsNotAcquired() async throws {
+        let container = try TemporaryDirectory()
+        defer { container.remove() }
+        // This test process holds the app group's lock; the extension's try-once must fail.
+        let lock = try ExclusiveControlLock(path: ExclusiveControlLock.path(inContainer: container.path))
+        try lock.acquire(timeoutMilliseconds: 0)
+        defer { try? lock.release() }
+        var invocation = BAExtensionInvocation.contentRequest(.install, libraryPath: BuildProducts.library("BATestHostAPI"), manifestPath: "/dev/null")
+        invocation.appGroupContainerPath = container.path
+        let result = try await supervisor.run(invocation)
+        #expect(messages(result).contains { $0.hasPrefix("lock: acquire=-1") }, "\(messages(result))")
+    }
+
+    @Test func scheduleAndCancelAfterFinishing() async throws {
+        let download = DownloadRecord(identifier: "level-1", uniqueIdentifier: "u-1", url: "https://example.com/l1", fileSize: 3, state: 3)
+        let result = try await supervisor.run(
+            BAExtensionInvocation(libraryPath: BuildProducts.library("BATestHostAPI"), event: .finished(download, filePath: "/tmp/l1")))
+        #expect(result.verdict == .ok)
+        #expect(result.scheduled.map(\.identifier) == ["follow-up"])
+        #expect(messages(result).contains { $0.hasPrefix("schedule-after-finish: status=0") })
+        #expect(messages(result).contains { $0.hasPrefix("cancel-unknown:") && $0.contains("code=101") })
+        #expect(messages(result).contains("finished level-1 /tmp/l1"))
+    }
+
+    @Test func failedGetsTheError() async throws {
+        let download = DownloadRecord(identifier: "level-2", uniqueIdentifier: "u-2", url: "https://example.com/l2")
+        let error = ErrorRecord(domain: "com.apple.backgroundassets.error", code: 102, message: "server said 503")
+        let result = try await supervisor.run(
+            BAExtensionInvocation(libraryPath: BuildProducts.library("BATestHostAPI"), event: .failed(download, error)))
+        #expect(result.verdict == .ok)
+        #expect(messages(result).contains("failed level-2 code=102 server said 503"))
+    }
+
+    @Test func challengeReturnsTheDispositionAndCredential() async throws {
+        let download = DownloadRecord(identifier: "secret", uniqueIdentifier: "u-3", url: "https://example.com/s")
+        let challenge = ChallengeRecord(
+            host: "example.com", port: 443, protocolName: "https", realm: "assets", authenticationMethod: "NSURLAuthenticationMethodHTTPBasic",
+            previousFailureCount: 0)
+        for library in ["BATestHostAPI", "SampleSwiftExtension"] {
+            let result = try await supervisor.run(
+                BAExtensionInvocation(
+                    libraryPath: BuildProducts.library(library), event: .challenge(download, challenge),
+                    environment: ["BA_SAMPLE_USER": "user", "BA_SAMPLE_PASSWORD": "secret"]))
+            #expect(result.verdict == .ok, "\(library): \(result.verdict) \(result.output)")
+            #expect(result.challengeDisposition == 0, "\(library): useCredential")
+            #expect(result.credential?.user == "user" && result.credential?.password == "secret", "\(library)")
+        }
+    }
+
+    @Test func swiftAndCSamplesWriteFinishedFilesUnderExclusiveControl() async throws {
+        let inbox = try TemporaryDirectory()
+        defer { inbox.remove() }
+        for library in ["SampleCExtension", "SampleSwiftExtension"] {
+            let download = DownloadRecord(identifier: "catalog-\(library)", uniqueIdentifier: "u", url: "https://example.com/c", state: 3)
+            let result = try await supervisor.run(
+                BAExtensionInvocation(
+                    libraryPath: BuildProducts.library(library), event: .finished(download, filePath: "/tmp/catalog"),
+                    appGroupContainerPath: inbox.path, environment: ["BA_SAMPLE_INBOX": inbox.path]))
+            #expect(result.verdict == .ok, "\(library): \(result.verdict) \(result.output)")
+        }
+        let lines = try String(contentsOfFile: inbox.url.appendingPathComponent("finished.log").path, encoding: .utf8)
+        #expect(lines == "catalog-SampleCExtension\t/tmp/catalog\ncatalog-SampleSwiftExtension\t/tmp/catalog\n")
+    }
+}
+
+/// BackgroundAssetsTesting, the helper for extension authors.
+@Suite struct TesterTests {
+    let manifest = Data(
+        #"{"applicationGroupIdentifier": "group.t", "assets": [{"identifier": "b", "url": "https://e.com/b", "fileSize": 3, "essential": true}, {"identifier": "a", "url": "https://e.com/a"}]}"#
+            .utf8)
+
+    @Test func runsALibraryInARunner() async throws {
+        let tester = try BAExtensionTester(
+            libraryPath: BuildProducts.library("SampleSwiftExtension"), runnerPath: BuildProducts.executable("ba-extension-runner"))
+        let run = try await tester.downloads(for: .install, manifest: manifest)
+        #expect(run.verdict == .ok)
+        #expect(run.urlDownloads.map(\.identifier) == ["a", "b"])
+        #expect(run.urlDownloads.map(\.isEssential) == [false, true])
+        #expect(run.urlDownloads.first?.applicationGroupIdentifier == "group.t")
+        let periodic = try await tester.downloads(for: .periodic, manifest: manifest)
+        #expect(periodic.urlDownloads.allSatisfy { !$0.isEssential })
+    }
+
+    struct TwoDownloads: BADownloaderExtension {
+        func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<BADownload> {
+            let request = URLRequest(url: URL(string: "https://cdn.example.com/x")!)
+            // The manifest is a read-only copy (mode 0400; root could still write, so check the mode).
+            let mode = (try? FileManager.default.attributesOfItem(atPath: manifestURL.path)[.posixPermissions]) as? Int
+            return [
+                BAURLDownload(identifier: mode == 0o400 ? "good" : "mode-\(String(describing: mode))", request: request, fileSize: 1, applicationGroupIdentifier: "g"),
+                BAURLDownload(identifier: "../bad", request: request, fileSize: 1, applicationGroupIdentifier: "g"),
+            ]
+        }
+    }
+
+    @Test func callsATypeInProcessWithTheHostRules() throws {
+        let result = try BAExtensionTester.downloads(of: TwoDownloads.self, for: .install, manifest: Data("{}".utf8))
+        #expect(result.downloads.map(\.identifier) == ["good"])
+        #expect(result.rejected.map(\.download.identifier) == ["../bad"])
+    }
+}

@@ -1,0 +1,119 @@
+import BAExtensionHost
+import BAExtensionProtocol
+import BATestSupport
+import BackgroundAssets
+import Foundation
+import Testing
+
+/// Every verdict, produced by a real plugin in a real runner process.
+@Suite struct VerdictTests {
+    let supervisor: BAExtensionSupervisor
+
+    init() throws {
+        supervisor = try BAExtensionSupervisor(runnerPath: BuildProducts.executable("ba-extension-runner"))
+    }
+
+    func install(_ plugin: String, timeout: Duration = .seconds(20), memory: UInt64 = 256 << 20) async throws -> BAExtensionRunResult {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let manifest = try directory.write("manifest.json", "{\"assets\": []}")
+        var invocation = BAExtensionInvocation.contentRequest(.install, libraryPath: BuildProducts.library(plugin), manifestPath: manifest)
+        invocation.timeout = timeout
+        invocation.memoryLimitBytes = memory
+        return try await supervisor.run(invocation)
+    }
+
+    @Test func okForTheCSample() async throws {
+        let result = try await install("SampleCExtension")
+        #expect(result.verdict == .ok)
+        #expect(result.identity?.name == "SampleCExtension")
+        #expect(result.identity?.abiMajor == 1)
+        #expect(!processGroupExists(result.processID))
+    }
+
+    @Test func hangIsKilledAtTheDeadlineWithItsChildren() async throws {
+        let result = try await install("BATestHang", timeout: .milliseconds(500))
+        #expect(result.verdict == .timedOut)
+        // Spawn to reap, measured by the supervisor (not this test's wall clock, which also
+        // counts waiting for a thread of the test pool).
+        #expect(result.duration >= .milliseconds(500))
+        #expect(result.duration < .milliseconds(1500), "the call ended \(result.duration) after spawn for a 500 ms deadline")
+        // The plugin forked a child that also hangs: the whole group must be gone.
+        #expect(!processGroupExists(result.processID))
+    }
+
+    @Test func segfaultIsCrashedWithTheSignal() async throws {
+        let result = try await install("BATestCrash")
+        #expect(result.verdict == .crashed(signal: SIGSEGV))
+        #expect(!processGroupExists(result.processID))
+    }
+
+    @Test func allocatingOneGiBUnderTheCapIsExceededMemory() async throws {
+        let result = try await install("BATestHog", memory: 128 << 20)
+        #expect(result.verdict == .exceededMemory, "\(result.verdict): \(result.output)")
+        #expect(!processGroupExists(result.processID))
+    }
+
+    @Test func wrongMajorIsAnABIMismatch() async throws {
+        let result = try await install("BATestWrongABI")
+        #expect(result.verdict == .abiMismatch(found: "99.0", expected: "1.0"))
+    }
+
+    @Test func aTextFileIsNotALibrary() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fake = try directory.write("libFake.so", "this is not an ELF file\n")
+        let manifest = try directory.write("manifest.json", "{}")
+        let result = try await supervisor.run(.contentRequest(.install, libraryPath: fake, manifestPath: manifest))
+        guard case .notALibrary(let reason) = result.verdict else {
+            Issue.record("expected notALibrary, got \(result.verdict)")
+            return
+        }
+        #expect(reason.contains("libFake.so"))
+    }
+
+    @Test func aMissingFileIsNotALibrary() async throws {
+        let result = try await supervisor.run(.contentRequest(.install, libraryPath: "/nonexistent/libNope.so", manifestPath: "/dev/null"))
+        #expect(result.verdict.name == "notALibrary")
+    }
+
+    @Test func noDescriptorIsAMissingEntryPoint() async throws {
+        let result = try await install("BATestNoDescriptor")
+        guard case .missingEntryPoint(let reason) = result.verdict else {
+            Issue.record("expected missingEntryPoint, got \(result.verdict)")
+            return
+        }
+        #expect(reason.contains("ba_extension_descriptor"))
+    }
+
+    @Test func anUnimplementedEntryPointIsAMissingEntryPoint() async throws {
+        // BATestHang implements only downloads_for_request.
+        let download = DownloadRecord(identifier: "a", url: "https://example.com/a")
+        let result = try await supervisor.run(
+            BAExtensionInvocation(libraryPath: BuildProducts.library("BATestHang"), event: .finished(download, filePath: "/dev/null")))
+        #expect(result.verdict == .missingEntryPoint(reason: "BATestHang does not implement download_finished"))
+    }
+
+    @Test func exitingTheProcessMidCallIsAProtocolError() async throws {
+        let result = try await install("BATestExit")
+        guard case .protocolError(let reason) = result.verdict else {
+            Issue.record("expected protocolError, got \(result.verdict)")
+            return
+        }
+        #expect(reason.contains("exit status 3"))
+        #expect(result.downloads.isEmpty, "downloads of a call that did not return are discarded")
+    }
+
+    @Test func aRunnerThatIsNotOurRunnerIsAProtocolError() async throws {
+        let bogus = try BAExtensionSupervisor(runnerPath: "/bin/true")
+        let result = try await bogus.run(.contentRequest(.install, libraryPath: BuildProducts.library("SampleCExtension"), manifestPath: "/dev/null"))
+        #expect(result.verdict.name == "protocolError")
+    }
+
+    @Test func aRunnerThatCannotStartIsAHostError() async throws {
+        let missing = try BAExtensionSupervisor(runnerPath: "/nonexistent/ba-extension-runner")
+        await #expect(throws: BAExtensionHostError.self) {
+            _ = try await missing.run(.contentRequest(.install, libraryPath: "x", manifestPath: "/dev/null"))
+        }
+    }
+}

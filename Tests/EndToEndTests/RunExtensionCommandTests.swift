@@ -1,0 +1,104 @@
+import BATestSupport
+import Foundation
+import Testing
+
+/// `ba run-extension` as a real process, as a developer runs it.
+@Suite struct RunExtensionCommandTests {
+    let ba = BuildProducts.executable("ba")
+    let manifest = BuildProducts.source("Examples/Manifests/sample-manifest.json")
+
+    func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> ProcessOutput {
+        try await runProcess(ba, ["run-extension"] + arguments, environment: environment)
+    }
+
+    func json(_ output: ProcessOutput) throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(output.stdout.utf8))
+        return try #require(object as? [String: Any], "not a JSON object: \(output.stdout)")
+    }
+
+    @Test(arguments: ["install", "update", "periodic"])
+    func swiftAndCSamplesReturnTheSameDownloads(event: String) async throws {
+        let swift = try await run([BuildProducts.library("SampleSwiftExtension"), "--event", event, "--manifest", manifest, "--json"])
+        let c = try await run([BuildProducts.library("SampleCExtension"), "--event", event, "--manifest", manifest, "--json"])
+        #expect(swift.status == 0, "\(swift.stderr)\(swift.stdout)")
+        #expect(c.status == 0, "\(c.stderr)\(c.stdout)")
+        let swiftDownloads = try json(swift)["downloads"] as? [[String: Any]]
+        let cDownloads = try json(c)["downloads"] as? [[String: Any]]
+        #expect(swiftDownloads?.count == 5)
+        #expect(NSArray(array: swiftDownloads ?? []).isEqual(to: cDownloads ?? []), "Swift: \(swift.stdout)\nC: \(c.stdout)")
+        let essential = (swiftDownloads ?? []).filter { $0["essential"] as? Bool == true }.compactMap { $0["identifier"] as? String }
+        #expect(essential == (event == "periodic" ? [] : ["catalog", "level-1"]))
+        // The table form lists the same rows.
+        let table = try await run([BuildProducts.library("SampleCExtension"), "--event", event, "--manifest", manifest])
+        #expect(table.stdout.hasPrefix("verdict: ok"))
+        #expect(table.stdout.contains("soundtrack"))
+    }
+
+    @Test func jsonHasTheDocumentedFields() async throws {
+        let output = try await run([BuildProducts.library("SampleCExtension"), "--event", "install", "--manifest", manifest, "--json"])
+        let object = try json(output)
+        #expect(object["verdict"] as? String == "ok")
+        #expect(object["durationMs"] is Double)
+        let first = try #require((object["downloads"] as? [[String: Any]])?.first)
+        for key in ["identifier", "url", "essential", "fileSize", "priority", "applicationGroupIdentifier"] {
+            #expect(first[key] != nil, "missing \(key)")
+        }
+    }
+
+    @Test(arguments: [
+        ("BATestHang", ["--timeout", "0.5"], 11, "timedOut"),
+        ("BATestCrash", [], 13, "crashed"),
+        ("BATestHog", ["--memory-limit", "96"], 12, "exceededMemory"),
+        ("BATestWrongABI", [], 14, "abiMismatch"),
+        ("BATestNoDescriptor", [], 16, "missingEntryPoint"),
+        ("BATestBadIdentifiers", [], 10, "ok"),
+        ("BATestFlood", [], 10, "ok"),
+        ("BATestExit", [], 17, "protocolError"),
+    ] as [(String, [String], Int32, String)])
+    func exitCodePerVerdict(plugin: String, extra: [String], status: Int32, verdict: String) async throws {
+        let output = try await run([BuildProducts.library(plugin), "--event", "install", "--json"] + extra)
+        #expect(output.status == status, "\(output.stdout)\(output.stderr)")
+        #expect(try json(output)["verdict"] as? String == verdict)
+    }
+
+    @Test func notALibraryAndMissingFiles() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let fake = try directory.write("libFake.so", "not a library")
+        let notLibrary = try await run([fake, "--event", "install"])
+        #expect(notLibrary.status == 15)
+        #expect(notLibrary.stdout.contains("notALibrary"))
+        let missing = try await run(["/nonexistent/lib.so", "--event", "install"])
+        #expect(missing.status == 66)
+        #expect(missing.stderr.contains("no such extension library"))
+        let usage = try await run([BuildProducts.library("SampleCExtension"), "--event", "finished"])
+        #expect(usage.status == 64)
+        #expect(usage.stderr.contains("--download-json"))
+    }
+
+    @Test func finishedAndFailedEntryPoints() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try directory.write("catalog.json", "{}")
+        let download = #"{"identifier": "catalog", "url": "https://cdn.example.com/catalog.json", "fileSize": 2}"#
+        for library in ["SampleCExtension", "SampleSwiftExtension"] {
+            let finished = try await run(
+                [BuildProducts.library(library), "--event", "finished", "--download-json", download, "--file", file, "--json"],
+                environment: ["BA_SAMPLE_INBOX": directory.path])
+            #expect(finished.status == 0, "\(finished.stdout)")
+            #expect(finished.stdout.contains("finished catalog at \(file)"))
+            let failed = try await run(
+                [BuildProducts.library(library), "--event", "failed", "--download-json", download, "--error-message", "server said 503", "--json"])
+            #expect(failed.status == 0, "\(failed.stdout)")
+            #expect(failed.stdout.contains("failed catalog: server said 503 (code 102)"))
+        }
+        let log = try String(contentsOfFile: directory.url.appendingPathComponent("finished.log").path, encoding: .utf8)
+        #expect(log.components(separatedBy: "\n").filter { $0.hasPrefix("catalog\t") }.count == 2)
+    }
+
+    @Test func helpHasAnExample() async throws {
+        let help = try await runProcess(ba, ["run-extension", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("Examples:"))
+    }
+}
