@@ -65,7 +65,7 @@ let package = Package(
 
         // Tests.
         .target(name: "BATestSupport", dependencies: ["BAExtensionHost"], path: "Tests/BATestSupport"),
-        .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "BAExtensionProtocol", "CBAExtension"]),
+        .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "BAExtensionProtocol", "BAExtensionABI", "CBAExtension"]),
         .testTarget(name: "BAExtensionProtocolTests", dependencies: ["BAExtensionProtocol"]),
         .testTarget(name: "BAExtensionHostTests", dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport"]),

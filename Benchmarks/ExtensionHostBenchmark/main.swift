@@ -3,7 +3,7 @@
 // median and p99 over many calls for the C and the Swift sample, next to the cost of spawning
 // /bin/true on the same machine in the same run (the floor of any process-per-call design).
 //
-// Usage: ExtensionHostBenchmark BUILD_DIR [calls] [downloads]
+// Usage: ExtensionHostBenchmark BUILD_DIR [calls] [downloads] [c|swift]
 import BAExtensionHost
 import BackgroundAssets
 import CBASystem
@@ -11,12 +11,13 @@ import Foundation
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    FileHandle.standardError.write(Data("usage: ExtensionHostBenchmark BUILD_DIR [calls=50] [downloads=1000]\n".utf8))
+    FileHandle.standardError.write(Data("usage: ExtensionHostBenchmark BUILD_DIR [calls=50] [downloads=1000] [c|swift]\n".utf8))
     exit(64)
 }
 let build = URL(fileURLWithPath: arguments[1])
 let calls = arguments.count > 2 ? Int(arguments[2]) ?? 50 : 50
 let downloadCount = arguments.count > 3 ? Int(arguments[3]) ?? 1000 : 1000
+let only = arguments.count > 4 ? arguments[4] : nil
 
 // A manifest with `downloadCount` assets.
 let assets = (0..<downloadCount).map { index in
@@ -62,7 +63,8 @@ let baseline = measure("posix_spawn + wait of /bin/true (floor)") {
 }
 
 var failures = 0
-for (label, library) in [("C sample (SampleCExtension)", "libSampleCExtension.so"), ("Swift sample (SampleSwiftExtension)", "libSampleSwiftExtension.so")] {
+let samples = [("c", "C sample (SampleCExtension)", "libSampleCExtension.so"), ("swift", "Swift sample (SampleSwiftExtension)", "libSampleSwiftExtension.so")]
+for (key, label, library) in samples where only == nil || only == key {
     let path = build.appendingPathComponent(library).path
     let result = try measure(label) {
         let run = try supervisor.runBlocking(.contentRequest(.install, libraryPath: path, manifestPath: manifestPath))

@@ -482,30 +482,41 @@ static int jskip(jparser *jp, int depth)
 }
 
 /*
- * Object members, after the '{' was consumed: returns 1 with the member's key (decoded into
- * key[0..key_capacity), full length in *key_length) and jp->cur at its value, 0 at the closing
- * '}', -1 on error. *first must start at 1.
+ * The next item of an object or array whose opening bracket was consumed: 1 with jp->cur at the
+ * item, 0 after the closing `close`, -1 on error. *first must start at 1.
  */
-static int jmember(jparser *jp, int *first, char *key, size_t key_capacity, size_t *key_length)
+static int jnext(jparser *jp, int *first, char close)
 {
     jws(jp);
     int c = jpeek(jp);
     if (*first) {
         *first = 0;
-        if (c == '}') {
+        if (c == close) {
             jp->cur++;
             return 0;
         }
-    } else if (c == '}') {
+    } else if (c == close) {
         jp->cur++;
         return 0;
     } else if (c == ',') {
         jp->cur++;
         jws(jp);
     } else {
-        jfail(jp, "expected ',' or '}'");
+        jfail(jp, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
         return -1;
     }
+    return 1;
+}
+
+/*
+ * Object members, after the '{' was consumed: returns 1 with the member's key (decoded into
+ * key[0..key_capacity), full length in *key_length) and jp->cur at its value, 0 at the closing
+ * '}', -1 on error. *first must start at 1.
+ */
+static int jmember(jparser *jp, int *first, char *key, size_t key_capacity, size_t *key_length)
+{
+    int next = jnext(jp, first, '}');
+    if (next != 1) return next;
     if (!jstring(jp, key, key_capacity, key_length)) return -1;
     jws(jp);
     if (jpeek(jp) != ':') {
@@ -518,28 +529,7 @@ static int jmember(jparser *jp, int *first, char *key, size_t key_capacity, size
 }
 
 /* Array elements, after the '[' was consumed: 1 with jp->cur at the element, 0 at ']', -1 on error. */
-static int jelement(jparser *jp, int *first)
-{
-    jws(jp);
-    int c = jpeek(jp);
-    if (*first) {
-        *first = 0;
-        if (c == ']') {
-            jp->cur++;
-            return 0;
-        }
-    } else if (c == ']') {
-        jp->cur++;
-        return 0;
-    } else if (c == ',') {
-        jp->cur++;
-        jws(jp);
-    } else {
-        jfail(jp, "expected ',' or ']'");
-        return -1;
-    }
-    return 1;
-}
+static int jelement(jparser *jp, int *first) { return jnext(jp, first, ']'); }
 
 static int key_is(const char *key, size_t key_length, const char *name)
 {

@@ -119,3 +119,50 @@ public func readDownload(_ pointer: UnsafePointer<ba_download>?) -> Result<Downl
             priority: download.priority, isEssential: download.flags & UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) != 0,
             headers: headers, sha256: sha, isWellFormed: wellFormed))
 }
+
+extension ByteWriter {
+    /// Writes a `ba_download` from the other side in ``DownloadRecord``'s wire layout, copying its
+    /// bytes without building Strings: the reader validates UTF-8 (``ByteReader/string(valid:)``)
+    /// and a record whose pointers and lengths disagree is sent marked malformed.
+    /// Returns a violation, writing nothing, when the struct cannot be read at all.
+    public mutating func download(from pointer: UnsafePointer<ba_download>?) -> DownloadRules.Violation? {
+        guard let pointer else { return .init(code: 0, reason: "download is NULL") }
+        let download = pointer.pointee
+        guard Int(download.struct_size) >= minimumDownloadStructSize else {
+            return .init(code: 0, reason: "ba_download.struct_size \(download.struct_size) is smaller than ABI 1.0's \(minimumDownloadStructSize)")
+        }
+        var wellFormed = true
+        func text(_ pointer: UnsafePointer<CChar>?, _ length: Int) {
+            if length > 0 && (pointer == nil || length > maximumStringLength) {
+                wellFormed = false
+                blob(nil, count: 0)
+            } else {
+                blob(pointer, count: length)
+            }
+        }
+        text(download.identifier, download.identifier_length)
+        text(nil, 0)  // unique identifier: assigned by the system
+        text(download.url, download.url_length)
+        bool(download.application_group_identifier_length > 0)
+        if download.application_group_identifier_length > 0 {
+            text(download.application_group_identifier, download.application_group_identifier_length)
+        }
+        i64(download.file_size)
+        i64(download.priority)
+        bool(download.flags & UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) != 0)
+        i32(0)  // state: assigned by the system
+        let headerCount = download.header_count <= DownloadRecord.maximumHeaderCount && (download.headers != nil || download.header_count == 0)
+            ? download.header_count : 0
+        if headerCount != download.header_count { wellFormed = false }
+        u32(UInt32(headerCount))
+        for index in 0..<headerCount {
+            let header = download.headers![index]
+            text(header.name, header.name_length)
+            text(header.value, header.value_length)
+        }
+        bool(download.sha256_hex_length > 0)
+        if download.sha256_hex_length > 0 { text(download.sha256_hex, download.sha256_hex_length) }
+        bool(wellFormed)
+        return nil
+    }
+}

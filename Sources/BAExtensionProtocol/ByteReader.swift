@@ -27,13 +27,16 @@ public struct ByteReader: Sendable {
     }
 
     public mutating func u32() throws(WireError) -> UInt32 {
-        try take(4, "u32").reversed().reduce(0) { $0 << 8 | UInt32($1) }
+        let bytes = try take(4, "u32")
+        let i = bytes.startIndex
+        return UInt32(bytes[i]) | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2]) << 16 | UInt32(bytes[i + 3]) << 24
     }
 
     public mutating func i32() throws(WireError) -> Int32 { Int32(bitPattern: try u32()) }
 
     public mutating func u64() throws(WireError) -> UInt64 {
-        try take(8, "u64").reversed().reduce(0) { $0 << 8 | UInt64($1) }
+        let low = UInt64(try u32())
+        return low | UInt64(try u32()) << 32
     }
 
     public mutating func i64() throws(WireError) -> Int64 { Int64(bitPattern: try u64()) }
@@ -46,7 +49,8 @@ public struct ByteReader: Sendable {
     /// A string; bytes that are not valid UTF-8 are repaired (U+FFFD) and reported through
     /// `valid` so a caller can reject the value instead of trusting a repaired copy.
     public mutating func string(valid: inout Bool) throws(WireError) -> String {
-        let raw = try blob()
+        let count = Int(try u32())
+        let raw = try take(count, "string")
         if let decoded = String(validating: raw, as: UTF8.self) { return decoded }
         valid = false
         return String(decoding: raw, as: UTF8.self)

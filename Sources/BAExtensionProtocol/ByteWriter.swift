@@ -18,6 +18,28 @@ public struct ByteWriter: Sendable {
         bytes.append(contentsOf: value)
     }
 
+    /// A u32 byte count, then `count` bytes copied from `pointer` (nothing for a NULL pointer).
+    public mutating func blob(_ pointer: UnsafeRawPointer?, count: Int) {
+        u32(UInt32(truncatingIfNeeded: count))
+        if let pointer, count > 0 { bytes.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: count)) }
+    }
+
+    /// The number of bytes written so far.
+    public var count: Int { bytes.count }
+
+    /// Overwrites the u32 at `offset` (to fill in a length once it is known).
+    public mutating func patchU32(_ value: UInt32, at offset: Int) {
+        withUnsafeBytes(of: value.littleEndian) { raw in
+            for index in 0..<4 { bytes[offset + index] = raw[index] }
+        }
+    }
+
+    /// Drops everything written after the first `count` bytes.
+    public mutating func truncate(to count: Int) { bytes.removeSubrange(count...) }
+
+    /// Removes everything written, keeping the capacity.
+    public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
     /// A string as its UTF-8 bytes, length-prefixed.
     public mutating func string(_ value: String) { blob(Array(value.utf8)) }
 

@@ -37,15 +37,24 @@ public enum DownloadRules {
             Violation(code: downloadInvalid, reason: "\(what) \(quoted(identifier)) \(why)")
         }
         if identifier.isEmpty { return Violation(code: downloadInvalid, reason: "\(what) is empty") }
-        if identifier.utf8.count > maximumIdentifierLength {
-            return invalid("is longer than \(maximumIdentifierLength) bytes")
+        // One pass over the UTF-8 bytes: this runs for every returned download.
+        var length = 0
+        var previousWasDot = false
+        var problem: String?
+        for byte in identifier.utf8 {
+            length += 1
+            switch byte {
+            case 0: problem = problem ?? "contains a NUL byte"
+            case UInt8(ascii: "."):
+                if previousWasDot { problem = problem ?? "contains '..'" }
+            case UInt8(ascii: "/"): problem = problem ?? "contains '/'"
+            case 0x01..<0x20, 0x7F: problem = problem ?? "contains a control character"
+            default: break
+            }
+            previousWasDot = byte == UInt8(ascii: ".")
         }
-        if identifier.utf8.contains(0) { return invalid("contains a NUL byte") }
-        if identifier.contains("..") { return invalid("contains '..'") }
-        if identifier.contains("/") { return invalid("contains '/'") }
-        if identifier.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            return invalid("contains a control character")
-        }
+        if length > maximumIdentifierLength { return invalid("is longer than \(maximumIdentifierLength) bytes") }
+        if let problem { return invalid(problem) }
         return nil
     }
 
@@ -170,24 +179,39 @@ public struct ParsedURL: Sendable, Equatable {
     public var host: String
 
     public init?(_ string: String) {
-        guard let colon = string.firstIndex(of: ":") else { return nil }
-        let scheme = string[..<colon].lowercased()
-        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." })
+        // Byte-level parsing: URLs are ASCII in their scheme and delimiters, and this runs for
+        // every returned download.
+        let bytes = Array(string.utf8)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return nil }
+        let schemeBytes = bytes[..<colon]
+        guard schemeBytes.allSatisfy({ Self.isAlphanumeric($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") })
         else { return nil }
-        let rest = string[string.index(after: colon)...]
-        guard rest.hasPrefix("//") else { return nil }
-        var authority = rest.dropFirst(2).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        var host: Substring
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { return nil }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-        } else {
-            host = authority.prefix { $0 != ":" }
+        guard bytes.count >= colon + 3, bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") else { return nil }
+        var authorityEnd = colon + 3
+        while authorityEnd < bytes.count, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[authorityEnd]) {
+            authorityEnd += 1
         }
-        guard !host.isEmpty, !host.contains(where: { $0.isWhitespace }) else { return nil }
-        self.scheme = scheme
-        self.host = host.lowercased()
+        var start = colon + 3
+        if let at = bytes[start..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) { start = at + 1 }
+        var hostBytes: ArraySlice<UInt8>
+        if start < authorityEnd && bytes[start] == UInt8(ascii: "[") {
+            guard let close = bytes[start..<authorityEnd].firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            hostBytes = bytes[(start + 1)..<close]
+        } else {
+            let end = bytes[start..<authorityEnd].firstIndex(of: UInt8(ascii: ":")) ?? authorityEnd
+            hostBytes = bytes[start..<end]
+        }
+        guard !hostBytes.isEmpty, !hostBytes.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else { return nil }
+        self.scheme = Self.asciiLowercased(schemeBytes)
+        self.host = Self.asciiLowercased(hostBytes)
+    }
+
+    static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)
+    }
+
+    static func asciiLowercased(_ bytes: ArraySlice<UInt8>) -> String {
+        String(decoding: bytes.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
     }
 
     /// Whether the host is loopback: `localhost`, `127.0.0.0/8` or `::1`.

@@ -276,6 +276,9 @@ public enum RunnerMessage: Sendable, Equatable {
         return Frame.wrap(w.bytes)
     }
 
+    /// The type byte of ``download(_:)``, for writers that encode the record themselves.
+    public static let downloadType: UInt8 = 3
+
     public func encode(into w: inout ByteWriter) {
         switch self {
         case .hello(let version):
@@ -361,6 +364,21 @@ public enum RunnerMessage: Sendable, Equatable {
 
 /// Length-prefix framing.
 public enum Frame {
+    /// Appends one frame to `writer`: a length placeholder, the payload `body` writes, then the
+    /// length filled in, with no intermediate buffer. When `body` returns false the whole frame
+    /// is dropped.
+    @discardableResult
+    public static func append(to writer: inout ByteWriter, _ body: (inout ByteWriter) -> Bool) -> Bool {
+        let start = writer.count
+        writer.u32(0)
+        guard body(&writer) else {
+            writer.truncate(to: start)
+            return false
+        }
+        writer.patchU32(UInt32(truncatingIfNeeded: writer.count - start - 4), at: start)
+        return true
+    }
+
     /// Prefixes `payload` with its length.
     public static func wrap(_ payload: [UInt8]) -> [UInt8] {
         var w = ByteWriter()

@@ -10,21 +10,28 @@ import Synchronization
 /// from any thread) and buffered: returned downloads go out in batches, everything else at once.
 final class Channel: Sendable {
     private let fd: Int32
-    private let pending = Mutex<[UInt8]>([])
+    private let pending = Mutex(ByteWriter())
     private static let batchBytes = 64 * 1024
 
     init(fd: Int32) { self.fd = fd }
 
     /// Queues a message; `flush` also sends everything queued, in order.
     func send(_ message: RunnerMessage, flush: Bool = true) {
-        pending.withLock { buffer in
-            var writer = ByteWriter()
-            message.encode(into: &writer)
-            buffer.append(contentsOf: Frame.wrap(writer.bytes))
-            if flush || buffer.count >= Self.batchBytes {
+        send(flush: flush) {
+            message.encode(into: &$0)
+            return true
+        }
+    }
+
+    /// Queues one frame whose payload `body` writes straight into the buffer (dropped if `body`
+    /// returns false).
+    func send(flush: Bool, _ body: (inout ByteWriter) -> Bool) {
+        pending.withLock { writer in
+            Frame.append(to: &writer, body)
+            if flush || writer.count >= Self.batchBytes {
                 // A write error means the host is gone; it will kill us, so there is nobody to tell.
-                _ = buffer.withUnsafeBytes { ba_sys_write_all(fd, $0.baseAddress, $0.count) }
-                buffer.removeAll(keepingCapacity: true)
+                _ = writer.bytes.withUnsafeBytes { ba_sys_write_all(fd, $0.baseAddress, $0.count) }
+                writer.removeAll()
             }
         }
     }

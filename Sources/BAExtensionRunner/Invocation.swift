@@ -99,13 +99,16 @@ final class Invocation: @unchecked Sendable {
                 BA_ERROR_DOWNLOAD_INVALID,
                 "one call may return at most \(request.maximumDownloads) downloads; this is number \(count)", codeOut)
         }
-        switch readDownload(download) {
-        case .success(let record):
-            channel.send(.download(record), flush: false)
-            return succeed(codeOut)
-        case .failure(let violation):
-            return fail(Int32(violation.code), violation.reason, codeOut)
+        // Bytes go straight from the extension's struct into the frame (no Strings here): the
+        // host validates every field when it reads them.
+        var violation: DownloadRules.Violation?
+        channel.send(flush: false) { writer in
+            writer.u8(RunnerMessage.downloadType)
+            violation = writer.download(from: download)
+            return violation == nil
         }
+        if let violation { return fail(Int32(violation.code), violation.reason, codeOut) }
+        return succeed(codeOut)
     }
 
     func scheduleDownload(_ download: UnsafePointer<ba_download>?, _ codeOut: UnsafeMutablePointer<Int32>?) -> Int32 {

@@ -174,10 +174,11 @@ int ba_sys_flock_wait(int fd) {
 
 int ba_sys_flock_unlock(int fd) { return flock(fd, LOCK_UN); }
 
-int ba_sys_write_all(int fd, const void *bytes, size_t length) {
+/* Writes everything, with send(2) and `flags` on sockets or write(2) otherwise. */
+static int transfer_all(int fd, const void *bytes, size_t length, int use_send, int flags) {
     const char *p = bytes;
     while (length > 0) {
-        ssize_t n = write(fd, p, length);
+        ssize_t n = use_send ? send(fd, p, length, flags) : write(fd, p, length);
         if (n < 0) {
             if (errno == EINTR) continue;
             return -1;
@@ -188,16 +189,6 @@ int ba_sys_write_all(int fd, const void *bytes, size_t length) {
     return 0;
 }
 
-int ba_sys_send_all(int fd, const void *bytes, size_t length) {
-    const char *p = bytes;
-    while (length > 0) {
-        ssize_t n = send(fd, p, length, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += n;
-        length -= (size_t)n;
-    }
-    return 0;
-}
+int ba_sys_write_all(int fd, const void *bytes, size_t length) { return transfer_all(fd, bytes, length, 0, 0); }
+
+int ba_sys_send_all(int fd, const void *bytes, size_t length) { return transfer_all(fd, bytes, length, 1, MSG_NOSIGNAL); }

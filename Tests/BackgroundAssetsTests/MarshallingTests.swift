@@ -1,0 +1,50 @@
+import BAExtensionABI
+import BAExtensionProtocol
+import CBAExtension
+import Testing
+
+/// C structs to wire records and back, as the runner and the Swift export do.
+@Suite struct MarshallingTests {
+    func decode(_ writer: ByteWriter) throws -> DownloadRecord {
+        var reader = ByteReader(writer.bytes)
+        return try DownloadRecord.decode(from: &reader)
+    }
+
+    @Test func aCDownloadRoundTrips() throws {
+        let arena = CArena()
+        let record = DownloadRecord(
+            identifier: "level-1", url: "https://cdn.example.com/l1", applicationGroupIdentifier: "group.g", fileSize: 42,
+            priority: 100, isEssential: true, headers: [.init(name: "Authorization", value: "Bearer x")],
+            sha256: String(repeating: "b", count: 64))
+        var writer = ByteWriter()
+        #expect(writer.download(from: arena.download(record)) == nil)
+        let decoded = try decode(writer)
+        #expect(decoded == record)
+        guard case .success(let read) = readDownload(arena.download(record)) else {
+            Issue.record("readDownload failed")
+            return
+        }
+        #expect(read == record)
+    }
+
+    @Test func aNullStringWithALengthIsMalformedNotRead() throws {
+        var download = ba_download()
+        download.struct_size = UInt32(MemoryLayout<ba_download>.size)
+        download.identifier = nil
+        download.identifier_length = 5
+        var writer = ByteWriter()
+        #expect(withUnsafePointer(to: &download) { writer.download(from: $0) } == nil)
+        let decoded = try decode(writer)
+        #expect(!decoded.isWellFormed)
+        #expect(DownloadRules.check(decoded) != nil)
+    }
+
+    @Test func aTooSmallStructIsRefused() {
+        var download = ba_download()
+        download.struct_size = 16
+        var writer = ByteWriter()
+        let violation = withUnsafePointer(to: &download) { writer.download(from: $0) }
+        #expect(violation?.reason.contains("struct_size 16") == true)
+        #expect(writer.bytes.isEmpty)
+    }
+}
