@@ -294,8 +294,9 @@ struct SupervisedCall {
     }
 
     mutating func sendRequest() {
+        let libraryPath = Self.resolvedLibraryPath(invocation.libraryPath, currentDirectory: FileManager.default.currentDirectoryPath)
         let request = RunRequest(
-            libraryPath: invocation.libraryPath, event: invocation.event, memoryLimitBytes: invocation.memoryLimitBytes,
+            libraryPath: libraryPath, event: invocation.event, memoryLimitBytes: invocation.memoryLimitBytes,
             maximumDownloads: UInt32(clamping: invocation.maximumDownloads),
             lockPath: invocation.appGroupContainerPath.map(ExclusiveControlLock.path(inContainer:)) ?? "",
             currentDownloads: invocation.currentDownloads)
@@ -304,6 +305,12 @@ struct SupervisedCall {
         // host); its exit status tells the rest.
         _ = frame.withUnsafeBytes { ba_sys_send_all(socket, $0.baseAddress, $0.count) }
         requestSent = true
+    }
+
+    /// `path` made absolute against `currentDirectory`: dlopen searches the system library path
+    /// for a name without a slash, so a relative "libX.so" must become the file here.
+    static func resolvedLibraryPath(_ path: String, currentDirectory: String) -> String {
+        path.hasPrefix("/") ? path : (currentDirectory.hasSuffix("/") ? currentDirectory : currentDirectory + "/") + path
     }
 
     /// Decides the verdict from what was read and how the process ended.

@@ -1,4 +1,4 @@
-import BAExtensionHost
+@testable import BAExtensionHost
 import BAExtensionProtocol
 import BATestSupport
 import BackgroundAssets
@@ -70,6 +70,12 @@ import Testing
             return
         }
         #expect(reason.contains("libFake.so"))
+    }
+
+    @Test func aRelativePathMeansTheCurrentDirectory() {
+        #expect(SupervisedCall.resolvedLibraryPath("libX.so", currentDirectory: "/work") == "/work/libX.so")
+        #expect(SupervisedCall.resolvedLibraryPath("lib/libX.so", currentDirectory: "/work/") == "/work/lib/libX.so")
+        #expect(SupervisedCall.resolvedLibraryPath("/abs/libX.so", currentDirectory: "/work") == "/abs/libX.so")
     }
 
     @Test func aMissingFileIsNotALibrary() async throws {
