@@ -19,6 +19,7 @@ let package = Package(
         // Sample extensions (shared libraries loaded by the runner).
         .library(name: "SampleSwiftExtension", type: .dynamic, targets: ["SampleSwiftExtension"]),
         .library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
+        .library(name: "BATestSwiftManager", type: .dynamic, targets: ["BATestSwiftManager"]),
     ] + testPlugins.map { .library(name: $0, type: .dynamic, targets: [$0]) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -57,6 +58,7 @@ let package = Package(
         // Sample extensions.
         .target(name: "SampleSwiftExtension", dependencies: ["BackgroundAssets"], path: "Plugins/SampleSwiftExtension"),
         .target(name: "SampleCExtension", dependencies: ["CBAExtension"], path: "Plugins/SampleCExtension"),
+        .target(name: "BATestSwiftManager", dependencies: ["BackgroundAssets"], path: "Plugins/TestPlugins/BATestSwiftManager"),
 
         // Benchmarks (not tests): Benchmarks/run.sh.
         .executableTarget(

@@ -143,3 +143,44 @@ import Testing
         #expect(result.rejected.map(\.download.identifier) == ["../bad"])
     }
 }
+
+/// The same host table as a Swift extension sees it, through BADownloadManager.
+@Suite struct SwiftManagerTests {
+    let supervisor: BAExtensionSupervisor
+
+    init() throws {
+        supervisor = try BAExtensionSupervisor(runnerPath: BuildProducts.executable("ba-extension-runner"))
+    }
+
+    @Test func theManagerInsideDownloadsForRequest() async throws {
+        let container = try TemporaryDirectory()
+        defer { container.remove() }
+        var invocation = BAExtensionInvocation.contentRequest(
+            .install, libraryPath: BuildProducts.library("BATestSwiftManager"), manifestPath: "/dev/null",
+            extensionInfo: BAAppExtensionInfo(restrictedDownloadSizeRemaining: 1000, restrictedEssentialDownloadSizeRemaining: nil))
+        invocation.appGroupContainerPath = container.path
+        invocation.currentDownloads = [DownloadRecord(identifier: "queued", uniqueIdentifier: "u", url: "https://e.com/q", state: 1)]
+        let result = try await supervisor.run(invocation)
+        #expect(result.verdict == .ok, "\(result.verdict) \(result.output)")
+        let log = result.logs.map(\.message)
+        #expect(log.contains { $0.hasPrefix("schedule: 50 ") && $0.contains("return the download") }, "\(log)")
+        #expect(log.contains { $0.hasPrefix("foreground: 50 ") }, "\(log)")
+        #expect(log.contains("current: queued=1"))
+        #expect(log.contains("remaining: 1000"))
+        #expect(log.contains("lock: true nil"), "\(log)")
+        #expect(result.downloads.map(\.identifier) == ["swift-scheduled"])
+        #expect(result.scheduled.isEmpty)
+    }
+
+    @Test func theManagerAfterAFinishedDownload() async throws {
+        let download = DownloadRecord(identifier: "done", uniqueIdentifier: "u-9", url: "https://e.com/d", isEssential: false, state: 3)
+        let result = try await supervisor.run(
+            BAExtensionInvocation(libraryPath: BuildProducts.library("BATestSwiftManager"), event: .finished(download, filePath: "/tmp/d")))
+        #expect(result.verdict == .ok, "\(result.verdict) \(result.output)")
+        let log = result.logs.map(\.message)
+        #expect(log.contains("schedule-after-finish: ok"), "\(log)")
+        #expect(log.contains { $0.hasPrefix("cancel-unknown: 101 ") }, "\(log)")
+        #expect(log.contains("finished: done essential=false state=3"))
+        #expect(result.scheduled.map(\.identifier) == ["swift-scheduled"])
+    }
+}

@@ -1,0 +1,47 @@
+// For tests only: a Swift extension that uses BADownloadManager from inside its entry points, to
+// check the Swift side of the host-API table (schedule refused during downloads(for:), allowed
+// after; startForegroundDownload refused from an extension; current downloads; cancel;
+// exclusive control).
+import BackgroundAssets
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+struct BATestSwiftManager: BADownloaderExtension {
+    let download = BAURLDownload(
+        identifier: "swift-scheduled", request: URLRequest(url: URL(string: "https://cdn.example.com/s.bin")!), fileSize: 1,
+        applicationGroupIdentifier: "group.test")
+
+    func code(_ body: () throws -> Void) -> String {
+        do {
+            try body()
+            return "ok"
+        } catch let error as BAError {
+            return "\(error.code.rawValue) \(error.reason)"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<BADownload> {
+        BAHostLog("schedule: " + code { try BADownloadManager.shared.scheduleDownload(download) })
+        BAHostLog("foreground: " + code { try BADownloadManager.shared.startForegroundDownload(download) })
+        let current = (try? BADownloadManager.shared.fetchCurrentDownloads()) ?? []
+        BAHostLog("current: " + current.map { "\($0.identifier)=\($0.state.rawValue)" }.joined(separator: ","))
+        BAHostLog("remaining: \(extensionInfo.restrictedDownloadSizeRemaining.map(String.init) ?? "nil")")
+        BADownloadManager.shared.withExclusiveControl(beforeDate: Date()) { acquired, error in
+            BAHostLog("lock: \(acquired) \(error.map { "\($0)" } ?? "nil")")
+        }
+        return [download]
+    }
+
+    func backgroundDownload(_ finishedDownload: BADownload, finishedWithFileURL fileURL: URL) {
+        BAHostLog("schedule-after-finish: " + code { try BADownloadManager.shared.scheduleDownload(download) })
+        BAHostLog("cancel-unknown: " + code { try BADownloadManager.shared.cancel(download) })
+        BAHostLog("finished: \(finishedDownload.identifier) essential=\(finishedDownload.isEssential) state=\(finishedDownload.state.rawValue)")
+    }
+}
+
+@_cdecl("ba_extension_descriptor")
+public func baExtensionDescriptor() -> UnsafeRawPointer { BAExportExtension(BATestSwiftManager.self) }
