@@ -22,7 +22,7 @@ let package = Package(
         .library(name: "BATestSwiftManager", type: .dynamic, targets: ["BATestSwiftManager"]),
     ] + testPlugins.map { .library(name: $0, type: .dynamic, targets: [$0]) },
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
     ],
     targets: [
         // C: the extension ABI header, libffi, and Linux calls Swift's Glibc module lacks.
@@ -41,24 +41,34 @@ let package = Package(
         .target(name: "BackgroundAssets", dependencies: ["BAExtensionProtocol", "BAExtensionABI", "CBAExtension"]),
 
         // The runner process (kept free of Foundation: it is spawned for every call).
-        .target(name: "BAExtensionRunner", dependencies: ["BAExtensionProtocol", "BAExtensionABI", "BAExclusiveControl", "CBAExtension", "CFFI", "CBASystem"]),
+        .target(
+            name: "BAExtensionRunner",
+            dependencies: [
+                "BAExtensionProtocol", "BAExtensionABI", "BAExclusiveControl", "CBAExtension", "CFFI", "CBASystem",
+            ]),
         .executableTarget(name: "ba-extension-runner", dependencies: ["BAExtensionRunner"]),
 
         // The supervisor: spawns the runner under a deadline and a memory cap, returns a verdict.
-        .target(name: "BAExtensionHost", dependencies: ["BAExtensionProtocol", "BAExclusiveControl", "BackgroundAssets", "CBASystem"]),
+        .target(
+            name: "BAExtensionHost",
+            dependencies: ["BAExtensionProtocol", "BAExclusiveControl", "BackgroundAssets", "CBASystem"]),
         .target(name: "BackgroundAssetsTesting", dependencies: ["BackgroundAssets", "BAExtensionHost"]),
 
         // Command line.
-        .target(name: "BACommands", dependencies: [
-            "BAExtensionHost", "BackgroundAssets",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
+        .target(
+            name: "BACommands",
+            dependencies: [
+                "BAExtensionHost", "BackgroundAssets",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         .executableTarget(name: "ba", dependencies: ["BACommands"]),
 
         // Sample extensions.
         .target(name: "SampleSwiftExtension", dependencies: ["BackgroundAssets"], path: "Plugins/SampleSwiftExtension"),
         .target(name: "SampleCExtension", dependencies: ["CBAExtension"], path: "Plugins/SampleCExtension"),
-        .target(name: "BATestSwiftManager", dependencies: ["BackgroundAssets"], path: "Plugins/TestPlugins/BATestSwiftManager"),
+        .target(
+            name: "BATestSwiftManager", dependencies: ["BackgroundAssets"],
+            path: "Plugins/TestPlugins/BATestSwiftManager"),
 
         // Benchmarks (not tests): Benchmarks/run.sh.
         .executableTarget(
@@ -67,9 +77,13 @@ let package = Package(
 
         // Tests.
         .target(name: "BATestSupport", dependencies: ["BAExtensionHost"], path: "Tests/BATestSupport"),
-        .testTarget(name: "BackgroundAssetsTests", dependencies: ["BackgroundAssets", "BAExtensionProtocol", "BAExtensionABI", "CBAExtension"]),
+        .testTarget(
+            name: "BackgroundAssetsTests",
+            dependencies: ["BackgroundAssets", "BAExtensionProtocol", "BAExtensionABI", "CBAExtension"]),
         .testTarget(name: "BAExtensionProtocolTests", dependencies: ["BAExtensionProtocol"]),
-        .testTarget(name: "BAExtensionHostTests", dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
+        .testTarget(
+            name: "BAExtensionHostTests",
+            dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport"]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]

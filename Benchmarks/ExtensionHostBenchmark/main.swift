@@ -11,7 +11,8 @@ import Foundation
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    FileHandle.standardError.write(Data("usage: ExtensionHostBenchmark BUILD_DIR [calls=50] [downloads=1000] [c|swift]\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: ExtensionHostBenchmark BUILD_DIR [calls=50] [downloads=1000] [c|swift]\n".utf8))
     exit(64)
 }
 let build = URL(fileURLWithPath: arguments[1])
@@ -23,8 +24,10 @@ let only = arguments.count > 4 ? arguments[4] : nil
 let assets = (0..<downloadCount).map { index in
     #"{"identifier": "asset-\#(index)", "url": "https://cdn.example.com/assets/\#(index).bin", "fileSize": \#(1024 + index), "priority": \#(index % 101)}"#
 }
-let manifestPath = FileManager.default.temporaryDirectory.appendingPathComponent("ba-bench-manifest-\(getpid()).json").path
-try Data(#"{"applicationGroupIdentifier": "group.bench", "assets": [\#(assets.joined(separator: ","))]}"#.utf8).write(to: URL(fileURLWithPath: manifestPath))
+let manifestPath = FileManager.default.temporaryDirectory.appendingPathComponent("ba-bench-manifest-\(getpid()).json")
+    .path
+try Data(#"{"applicationGroupIdentifier": "group.bench", "assets": [\#(assets.joined(separator: ","))]}"#.utf8).write(
+    to: URL(fileURLWithPath: manifestPath))
 defer { try? FileManager.default.removeItem(atPath: manifestPath) }
 
 func percentile(_ sorted: [Double], _ p: Double) -> Double {
@@ -46,7 +49,10 @@ func measure(_ name: String, _ body: () throws -> Void) rethrows -> (median: Dou
     }
     samples.sort()
     let result = (median: percentile(samples, 0.5), p99: percentile(samples, 0.99))
-    print(String(format: "%-44@ median %7.2f ms   p99 %7.2f ms   (n=%d)", name as NSString, result.median, result.p99, calls))
+    print(
+        String(
+            format: "%-44@ median %7.2f ms   p99 %7.2f ms   (n=%d)", name as NSString, result.median, result.p99, calls)
+    )
     return result
 }
 
@@ -63,18 +69,25 @@ let baseline = measure("posix_spawn + wait of /bin/true (floor)") {
 }
 
 var failures = 0
-let samples = [("c", "C sample (SampleCExtension)", "libSampleCExtension.so"), ("swift", "Swift sample (SampleSwiftExtension)", "libSampleSwiftExtension.so")]
+let samples = [
+    ("c", "C sample (SampleCExtension)", "libSampleCExtension.so"),
+    ("swift", "Swift sample (SampleSwiftExtension)", "libSampleSwiftExtension.so"),
+]
 for (key, label, library) in samples where only == nil || only == key {
     let path = build.appendingPathComponent(library).path
     let result = try measure(label) {
         let run = try supervisor.runBlocking(.contentRequest(.install, libraryPath: path, manifestPath: manifestPath))
         guard run.verdict == .ok, run.downloads.count == downloadCount else {
             failures += 1
-            FileHandle.standardError.write(Data("unexpected result: \(run.verdict), \(run.downloads.count) downloads\n".utf8))
+            FileHandle.standardError.write(
+                Data("unexpected result: \(run.verdict), \(run.downloads.count) downloads\n".utf8))
             return
         }
     }
-    print(String(format: "  ratio to the /bin/true floor: median %.1fx; goal median <= 5 ms: %@", result.median / baseline.median,
-                 result.median <= 5 ? "met" : "NOT met"))
+    print(
+        String(
+            format: "  ratio to the /bin/true floor: median %.1fx; goal median <= 5 ms: %@",
+            result.median / baseline.median,
+            result.median <= 5 ? "met" : "NOT met"))
 }
 exit(failures == 0 ? 0 : 1)

@@ -3,8 +3,9 @@
 // for the same manifest both return the same downloads.
 import BackgroundAssets
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The manifest format of Examples/Manifests/sample-manifest.json.
@@ -22,7 +23,9 @@ struct Manifest: Decodable {
 }
 
 struct SampleSwiftExtension: BADownloaderExtension {
-    func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<BADownload> {
+    func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<
+        BADownload
+    > {
         let manifest: Manifest
         do {
             manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: manifestURL))
@@ -64,7 +67,9 @@ struct SampleSwiftExtension: BADownloaderExtension {
     }
 
     func backgroundDownload(_ failedDownload: BADownload, failedWithError error: any Error) {
-        BAHostLog("SampleSwiftExtension: failed \(failedDownload.identifier): \(error.localizedDescription) (code \((error as NSError).code))")
+        BAHostLog(
+            "SampleSwiftExtension: failed \(failedDownload.identifier): \(error.localizedDescription) (code \((error as NSError).code))"
+        )
     }
 
     func backgroundDownload(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
@@ -83,4 +88,6 @@ struct SampleSwiftExtension: BADownloaderExtension {
 }
 
 @_cdecl("ba_extension_descriptor")
-public func baExtensionDescriptor() -> UnsafeRawPointer { BAExportExtension(SampleSwiftExtension.self, version: "1.0.0") }
+public func baExtensionDescriptor() -> UnsafeRawPointer {
+    BAExportExtension(SampleSwiftExtension.self, version: "1.0.0")
+}

@@ -30,7 +30,8 @@ struct RunExtension: AsyncParsableCommand {
     @Option(help: "The entry point to call: install, update, periodic (downloads(for:…)), finished or failed.")
     var event: Event
 
-    @Option(help: "The manifest file handed to downloads(for:…); a read-only copy is passed and deleted after the call.")
+    @Option(
+        help: "The manifest file handed to downloads(for:…); a read-only copy is passed and deleted after the call.")
     var manifest: String?
 
     @Option(help: "The manifest URL to report (default: the manifest's file URL).")
@@ -42,10 +43,16 @@ struct RunExtension: AsyncParsableCommand {
     @Option(help: "Remaining essential allowance in bytes reported to the extension (default: unrestricted).")
     var essentialDownloadSizeRemaining: Int?
 
-    @Option(help: "For finished/failed: the download, as a JSON object (or @FILE) with identifier, url and optionally fileSize, essential, priority, applicationGroupIdentifier, sha256.")
+    @Option(
+        help:
+            "For finished/failed: the download, as a JSON object (or @FILE) with identifier, url and optionally fileSize, essential, priority, applicationGroupIdentifier, sha256."
+    )
     var downloadJSON: String?
 
-    @Option(help: "For finished: the finished file (default: an empty temporary file). It is deleted after the call unless the extension moved it.")
+    @Option(
+        help:
+            "For finished: the finished file (default: an empty temporary file). It is deleted after the call unless the extension moved it."
+    )
     var file: String?
 
     @Option(help: "For failed: the error code (default 102, downloadFailedToStart).")
@@ -76,7 +83,9 @@ struct RunExtension: AsyncParsableCommand {
     var verbose = false
 
     func validate() throws {
-        guard timeout > 0, timeout <= 86_400 else { throw ValidationError("--timeout must be between 0 and 86400 seconds") }
+        guard timeout > 0, timeout <= 86_400 else {
+            throw ValidationError("--timeout must be between 0 and 86400 seconds")
+        }
         guard maxDownloads > 0 else { throw ValidationError("--max-downloads must be positive") }
         switch event {
         case .finished, .failed:
@@ -129,16 +138,20 @@ struct RunExtension: AsyncParsableCommand {
             let request: Int32 = self.event == .install ? 1 : self.event == .update ? 2 : 3
             let copy = try workspace.readOnlyCopy(of: manifest, named: "manifest.json")
             event = .contentRequest(
-                request: request, manifestPath: copy, manifestURL: manifestURL ?? URL(fileURLWithPath: manifest ?? copy).absoluteString,
+                request: request, manifestPath: copy,
+                manifestURL: manifestURL ?? URL(fileURLWithPath: manifest ?? copy).absoluteString,
                 restrictedRemaining: Int64(downloadSizeRemaining ?? -1),
                 restrictedEssentialRemaining: Int64(essentialDownloadSizeRemaining ?? -1))
         case .finished:
             let download = try parseDownload()
             let path = try file ?? workspace.emptyFile(named: "finished-\(UUID().uuidString)")
-            guard FileManager.default.fileExists(atPath: path) else { throw InputError(message: "no such file: \(path)") }
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw InputError(message: "no such file: \(path)")
+            }
             event = .finished(download, filePath: URL(fileURLWithPath: path).standardizedFileURL.path)
         case .failed:
-            event = .failed(try parseDownload(), ErrorRecord(domain: errorDomain, code: errorCode, message: errorMessage))
+            event = .failed(
+                try parseDownload(), ErrorRecord(domain: errorDomain, code: errorCode, message: errorMessage))
         }
         return BAExtensionInvocation(
             libraryPath: libraryPath, event: event, timeout: .milliseconds(Int64(timeout * 1000)),
@@ -149,7 +162,9 @@ struct RunExtension: AsyncParsableCommand {
         guard var text = downloadJSON else { throw InputError(message: "--download-json is required") }
         if text.hasPrefix("@") {
             let path = String(text.dropFirst())
-            guard let contents = FileManager.default.contents(atPath: path) else { throw InputError(message: "cannot read \(path)") }
+            guard let contents = FileManager.default.contents(atPath: path) else {
+                throw InputError(message: "cannot read \(path)")
+            }
             text = String(decoding: contents, as: UTF8.self)
         }
         do {
@@ -189,8 +204,10 @@ struct DownloadJSON: Codable, Equatable {
 
     var record: DownloadRecord {
         DownloadRecord(
-            identifier: identifier, uniqueIdentifier: UUID().uuidString, url: url, applicationGroupIdentifier: applicationGroupIdentifier,
-            fileSize: fileSize ?? 0, priority: priority ?? DownloadRules.defaultPriority, isEssential: essential ?? false,
+            identifier: identifier, uniqueIdentifier: UUID().uuidString, url: url,
+            applicationGroupIdentifier: applicationGroupIdentifier,
+            fileSize: fileSize ?? 0, priority: priority ?? DownloadRules.defaultPriority,
+            isEssential: essential ?? false,
             state: 3, sha256: sha256)
     }
 }
@@ -201,7 +218,8 @@ struct TemporaryWorkspace {
 
     init() throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("ba-run-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
     func directory(_ name: String) throws -> String {
@@ -231,7 +249,8 @@ struct TemporaryWorkspace {
             data = Data("{}".utf8)
         }
         let path = url.appendingPathComponent(name).path
-        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o400]) else {
+        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o400])
+        else {
             throw RunExtension.InputError(message: "cannot create \(path)")
         }
         return path

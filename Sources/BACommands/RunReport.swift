@@ -52,10 +52,17 @@ struct RunReport {
         if case .crashed(let number) = result.verdict { signal = number }
         let report = JSONReport(
             verdict: result.verdict.name, verdictDetail: result.verdict.detail, signal: signal,
-            extension: result.identity.map { .init(name: $0.name, version: $0.version, abi: "\($0.abiMajor).\($0.abiMinor)") },
-            downloads: sortedDownloads.map(DownloadJSON.init), rejected: result.rejected.map { .init(download: DownloadJSON($0.download), code: $0.code, reason: $0.reason) },
-            returnedCount: result.returnedCount, scheduled: result.scheduled.map(DownloadJSON.init), cancelled: result.cancelled,
-            challengeDisposition: result.challengeDisposition, logs: result.logs.map { .init(level: $0.level, message: $0.message) },
+            extension: result.identity.map {
+                .init(name: $0.name, version: $0.version, abi: "\($0.abiMajor).\($0.abiMinor)")
+            },
+            downloads: sortedDownloads.map(DownloadJSON.init),
+            rejected: result.rejected.map {
+                .init(download: DownloadJSON($0.download), code: $0.code, reason: $0.reason)
+            },
+            returnedCount: result.returnedCount, scheduled: result.scheduled.map(DownloadJSON.init),
+            cancelled: result.cancelled,
+            challengeDisposition: result.challengeDisposition,
+            logs: result.logs.map { .init(level: $0.level, message: $0.message) },
             durationMs: durationMilliseconds, peakMemoryBytes: result.peakMemoryBytes, output: result.output)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -70,15 +77,21 @@ struct RunReport {
             header += "  (\(identity.name) \(identity.version), C ABI \(identity.abiMajor).\(identity.abiMinor))"
         }
         header += String(format: "  in %.1f ms", durationMilliseconds)
-        if let peak = result.peakMemoryBytes { header += String(format: ", peak memory %.1f MiB", Double(peak) / 1_048_576) }
+        if let peak = result.peakMemoryBytes {
+            header += String(format: ", peak memory %.1f MiB", Double(peak) / 1_048_576)
+        }
         lines.append(header)
         if !result.downloads.isEmpty {
             lines.append("")
             lines.append("\(result.downloads.count) download\(result.downloads.count == 1 ? "" : "s"):")
-            let rows = [["IDENTIFIER", "ESSENTIAL", "FILE SIZE", "PRIORITY", "APP GROUP", "URL"]]
+            let rows =
+                [["IDENTIFIER", "ESSENTIAL", "FILE SIZE", "PRIORITY", "APP GROUP", "URL"]]
                 + sortedDownloads.map {
-                    [$0.identifier, $0.isEssential ? "yes" : "no", $0.fileSize > 0 ? String($0.fileSize) : "unknown", String($0.priority),
-                     $0.applicationGroupIdentifier ?? "-", $0.url]
+                    [
+                        $0.identifier, $0.isEssential ? "yes" : "no", $0.fileSize > 0 ? String($0.fileSize) : "unknown",
+                        String($0.priority),
+                        $0.applicationGroupIdentifier ?? "-", $0.url,
+                    ]
                 }
             lines += Self.columns(rows)
         } else if result.verdict == .ok {
@@ -119,9 +132,10 @@ struct RunReport {
     static func columns(_ rows: [[String]]) -> [String] {
         let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
-            "  " + row.enumerated().map { index, cell in
-                index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
+            "  "
+                + row.enumerated().map { index, cell in
+                    index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+                }.joined(separator: "  ")
         }
     }
 }

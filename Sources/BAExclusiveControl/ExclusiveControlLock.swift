@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CBASystem
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The app group's exclusive-control lock: a kernel `flock` on a lock file, shared by the app
 /// and its extension's runner process.

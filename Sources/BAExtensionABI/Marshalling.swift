@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import BAExtensionProtocol
 import CBAExtension
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// C memory for what is handed across the extension ABI; freed when the arena goes away.
 public final class CArena {
@@ -41,7 +42,8 @@ public final class CArena {
         (download.pointee.identifier, download.pointee.identifier_length) = string(record.identifier)
         (download.pointee.url, download.pointee.url_length) = string(record.url)
         if let group = record.applicationGroupIdentifier {
-            (download.pointee.application_group_identifier, download.pointee.application_group_identifier_length) = string(group)
+            (download.pointee.application_group_identifier, download.pointee.application_group_identifier_length) =
+                string(group)
         }
         download.pointee.file_size = record.fileSize
         download.pointee.priority = record.priority
@@ -54,7 +56,8 @@ public final class CArena {
             download.pointee.headers = UnsafePointer(headers)
             download.pointee.header_count = record.headers.count
         }
-        (download.pointee.unique_identifier, download.pointee.unique_identifier_length) = string(record.uniqueIdentifier)
+        (download.pointee.unique_identifier, download.pointee.unique_identifier_length) = string(
+            record.uniqueIdentifier)
         download.pointee.state = record.state
         if let sha = record.sha256 { (download.pointee.sha256_hex, download.pointee.sha256_hex_length) = string(sha) }
         return download
@@ -87,14 +90,21 @@ public func readDownload(_ pointer: UnsafePointer<ba_download>?) -> Result<Downl
     guard let pointer else { return .failure(.init(code: 0, reason: "download is NULL")) }
     let download = pointer.pointee
     guard Int(download.struct_size) >= minimumDownloadStructSize else {
-        return .failure(.init(code: 0, reason: "ba_download.struct_size \(download.struct_size) is smaller than ABI 1.0's \(minimumDownloadStructSize)"))
+        return .failure(
+            .init(
+                code: 0,
+                reason:
+                    "ba_download.struct_size \(download.struct_size) is smaller than ABI 1.0's \(minimumDownloadStructSize)"
+            ))
     }
     var wellFormed = true
     let identifier = copyString(download.identifier, download.identifier_length, wellFormed: &wellFormed)
     let url = copyString(download.url, download.url_length, wellFormed: &wellFormed)
     let group =
         download.application_group_identifier_length > 0
-        ? copyString(download.application_group_identifier, download.application_group_identifier_length, wellFormed: &wellFormed)
+        ? copyString(
+            download.application_group_identifier, download.application_group_identifier_length, wellFormed: &wellFormed
+        )
         : nil
     var headers: [DownloadRecord.Header] = []
     if download.header_count > DownloadRecord.maximumHeaderCount {
@@ -112,7 +122,9 @@ public func readDownload(_ pointer: UnsafePointer<ba_download>?) -> Result<Downl
             wellFormed = false
         }
     }
-    let sha = download.sha256_hex_length > 0 ? copyString(download.sha256_hex, download.sha256_hex_length, wellFormed: &wellFormed) : nil
+    let sha =
+        download.sha256_hex_length > 0
+        ? copyString(download.sha256_hex, download.sha256_hex_length, wellFormed: &wellFormed) : nil
     return .success(
         DownloadRecord(
             identifier: identifier, url: url, applicationGroupIdentifier: group, fileSize: download.file_size,
@@ -129,7 +141,11 @@ extension ByteWriter {
         guard let pointer else { return .init(code: 0, reason: "download is NULL") }
         let download = pointer.pointee
         guard Int(download.struct_size) >= minimumDownloadStructSize else {
-            return .init(code: 0, reason: "ba_download.struct_size \(download.struct_size) is smaller than ABI 1.0's \(minimumDownloadStructSize)")
+            return .init(
+                code: 0,
+                reason:
+                    "ba_download.struct_size \(download.struct_size) is smaller than ABI 1.0's \(minimumDownloadStructSize)"
+            )
         }
         var wellFormed = true
         func text(_ pointer: UnsafePointer<CChar>?, _ length: Int) {
@@ -151,7 +167,9 @@ extension ByteWriter {
         i64(download.priority)
         bool(download.flags & UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) != 0)
         i32(0)  // state: assigned by the system
-        let headerCount = download.header_count <= DownloadRecord.maximumHeaderCount && (download.headers != nil || download.header_count == 0)
+        let headerCount =
+            download.header_count <= DownloadRecord.maximumHeaderCount
+                && (download.headers != nil || download.header_count == 0)
             ? download.header_count : 0
         if headerCount != download.header_count { wellFormed = false }
         u32(UInt32(headerCount))

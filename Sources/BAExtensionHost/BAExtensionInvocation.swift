@@ -30,7 +30,8 @@ public struct BAExtensionInvocation: Sendable {
     public init(
         libraryPath: String, event: RunnerEvent, timeout: Duration = defaultTimeout,
         memoryLimitBytes: UInt64 = defaultMemoryLimitBytes, maximumDownloads: Int = defaultMaximumDownloads,
-        appGroupContainerPath: String? = nil, currentDownloads: [DownloadRecord] = [], environment: [String: String] = [:]
+        appGroupContainerPath: String? = nil, currentDownloads: [DownloadRecord] = [],
+        environment: [String: String] = [:]
     ) {
         self.libraryPath = libraryPath
         self.event = event
@@ -45,7 +46,8 @@ public struct BAExtensionInvocation: Sendable {
     /// A `downloads(for:manifestURL:extensionInfo:)` call.
     public static func contentRequest(
         _ request: BAContentRequest, libraryPath: String, manifestPath: String, manifestURL: String = "",
-        extensionInfo: BAAppExtensionInfo = BAAppExtensionInfo(restrictedDownloadSizeRemaining: nil, restrictedEssentialDownloadSizeRemaining: nil)
+        extensionInfo: BAAppExtensionInfo = BAAppExtensionInfo(
+            restrictedDownloadSizeRemaining: nil, restrictedEssentialDownloadSizeRemaining: nil)
     ) -> BAExtensionInvocation {
         BAExtensionInvocation(
             libraryPath: libraryPath,

@@ -4,7 +4,7 @@ import CBASystem
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs extension calls in `ba-extension-runner` child processes, each under a wall-clock
@@ -34,7 +34,8 @@ public struct BAExtensionSupervisor: Sendable {
             self.runnerPath = found
         } else {
             throw BAExtensionHostError(
-                "cannot find ba-extension-runner: set BA_EXTENSION_RUNNER, or install it next to this program or on PATH")
+                "cannot find ba-extension-runner: set BA_EXTENSION_RUNNER, or install it next to this program or on PATH"
+            )
         }
     }
 
@@ -53,7 +54,8 @@ public struct BAExtensionSupervisor: Sendable {
 
     /// Runs one call on a dedicated thread (it blocks in poll), leaving the concurrency pool free.
     public func run(_ invocation: BAExtensionInvocation) async throws(BAExtensionHostError) -> BAExtensionRunResult {
-        let outcome: Result<BAExtensionRunResult, BAExtensionHostError> = await withCheckedContinuation { continuation in
+        let outcome: Result<BAExtensionRunResult, BAExtensionHostError> = await withCheckedContinuation {
+            continuation in
             let thread = Thread {
                 do throws(BAExtensionHostError) {
                     continuation.resume(returning: .success(try runBlocking(invocation)))
@@ -103,7 +105,9 @@ struct SupervisedCall {
         self.invocation = invocation
         var pair: [Int32] = [-1, -1]
         var pipe: [Int32] = [-1, -1]
-        guard ba_sys_socketpair_cloexec(&pair) == 0 else { throw BAExtensionHostError("socketpair failed: \(Self.errorText())") }
+        guard ba_sys_socketpair_cloexec(&pair) == 0 else {
+            throw BAExtensionHostError("socketpair failed: \(Self.errorText())")
+        }
         guard ba_sys_pipe_cloexec(&pipe) == 0 else {
             close(pair[0])
             close(pair[1])
@@ -170,8 +174,12 @@ struct SupervisedCall {
                 kill(-pid, SIGKILL)
                 return reap(blocking: true) ?? 0
             }
-            let leftMilliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
-            var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: output, events: Int16(POLLIN), revents: 0)]
+            let leftMilliseconds = Int32(
+                clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            var fds = [
+                pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: output, events: Int16(POLLIN), revents: 0),
+            ]
             // Without a pidfd (old kernels) wake up periodically to check for exit.
             let timeout: Int32
             if pidfd >= 0 {
@@ -204,8 +212,10 @@ struct SupervisedCall {
         var socketOpen = true
         var outputOpen = true
         while (socketOpen || outputOpen) && ContinuousClock.now < limit {
-            var fds = [pollfd(fd: socketOpen ? socket : -1, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: outputOpen ? output : -1, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: socketOpen ? socket : -1, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: outputOpen ? output : -1, events: Int16(POLLIN), revents: 0),
+            ]
             let ready = poll(&fds, 2, 100)
             if ready < 0 && errno != EINTR { break }
             if fds[0].revents != 0 { socketOpen = readSocket() }
@@ -273,7 +283,9 @@ struct SupervisedCall {
             }
             received.append(download)
         case .scheduled(let download):
-            guard result.scheduled.count < invocation.maximumDownloads else { return violate("too many scheduled downloads") }
+            guard result.scheduled.count < invocation.maximumDownloads else {
+                return violate("too many scheduled downloads")
+            }
             result.scheduled.append(download)
         case .cancelled(let identifier):
             guard result.cancelled.count < invocation.maximumDownloads else { return violate("too many cancellations") }
@@ -294,7 +306,8 @@ struct SupervisedCall {
     }
 
     mutating func sendRequest() {
-        let libraryPath = Self.resolvedLibraryPath(invocation.libraryPath, currentDirectory: FileManager.default.currentDirectoryPath)
+        let libraryPath = Self.resolvedLibraryPath(
+            invocation.libraryPath, currentDirectory: FileManager.default.currentDirectoryPath)
         let request = RunRequest(
             libraryPath: libraryPath, event: invocation.event, memoryLimitBytes: invocation.memoryLimitBytes,
             maximumDownloads: UInt32(clamping: invocation.maximumDownloads),
@@ -310,7 +323,8 @@ struct SupervisedCall {
     /// `path` made absolute against `currentDirectory`: dlopen searches the system library path
     /// for a name without a slash, so a relative "libX.so" must become the file here.
     static func resolvedLibraryPath(_ path: String, currentDirectory: String) -> String {
-        path.hasPrefix("/") ? path : (currentDirectory.hasSuffix("/") ? currentDirectory : currentDirectory + "/") + path
+        path.hasPrefix("/")
+            ? path : (currentDirectory.hasSuffix("/") ? currentDirectory : currentDirectory + "/") + path
     }
 
     /// Decides the verdict from what was read and how the process ended.
@@ -329,14 +343,16 @@ struct SupervisedCall {
             case .missingEntryPoint: return .missingEntryPoint(reason: failure.message)
             case .abiMismatch:
                 return .abiMismatch(
-                    found: "\(failure.foundMajor).\(failure.foundMinor)", expected: "\(BAHostABI.major).\(BAHostABI.minor)")
+                    found: "\(failure.foundMajor).\(failure.foundMinor)",
+                    expected: "\(BAHostABI.major).\(BAHostABI.minor)")
             case .invalidRequest: return .protocolError(reason: failure.message)
             }
         }
         if summary != nil && exitCode == 0 { return .ok }
         if ranOutOfMemory() { return .exceededMemory }
         if !sawHello { return .protocolError(reason: "the runner exited with status \(exitCode) before saying hello") }
-        return .protocolError(reason: "the extension ended the process (exit status \(exitCode)) before the call returned")
+        return .protocolError(
+            reason: "the extension ended the process (exit status \(exitCode)) before the call returned")
     }
 
     /// Whether the output shows an allocation failure at the memory cap: the runner's crash line
@@ -344,7 +360,9 @@ struct SupervisedCall {
     func ranOutOfMemory() -> Bool {
         let text = String(decoding: outputTail, as: UTF8.self)
         if text.contains("failed to allocate") || text.contains("Could not allocate memory") { return true }
-        guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("[ba-extension-runner] fatal signal=") }) else {
+        guard
+            let line = text.split(separator: "\n").last(where: { $0.hasPrefix("[ba-extension-runner] fatal signal=") })
+        else {
             return false
         }
         var fields: [Substring: Int64] = [:]
@@ -360,9 +378,12 @@ struct SupervisedCall {
     mutating func finishDownloads() {
         result.returnedCount = Int(summary?.returnedCount ?? UInt64(received.count))
         result.peakMemoryBytes = summary.flatMap { $0.peakMemoryBytes >= 0 ? $0.peakMemoryBytes : nil }
-        if let disposition = summary?.challengeDisposition, disposition >= 0 { result.challengeDisposition = disposition }
+        if let disposition = summary?.challengeDisposition, disposition >= 0 {
+            result.challengeDisposition = disposition
+        }
         if droppedLogs > 0 {
-            result.logs.append(BAExtensionLogLine(level: 3, message: "[host] \(droppedLogs) more log lines were dropped"))
+            result.logs.append(
+                BAExtensionLogLine(level: 3, message: "[host] \(droppedLogs) more log lines were dropped"))
         }
         // Downloads from a call that did not return are not a result: discard them.
         guard result.verdict == .ok else {
@@ -373,13 +394,16 @@ struct SupervisedCall {
         var contentRequest: Int32? = nil
         if case .contentRequest(let request, _, _, _, _) = invocation.event { contentRequest = request }
         if result.returnedCount > invocation.maximumDownloads {
-            let reason = "the extension returned \(result.returnedCount) downloads; one call may return at most \(invocation.maximumDownloads), so the whole set is rejected"
+            let reason =
+                "the extension returned \(result.returnedCount) downloads; one call may return at most \(invocation.maximumDownloads), so the whole set is rejected"
             result.rejected = received.map { BARejectedDownload(download: $0, code: 0, reason: reason) }
             return
         }
         let validation = DownloadRules.validate(received, contentRequest: contentRequest)
         result.downloads = validation.accepted
-        result.rejected = validation.rejected.map { BARejectedDownload(download: $0.download, code: $0.violation.code, reason: $0.violation.reason) }
+        result.rejected = validation.rejected.map {
+            BARejectedDownload(download: $0.download, code: $0.violation.code, reason: $0.violation.reason)
+        }
         result.scheduled = result.scheduled.filter { DownloadRules.check($0) == nil }
     }
 }

@@ -7,9 +7,13 @@ public struct ByteWriter: Sendable {
 
     public mutating func u8(_ value: UInt8) { bytes.append(value) }
     public mutating func bool(_ value: Bool) { bytes.append(value ? 1 : 0) }
-    public mutating func u32(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func u32(_ value: UInt32) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
     public mutating func i32(_ value: Int32) { u32(UInt32(bitPattern: value)) }
-    public mutating func u64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func u64(_ value: UInt64) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
     public mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
 
     /// A u32 byte count, then the bytes.

@@ -64,7 +64,8 @@ public enum DownloadRules {
             return Violation(code: downloadInvalid, reason: "URL is longer than \(maximumURLLength) bytes")
         }
         guard let parsed = ParsedURL(url) else {
-            return Violation(code: downloadInvalid, reason: "URL \(quoted(url)) is not an absolute http(s) URL with a host")
+            return Violation(
+                code: downloadInvalid, reason: "URL \(quoted(url)) is not an absolute http(s) URL with a host")
         }
         switch parsed.scheme {
         case "https":
@@ -76,7 +77,8 @@ public enum DownloadRules {
                 code: downloadInvalid,
                 reason: "URL \(quoted(url)) uses plain http; use https (http is allowed only for loopback hosts)")
         default:
-            return Violation(code: downloadInvalid, reason: "URL \(quoted(url)) has scheme '\(parsed.scheme)'; use https")
+            return Violation(
+                code: downloadInvalid, reason: "URL \(quoted(url)) has scheme '\(parsed.scheme)'; use https")
         }
     }
 
@@ -84,21 +86,29 @@ public enum DownloadRules {
     /// (`nil` when it was not returned from `downloads(for:…)`, e.g. scheduled later).
     public static func check(_ download: DownloadRecord, contentRequest: Int32? = nil) -> Violation? {
         guard download.isWellFormed else {
-            return Violation(code: downloadInvalid, reason: "download \(quoted(download.identifier)) has a malformed field (invalid UTF-8, or a NULL string with a length)")
+            return Violation(
+                code: downloadInvalid,
+                reason:
+                    "download \(quoted(download.identifier)) has a malformed field (invalid UTF-8, or a NULL string with a length)"
+            )
         }
         if let violation = checkIdentifier(download.identifier) { return violation }
         if let violation = checkURL(download.url) {
-            return Violation(code: violation.code, reason: "download \(quoted(download.identifier)): \(violation.reason)")
+            return Violation(
+                code: violation.code, reason: "download \(quoted(download.identifier)): \(violation.reason)")
         }
         if let group = download.applicationGroupIdentifier,
             let violation = checkIdentifier(group, what: "application group identifier")
         {
-            return Violation(code: violation.code, reason: "download \(quoted(download.identifier)): \(violation.reason)")
+            return Violation(
+                code: violation.code, reason: "download \(quoted(download.identifier)): \(violation.reason)")
         }
         if download.fileSize < 0 || download.fileSize > maximumFileSize {
             return Violation(
                 code: downloadInvalid,
-                reason: "download \(quoted(download.identifier)) has fileSize \(download.fileSize); it must be between 0 and \(maximumFileSize)")
+                reason:
+                    "download \(quoted(download.identifier)) has fileSize \(download.fileSize); it must be between 0 and \(maximumFileSize)"
+            )
         }
         if download.isEssential {
             if download.fileSize <= 0 {
@@ -109,16 +119,21 @@ public enum DownloadRules {
             if let request = contentRequest, request != 1, request != 2 {
                 return Violation(
                     code: essentialNotPermitted,
-                    reason: "essential download \(quoted(download.identifier)) is only permitted for install and update requests; use removingEssential()")
+                    reason:
+                        "essential download \(quoted(download.identifier)) is only permitted for install and update requests; use removingEssential()"
+                )
             }
         }
         if let sha = download.sha256, sha.utf8.count != 64 || !sha.utf8.allSatisfy(isHexDigit) {
             return Violation(
-                code: downloadInvalid, reason: "download \(quoted(download.identifier)) has a sha256 that is not 64 hex digits")
+                code: downloadInvalid,
+                reason: "download \(quoted(download.identifier)) has a sha256 that is not 64 hex digits")
         }
-        for header in download.headers where !isToken(header.name) || header.value.utf8.contains(where: { $0 == 10 || $0 == 13 || $0 == 0 }) {
+        for header in download.headers
+        where !isToken(header.name) || header.value.utf8.contains(where: { $0 == 10 || $0 == 13 || $0 == 0 }) {
             return Violation(
-                code: downloadInvalid, reason: "download \(quoted(download.identifier)) has an invalid header \(quoted(header.name))")
+                code: downloadInvalid,
+                reason: "download \(quoted(download.identifier)) has an invalid header \(quoted(header.name))")
         }
         return nil
     }
@@ -139,7 +154,13 @@ public enum DownloadRules {
                 result.rejected.append((download, violation))
             } else if !seen.insert(download.identifier).inserted {
                 result.rejected.append(
-                    (download, Violation(code: 100, reason: "identifier \(quoted(download.identifier)) is used by another download in the same set")))
+                    (
+                        download,
+                        Violation(
+                            code: 100,
+                            reason:
+                                "identifier \(quoted(download.identifier)) is used by another download in the same set")
+                    ))
             } else {
                 result.accepted.append(download)
             }
@@ -152,9 +173,10 @@ public enum DownloadRules {
     }
 
     static func isToken(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.allSatisfy { byte in
-            (33...126).contains(byte) && !"()<>@,;:\\\"/[]?={}".utf8.contains(byte)
-        }
+        !name.isEmpty
+            && name.utf8.allSatisfy { byte in
+                (33...126).contains(byte) && !"()<>@,;:\\\"/[]?={}".utf8.contains(byte)
+            }
     }
 
     /// A value quoted for an error message, with control characters escaped.
@@ -184,11 +206,17 @@ public struct ParsedURL: Sendable, Equatable {
         let bytes = Array(string.utf8)
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return nil }
         let schemeBytes = bytes[..<colon]
-        guard schemeBytes.allSatisfy({ Self.isAlphanumeric($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") })
+        guard
+            schemeBytes.allSatisfy({
+                Self.isAlphanumeric($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+            })
         else { return nil }
-        guard bytes.count >= colon + 3, bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/") else { return nil }
+        guard bytes.count >= colon + 3, bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
+        else { return nil }
         var authorityEnd = colon + 3
-        while authorityEnd < bytes.count, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[authorityEnd]) {
+        while authorityEnd < bytes.count,
+            ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[authorityEnd])
+        {
             authorityEnd += 1
         }
         var start = colon + 3

@@ -111,7 +111,10 @@ public struct ChallengeRecord: Sendable, Equatable {
     public var realm: String
     public var authenticationMethod: String
     public var previousFailureCount: Int32
-    public init(host: String, port: Int32, protocolName: String, realm: String, authenticationMethod: String, previousFailureCount: Int32) {
+    public init(
+        host: String, port: Int32, protocolName: String, realm: String, authenticationMethod: String,
+        previousFailureCount: Int32
+    ) {
         self.host = host
         self.port = port
         self.protocolName = protocolName
@@ -124,7 +127,9 @@ public struct ChallengeRecord: Sendable, Equatable {
 /// Which entry point to call, with its arguments.
 public enum RunnerEvent: Sendable, Equatable {
     /// `downloads(for:manifestURL:extensionInfo:)`; sizes are -1 for nil.
-    case contentRequest(request: Int32, manifestPath: String, manifestURL: String, restrictedRemaining: Int64, restrictedEssentialRemaining: Int64)
+    case contentRequest(
+        request: Int32, manifestPath: String, manifestURL: String, restrictedRemaining: Int64,
+        restrictedEssentialRemaining: Int64)
     case finished(DownloadRecord, filePath: String)
     case failed(DownloadRecord, ErrorRecord)
     case challenge(DownloadRecord, ChallengeRecord)
@@ -154,7 +159,10 @@ public struct RunRequest: Sendable, Equatable {
     /// What current_downloads reports.
     public var currentDownloads: [DownloadRecord]
 
-    public init(libraryPath: String, event: RunnerEvent, memoryLimitBytes: UInt64, maximumDownloads: UInt32, lockPath: String = "", currentDownloads: [DownloadRecord] = []) {
+    public init(
+        libraryPath: String, event: RunnerEvent, memoryLimitBytes: UInt64, maximumDownloads: UInt32,
+        lockPath: String = "", currentDownloads: [DownloadRecord] = []
+    ) {
         self.libraryPath = libraryPath
         self.event = event
         self.memoryLimitBytes = memoryLimitBytes
@@ -334,7 +342,9 @@ public enum RunnerMessage: Sendable, Equatable {
             let minor = try r.u32()
             guard major <= UInt16.max, minor <= UInt16.max else { throw WireError("ABI version out of range") }
             message = .identity(
-                ExtensionIdentity(name: name, version: version, abiMajor: UInt16(major), abiMinor: UInt16(minor), entryPoints: try r.u32()))
+                ExtensionIdentity(
+                    name: name, version: version, abiMajor: UInt16(major), abiMinor: UInt16(minor),
+                    entryPoints: try r.u32()))
         case 3: message = .download(try DownloadRecord.decode(from: &r))
         case 4: message = .scheduled(try DownloadRecord.decode(from: &r))
         case 5: message = .cancelled(identifier: try r.string())
@@ -345,15 +355,21 @@ public enum RunnerMessage: Sendable, Equatable {
         case 7: message = .credential(user: try r.string(), password: try r.string())
         case 8:
             let rawKind = try r.u8()
-            guard let kind = RunnerFailureKind(rawValue: rawKind) else { throw WireError("unknown failure kind \(rawKind)") }
+            guard let kind = RunnerFailureKind(rawValue: rawKind) else {
+                throw WireError("unknown failure kind \(rawKind)")
+            }
             var valid = true
             let text = try r.string(valid: &valid)
             let major = try r.u32()
             let minor = try r.u32()
             message = .failure(
-                RunnerFailure(kind: kind, message: text, foundMajor: UInt16(truncatingIfNeeded: major), foundMinor: UInt16(truncatingIfNeeded: minor)))
+                RunnerFailure(
+                    kind: kind, message: text, foundMajor: UInt16(truncatingIfNeeded: major),
+                    foundMinor: UInt16(truncatingIfNeeded: minor)))
         case 9:
-            message = .finished(RunnerSummary(returnedCount: try r.u64(), peakMemoryBytes: try r.i64(), challengeDisposition: try r.i32()))
+            message = .finished(
+                RunnerSummary(
+                    returnedCount: try r.u64(), peakMemoryBytes: try r.i64(), challengeDisposition: try r.i32()))
         case let other:
             throw WireError("unknown runner message type \(other)")
         }
@@ -411,7 +427,9 @@ public struct FrameDecoder: Sendable {
     /// The next whole frame's payload, or nil if more bytes are needed.
     public mutating func next() throws(WireError) -> [UInt8]? {
         guard buffer.count - start >= 4 else { return nil }
-        let length = Int(buffer[start]) | Int(buffer[start + 1]) << 8 | Int(buffer[start + 2]) << 16 | Int(buffer[start + 3]) << 24
+        let length =
+            Int(buffer[start]) | Int(buffer[start + 1]) << 8 | Int(buffer[start + 2]) << 16 | Int(buffer[start + 3])
+            << 24
         guard length > 0 else { throw WireError("empty frame") }
         guard length <= maximumFrameLength else {
             throw WireError("frame of \(length) bytes exceeds the \(maximumFrameLength)-byte limit")

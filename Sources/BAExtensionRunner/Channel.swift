@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import BAExtensionABI
 import BAExtensionProtocol
 import CBASystem
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The runner's end of the protocol socket. Writes are serialized (host functions may be called
 /// from any thread) and buffered: returned downloads go out in batches, everything else at once.

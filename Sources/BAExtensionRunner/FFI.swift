@@ -72,10 +72,11 @@ final class FFISignature {
 }
 
 /// The handler libffi invokes for a closure: (cif, return slot, argument pointers, user data).
-typealias FFIClosureHandler = @convention(c) (
-    UnsafeMutablePointer<ffi_cif>?, UnsafeMutableRawPointer?, UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
-    UnsafeMutableRawPointer?
-) -> Void
+typealias FFIClosureHandler =
+    @convention(c) (
+        UnsafeMutablePointer<ffi_cif>?, UnsafeMutableRawPointer?, UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+        UnsafeMutableRawPointer?
+    ) -> Void
 
 /// An executable function pointer made by libffi that calls `handler` with `userData`: how a host
 /// function is bound to one invocation without any global state.

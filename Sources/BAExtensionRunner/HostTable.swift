@@ -71,9 +71,11 @@ final class HostTable {
         case .addDownload, .scheduleDownload: return try FFISignature(returning: status, arguments: [pointer, pointer])
         case .cancelDownload: return try FFISignature(returning: status, arguments: [pointer, size, pointer])
         case .currentDownloads: return try FFISignature(returning: status, arguments: [pointer, pointer, pointer])
-        case .acquireExclusiveControl: return try FFISignature(returning: status, arguments: [cffi_type_sint64(), pointer])
+        case .acquireExclusiveControl:
+            return try FFISignature(returning: status, arguments: [cffi_type_sint64(), pointer])
         case .releaseExclusiveControl: return try FFISignature(returning: status, arguments: [pointer])
-        case .useCredential: return try FFISignature(returning: status, arguments: [pointer, size, pointer, size, pointer])
+        case .useCredential:
+            return try FFISignature(returning: status, arguments: [pointer, size, pointer, size, pointer])
         case .lastErrorMessage: return try FFISignature(returning: pointer, arguments: [pointer])
         }
     }
@@ -101,27 +103,32 @@ private let hostFunctionHandler: FFIClosureHandler = { _, result, arguments, use
     case .addDownload:
         returnStatus(
             invocation.addDownload(
-                ffiArgument(arguments, 0, as: UnsafePointer<ba_download>?.self), ffiArgument(arguments, 1, as: CodeOut.self)))
+                ffiArgument(arguments, 0, as: UnsafePointer<ba_download>?.self),
+                ffiArgument(arguments, 1, as: CodeOut.self)))
     case .scheduleDownload:
         returnStatus(
             invocation.scheduleDownload(
-                ffiArgument(arguments, 0, as: UnsafePointer<ba_download>?.self), ffiArgument(arguments, 1, as: CodeOut.self)))
+                ffiArgument(arguments, 0, as: UnsafePointer<ba_download>?.self),
+                ffiArgument(arguments, 1, as: CodeOut.self)))
     case .cancelDownload:
         returnStatus(invocation.cancelDownload(string(0, 1), ffiArgument(arguments, 2, as: CodeOut.self)))
     case .currentDownloads:
         returnStatus(
             invocation.visitCurrentDownloads(
-                ffiArgument(arguments, 0, as: ba_download_visitor?.self), ffiArgument(arguments, 1, as: UnsafeMutableRawPointer?.self),
+                ffiArgument(arguments, 0, as: ba_download_visitor?.self),
+                ffiArgument(arguments, 1, as: UnsafeMutableRawPointer?.self),
                 ffiArgument(arguments, 2, as: CodeOut.self)))
     case .acquireExclusiveControl:
         returnStatus(
             invocation.acquireExclusiveControl(
-                timeoutMilliseconds: ffiArgument(arguments, 0, as: Int64.self), ffiArgument(arguments, 1, as: CodeOut.self)))
+                timeoutMilliseconds: ffiArgument(arguments, 0, as: Int64.self),
+                ffiArgument(arguments, 1, as: CodeOut.self)))
     case .releaseExclusiveControl:
         returnStatus(invocation.releaseExclusiveControl(ffiArgument(arguments, 0, as: CodeOut.self)))
     case .useCredential:
         returnStatus(
-            invocation.useCredential(user: string(0, 1), password: string(2, 3), ffiArgument(arguments, 4, as: CodeOut.self)))
+            invocation.useCredential(
+                user: string(0, 1), password: string(2, 3), ffiArgument(arguments, 4, as: CodeOut.self)))
     case .lastErrorMessage:
         let message = invocation.lastErrorMessage(ffiArgument(arguments, 0, as: UnsafeMutablePointer<Int>?.self))
         result.storeBytes(of: message, as: UnsafePointer<CChar>?.self)

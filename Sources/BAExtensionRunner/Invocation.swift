@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import BAExclusiveControl
 import BAExtensionABI
 import BAExtensionProtocol
 import CBAExtension
 import CFFI
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The state of one call into an extension, bound into every host-API closure as its user data.
 /// This is the only place host functions find their context: the runner has no global state.
@@ -123,7 +124,9 @@ final class Invocation: @unchecked Sendable {
         case .running:
             switch readDownload(download) {
             case .success(let record):
-                if let violation = DownloadRules.check(record) { return fail(Int32(violation.code), violation.reason, codeOut) }
+                if let violation = DownloadRules.check(record) {
+                    return fail(Int32(violation.code), violation.reason, codeOut)
+                }
                 channel.send(.scheduled(record))
                 return succeed(codeOut)
             case .failure(let violation):
@@ -135,7 +138,8 @@ final class Invocation: @unchecked Sendable {
     func cancelDownload(_ identifier: String, _ codeOut: UnsafeMutablePointer<Int32>?) -> Int32 {
         guard phase != .ended else { return fail(BA_ERROR_CALL_NOT_VALID_NOW, "the entry point has returned", codeOut) }
         guard request.currentDownloads.contains(where: { $0.identifier == identifier }) else {
-            return fail(BA_ERROR_DOWNLOAD_NOT_SCHEDULED, "no download with identifier '\(identifier)' is scheduled", codeOut)
+            return fail(
+                BA_ERROR_DOWNLOAD_NOT_SCHEDULED, "no download with identifier '\(identifier)' is scheduled", codeOut)
         }
         channel.send(.cancelled(identifier: identifier))
         return succeed(codeOut)
@@ -179,7 +183,8 @@ final class Invocation: @unchecked Sendable {
 
     func useCredential(user: String, password: String, _ codeOut: UnsafeMutablePointer<Int32>?) -> Int32 {
         guard phase == .running(.downloadReceivedChallenge) else {
-            return fail(BA_ERROR_CALL_NOT_VALID_NOW, "use_credential is only valid inside download_received_challenge", codeOut)
+            return fail(
+                BA_ERROR_CALL_NOT_VALID_NOW, "use_credential is only valid inside download_received_challenge", codeOut)
         }
         state.withLock { $0.credentialGiven = true }
         channel.send(.credential(user: user, password: password))

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import BAExtensionABI
 import BAExtensionProtocol
 import CBAExtension
 import CBASystem
 import CFFI
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `ba-extension-runner`: one process per call into an extension.
 ///
@@ -32,7 +33,9 @@ public enum ExtensionRunner {
         let request: RunRequest
         do {
             guard let frame = try channel.receive(decoder: &decoder) else { exit(ExitStatus.noRequest.rawValue) }
-            guard case .request(let decoded) = try HostMessage.decode(frame) else { exit(ExitStatus.badRequest.rawValue) }
+            guard case .request(let decoded) = try HostMessage.decode(frame) else {
+                exit(ExitStatus.badRequest.rawValue)
+            }
             request = decoded
         } catch {
             channel.send(.failure(RunnerFailure(kind: .invalidRequest, message: "unreadable request: \(error)")))
@@ -61,7 +64,8 @@ public enum ExtensionRunner {
             return RunnerFailure(kind: .invalidRequest, message: "cannot install the crash reporter (errno \(errno))")
         }
         if memoryLimit > 0 && ba_sys_set_data_limit(memoryLimit) != 0 {
-            return RunnerFailure(kind: .invalidRequest, message: "cannot set RLIMIT_DATA to \(memoryLimit) bytes (errno \(errno))")
+            return RunnerFailure(
+                kind: .invalidRequest, message: "cannot set RLIMIT_DATA to \(memoryLimit) bytes (errno \(errno))")
         }
         return nil
     }
@@ -74,14 +78,18 @@ public enum ExtensionRunner {
         }
         guard let symbol = dlsym(handle, BA_EXTENSION_DESCRIPTOR_SYMBOL) else {
             return .failure(
-                RunnerFailure(kind: .missingEntryPoint, message: "\(request.libraryPath) does not export \(BA_EXTENSION_DESCRIPTOR_SYMBOL)"))
+                RunnerFailure(
+                    kind: .missingEntryPoint,
+                    message: "\(request.libraryPath) does not export \(BA_EXTENSION_DESCRIPTOR_SYMBOL)"))
         }
         let arena = CArena()
         do {
             let descriptorSignature = try FFISignature(returning: cffi_type_pointer(), arguments: [])
             let raw = descriptorSignature.call(symbol, [])
             guard let descriptorAddress = UnsafeRawPointer(bitPattern: UInt(raw)) else {
-                return .failure(RunnerFailure(kind: .missingEntryPoint, message: "\(BA_EXTENSION_DESCRIPTOR_SYMBOL)() returned NULL"))
+                return .failure(
+                    RunnerFailure(
+                        kind: .missingEntryPoint, message: "\(BA_EXTENSION_DESCRIPTOR_SYMBOL)() returned NULL"))
             }
             let descriptor = try checkDescriptor(descriptorAddress)
             var wellFormed = true
@@ -94,7 +102,8 @@ public enum ExtensionRunner {
             let entryPoint = request.event.entryPoint
             guard let function = address(of: entryPoint, in: descriptor) else {
                 let name = identity.name.isEmpty ? request.libraryPath : identity.name
-                return .failure(RunnerFailure(kind: .missingEntryPoint, message: "\(name) does not implement \(entryPoint.cName)"))
+                return .failure(
+                    RunnerFailure(kind: .missingEntryPoint, message: "\(name) does not implement \(entryPoint.cName)"))
             }
             let invocation = Invocation(channel: channel, request: request)
             let host = try HostTable(invocation: invocation)
@@ -111,12 +120,16 @@ public enum ExtensionRunner {
                 (info.pointee.manifest_url, info.pointee.manifest_url_length) = arena.string(manifestURL)
                 info.pointee.restricted_download_size_remaining = remaining
                 info.pointee.restricted_essential_download_size_remaining = essentialRemaining
-                _ = try signature(pointers: 3).call(function, [.pointer(context), .pointer(hostPointer), .pointer(info)])
+                _ = try signature(pointers: 3).call(
+                    function, [.pointer(context), .pointer(hostPointer), .pointer(info)])
             case .finished(let record, let path):
                 let (pathPointer, pathLength) = arena.string(path)
                 _ = try signature(pointers: 4, sizes: 1).call(
                     function,
-                    [.pointer(context), .pointer(hostPointer), .pointer(arena.download(record)), .pointer(pathPointer), .uint64(UInt64(pathLength))])
+                    [
+                        .pointer(context), .pointer(hostPointer), .pointer(arena.download(record)),
+                        .pointer(pathPointer), .uint64(UInt64(pathLength)),
+                    ])
             case .failed(let record, let error):
                 let info = arena.allocate(ba_error.self)
                 info.pointee.struct_size = UInt32(MemoryLayout<ba_error>.size)
@@ -124,7 +137,8 @@ public enum ExtensionRunner {
                 (info.pointee.domain, info.pointee.domain_length) = arena.string(error.domain)
                 (info.pointee.message, info.pointee.message_length) = arena.string(error.message)
                 _ = try signature(pointers: 4).call(
-                    function, [.pointer(context), .pointer(hostPointer), .pointer(arena.download(record)), .pointer(info)])
+                    function,
+                    [.pointer(context), .pointer(hostPointer), .pointer(arena.download(record)), .pointer(info)])
             case .challenge(let record, let challenge):
                 let info = arena.allocate(ba_auth_challenge.self)
                 info.pointee.struct_size = UInt32(MemoryLayout<ba_auth_challenge>.size)
@@ -138,7 +152,8 @@ public enum ExtensionRunner {
                 let challengeSignature = try FFISignature(
                     returning: cffi_type_sint32(), arguments: Array(repeating: cffi_type_pointer(), count: 4))
                 let raw = challengeSignature.call(
-                    function, [.pointer(context), .pointer(hostPointer), .pointer(arena.download(record)), .pointer(info)])
+                    function,
+                    [.pointer(context), .pointer(hostPointer), .pointer(arena.download(record)), .pointer(info)])
                 disposition = Int32(truncatingIfNeeded: raw)
             case .willTerminate:
                 _ = try signature(pointers: 2).call(function, [.pointer(context), .pointer(hostPointer)])
@@ -160,7 +175,8 @@ public enum ExtensionRunner {
     static func signature(pointers: Int, sizes: Int = 0) throws(FFIStatus) -> FFISignature {
         try FFISignature(
             returning: cffi_type_void(),
-            arguments: Array(repeating: cffi_type_pointer(), count: pointers) + Array(repeating: cffi_type_uint64(), count: sizes))
+            arguments: Array(repeating: cffi_type_pointer(), count: pointers)
+                + Array(repeating: cffi_type_uint64(), count: sizes))
     }
 
     /// Reads the version fields (which never move) before anything else, then the whole 1.0
@@ -173,7 +189,8 @@ public enum ExtensionRunner {
         guard major == BA_EXTENSION_ABI_MAJOR else {
             throw RunnerFailure(
                 kind: .abiMismatch,
-                message: "the extension was built for C ABI \(major).\(minor); this host speaks \(ours): rebuild it against this host's ba_extension.h",
+                message:
+                    "the extension was built for C ABI \(major).\(minor); this host speaks \(ours): rebuild it against this host's ba_extension.h",
                 foundMajor: major, foundMinor: minor)
         }
         guard minor <= BA_EXTENSION_ABI_MINOR else {
@@ -185,7 +202,8 @@ public enum ExtensionRunner {
         guard Int(size) >= MemoryLayout<ba_extension_desc>.size else {
             throw RunnerFailure(
                 kind: .abiMismatch,
-                message: "the descriptor's struct_size is \(size) bytes; C ABI \(ours) needs \(MemoryLayout<ba_extension_desc>.size)",
+                message:
+                    "the descriptor's struct_size is \(size) bytes; C ABI \(ours) needs \(MemoryLayout<ba_extension_desc>.size)",
                 foundMajor: major, foundMinor: minor)
         }
         return address.assumingMemoryBound(to: ba_extension_desc.self).pointee
@@ -196,7 +214,8 @@ public enum ExtensionRunner {
         case .downloadsForRequest: unsafeBitCast(descriptor.downloads_for_request, to: UnsafeRawPointer?.self)
         case .downloadFinished: unsafeBitCast(descriptor.download_finished, to: UnsafeRawPointer?.self)
         case .downloadFailed: unsafeBitCast(descriptor.download_failed, to: UnsafeRawPointer?.self)
-        case .downloadReceivedChallenge: unsafeBitCast(descriptor.download_received_challenge, to: UnsafeRawPointer?.self)
+        case .downloadReceivedChallenge:
+            unsafeBitCast(descriptor.download_received_challenge, to: UnsafeRawPointer?.self)
         case .extensionWillTerminate: unsafeBitCast(descriptor.extension_will_terminate, to: UnsafeRawPointer?.self)
         }
     }

@@ -1,7 +1,8 @@
 internal import BAExtensionProtocol
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Schedules, promotes, cancels and lists an app's downloads, and coordinates access to the app
@@ -29,7 +30,9 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
         guard let connection = ExtensionHostConnection.active else {
             throw BAError(
                 .callerConnectionNotAccepted,
-                reason: "this process is not an extension call and this build has no basd client yet; app processes cannot reach the download service")
+                reason:
+                    "this process is not an extension call and this build has no basd client yet; app processes cannot reach the download service"
+            )
         }
         return connection
     }
@@ -56,7 +59,9 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
     public func startForegroundDownload(_ download: BADownload) throws {
         _ = try urlDownload(download)
         if ExtensionHostConnection.active != nil {
-            throw BAError(.callFromExtensionNotAllowed, reason: "startForegroundDownload is only available to the app, not to its extension")
+            throw BAError(
+                .callFromExtensionNotAllowed,
+                reason: "startForegroundDownload is only available to the app, not to its extension")
         }
         _ = try connection()
     }
@@ -94,7 +99,9 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
     }
 
     /// Like ``withExclusiveControl(_:)`` but gives up at `date`; `Date()` tries once.
-    public func withExclusiveControl(beforeDate date: Date, perform performHandler: @escaping @Sendable (Bool, (any Error)?) -> Void) {
+    public func withExclusiveControl(
+        beforeDate date: Date, perform performHandler: @escaping @Sendable (Bool, (any Error)?) -> Void
+    ) {
         exclusiveControl(timeoutMilliseconds: Self.milliseconds(until: date), performHandler)
     }
 
@@ -122,7 +129,9 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
         max(0, Int64((date.timeIntervalSinceNow * 1000).rounded(.up)))
     }
 
-    private func exclusiveControl(timeoutMilliseconds: Int64, _ handler: @escaping @Sendable (Bool, (any Error)?) -> Void) {
+    private func exclusiveControl(
+        timeoutMilliseconds: Int64, _ handler: @escaping @Sendable (Bool, (any Error)?) -> Void
+    ) {
         do {
             let connection = try connection()
             try connection.acquireExclusiveControl(timeoutMilliseconds: timeoutMilliseconds)

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Receives the progress and results of an app's downloads. Every method is optional.
@@ -10,7 +11,9 @@ public protocol BADownloadManagerDelegate: AnyObject, Sendable {
     /// A download paused, e.g. before being promoted to the foreground.
     func downloadDidPause(_ download: BADownload)
     /// Bytes arrived.
-    func download(_ download: BADownload, didWriteBytes bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64)
+    func download(
+        _ download: BADownload, didWriteBytes bytesWritten: Int64, totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64)
     /// The server asked for authentication.
     func download(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
         -> (URLSession.AuthChallengeDisposition, URLCredential?)
@@ -23,7 +26,10 @@ public protocol BADownloadManagerDelegate: AnyObject, Sendable {
 extension BADownloadManagerDelegate {
     public func downloadDidBegin(_ download: BADownload) {}
     public func downloadDidPause(_ download: BADownload) {}
-    public func download(_ download: BADownload, didWriteBytes bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {}
+    public func download(
+        _ download: BADownload, didWriteBytes bytesWritten: Int64, totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    ) {}
     public func download(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
         -> (URLSession.AuthChallengeDisposition, URLCredential?)
     {

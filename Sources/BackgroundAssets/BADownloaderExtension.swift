@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The protocol an app's downloader extension conforms to.
@@ -36,7 +37,9 @@ public protocol BADownloaderExtension {
     /// `manifestURL` is a read-only local copy of the app's manifest, deleted after the call.
     /// Return downloads here: scheduling through ``BADownloadManager`` while this runs is refused.
     /// Essential downloads are only honoured for `.install` and `.update`.
-    func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<BADownload>
+    func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<
+        BADownload
+    >
 
     /// Answers an authentication challenge for a download when no app is running.
     func backgroundDownload(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
@@ -70,7 +73,9 @@ public protocol BADownloaderExtension {
 }
 
 extension BADownloaderExtension {
-    public func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<BADownload> {
+    public func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<
+        BADownload
+    > {
         switch request {
         case .install: applicationDidInstall(metadata: extensionInfo)
         case .update: applicationDidUpdate(metadata: extensionInfo)

@@ -3,10 +3,11 @@ internal import BAExtensionProtocol
 internal import CBAExtension
 import Dispatch
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Synchronization
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Exports a Swift extension through the C ABI: returns the `ba_extension_descriptor` the host
 /// loads, with every entry point calling a fresh instance of `type`.
@@ -39,7 +40,8 @@ enum ExportedExtensions {
 
     private static let descriptors = Mutex<[ObjectIdentifier: UInt]>([:])
 
-    static func descriptor(for type: any BADownloaderExtension.Type, name: String, version: String) -> UnsafeRawPointer {
+    static func descriptor(for type: any BADownloaderExtension.Type, name: String, version: String) -> UnsafeRawPointer
+    {
         let address = descriptors.withLock { table -> UInt in
             if let existing = table[ObjectIdentifier(type)] { return existing }
             let arena = CArena()  // never freed: the strings must outlive every call
@@ -73,7 +75,8 @@ enum ExportedExtensions {
     static func download(_ pointer: UnsafePointer<ba_download>?) -> BAURLDownload? {
         guard let pointer, case .success(var record) = readDownload(pointer) else { return nil }
         var wellFormed = true
-        record.uniqueIdentifier = copyString(pointer.pointee.unique_identifier, pointer.pointee.unique_identifier_length, wellFormed: &wellFormed)
+        record.uniqueIdentifier = copyString(
+            pointer.pointee.unique_identifier, pointer.pointee.unique_identifier_length, wellFormed: &wellFormed)
         record.state = pointer.pointee.state
         return BAURLDownload(record: record)
     }
@@ -98,7 +101,8 @@ private let downloadsForRequestThunk: ba_downloads_for_request_fn = { context, h
         let extensionInfo = BAAppExtensionInfo(
             restrictedDownloadSizeRemaining: remaining < 0 ? nil : Int(remaining),
             restrictedEssentialDownloadSizeRemaining: essentialRemaining < 0 ? nil : Int(essentialRemaining))
-        let downloads = instance.downloads(for: request, manifestURL: URL(fileURLWithPath: path), extensionInfo: extensionInfo)
+        let downloads = instance.downloads(
+            for: request, manifestURL: URL(fileURLWithPath: path), extensionInfo: extensionInfo)
         // A Set has no order; hand them over sorted so the same manifest gives the same stream.
         for download in downloads.sorted(by: { $0.identifier < $1.identifier }) {
             guard let urlDownload = download as? BAURLDownload else {
@@ -108,14 +112,17 @@ private let downloadsForRequestThunk: ba_downloads_for_request_fn = { context, h
             do {
                 try connection.add(urlDownload.record)
             } catch {
-                connection.log(BA_LOG_ERROR, "download \(download.identifier) was refused: \(error.localizedDescription)")
+                connection.log(
+                    BA_LOG_ERROR, "download \(download.identifier) was refused: \(error.localizedDescription)")
             }
         }
     }
 }
 
 private let downloadFinishedThunk: ba_download_finished_fn = { context, host, download, path, pathLength in
-    guard let host, let instance = ExportedExtensions.instance(context), let download = ExportedExtensions.download(download) else { return }
+    guard let host, let instance = ExportedExtensions.instance(context),
+        let download = ExportedExtensions.download(download)
+    else { return }
     ExtensionHostConnection.with(host) {
         let fileURL = URL(fileURLWithPath: ExportedExtensions.string(path, pathLength))
         instance.backgroundDownload(download, finishedWithFileURL: fileURL)
@@ -174,7 +181,8 @@ private let challengeThunk: ba_download_challenge_fn = { context, host, download
         let box = UncheckedBox((instance, download, urlChallenge))
         Task.detached {
             let (instance, download, urlChallenge) = box.value
-            (result.disposition, result.credential) = await instance.backgroundDownload(download, didReceive: urlChallenge)
+            (result.disposition, result.credential) = await instance.backgroundDownload(
+                download, didReceive: urlChallenge)
             done.signal()
         }
         done.wait()

@@ -1,7 +1,8 @@
 package import BAExtensionProtocol
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A download of one URL.
@@ -43,7 +44,8 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
     }
 
     /// Creates a non-essential download with a known size.
-    public convenience init(identifier: String, request: URLRequest, fileSize: Int, applicationGroupIdentifier: String) {
+    public convenience init(identifier: String, request: URLRequest, fileSize: Int, applicationGroupIdentifier: String)
+    {
         self.init(
             identifier: identifier, request: request, essential: false, fileSize: fileSize,
             applicationGroupIdentifier: applicationGroupIdentifier, priority: .default)
@@ -58,7 +60,9 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
     }
 
     /// Creates a non-essential download of unknown size with a priority (the 2022 initializer).
-    @available(*, deprecated, renamed: "init(identifier:request:essential:fileSize:applicationGroupIdentifier:priority:)")
+    @available(
+        *, deprecated, renamed: "init(identifier:request:essential:fileSize:applicationGroupIdentifier:priority:)"
+    )
     public convenience init(
         identifier: String, request: URLRequest, applicationGroupIdentifier: String, priority: BADownload.Priority
     ) {
@@ -84,21 +88,24 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
     /// download fails instead of delivering it.
     public func baVerifyingSHA256(_ hex: String) -> BAURLDownload {
         BAURLDownload(
-            identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, request: request, essential: isEssential,
+            identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, request: request,
+            essential: isEssential,
             fileSize: fileSize, applicationGroupIdentifier: applicationGroupIdentifier, priority: priority,
             expectedSHA256: hex.lowercased())
     }
 
     public override func removingEssential() -> Self {
         BAURLDownload(
-            identifier: identifier, uniqueIdentifier: UUID().uuidString, state: .created, request: request, essential: false,
+            identifier: identifier, uniqueIdentifier: UUID().uuidString, state: .created, request: request,
+            essential: false,
             fileSize: fileSize, applicationGroupIdentifier: applicationGroupIdentifier, priority: priority,
             expectedSHA256: baExpectedSHA256) as! Self
     }
 
     public override func copy(with zone: NSZone? = nil) -> Any {
         BAURLDownload(
-            identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, request: request, essential: isEssential,
+            identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, request: request,
+            essential: isEssential,
             fileSize: fileSize, applicationGroupIdentifier: applicationGroupIdentifier, priority: priority,
             expectedSHA256: baExpectedSHA256)
     }
@@ -110,8 +117,11 @@ extension BAURLDownload {
         DownloadRecord(
             identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: request.url?.absoluteString ?? "",
             applicationGroupIdentifier: applicationGroupIdentifier.isEmpty ? nil : applicationGroupIdentifier,
-            fileSize: Int64(fileSize), priority: Int64(priority.rawValue), isEssential: isEssential, state: Int32(state.rawValue),
-            headers: (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map { .init(name: $0.key, value: $0.value) },
+            fileSize: Int64(fileSize), priority: Int64(priority.rawValue), isEssential: isEssential,
+            state: Int32(state.rawValue),
+            headers: (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map {
+                .init(name: $0.key, value: $0.value)
+            },
             sha256: baExpectedSHA256)
     }
 
@@ -121,7 +131,8 @@ extension BAURLDownload {
         var request = URLRequest(url: url)
         for header in record.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
         self.init(
-            identifier: record.identifier, uniqueIdentifier: record.uniqueIdentifier.isEmpty ? UUID().uuidString : record.uniqueIdentifier,
+            identifier: record.identifier,
+            uniqueIdentifier: record.uniqueIdentifier.isEmpty ? UUID().uuidString : record.uniqueIdentifier,
             state: State(rawValue: Int(record.state)) ?? .created, request: request, essential: record.isEssential,
             fileSize: Int(record.fileSize), applicationGroupIdentifier: record.applicationGroupIdentifier ?? "",
             priority: Priority(Int(clamping: record.priority)), expectedSHA256: record.sha256)

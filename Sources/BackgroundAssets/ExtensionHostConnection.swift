@@ -37,12 +37,16 @@ struct ExtensionHostConnection: @unchecked Sendable {
         let message = host.pointee.last_error_message(&length).map {
             String(decoding: UnsafeRawBufferPointer(start: $0, count: length), as: UTF8.self)
         }
-        throw BAError(BAError.Code(rawValue: Int(code)) ?? .downloadInvalid, reason: message ?? "the host refused the call (code \(code))")
+        throw BAError(
+            BAError.Code(rawValue: Int(code)) ?? .downloadInvalid,
+            reason: message ?? "the host refused the call (code \(code))")
     }
 
     func log(_ level: Int32, _ message: String) {
         var text = message
-        text.withUTF8 { host.pointee.log(level, UnsafeRawPointer($0.baseAddress)?.assumingMemoryBound(to: CChar.self), $0.count) }
+        text.withUTF8 {
+            host.pointee.log(level, UnsafeRawPointer($0.baseAddress)?.assumingMemoryBound(to: CChar.self), $0.count)
+        }
     }
 
     func add(_ record: DownloadRecord) throws(BAError) {
@@ -74,7 +78,8 @@ struct ExtensionHostConnection: @unchecked Sendable {
                 if let download {
                     var wellFormed = true
                     record.uniqueIdentifier = copyString(
-                        download.pointee.unique_identifier, download.pointee.unique_identifier_length, wellFormed: &wellFormed)
+                        download.pointee.unique_identifier, download.pointee.unique_identifier_length,
+                        wellFormed: &wellFormed)
                     record.state = download.pointee.state
                 }
                 Unmanaged<Collector>.fromOpaque(user).takeUnretainedValue().records.append(record)
@@ -98,7 +103,8 @@ struct ExtensionHostConnection: @unchecked Sendable {
         let (userPointer, userLength) = arena.string(user)
         let (passwordPointer, passwordLength) = arena.string(password)
         var code: Int32 = 0
-        try check(host.pointee.use_credential(userPointer, userLength, passwordPointer, passwordLength, &code), code: code)
+        try check(
+            host.pointee.use_credential(userPointer, userLength, passwordPointer, passwordLength, &code), code: code)
     }
 }
 

@@ -2,8 +2,9 @@
 import BAExtensionProtocol
 @_exported import BackgroundAssets
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Calls one entry point of an extension inside `swift test`, so you can assert on what it returns.
@@ -48,7 +49,8 @@ public struct BAExtensionTester: Sendable {
     /// Calls `downloads(for:manifestURL:extensionInfo:)` with `manifest` as the manifest's bytes.
     public func downloads(
         for request: BAContentRequest, manifest: Data,
-        extensionInfo: BAAppExtensionInfo = BAAppExtensionInfo(restrictedDownloadSizeRemaining: nil, restrictedEssentialDownloadSizeRemaining: nil)
+        extensionInfo: BAAppExtensionInfo = BAAppExtensionInfo(
+            restrictedDownloadSizeRemaining: nil, restrictedEssentialDownloadSizeRemaining: nil)
     ) async throws -> BAExtensionRunResult {
         let directory = try TestDirectory()
         defer { directory.remove() }
@@ -63,7 +65,8 @@ public struct BAExtensionTester: Sendable {
     public func finished(_ download: BAURLDownload, fileURL: URL) async throws -> BAExtensionRunResult {
         let directory = try TestDirectory()
         defer { directory.remove() }
-        var invocation = BAExtensionInvocation(libraryPath: libraryPath, event: .finished(download.record, filePath: fileURL.path))
+        var invocation = BAExtensionInvocation(
+            libraryPath: libraryPath, event: .finished(download.record, filePath: fileURL.path))
         invocation.appGroupContainerPath = try directory.subdirectory("app-group")
         return try await run(invocation)
     }
@@ -95,12 +98,14 @@ public struct BAExtensionTester: Sendable {
     /// applies the host's validation rules to the result.
     public static func downloads<E: BADownloaderExtension>(
         of type: E.Type, for request: BAContentRequest, manifest: Data,
-        extensionInfo: BAAppExtensionInfo = BAAppExtensionInfo(restrictedDownloadSizeRemaining: nil, restrictedEssentialDownloadSizeRemaining: nil)
+        extensionInfo: BAAppExtensionInfo = BAAppExtensionInfo(
+            restrictedDownloadSizeRemaining: nil, restrictedEssentialDownloadSizeRemaining: nil)
     ) throws -> InProcessResult {
         let directory = try TestDirectory()
         defer { directory.remove() }
         let manifestPath = try directory.readOnlyFile(named: "manifest.json", contents: manifest)
-        let returned = E().downloads(for: request, manifestURL: URL(fileURLWithPath: manifestPath), extensionInfo: extensionInfo)
+        let returned = E().downloads(
+            for: request, manifestURL: URL(fileURLWithPath: manifestPath), extensionInfo: extensionInfo)
         var result = InProcessResult(downloads: [], rejected: [])
         var urlDownloads: [BAURLDownload] = []
         for download in returned.sorted(by: { $0.identifier < $1.identifier }) {
@@ -111,7 +116,9 @@ public struct BAExtensionTester: Sendable {
             }
         }
         let validation = DownloadRules.validate(urlDownloads.map(\.record), contentRequest: Int32(request.rawValue))
-        let rejectedReasons = Dictionary(validation.rejected.map { ($0.download.uniqueIdentifier, $0.violation.reason) }, uniquingKeysWith: { a, _ in a })
+        let rejectedReasons = Dictionary(
+            validation.rejected.map { ($0.download.uniqueIdentifier, $0.violation.reason) },
+            uniquingKeysWith: { a, _ in a })
         for download in urlDownloads {
             if let reason = rejectedReasons[download.uniqueIdentifier] {
                 result.rejected.append((download, reason))
@@ -147,7 +154,8 @@ struct TestDirectory {
 
     func readOnlyFile(named name: String, contents: Data) throws -> String {
         let path = url.appendingPathComponent(name).path
-        guard FileManager.default.createFile(atPath: path, contents: contents, attributes: [.posixPermissions: 0o400]) else {
+        guard FileManager.default.createFile(atPath: path, contents: contents, attributes: [.posixPermissions: 0o400])
+        else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
         }
         return path

@@ -5,10 +5,11 @@ import BATestSupport
 import BackgroundAssets
 import BackgroundAssetsTesting
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The host-API table (libffi closures) as a C extension sees it, and the other entry points.
 @Suite struct HostAPITests {
@@ -23,7 +24,8 @@ import Testing
     @Test func hostFunctionsDuringDownloadsForRequest() async throws {
         let container = try TemporaryDirectory()
         defer { container.remove() }
-        var invocation = BAExtensionInvocation.contentRequest(.install, libraryPath: BuildProducts.library("BATestHostAPI"), manifestPath: "/dev/null")
+        var invocation = BAExtensionInvocation.contentRequest(
+            .install, libraryPath: BuildProducts.library("BATestHostAPI"), manifestPath: "/dev/null")
         invocation.appGroupContainerPath = container.path
         invocation.currentDownloads = [
             DownloadRecord(identifier: "queued-1", uniqueIdentifier: "u1", url: "https://example.com/1", state: 1),
@@ -33,7 +35,10 @@ import Testing
         #expect(result.verdict == .ok)
         let log = messages(result)
         // Scheduling while downloads(for:) runs is refused with 50 and a reason.
-        #expect(log.contains { $0.hasPrefix("schedule-during-request:") && $0.contains("code=50") && $0.contains("return the download") }, "\(log)")
+        #expect(
+            log.contains {
+                $0.hasPrefix("schedule-during-request:") && $0.contains("code=50") && $0.contains("return the download")
+            }, "\(log)")
         #expect(log.contains("current: queued-1 state=1"))
         #expect(log.contains("current: running-2 state=2"))
         #expect(log.contains { $0.hasPrefix("lock: acquire=0 release=0") }, "\(log)")
@@ -49,16 +54,19 @@ import Testing
         let lock = try ExclusiveControlLock(path: ExclusiveControlLock.path(inContainer: container.path))
         try lock.acquire(timeoutMilliseconds: 0)
         defer { try? lock.release() }
-        var invocation = BAExtensionInvocation.contentRequest(.install, libraryPath: BuildProducts.library("BATestHostAPI"), manifestPath: "/dev/null")
+        var invocation = BAExtensionInvocation.contentRequest(
+            .install, libraryPath: BuildProducts.library("BATestHostAPI"), manifestPath: "/dev/null")
         invocation.appGroupContainerPath = container.path
         let result = try await supervisor.run(invocation)
         #expect(messages(result).contains { $0.hasPrefix("lock: acquire=-1") }, "\(messages(result))")
     }
 
     @Test func scheduleAndCancelAfterFinishing() async throws {
-        let download = DownloadRecord(identifier: "level-1", uniqueIdentifier: "u-1", url: "https://example.com/l1", fileSize: 3, state: 3)
+        let download = DownloadRecord(
+            identifier: "level-1", uniqueIdentifier: "u-1", url: "https://example.com/l1", fileSize: 3, state: 3)
         let result = try await supervisor.run(
-            BAExtensionInvocation(libraryPath: BuildProducts.library("BATestHostAPI"), event: .finished(download, filePath: "/tmp/l1")))
+            BAExtensionInvocation(
+                libraryPath: BuildProducts.library("BATestHostAPI"), event: .finished(download, filePath: "/tmp/l1")))
         #expect(result.verdict == .ok)
         #expect(result.scheduled.map(\.identifier) == ["follow-up"])
         #expect(messages(result).contains { $0.hasPrefix("schedule-after-finish: status=0") })
@@ -78,7 +86,8 @@ import Testing
     @Test func challengeReturnsTheDispositionAndCredential() async throws {
         let download = DownloadRecord(identifier: "secret", uniqueIdentifier: "u-3", url: "https://example.com/s")
         let challenge = ChallengeRecord(
-            host: "example.com", port: 443, protocolName: "https", realm: "assets", authenticationMethod: "NSURLAuthenticationMethodHTTPBasic",
+            host: "example.com", port: 443, protocolName: "https", realm: "assets",
+            authenticationMethod: "NSURLAuthenticationMethodHTTPBasic",
             previousFailureCount: 0)
         for library in ["BATestHostAPI", "SampleSwiftExtension"] {
             let result = try await supervisor.run(
@@ -95,7 +104,8 @@ import Testing
         let inbox = try TemporaryDirectory()
         defer { inbox.remove() }
         for library in ["SampleCExtension", "SampleSwiftExtension"] {
-            let download = DownloadRecord(identifier: "catalog-\(library)", uniqueIdentifier: "u", url: "https://example.com/c", state: 3)
+            let download = DownloadRecord(
+                identifier: "catalog-\(library)", uniqueIdentifier: "u", url: "https://example.com/c", state: 3)
             let result = try await supervisor.run(
                 BAExtensionInvocation(
                     libraryPath: BuildProducts.library(library), event: .finished(download, filePath: "/tmp/catalog"),
@@ -115,7 +125,8 @@ import Testing
 
     @Test func runsALibraryInARunner() async throws {
         let tester = try BAExtensionTester(
-            libraryPath: BuildProducts.library("SampleSwiftExtension"), runnerPath: BuildProducts.executable("ba-extension-runner"))
+            libraryPath: BuildProducts.library("SampleSwiftExtension"),
+            runnerPath: BuildProducts.executable("ba-extension-runner"))
         let run = try await tester.downloads(for: .install, manifest: manifest)
         #expect(run.verdict == .ok)
         #expect(run.urlDownloads.map(\.identifier) == ["a", "b"])
@@ -126,12 +137,16 @@ import Testing
     }
 
     struct TwoDownloads: BADownloaderExtension {
-        func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<BADownload> {
+        func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<
+            BADownload
+        > {
             let request = URLRequest(url: URL(string: "https://cdn.example.com/x")!)
             // The manifest is a read-only copy (mode 0400; root could still write, so check the mode).
             let mode = (try? FileManager.default.attributesOfItem(atPath: manifestURL.path)[.posixPermissions]) as? Int
             return [
-                BAURLDownload(identifier: mode == 0o400 ? "good" : "mode-\(String(describing: mode))", request: request, fileSize: 1, applicationGroupIdentifier: "g"),
+                BAURLDownload(
+                    identifier: mode == 0o400 ? "good" : "mode-\(String(describing: mode))", request: request,
+                    fileSize: 1, applicationGroupIdentifier: "g"),
                 BAURLDownload(identifier: "../bad", request: request, fileSize: 1, applicationGroupIdentifier: "g"),
             ]
         }
@@ -157,9 +172,12 @@ import Testing
         defer { container.remove() }
         var invocation = BAExtensionInvocation.contentRequest(
             .install, libraryPath: BuildProducts.library("BATestSwiftManager"), manifestPath: "/dev/null",
-            extensionInfo: BAAppExtensionInfo(restrictedDownloadSizeRemaining: 1000, restrictedEssentialDownloadSizeRemaining: nil))
+            extensionInfo: BAAppExtensionInfo(
+                restrictedDownloadSizeRemaining: 1000, restrictedEssentialDownloadSizeRemaining: nil))
         invocation.appGroupContainerPath = container.path
-        invocation.currentDownloads = [DownloadRecord(identifier: "queued", uniqueIdentifier: "u", url: "https://e.com/q", state: 1)]
+        invocation.currentDownloads = [
+            DownloadRecord(identifier: "queued", uniqueIdentifier: "u", url: "https://e.com/q", state: 1)
+        ]
         let result = try await supervisor.run(invocation)
         #expect(result.verdict == .ok, "\(result.verdict) \(result.output)")
         let log = result.logs.map(\.message)
@@ -173,9 +191,12 @@ import Testing
     }
 
     @Test func theManagerAfterAFinishedDownload() async throws {
-        let download = DownloadRecord(identifier: "done", uniqueIdentifier: "u-9", url: "https://e.com/d", isEssential: false, state: 3)
+        let download = DownloadRecord(
+            identifier: "done", uniqueIdentifier: "u-9", url: "https://e.com/d", isEssential: false, state: 3)
         let result = try await supervisor.run(
-            BAExtensionInvocation(libraryPath: BuildProducts.library("BATestSwiftManager"), event: .finished(download, filePath: "/tmp/d")))
+            BAExtensionInvocation(
+                libraryPath: BuildProducts.library("BATestSwiftManager"), event: .finished(download, filePath: "/tmp/d")
+            ))
         #expect(result.verdict == .ok, "\(result.verdict) \(result.output)")
         let log = result.logs.map(\.message)
         #expect(log.contains("schedule-after-finish: ok"), "\(log)")

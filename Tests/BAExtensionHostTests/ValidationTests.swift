@@ -15,7 +15,8 @@ import Testing
 
     @Test func badIdentifiersAreRejectedWithAReason() async throws {
         let result = try await supervisor.run(
-            .contentRequest(.install, libraryPath: BuildProducts.library("BATestBadIdentifiers"), manifestPath: "/dev/null"))
+            .contentRequest(
+                .install, libraryPath: BuildProducts.library("BATestBadIdentifiers"), manifestPath: "/dev/null"))
         #expect(result.verdict == .ok)
         #expect(result.downloads.map(\.identifier) == ["ok-1", "ok-2", "loopback-http"])
         let reasons = result.rejected.map(\.reason)
@@ -27,7 +28,9 @@ import Testing
         #expect(reasons.contains { $0.contains("plain http") })
         #expect(reasons.contains { $0.contains("needs a fileSize greater than 0") })
         #expect(reasons.contains { $0.contains("fileSize -5") })
-        #expect(result.rejected.contains { $0.code == 100 && $0.download.identifier == "ok-1" }, "the duplicate is rejected with 100")
+        #expect(
+            result.rejected.contains { $0.code == 100 && $0.download.identifier == "ok-1" },
+            "the duplicate is rejected with 100")
     }
 
     @Test func aFloodOfDownloadsIsBoundedAndRejectedAsAWhole() async throws {

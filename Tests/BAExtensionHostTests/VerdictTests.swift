@@ -1,9 +1,10 @@
-@testable import BAExtensionHost
 import BAExtensionProtocol
 import BATestSupport
 import BackgroundAssets
 import Foundation
 import Testing
+
+@testable import BAExtensionHost
 
 /// Every verdict, produced by a real plugin in a real runner process.
 @Suite struct VerdictTests {
@@ -13,11 +14,14 @@ import Testing
         supervisor = try BAExtensionSupervisor(runnerPath: BuildProducts.executable("ba-extension-runner"))
     }
 
-    func install(_ plugin: String, timeout: Duration = .seconds(20), memory: UInt64 = 256 << 20) async throws -> BAExtensionRunResult {
+    func install(_ plugin: String, timeout: Duration = .seconds(20), memory: UInt64 = 256 << 20) async throws
+        -> BAExtensionRunResult
+    {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let manifest = try directory.write("manifest.json", "{\"assets\": []}")
-        var invocation = BAExtensionInvocation.contentRequest(.install, libraryPath: BuildProducts.library(plugin), manifestPath: manifest)
+        var invocation = BAExtensionInvocation.contentRequest(
+            .install, libraryPath: BuildProducts.library(plugin), manifestPath: manifest)
         invocation.timeout = timeout
         invocation.memoryLimitBytes = memory
         return try await supervisor.run(invocation)
@@ -37,7 +41,9 @@ import Testing
         // Spawn to reap, measured by the supervisor (not this test's wall clock, which also
         // counts waiting for a thread of the test pool).
         #expect(result.duration >= .milliseconds(500))
-        #expect(result.duration < .milliseconds(1500), "the call ended \(result.duration) after spawn for a 500 ms deadline")
+        #expect(
+            result.duration < .milliseconds(1500), "the call ended \(result.duration) after spawn for a 500 ms deadline"
+        )
         // The plugin forked a child that also hangs: the whole group must be gone.
         #expect(!processGroupExists(result.processID))
     }
@@ -79,7 +85,8 @@ import Testing
     }
 
     @Test func aMissingFileIsNotALibrary() async throws {
-        let result = try await supervisor.run(.contentRequest(.install, libraryPath: "/nonexistent/libNope.so", manifestPath: "/dev/null"))
+        let result = try await supervisor.run(
+            .contentRequest(.install, libraryPath: "/nonexistent/libNope.so", manifestPath: "/dev/null"))
         #expect(result.verdict.name == "notALibrary")
     }
 
@@ -96,7 +103,8 @@ import Testing
         // BATestHang implements only downloads_for_request.
         let download = DownloadRecord(identifier: "a", url: "https://example.com/a")
         let result = try await supervisor.run(
-            BAExtensionInvocation(libraryPath: BuildProducts.library("BATestHang"), event: .finished(download, filePath: "/dev/null")))
+            BAExtensionInvocation(
+                libraryPath: BuildProducts.library("BATestHang"), event: .finished(download, filePath: "/dev/null")))
         #expect(result.verdict == .missingEntryPoint(reason: "BATestHang does not implement download_finished"))
     }
 
@@ -112,7 +120,9 @@ import Testing
 
     @Test func aRunnerThatIsNotOurRunnerIsAProtocolError() async throws {
         let bogus = try BAExtensionSupervisor(runnerPath: "/bin/true")
-        let result = try await bogus.run(.contentRequest(.install, libraryPath: BuildProducts.library("SampleCExtension"), manifestPath: "/dev/null"))
+        let result = try await bogus.run(
+            .contentRequest(.install, libraryPath: BuildProducts.library("SampleCExtension"), manifestPath: "/dev/null")
+        )
         #expect(result.verdict.name == "protocolError")
     }
 

@@ -3,8 +3,10 @@ import Testing
 
 @Suite struct ProtocolTests {
     let download = DownloadRecord(
-        identifier: "level-1", uniqueIdentifier: "u-1", url: "https://cdn.example.com/l1", applicationGroupIdentifier: "group.g",
-        fileSize: 1 << 20, priority: 100, isEssential: true, state: 2, headers: [.init(name: "Authorization", value: "Bearer t")],
+        identifier: "level-1", uniqueIdentifier: "u-1", url: "https://cdn.example.com/l1",
+        applicationGroupIdentifier: "group.g",
+        fileSize: 1 << 20, priority: 100, isEssential: true, state: 2,
+        headers: [.init(name: "Authorization", value: "Bearer t")],
         sha256: String(repeating: "a", count: 64))
 
     func roundTrip(_ message: RunnerMessage) throws -> RunnerMessage {
@@ -28,15 +30,23 @@ import Testing
 
     @Test func requestsRoundTrip() throws {
         let events: [RunnerEvent] = [
-            .contentRequest(request: 1, manifestPath: "/m", manifestURL: "https://e.com/m", restrictedRemaining: -1, restrictedEssentialRemaining: 10),
+            .contentRequest(
+                request: 1, manifestPath: "/m", manifestURL: "https://e.com/m", restrictedRemaining: -1,
+                restrictedEssentialRemaining: 10),
             .finished(download, filePath: "/f"),
             .failed(download, ErrorRecord(domain: "d", code: 102, message: "m")),
-            .challenge(download, ChallengeRecord(host: "h", port: 443, protocolName: "https", realm: "", authenticationMethod: "basic", previousFailureCount: 1)),
+            .challenge(
+                download,
+                ChallengeRecord(
+                    host: "h", port: 443, protocolName: "https", realm: "", authenticationMethod: "basic",
+                    previousFailureCount: 1)),
             .willTerminate,
         ]
         for event in events {
             let request = HostMessage.request(
-                RunRequest(libraryPath: "/lib.so", event: event, memoryLimitBytes: 1 << 28, maximumDownloads: 10, lockPath: "/l", currentDownloads: [download]))
+                RunRequest(
+                    libraryPath: "/lib.so", event: event, memoryLimitBytes: 1 << 28, maximumDownloads: 10,
+                    lockPath: "/l", currentDownloads: [download]))
             var decoder = FrameDecoder()
             decoder.append(request.frame())
             #expect(try HostMessage.decode(try #require(try decoder.next())) == request)
@@ -44,7 +54,8 @@ import Testing
     }
 
     @Test func framesArriveInPieces() throws {
-        let bytes = RunnerMessage.log(level: 1, message: "split").frame() + RunnerMessage.hello(protocolVersion: 1).frame()
+        let bytes =
+            RunnerMessage.log(level: 1, message: "split").frame() + RunnerMessage.hello(protocolVersion: 1).frame()
         var decoder = FrameDecoder()
         var decoded: [RunnerMessage] = []
         for byte in bytes {
@@ -64,7 +75,9 @@ import Testing
         #expect(throws: WireError.self) { try empty.next() }
         #expect(throws: WireError.self) { try RunnerMessage.decode([200]) }
         #expect(throws: WireError.self) { try RunnerMessage.decode([3, 5, 0, 0, 0, 65]) }  // string longer than payload
-        #expect(throws: WireError.self) { try RunnerMessage.decode(RunnerMessage.hello(protocolVersion: 1).frame().dropFirst(4) + [0]) }
+        #expect(throws: WireError.self) {
+            try RunnerMessage.decode(RunnerMessage.hello(protocolVersion: 1).frame().dropFirst(4) + [0])
+        }
         // Random bytes never trap.
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<2000 {

@@ -4,7 +4,8 @@ import Foundation
 public enum BuildProducts {
     /// The build folder (e.g. `.build/x86_64-unknown-linux-gnu/debug`).
     public static let directory: URL = {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var url = URL(fileURLWithPath: executable).deletingLastPathComponent()
         // An .xctest bundle directory (XCTest on some setups) sits inside the build folder.
         while url.pathExtension == "xctest" || url.lastPathComponent == "MacOS" || url.lastPathComponent == "Contents" {
@@ -30,7 +31,9 @@ public enum BuildProducts {
     }()
 
     /// A file of the package, e.g. `Examples/Manifests/sample-manifest.json`.
-    public static func source(_ relativePath: String) -> String { packageRoot.appendingPathComponent(relativePath).path }
+    public static func source(_ relativePath: String) -> String {
+        packageRoot.appendingPathComponent(relativePath).path
+    }
 }
 
 /// A temporary directory for one test; removed by `remove()`.
@@ -63,20 +66,26 @@ public struct ProcessOutput: Sendable {
 
 /// Runs an executable to completion on a thread of its own, so a long child (a compiler) never
 /// blocks the concurrency pool the other tests run on.
-public func runProcess(_ path: String, _ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil)
+public func runProcess(
+    _ path: String, _ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil
+)
     async throws -> ProcessOutput
 {
     let outcome: Result<ProcessOutput, any Error> = await withCheckedContinuation { continuation in
         Thread {
             continuation.resume(
-                returning: Result { try runProcessBlocking(path, arguments, environment: environment, currentDirectory: currentDirectory) })
+                returning: Result {
+                    try runProcessBlocking(
+                        path, arguments, environment: environment, currentDirectory: currentDirectory)
+                })
         }.start()
     }
     return try outcome.get()
 }
 
 /// Runs an executable to completion, reading both pipes concurrently (a full pipe would block it).
-func runProcessBlocking(_ path: String, _ arguments: [String], environment: [String: String], currentDirectory: String?) throws
+func runProcessBlocking(_ path: String, _ arguments: [String], environment: [String: String], currentDirectory: String?)
+    throws
     -> ProcessOutput
 {
     let process = Process()
@@ -106,7 +115,9 @@ func runProcessBlocking(_ path: String, _ arguments: [String], environment: [Str
     }
     group.wait()
     process.waitUntilExit()
-    return ProcessOutput(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
+    return ProcessOutput(
+        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData, as: UTF8.self))
 }
 
 /// Whether any live (not zombie) process is still in process group `pgid`, from /proc.

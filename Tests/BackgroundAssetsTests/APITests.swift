@@ -1,8 +1,9 @@
 import BackgroundAssets
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite struct APITests {
@@ -43,19 +44,24 @@ import FoundationNetworking
 
     @Test func initializers() {
         let essential = BAURLDownload(
-            identifier: "e", request: request, essential: true, fileSize: 10, applicationGroupIdentifier: "group.g", priority: .max)
-        #expect(essential.isEssential && essential.fileSize == 10 && essential.priority == .max && essential.state == .created)
+            identifier: "e", request: request, essential: true, fileSize: 10, applicationGroupIdentifier: "group.g",
+            priority: .max)
+        #expect(
+            essential.isEssential && essential.fileSize == 10 && essential.priority == .max
+                && essential.state == .created)
         #expect(essential.applicationGroupIdentifier == "group.g")
         let sized = BAURLDownload(identifier: "s", request: request, fileSize: 5, applicationGroupIdentifier: "group.g")
         #expect(!sized.isEssential && sized.fileSize == 5 && sized.priority == .default)
         let legacy = BAURLDownload(identifier: "l", request: request, applicationGroupIdentifier: "group.g")
         #expect(!legacy.isEssential && legacy.fileSize == 0)
-        let legacyPriority = BAURLDownload(identifier: "p", request: request, applicationGroupIdentifier: "group.g", priority: .min)
+        let legacyPriority = BAURLDownload(
+            identifier: "p", request: request, applicationGroupIdentifier: "group.g", priority: .min)
         #expect(legacyPriority.priority == .min)
     }
 
     @Test func removingEssentialAndCopy() {
-        let essential = BAURLDownload(identifier: "e", request: request, essential: true, fileSize: 10, applicationGroupIdentifier: "g")
+        let essential = BAURLDownload(
+            identifier: "e", request: request, essential: true, fileSize: 10, applicationGroupIdentifier: "g")
         let background = essential.removingEssential()
         #expect(!background.isEssential)
         #expect(background.identifier == "e" && background.fileSize == 10 && background.request == essential.request)
@@ -63,14 +69,17 @@ import FoundationNetworking
         let copy = essential.copy() as? BAURLDownload
         #expect(copy == essential, "a copy keeps the unique identifier")
         #expect(Set<BADownload>([essential, copy!]).count == 1)
-        #expect(essential.baVerifyingSHA256(String(repeating: "AB", count: 32)).baExpectedSHA256 == String(repeating: "ab", count: 32))
+        #expect(
+            essential.baVerifyingSHA256(String(repeating: "AB", count: 32)).baExpectedSHA256
+                == String(repeating: "ab", count: 32))
     }
 
     @Test(arguments: [
         ("", "empty"), ("../x", "'..'"), ("a/b", "'/'"), ("bad\u{0}id", "NUL"), ("tab\tid", "control"),
     ])
     func invalidIdentifiersAreRefusedBeforeAnythingElse(identifier: String, why: String) {
-        let download = BAURLDownload(identifier: identifier, request: request, fileSize: 1, applicationGroupIdentifier: "g")
+        let download = BAURLDownload(
+            identifier: identifier, request: request, fileSize: 1, applicationGroupIdentifier: "g")
         #expect {
             try BADownloadManager.shared.scheduleDownload(download)
         } throws: { error in
@@ -115,18 +124,29 @@ import FoundationNetworking
 
     struct Legacy: BADownloaderExtension {
         func applicationDidInstall(metadata: BAAppExtensionInfo) -> Set<BADownload> {
-            [BAURLDownload(identifier: "installed", request: URLRequest(url: URL(string: "https://e.com/i")!), fileSize: 1, applicationGroupIdentifier: "g")]
+            [
+                BAURLDownload(
+                    identifier: "installed", request: URLRequest(url: URL(string: "https://e.com/i")!), fileSize: 1,
+                    applicationGroupIdentifier: "g")
+            ]
         }
         func checkForUpdates(metadata: BAAppExtensionInfo) -> Set<BADownload> {
-            [BAURLDownload(identifier: "periodic", request: URLRequest(url: URL(string: "https://e.com/p")!), fileSize: 1, applicationGroupIdentifier: "g")]
+            [
+                BAURLDownload(
+                    identifier: "periodic", request: URLRequest(url: URL(string: "https://e.com/p")!), fileSize: 1,
+                    applicationGroupIdentifier: "g")
+            ]
         }
     }
 
     @Test func theCurrentEntryPointCallsThe2022Names() {
-        let info = BAAppExtensionInfo(restrictedDownloadSizeRemaining: 10, restrictedEssentialDownloadSizeRemaining: nil)
+        let info = BAAppExtensionInfo(
+            restrictedDownloadSizeRemaining: 10, restrictedEssentialDownloadSizeRemaining: nil)
         let url = URL(fileURLWithPath: "/dev/null")
-        #expect(Legacy().downloads(for: .install, manifestURL: url, extensionInfo: info).map(\.identifier) == ["installed"])
-        #expect(Legacy().downloads(for: .periodic, manifestURL: url, extensionInfo: info).map(\.identifier) == ["periodic"])
+        #expect(
+            Legacy().downloads(for: .install, manifestURL: url, extensionInfo: info).map(\.identifier) == ["installed"])
+        #expect(
+            Legacy().downloads(for: .periodic, manifestURL: url, extensionInfo: info).map(\.identifier) == ["periodic"])
         #expect(Legacy().downloads(for: .update, manifestURL: url, extensionInfo: info).isEmpty)
     }
 }

@@ -13,7 +13,8 @@ import Testing
     @Test func aCDownloadRoundTrips() throws {
         let arena = CArena()
         let record = DownloadRecord(
-            identifier: "level-1", url: "https://cdn.example.com/l1", applicationGroupIdentifier: "group.g", fileSize: 42,
+            identifier: "level-1", url: "https://cdn.example.com/l1", applicationGroupIdentifier: "group.g",
+            fileSize: 42,
             priority: 100, isEssential: true, headers: [.init(name: "Authorization", value: "Bearer x")],
             sha256: String(repeating: "b", count: 64))
         var writer = ByteWriter()

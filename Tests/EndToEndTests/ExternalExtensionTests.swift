@@ -41,7 +41,9 @@ import Testing
                 "-L", build, "-lBackgroundAssets", "-Xlinker", "-rpath", "-Xlinker", build,
             ], currentDirectory: directory.path)
         #expect(compile.status == 0, "\(compile.stderr)")
-        let run = try await runProcess(ba, ["run-extension", directory.url.appendingPathComponent("libHello.so").path, "--event", "install", "--json"])
+        let run = try await runProcess(
+            ba,
+            ["run-extension", directory.url.appendingPathComponent("libHello.so").path, "--event", "install", "--json"])
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         #expect(run.stdout.contains(#""identifier" : "hello""#))
         #expect(run.stdout.contains(#""essential" : true"#))
@@ -84,10 +86,14 @@ import Testing
             """)
         let compile = try await runProcess(
             "/usr/bin/env",
-            ["cc", "-shared", "-fPIC", "-Wall", "-Werror", "-I", BuildProducts.source("Sources/CBAExtension/include"), "-o", "libHelloC.so", "hello.c"],
+            [
+                "cc", "-shared", "-fPIC", "-Wall", "-Werror", "-I",
+                BuildProducts.source("Sources/CBAExtension/include"), "-o", "libHelloC.so", "hello.c",
+            ],
             currentDirectory: directory.path)
         #expect(compile.status == 0, "\(compile.stderr)")
-        let run = try await runProcess(ba, ["run-extension", directory.url.appendingPathComponent("libHelloC.so").path, "--event", "periodic"])
+        let run = try await runProcess(
+            ba, ["run-extension", directory.url.appendingPathComponent("libHelloC.so").path, "--event", "periodic"])
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         #expect(run.stdout.contains("HelloC 1.0.0"))
         #expect(run.stdout.contains("hello from C"))

@@ -18,15 +18,23 @@ import Testing
 
     @Test(arguments: ["install", "update", "periodic"])
     func swiftAndCSamplesReturnTheSameDownloads(event: String) async throws {
-        let swift = try await run([BuildProducts.library("SampleSwiftExtension"), "--event", event, "--manifest", manifest, "--json"])
-        let c = try await run([BuildProducts.library("SampleCExtension"), "--event", event, "--manifest", manifest, "--json"])
+        let swift = try await run([
+            BuildProducts.library("SampleSwiftExtension"), "--event", event, "--manifest", manifest, "--json",
+        ])
+        let c = try await run([
+            BuildProducts.library("SampleCExtension"), "--event", event, "--manifest", manifest, "--json",
+        ])
         #expect(swift.status == 0, "\(swift.stderr)\(swift.stdout)")
         #expect(c.status == 0, "\(c.stderr)\(c.stdout)")
         let swiftDownloads = try json(swift)["downloads"] as? [[String: Any]]
         let cDownloads = try json(c)["downloads"] as? [[String: Any]]
         #expect(swiftDownloads?.count == 5)
-        #expect(NSArray(array: swiftDownloads ?? []).isEqual(to: cDownloads ?? []), "Swift: \(swift.stdout)\nC: \(c.stdout)")
-        let essential = (swiftDownloads ?? []).filter { $0["essential"] as? Bool == true }.compactMap { $0["identifier"] as? String }
+        #expect(
+            NSArray(array: swiftDownloads ?? []).isEqual(to: cDownloads ?? []), "Swift: \(swift.stdout)\nC: \(c.stdout)"
+        )
+        let essential = (swiftDownloads ?? []).filter { $0["essential"] as? Bool == true }.compactMap {
+            $0["identifier"] as? String
+        }
         #expect(essential == (event == "periodic" ? [] : ["catalog", "level-1"]))
         // The table form lists the same rows.
         let table = try await run([BuildProducts.library("SampleCExtension"), "--event", event, "--manifest", manifest])
@@ -35,7 +43,9 @@ import Testing
     }
 
     @Test func jsonHasTheDocumentedFields() async throws {
-        let output = try await run([BuildProducts.library("SampleCExtension"), "--event", "install", "--manifest", manifest, "--json"])
+        let output = try await run([
+            BuildProducts.library("SampleCExtension"), "--event", "install", "--manifest", manifest, "--json",
+        ])
         let object = try json(output)
         #expect(object["verdict"] as? String == "ok")
         #expect(object["durationMs"] is Double)
@@ -45,16 +55,17 @@ import Testing
         }
     }
 
-    @Test(arguments: [
-        ("BATestHang", ["--timeout", "0.5"], 11, "timedOut"),
-        ("BATestCrash", [], 13, "crashed"),
-        ("BATestHog", ["--memory-limit", "96"], 12, "exceededMemory"),
-        ("BATestWrongABI", [], 14, "abiMismatch"),
-        ("BATestNoDescriptor", [], 16, "missingEntryPoint"),
-        ("BATestBadIdentifiers", [], 10, "ok"),
-        ("BATestFlood", [], 10, "ok"),
-        ("BATestExit", [], 17, "protocolError"),
-    ] as [(String, [String], Int32, String)])
+    @Test(
+        arguments: [
+            ("BATestHang", ["--timeout", "0.5"], 11, "timedOut"),
+            ("BATestCrash", [], 13, "crashed"),
+            ("BATestHog", ["--memory-limit", "96"], 12, "exceededMemory"),
+            ("BATestWrongABI", [], 14, "abiMismatch"),
+            ("BATestNoDescriptor", [], 16, "missingEntryPoint"),
+            ("BATestBadIdentifiers", [], 10, "ok"),
+            ("BATestFlood", [], 10, "ok"),
+            ("BATestExit", [], 17, "protocolError"),
+        ] as [(String, [String], Int32, String)])
     func exitCodePerVerdict(plugin: String, extra: [String], status: Int32, verdict: String) async throws {
         let output = try await run([BuildProducts.library(plugin), "--event", "install", "--json"] + extra)
         #expect(output.status == status, "\(output.stdout)\(output.stderr)")
@@ -83,12 +94,18 @@ import Testing
         let download = #"{"identifier": "catalog", "url": "https://cdn.example.com/catalog.json", "fileSize": 2}"#
         for library in ["SampleCExtension", "SampleSwiftExtension"] {
             let finished = try await run(
-                [BuildProducts.library(library), "--event", "finished", "--download-json", download, "--file", file, "--json"],
+                [
+                    BuildProducts.library(library), "--event", "finished", "--download-json", download, "--file", file,
+                    "--json",
+                ],
                 environment: ["BA_SAMPLE_INBOX": directory.path])
             #expect(finished.status == 0, "\(finished.stdout)")
             #expect(finished.stdout.contains("finished catalog at \(file)"))
             let failed = try await run(
-                [BuildProducts.library(library), "--event", "failed", "--download-json", download, "--error-message", "server said 503", "--json"])
+                [
+                    BuildProducts.library(library), "--event", "failed", "--download-json", download, "--error-message",
+                    "server said 503", "--json",
+                ])
             #expect(failed.status == 0, "\(failed.stdout)")
             #expect(failed.stdout.contains("failed catalog: server said 503 (code 102)"))
         }

@@ -4,13 +4,15 @@
 // exclusive control).
 import BackgroundAssets
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 struct BATestSwiftManager: BADownloaderExtension {
     let download = BAURLDownload(
-        identifier: "swift-scheduled", request: URLRequest(url: URL(string: "https://cdn.example.com/s.bin")!), fileSize: 1,
+        identifier: "swift-scheduled", request: URLRequest(url: URL(string: "https://cdn.example.com/s.bin")!),
+        fileSize: 1,
         applicationGroupIdentifier: "group.test")
 
     func code(_ body: () throws -> Void) -> String {
@@ -24,7 +26,9 @@ struct BATestSwiftManager: BADownloaderExtension {
         }
     }
 
-    func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<BADownload> {
+    func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<
+        BADownload
+    > {
         BAHostLog("schedule: " + code { try BADownloadManager.shared.scheduleDownload(download) })
         BAHostLog("foreground: " + code { try BADownloadManager.shared.startForegroundDownload(download) })
         let current = (try? BADownloadManager.shared.fetchCurrentDownloads()) ?? []
@@ -39,7 +43,9 @@ struct BATestSwiftManager: BADownloaderExtension {
     func backgroundDownload(_ finishedDownload: BADownload, finishedWithFileURL fileURL: URL) {
         BAHostLog("schedule-after-finish: " + code { try BADownloadManager.shared.scheduleDownload(download) })
         BAHostLog("cancel-unknown: " + code { try BADownloadManager.shared.cancel(download) })
-        BAHostLog("finished: \(finishedDownload.identifier) essential=\(finishedDownload.isEssential) state=\(finishedDownload.state.rawValue)")
+        BAHostLog(
+            "finished: \(finishedDownload.identifier) essential=\(finishedDownload.isEssential) state=\(finishedDownload.state.rawValue)"
+        )
     }
 }
 
