@@ -132,6 +132,17 @@ public func readDownload(_ pointer: UnsafePointer<ba_download>?) -> Result<Downl
             headers: headers, sha256: sha, isWellFormed: wellFormed))
 }
 
+/// Reads a download the host handed over (entry-point argument or current download): like
+/// ``readDownload(_:)`` plus the fields only the system sets (unique identifier, state).
+public func readHostDownload(_ pointer: UnsafePointer<ba_download>?) -> DownloadRecord? {
+    guard let pointer, case .success(var record) = readDownload(pointer) else { return nil }
+    var wellFormed = true
+    record.uniqueIdentifier = copyString(
+        pointer.pointee.unique_identifier, pointer.pointee.unique_identifier_length, wellFormed: &wellFormed)
+    record.state = pointer.pointee.state
+    return record
+}
+
 extension ByteWriter {
     /// Writes a `ba_download` from the other side in ``DownloadRecord``'s wire layout, copying its
     /// bytes without building Strings: the reader validates UTF-8 (``ByteReader/string(valid:)``)

@@ -82,7 +82,7 @@ public struct BAExtensionRunResult: Sendable {
     public var identity: ExtensionIdentity?
     /// Returned downloads that passed validation, in the order the extension returned them.
     public var downloads: [DownloadRecord] = []
-    /// Returned downloads that did not, with the reason.
+    /// Returned (or scheduled) downloads that did not, with the reason.
     public var rejected: [BARejectedDownload] = []
     /// How many downloads the extension tried to return.
     public var returnedCount: Int = 0

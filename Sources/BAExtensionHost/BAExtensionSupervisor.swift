@@ -404,7 +404,19 @@ struct SupervisedCall {
         result.rejected = validation.rejected.map {
             BARejectedDownload(download: $0.download, code: $0.violation.code, reason: $0.violation.reason)
         }
-        result.scheduled = result.scheduled.filter { DownloadRules.check($0) == nil }
+        // The runner checks scheduled downloads too, but it shares a process with the extension:
+        // check again, and report what fails instead of dropping it.
+        var scheduled: [DownloadRecord] = []
+        for download in result.scheduled {
+            if let violation = DownloadRules.check(download) {
+                result.rejected.append(
+                    BARejectedDownload(
+                        download: download, code: violation.code, reason: "scheduled: \(violation.reason)"))
+            } else {
+                scheduled.append(download)
+            }
+        }
+        result.scheduled = scheduled
     }
 }
 

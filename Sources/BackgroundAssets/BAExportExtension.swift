@@ -73,12 +73,7 @@ enum ExportedExtensions {
     }
 
     static func download(_ pointer: UnsafePointer<ba_download>?) -> BAURLDownload? {
-        guard let pointer, case .success(var record) = readDownload(pointer) else { return nil }
-        var wellFormed = true
-        record.uniqueIdentifier = copyString(
-            pointer.pointee.unique_identifier, pointer.pointee.unique_identifier_length, wellFormed: &wellFormed)
-        record.state = pointer.pointee.state
-        return BAURLDownload(record: record)
+        readHostDownload(pointer).flatMap(BAURLDownload.init(record:))
     }
 
     static func string(_ pointer: UnsafePointer<CChar>?, _ length: Int) -> String {

@@ -74,14 +74,7 @@ struct ExtensionHostConnection: @unchecked Sendable {
         var code: Int32 = 0
         let status = host.pointee.current_downloads(
             { user, download in
-                guard let user, case .success(var record) = readDownload(download) else { return }
-                if let download {
-                    var wellFormed = true
-                    record.uniqueIdentifier = copyString(
-                        download.pointee.unique_identifier, download.pointee.unique_identifier_length,
-                        wellFormed: &wellFormed)
-                    record.state = download.pointee.state
-                }
+                guard let user, let record = readHostDownload(download) else { return }
                 Unmanaged<Collector>.fromOpaque(user).takeUnretainedValue().records.append(record)
             }, Unmanaged.passUnretained(collector).toOpaque(), &code)
         try check(status, code: code)
