@@ -21,13 +21,13 @@ struct RunExtension: AsyncParsableCommand {
             """)
 
     enum Event: String, ExpressibleByArgument, CaseIterable {
-        case install, update, periodic, finished, failed
+        case install, update, periodic, finished, failed, terminate
     }
 
     @Argument(help: "The extension's shared library (.so).")
     var library: String
 
-    @Option(help: "The entry point to call: install, update, periodic (downloads(for:…)), finished or failed.")
+    @Option(help: "The entry point to call: install, update, periodic (downloads(for:…)), finished, failed, or terminate (extensionWillTerminate()).")
     var event: Event
 
     @Option(
@@ -90,7 +90,7 @@ struct RunExtension: AsyncParsableCommand {
         switch event {
         case .finished, .failed:
             guard downloadJSON != nil else { throw ValidationError("--event \(event.rawValue) needs --download-json") }
-        case .install, .update, .periodic:
+        case .install, .update, .periodic, .terminate:
             guard downloadJSON == nil, file == nil else {
                 throw ValidationError("--download-json and --file go with --event finished or failed")
             }
@@ -152,6 +152,8 @@ struct RunExtension: AsyncParsableCommand {
         case .failed:
             event = .failed(
                 try parseDownload(), ErrorRecord(domain: errorDomain, code: errorCode, message: errorMessage))
+        case .terminate:
+            event = .willTerminate
         }
         return BAExtensionInvocation(
             libraryPath: libraryPath, event: event, timeout: .milliseconds(Int64(timeout * 1000)),

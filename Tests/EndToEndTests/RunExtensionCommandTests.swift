@@ -113,6 +113,16 @@ import Testing
         #expect(log.components(separatedBy: "\n").filter { $0.hasPrefix("catalog\t") }.count == 2)
     }
 
+    @Test func terminateCallsExtensionWillTerminate() async throws {
+        for library in ["SampleCExtension", "SampleSwiftExtension"] {
+            let output = try await run([BuildProducts.library(library), "--event", "terminate"])
+            #expect(output.status == 0, "\(output.stdout)")
+            #expect(output.stdout.contains("terminating"), "\(library): \(output.stdout)")
+        }
+        let missing = try await run([BuildProducts.library("BATestHostAPI"), "--event", "terminate"])
+        #expect(missing.status == 16, "BATestHostAPI does not implement extension_will_terminate")
+    }
+
     @Test func helpHasAnExample() async throws {
         let help = try await runProcess(ba, ["run-extension", "--help"])
         #expect(help.status == 0)
