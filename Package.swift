@@ -29,6 +29,8 @@ let package = Package(
         .target(name: "CBAExtension"),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
         .target(name: "CBASystem", cSettings: [.define("_GNU_SOURCE")]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Foundation-free: the runner <-> host wire format and the download rules.
         .target(name: "BAExtensionProtocol"),
@@ -39,6 +41,9 @@ let package = Package(
 
         // Public API (Apple's names).
         .target(name: "BackgroundAssets", dependencies: ["BAExtensionProtocol", "BAExtensionABI", "CBAExtension"]),
+
+        // The download engine: libcurl multi on one thread, resume, retries, integrity.
+        .target(name: "BADownloadEngine", dependencies: ["BAExtensionProtocol", "CCurl", "CCrypto"]),
 
         // The runner process (kept free of Foundation: it is spawned for every call).
         .target(
@@ -58,7 +63,7 @@ let package = Package(
         .target(
             name: "BACommands",
             dependencies: [
-                "BAExtensionHost", "BackgroundAssets",
+                "BAExtensionHost", "BackgroundAssets", "BADownloadEngine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(name: "ba", dependencies: ["BACommands"]),

@@ -4,13 +4,13 @@ import ArgumentParser
 public struct BACommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "ba",
-        abstract: "Background Assets for Linux: run and inspect asset-download extensions.",
+        abstract: "Background Assets for Linux: run extensions, fetch assets.",
         discussion: """
             Exit codes are documented in docs/cli.md. Example:
               ba run-extension .build/debug/libSampleSwiftExtension.so --event install \\
                  --manifest Examples/Manifests/sample-manifest.json
             """,
-        subcommands: [RunExtension.self])
+        subcommands: [RunExtension.self, Fetch.self])
 
     public init() {}
 }

@@ -12,6 +12,10 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
     case notALibrary = 15
     case missingEntryPoint = 16
     case protocolError = 17
+    /// `ba fetch`: at least one download failed.
+    case downloadFailed = 20
+    /// `ba fetch`: interrupted (SIGINT) before every download ended; partial files are kept.
+    case interrupted = 21
     /// Bad arguments (EX_USAGE).
     case usage = 64
     /// An input file is missing or unreadable (EX_NOINPUT).
@@ -20,6 +24,7 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
     case hostFailure = 70
 
     /// The code for a run's result.
+    /// The code for an extension run's result.
     public static func code(for result: BAExtensionRunResult) -> BAExitCode {
         switch result.verdict {
         case .ok: result.rejected.isEmpty ? .ok : .downloadsRejected

@@ -1,0 +1,485 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// Downloads files with libcurl's multi interface on one thread that owns every handle.
+///
+/// Other threads post commands (add, promote, cancel, respond) and wake the thread with
+/// `curl_multi_wakeup`; events leave through ``events``. Background transfers run in priority
+/// order (essential first, then priority, then arrival) with bounded concurrency; foreground
+/// transfers start at once, outside that bound. An idle engine sleeps until a command arrives.
+///
+/// ```swift
+/// let engine = DownloadEngine()
+/// engine.add(DownloadRequest(id: "catalog", url: "https://cdn.example.com/catalog.json",
+///                            destination: "/tmp/catalog.json", expectedSize: 2048))
+/// for await event in engine.events {
+///     if case .finished(let id, let path, _, _, _) = event { print(id, path) }
+/// }
+/// ```
+public final class DownloadEngine: Sendable {
+    /// Engine-wide settings.
+    public struct Configuration: Sendable {
+        /// Background transfers running at once.
+        public var backgroundConcurrency: Int = 4
+        public var backgroundRetry: RetryPolicy = .background
+        public var foregroundRetry: RetryPolicy = .foreground
+        /// A transfer that receives less than 1 byte/s for this long is stalled (and retried).
+        public var stallTimeout: Duration = .seconds(30)
+        public var connectTimeout: Duration = .seconds(20)
+        /// libcurl's receive buffer per transfer.
+        public var bufferSize: Int = 512 * 1024
+        public init() {}
+    }
+
+    enum Command: Sendable {
+        case add(DownloadRequest)
+        case promote(String)
+        case cancel(String)
+        case respond(String, ChallengeResponse)
+        case setBackgroundConcurrency(Int)
+        case shutdown
+    }
+
+    /// Everything that happens, in order per transfer.
+    public let events: AsyncStream<DownloadEvent>
+    private let continuation: AsyncStream<DownloadEvent>.Continuation
+    private let commands = CommandQueue()
+    private let multiAddress: UInt
+    private let finished = DispatchSemaphore(value: 0)
+    private let stopped = Mutex(false)
+
+    /// Starts the engine thread.
+    public init(configuration: Configuration = Configuration(), clock: any EngineClock = SystemEngineClock()) {
+        _ = CurlGlobal.initialized
+        (events, continuation) = AsyncStream.makeStream(of: DownloadEvent.self, bufferingPolicy: .unbounded)
+        let multi = curl_multi_init()
+        multiAddress = UInt(bitPattern: multi)
+        let loop = EngineLoop(
+            multi: multi, configuration: configuration, clock: clock, continuation: continuation,
+            takeCommands: { [commands] in commands.takeAll() })
+        let thread = Thread { [finished] in
+            loop.run()
+            finished.signal()
+        }
+        thread.name = "ba-download-engine"
+        thread.start()
+    }
+
+    deinit { shutdown() }
+
+    private func post(_ command: Command) {
+        commands.append(command)
+        wake()
+    }
+
+    /// Queues a download (started at once if foreground).
+    public func add(_ request: DownloadRequest) { post(.add(request)) }
+
+    /// Moves a queued or running background download to the foreground, keeping its bytes:
+    /// a running one is paused (``DownloadEvent/paused(id:bytesOnDisk:)``) and resumed with a
+    /// ranged request (``DownloadEvent/began(id:offset:isForeground:)``).
+    public func promote(_ id: String) { post(.promote(id)) }
+
+    /// Cancels a download; its partial file is removed.
+    public func cancel(_ id: String) { post(.cancel(id)) }
+
+    /// Answers a ``DownloadEvent/needsCredentials(id:challenge:)``.
+    public func respond(to id: String, with response: ChallengeResponse) { post(.respond(id, response)) }
+
+    /// Changes how many background transfers run at once.
+    public func setBackgroundConcurrency(_ count: Int) { post(.setBackgroundConcurrency(max(1, count))) }
+
+    /// Wakes the engine thread (after advancing a ``ManualEngineClock``).
+    public func wake() {
+        curl_multi_wakeup(UnsafeMutableRawPointer(bitPattern: multiAddress))
+    }
+
+    /// Stops the thread; running transfers stop with their partial files kept for a resume.
+    /// Ends ``events``. Safe to call more than once.
+    public func shutdown() {
+        let already = stopped.withLock { value in
+            defer { value = true }
+            return value
+        }
+        guard !already else { return }
+        post(.shutdown)
+        finished.wait()
+    }
+}
+
+/// Commands posted by other threads for the engine thread.
+final class CommandQueue: Sendable {
+    private let list = Mutex<[DownloadEngine.Command]>([])
+    func append(_ command: DownloadEngine.Command) { list.withLock { $0.append(command) } }
+    func takeAll() -> [DownloadEngine.Command] {
+        list.withLock { commands in
+            defer { commands.removeAll() }
+            return commands
+        }
+    }
+}
+
+/// The engine thread's state. Only that thread touches it.
+final class EngineLoop: @unchecked Sendable {
+    let multi: UnsafeMutableRawPointer?
+    var configuration: DownloadEngine.Configuration
+    let clock: any EngineClock
+    let continuation: AsyncStream<DownloadEvent>.Continuation
+    let takeCommands: @Sendable () -> [DownloadEngine.Command]
+
+    var transfers: [String: Transfer] = [:]
+    var sequence = 0
+    var running = true
+    var random = SystemRandomNumberGenerator()
+
+    init(
+        multi: UnsafeMutableRawPointer?, configuration: DownloadEngine.Configuration, clock: any EngineClock,
+        continuation: AsyncStream<DownloadEvent>.Continuation, takeCommands: @escaping @Sendable () -> [DownloadEngine.Command]
+    ) {
+        self.multi = multi
+        self.configuration = configuration
+        self.clock = clock
+        self.continuation = continuation
+        self.takeCommands = takeCommands
+    }
+
+    func emit(_ event: DownloadEvent) { continuation.yield(event) }
+
+    func run() {
+        while running {
+            for command in takeCommands() { handle(command) }
+            guard running else { break }
+            startDueTransfers()
+            var active: Int32 = 0
+            curl_multi_perform(multi, &active)
+            drainMessages()
+            startDueTransfers()
+            curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
+        }
+        for transfer in transfers.values {
+            detach(transfer)
+            transfer.closeFile()
+        }
+        transfers.removeAll()
+        curl_multi_cleanup(multi)
+        continuation.finish()
+    }
+
+    /// How long to sleep: until libcurl's next timer or the next retry, and indefinitely (an
+    /// hour) when there is nothing to do.
+    func pollTimeout() -> Int32 {
+        var timeout: Int = 3_600_000
+        var curlTimeout: Int = -1
+        curl_multi_timeout(multi, &curlTimeout)
+        if curlTimeout >= 0 { timeout = min(timeout, curlTimeout) }
+        let now = clock.now()
+        for transfer in transfers.values {
+            if case .waitingForRetry(let until) = transfer.machine.state {
+                timeout = min(timeout, max(0, Int(milliseconds(until - now)) + 1))
+            }
+        }
+        return Int32(clamping: timeout)
+    }
+
+    func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    // MARK: Commands
+
+    func handle(_ command: DownloadEngine.Command) {
+        switch command {
+        case .add(let request):
+            guard transfers[request.id] == nil else {
+                emit(.failed(id: request.id, error: DownloadError(.protocolViolation, "a download with id '\(request.id)' is already in the engine")))
+                return
+            }
+            sequence += 1
+            let transfer = Transfer(request: request, sequence: sequence)
+            transfers[request.id] = transfer
+            do {
+                try transfer.openPartialFile()
+            } catch {
+                finishFailed(transfer, error)
+            }
+        case .promote(let id):
+            guard let transfer = transfers[id], !transfer.machine.isForeground else { return }
+            transfer.machine.promote()
+            if transfer.machine.state == .running {
+                // Take it off the wire keeping every byte written, then resume it in the
+                // foreground with a ranged request.
+                detach(transfer)
+                transfer.machine.pause()
+                emit(.paused(id: id, bytesOnDisk: transfer.bytesOnDisk))
+                start(transfer)
+            } else if transfer.machine.state == .queued {
+                start(transfer)
+            }
+        case .cancel(let id):
+            guard let transfer = transfers[id] else { return }
+            detach(transfer)
+            if case .fail(let error) = transfer.machine.cancel() {
+                transfer.closeFile()
+                try? FileManager.default.removeItem(atPath: transfer.request.partialPath)
+                transfer.rememberValidator(nil)
+                transfers[id] = nil
+                emit(.failed(id: id, error: error))
+            }
+        case .respond(let id, let response):
+            guard let transfer = transfers[id], transfer.machine.state == .waitingForCredentials else { return }
+            if case .useCredential(let credential) = response { transfer.credential = credential }
+            let action = transfer.machine.credentialsProvided(
+                response != .cancel, bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator)
+            apply(action, to: transfer)
+        case .setBackgroundConcurrency(let count):
+            configuration.backgroundConcurrency = count
+        case .shutdown:
+            running = false
+        }
+    }
+
+    // MARK: Scheduling
+
+    /// Starts foreground transfers, due retries, and background transfers up to the bound in
+    /// order: essential first, then priority, then arrival.
+    func startDueTransfers() {
+        let now = clock.now()
+        var runningBackground = 0
+        var ready: [Transfer] = []
+        for transfer in transfers.values {
+            switch transfer.machine.state {
+            case .running:
+                if !transfer.machine.isForeground { runningBackground += 1 }
+            case .queued:
+                ready.append(transfer)
+            case .waitingForRetry(let until) where until <= now:
+                ready.append(transfer)
+            default:
+                break
+            }
+        }
+        ready.sort { a, b in
+            if a.machine.isForeground != b.machine.isForeground { return a.machine.isForeground }
+            if a.request.isEssential != b.request.isEssential { return a.request.isEssential }
+            if a.request.priority != b.request.priority { return a.request.priority > b.request.priority }
+            return a.sequence < b.sequence
+        }
+        for transfer in ready {
+            if !transfer.machine.isForeground {
+                guard runningBackground < configuration.backgroundConcurrency else { continue }
+                runningBackground += 1
+            }
+            start(transfer)
+        }
+    }
+
+    func start(_ transfer: Transfer) {
+        apply(transfer.machine.start(bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator), to: transfer)
+    }
+
+    func apply(_ action: TransferStateMachine.Action, to transfer: Transfer) {
+        switch action {
+        case .startRequest(let url, let offset, let validator):
+            launch(transfer, url: url, offset: offset, validator: validator)
+        case .waitUntil(let until, let attempt, let reason):
+            emit(.retrying(id: transfer.id, attempt: attempt, delay: until - clock.now(), reason: reason))
+        case .askForCredentials(let challenge):
+            if let credential = transfer.credential, !transfer.machine.credentialsSent {
+                apply(transfer.machine.credentialsProvided(true, bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator), to: transfer)
+                _ = credential
+            } else {
+                emit(.needsCredentials(id: transfer.id, challenge: challenge))
+            }
+        case .verifyAndFinish:
+            switch transfer.finish() {
+            case .success(let digest):
+                _ = transfer.machine.verified(nil)
+                emit(.progress(id: transfer.id, bytesWritten: transfer.bytesOnDisk, totalBytes: transfer.bytesOnDisk))
+                emit(
+                    .finished(
+                        id: transfer.id, path: transfer.request.destination, size: transfer.bytesOnDisk, sha256: digest,
+                        receivedBytes: transfer.receivedBytes))
+                transfers[transfer.id] = nil
+            case .failure(let error):
+                _ = transfer.machine.verified(error)
+                finishFailed(transfer, error)
+            }
+        case .fail(let error):
+            finishFailed(transfer, error)
+        case .none:
+            break
+        }
+    }
+
+    func finishFailed(_ transfer: Transfer, _ error: DownloadError) {
+        detach(transfer)
+        transfer.closeFile()
+        // Keep a partial file only if it holds bytes worth resuming.
+        if transfer.bytesOnDisk == 0 {
+            try? FileManager.default.removeItem(atPath: transfer.request.partialPath)
+            transfer.rememberValidator(nil)
+        }
+        transfers[transfer.id] = nil
+        emit(.failed(id: transfer.id, error: error))
+    }
+
+    // MARK: libcurl
+
+    func launch(_ transfer: Transfer, url: String, offset: Int64, validator: String?) {
+        detach(transfer)
+        if offset == 0 && transfer.bytesOnDisk > 0 {
+            do {
+                try transfer.truncate(to: 0)
+            } catch {
+                return finishFailed(transfer, error)
+            }
+        }
+        transfer.requestOffset = offset
+        transfer.requestValidator = validator
+        transfer.head = ResponseHead()
+        transfer.decision = nil
+        transfer.abortError = nil
+        transfer.discardedBodyBytes = 0
+        guard let easy = curl_easy_init() else {
+            return finishFailed(transfer, DownloadError(.network, "curl_easy_init failed"))
+        }
+        transfer.easy = easy
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        ccurl_setopt_string(easy, CURLOPT_URL, url)
+        ccurl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        ccurl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)  // every hop is checked here
+        ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        ccurl_setopt_long(easy, CURLOPT_NOPROGRESS, 1)
+        ccurl_setopt_long(easy, CURLOPT_BUFFERSIZE, configuration.bufferSize)
+        ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(milliseconds(configuration.connectTimeout)))
+        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
+        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.stallTimeout.components.seconds)))
+        ccurl_setopt_pointer(easy, CURLOPT_PRIVATE, context)
+        ccurl_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, writeCallback)
+        ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        ccurl_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, headerCallback)
+        ccurl_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        if offset > 0 { ccurl_setopt_string(easy, CURLOPT_RANGE, "\(offset)-") }
+        var headers = transfer.request.headers.map { "\($0.name): \($0.value)" }
+        if offset > 0, let validator { headers.append("If-Range: \(validator)") }
+        // Identity bytes: a range of a compressed representation is not a range of the file.
+        headers.append("Accept-Encoding: identity")
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in headers { list = curl_slist_append(list, header) }
+        transfer.headerList = list
+        ccurl_setopt_slist(easy, CURLOPT_HTTPHEADER, list)
+        if let credential = transfer.credential, transfer.machine.credentialsSent {
+            ccurl_setopt_string(easy, CURLOPT_USERNAME, credential.user)
+            ccurl_setopt_string(easy, CURLOPT_PASSWORD, credential.password)
+            ccurl_setopt_long(easy, CURLOPT_HTTPAUTH, ccurl_auth_basic_digest())
+        }
+        if let caFile = transfer.request.trust.caFile { ccurl_setopt_string(easy, CURLOPT_CAINFO, caFile) }
+        if let pin = transfer.request.trust.pinnedPublicKey { ccurl_setopt_string(easy, CURLOPT_PINNEDPUBLICKEY, pin) }
+        curl_multi_add_handle(multi, easy)
+        emit(.began(id: transfer.id, offset: offset, isForeground: transfer.machine.isForeground))
+    }
+
+    /// Takes the transfer's handle off the multi handle and frees it.
+    func detach(_ transfer: Transfer) {
+        if let easy = transfer.easy {
+            curl_multi_remove_handle(multi, easy)
+            curl_easy_cleanup(easy)
+            transfer.easy = nil
+        }
+        if let list = transfer.headerList {
+            curl_slist_free_all(list)
+            transfer.headerList = nil
+        }
+    }
+
+    func drainMessages() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let result = ccurl_message_result(message)
+            var privatePointer: UnsafeMutablePointer<CChar>?
+            ccurl_getinfo_string(easy, CURLINFO_PRIVATE, &privatePointer)
+            guard let privatePointer else { continue }
+            let transfer = Unmanaged<Transfer>.fromOpaque(UnsafeRawPointer(privatePointer)).takeUnretainedValue()
+            requestEnded(transfer, result: result)
+        }
+    }
+
+    func requestEnded(_ transfer: Transfer, result: CURLcode) {
+        let outcome = outcome(of: transfer, result: result)
+        detach(transfer)
+        emitProgress(transfer, force: true)
+        let policy = transfer.machine.isForeground ? configuration.foregroundRetry : configuration.backgroundRetry
+        let action = transfer.machine.requestEnded(
+            outcome, policy: policy, now: clock.now(), random: Double.random(in: 0..<1, using: &random),
+            bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator)
+        apply(action, to: transfer)
+    }
+
+    /// Turns libcurl's result and the response decision into the state machine's outcome.
+    func outcome(of transfer: Transfer, result: CURLcode) -> TransferStateMachine.Outcome {
+        let url = transfer.machine.currentURL
+        if let error = transfer.abortError { return .fatal(error) }
+        if let decision = transfer.decision {
+            switch decision {
+            case .fail(let error): return .fatal(error)
+            case .restartWithoutRange(let reason):
+                transfer.rememberValidator(nil)
+                return .restartWithoutRange(reason: reason)
+            case .redirect(let location):
+                let resolved = URL(string: location, relativeTo: URL(string: url))?.absoluteURL.absoluteString
+                return .redirect(location: location, resolved: resolved)
+            case .needsCredentials(let challenge): return .needsCredentials(challenge: challenge)
+            case .retry(let reason, let retryAfter):
+                let delay = retryAfter.flatMap { RetryPolicy.parseRetryAfter($0, nowUnixSeconds: Int64(Date().timeIntervalSince1970)) }
+                return .retryable(reason: reason, retryAfter: delay, isConnectivity: false)
+            case .alreadyComplete:
+                if result == CURLE_OK { return .complete }
+            case .write:
+                if result == CURLE_OK {
+                    if let total = transfer.total, transfer.bytesOnDisk != total {
+                        return .retryable(
+                            reason: "the server ended the response at \(transfer.bytesOnDisk) of \(total) bytes for \(url)",
+                            retryAfter: nil, isConnectivity: false)
+                    }
+                    return .complete
+                }
+            }
+        }
+        let code = CurlCode(rawValue: result.rawValue)
+        if result == CURLE_FILESIZE_EXCEEDED {
+            return .fatal(DownloadError(.sizeMismatch, "the server sent more than the expected size for \(url)", curlCode: Int32(result.rawValue)))
+        }
+        if code.isTLS { return .fatal(DownloadError(.tls, "\(url): \(code)", curlCode: Int32(result.rawValue))) }
+        if code.isTransient || result == CURLE_OK {
+            let what = result == CURLE_OK ? "the server closed the connection" : "\(code)"
+            return .retryable(
+                reason: "\(url): \(what) after \(transfer.bytesOnDisk) bytes", retryAfter: nil,
+                isConnectivity: code.isConnectivity)
+        }
+        return .fatal(DownloadError(.network, "\(url): \(code)", curlCode: Int32(result.rawValue)))
+    }
+
+    func emitProgress(_ transfer: Transfer, force: Bool) {
+        let now = clock.now()
+        guard force || now - transfer.lastProgress >= .milliseconds(100) else { return }
+        transfer.lastProgress = now
+        emit(.progress(id: transfer.id, bytesWritten: transfer.bytesOnDisk, totalBytes: transfer.request.expectedSize ?? transfer.total))
+    }
+}
+
+private let writeCallback: ccurl_data_callback = { data, size, count, userData in
+    guard let data, let userData else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userData).takeUnretainedValue()
+    let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
+    guard transfer.body(bytes) else { return 0 }
+    return size * count
+}
+
+private let headerCallback: ccurl_data_callback = { data, size, count, userData in
+    guard let data, let userData else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userData).takeUnretainedValue()
+    transfer.headerLine(String(decoding: UnsafeRawBufferPointer(start: data, count: size * count), as: UTF8.self))
+    return size * count
+}

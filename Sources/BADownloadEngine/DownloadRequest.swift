@@ -1,0 +1,129 @@
+/// One file to download.
+public struct DownloadRequest: Sendable {
+    /// One request header.
+    public struct Header: Sendable, Equatable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// User name and password for HTTP authentication.
+    public struct Credential: Sendable, Equatable {
+        public var user: String
+        public var password: String
+        public init(user: String, password: String) {
+            self.user = user
+            self.password = password
+        }
+    }
+
+    /// How to trust the server.
+    public struct Trust: Sendable, Equatable {
+        /// A PEM file of CA certificates to trust instead of the system's.
+        public var caFile: String?
+        /// A pinned public key: `sha256//BASE64` (one or more, `;`-separated) or a PEM/DER file.
+        public var pinnedPublicKey: String?
+        public init(caFile: String? = nil, pinnedPublicKey: String? = nil) {
+            self.caFile = caFile
+            self.pinnedPublicKey = pinnedPublicKey
+        }
+    }
+
+    /// Unique among the engine's transfers.
+    public var id: String
+    /// https, or http to a loopback host.
+    public var url: String
+    public var headers: [Header]
+    /// Where the finished file goes (atomically renamed into place when complete and verified).
+    public var destination: String
+    /// The partial file (default: destination + ".part"); its validator is kept next to it in
+    /// `<partial>.validator` so a later process can resume it.
+    public var partialPath: String
+    /// The exact size the file must have, if known (essential downloads).
+    public var expectedSize: Int64?
+    /// The SHA-256 (hex) the file must have, if known.
+    public var sha256: String?
+    /// Higher first, among background transfers of the same essential-ness.
+    public var priority: Int64
+    /// Essential transfers go before all others in the background queue.
+    public var isEssential: Bool
+    /// Foreground transfers start at once, outside the background bound, and fail fast.
+    public var isForeground: Bool
+    /// Hosts the URL and every redirect hop must be in, if set.
+    public var allowList: HostAllowList?
+    /// Sent when the server asks (401); otherwise the engine asks through an event.
+    public var credential: Credential?
+    public var trust: Trust
+
+    public init(
+        id: String, url: String, destination: String, partialPath: String? = nil, headers: [Header] = [],
+        expectedSize: Int64? = nil, sha256: String? = nil, priority: Int64 = 50, isEssential: Bool = false,
+        isForeground: Bool = false, allowList: HostAllowList? = nil, credential: Credential? = nil, trust: Trust = Trust()
+    ) {
+        self.id = id
+        self.url = url
+        self.headers = headers
+        self.destination = destination
+        self.partialPath = partialPath ?? destination + ".part"
+        self.expectedSize = expectedSize
+        self.sha256 = sha256?.lowercased()
+        self.priority = priority
+        self.isEssential = isEssential
+        self.isForeground = isForeground
+        self.allowList = allowList
+        self.credential = credential
+        self.trust = trust
+    }
+}
+
+/// What the engine reports. Events of one transfer arrive in order.
+public enum DownloadEvent: Sendable, Equatable {
+    /// A request started; `offset` bytes were already on disk and are kept.
+    case began(id: String, offset: Int64, isForeground: Bool)
+    /// The transfer stopped with `bytesOnDisk` kept (before a promotion, or paused).
+    case paused(id: String, bytesOnDisk: Int64)
+    /// Bytes arrived (at most every 100 ms per transfer, and once at the end).
+    case progress(id: String, bytesWritten: Int64, totalBytes: Int64?)
+    /// The server's validator for the partial file: persist it to resume after a restart.
+    case validator(id: String, value: String)
+    /// A transient failure; the next attempt starts after `delay`.
+    case retrying(id: String, attempt: Int, delay: Duration, reason: String)
+    /// The server asked for credentials; answer with ``DownloadEngine/respond(to:with:)``.
+    case needsCredentials(id: String, challenge: String)
+    /// Done: the file is at `path`, verified. `receivedBytes` counts body bytes received from
+    /// the network over all attempts (equal to `size` when nothing was fetched twice).
+    case finished(id: String, path: String, size: Int64, sha256: String, receivedBytes: Int64)
+    case failed(id: String, error: DownloadError)
+}
+
+/// An answer to ``DownloadEvent/needsCredentials(id:challenge:)``.
+public enum ChallengeResponse: Sendable, Equatable {
+    case useCredential(DownloadRequest.Credential)
+    /// Fail the transfer with an authentication error.
+    case cancel
+}
+
+/// Monotonic time for backoff and retries, injectable so tests drive time instead of sleeping.
+public protocol EngineClock: Sendable {
+    /// Time since an arbitrary fixed origin.
+    func now() -> Duration
+}
+
+/// The system's monotonic clock.
+public struct SystemEngineClock: EngineClock {
+    private let origin = ContinuousClock.now
+    public init() {}
+    public func now() -> Duration { ContinuousClock.now - origin }
+}
+
+/// A clock that moves only when told to; after ``advance(by:)`` call ``DownloadEngine/wake()``.
+public final class ManualEngineClock: EngineClock, @unchecked Sendable {
+    private var current: Duration = .zero
+    private let lock = NSLockLike()
+    public init() {}
+    public func now() -> Duration { lock.withLock { current } }
+    public func advance(by duration: Duration) { lock.withLock { current += duration } }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// When to try a failed transfer again: exponential backoff with full jitter, `Retry-After`
+/// honoured, and a bounded total time after which the transfer fails.
+public struct RetryPolicy: Sendable, Equatable {
+    /// Delay before the first retry (doubles per attempt, before jitter).
+    public var initialDelay: Duration
+    /// Largest delay between two attempts (a `Retry-After` beyond it is capped to it).
+    public var maximumDelay: Duration
+    /// Time since the transfer's first failure after which it gives up.
+    public var giveUpAfter: Duration
+    /// Most attempts in all (the first one included).
+    public var maximumAttempts: Int
+
+    public init(initialDelay: Duration, maximumDelay: Duration, giveUpAfter: Duration, maximumAttempts: Int) {
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+        self.giveUpAfter = giveUpAfter
+        self.maximumAttempts = maximumAttempts
+    }
+
+    /// Background transfers: 1 s doubling to 10 min, for up to 24 hours, 50 attempts.
+    public static let background = RetryPolicy(
+        initialDelay: .seconds(1), maximumDelay: .seconds(600), giveUpAfter: .seconds(86_400), maximumAttempts: 50)
+    /// Foreground transfers: someone is waiting, so 0.5 s doubling to 5 s, for up to 30 s.
+    public static let foreground = RetryPolicy(
+        initialDelay: .milliseconds(500), maximumDelay: .seconds(5), giveUpAfter: .seconds(30), maximumAttempts: 5)
+
+    /// The delay before attempt `attempt + 1` after `attempt` failed (attempt counts from 1),
+    /// or nil when the budget is spent. `random` is in 0..<1 (injected so tests are exact).
+    /// - Parameters:
+    ///   - retryAfter: The server's `Retry-After`, if any; it replaces the computed delay.
+    ///   - failingFor: Time since the first failure.
+    public func delay(afterAttempt attempt: Int, retryAfter: Duration?, failingFor: Duration, random: Double) -> Duration? {
+        guard attempt < maximumAttempts else { return nil }
+        let delay: Duration
+        if let retryAfter {
+            delay = min(max(retryAfter, .zero), maximumDelay)
+        } else {
+            // Full jitter: uniform in [0, min(max, initial * 2^(attempt-1))], at least 1 ms.
+            let exponent = min(attempt - 1, 30)
+            let ceiling = min(initialDelay * (1 << exponent), maximumDelay)
+            delay = max(ceiling * random, .milliseconds(1))
+        }
+        guard failingFor + delay <= giveUpAfter else { return nil }
+        return delay
+    }
+
+    /// Parses `Retry-After`: delta-seconds or an HTTP date (relative to `now`, Unix seconds).
+    public static func parseRetryAfter(_ value: String, nowUnixSeconds: Int64) -> Duration? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int64(trimmed), seconds >= 0 { return .seconds(seconds) }
+        guard let date = HTTPDate.parse(trimmed) else { return nil }
+        return .seconds(max(0, date - nowUnixSeconds))
+    }
+}
+
+/// IMF-fixdate parsing ("Sun, 06 Nov 1994 08:49:37 GMT"), the form HTTP servers send.
+enum HTTPDate {
+    static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// Unix seconds, or nil.
+    static func parse(_ text: String) -> Int64? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 6, parts[5] == "GMT", let day = Int64(parts[1]),
+            let monthIndex = months.firstIndex(of: String(parts[2])), let year = Int64(parts[3])
+        else { return nil }
+        let time = parts[4].split(separator: ":").compactMap { Int64($0) }
+        guard time.count == 3 else { return nil }
+        return daysFromCivil(year: year, month: Int64(monthIndex + 1), day: day) * 86_400 + time[0] * 3600 + time[1] * 60 + time[2]
+    }
+
+    /// Days since 1970-01-01 (Howard Hinnant's algorithm).
+    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+}

@@ -1,0 +1,86 @@
+/// What to do with a response, decided from its head before any body byte is written.
+///
+/// This is where "never splice bytes of two versions" is enforced: a body is appended to the
+/// partial file only when the response proves it continues exactly those bytes.
+public enum ResponseDecision: Equatable, Sendable {
+    /// Write the body at `offset` (0 for a fresh file). `total` is the whole file's size if known.
+    case write(offset: Int64, total: Int64?, validator: String?)
+    /// The partial file already holds the whole resource (416 for a range starting at its end).
+    case alreadyComplete(total: Int64)
+    /// Follow the redirect (after checking the hop).
+    case redirect(location: String)
+    /// The server wants credentials.
+    case needsCredentials(challenge: String)
+    /// Try again later (408, 429, 5xx), honouring `Retry-After`.
+    case retry(reason: String, retryAfter: String?)
+    /// Start over without a range (the partial file is not a prefix of this resource).
+    case restartWithoutRange(reason: String)
+    /// Give up.
+    case fail(DownloadError)
+
+    /// Decides for one response.
+    /// - Parameters:
+    ///   - head: The response's status and headers.
+    ///   - requestedOffset: The `Range` start sent (0 = no Range header).
+    ///   - sentValidator: The `If-Range` value sent with it, if any.
+    ///   - expectedSize: The size the file must have, if known.
+    ///   - url: For messages.
+    public static func decide(
+        _ head: ResponseHead, requestedOffset: Int64, sentValidator: String?, expectedSize: Int64?, url: String
+    ) -> ResponseDecision {
+        let status = head.status
+        let what = "server answered \(status)\(head.reason.isEmpty ? "" : " \(head.reason)") for \(url)"
+        switch status {
+        case 206:
+            guard requestedOffset > 0 else {
+                return .fail(DownloadError(.protocolViolation, "\(what) without a Range request", httpStatus: status))
+            }
+            guard let rangeHeader = head["content-range"], let range = ContentRange(rangeHeader), let first = range.first
+            else {
+                return .restartWithoutRange(reason: "\(what) with no usable Content-Range")
+            }
+            guard first == requestedOffset else {
+                return .restartWithoutRange(
+                    reason: "\(what) with Content-Range starting at \(first), but \(requestedOffset) was requested")
+            }
+            if let sentValidator, let etag = head.strongETag, sentValidator.hasPrefix("\""), etag != sentValidator {
+                // The server ignored If-Range: the bytes belong to another version.
+                return .restartWithoutRange(reason: "\(what) for version \(etag), but the partial file is \(sentValidator)")
+            }
+            if let expectedSize, let total = range.total, total != expectedSize {
+                return .fail(
+                    DownloadError(
+                        .sizeMismatch, "\(what): the file is \(total) bytes, expected \(expectedSize)", httpStatus: status))
+            }
+            return .write(offset: requestedOffset, total: range.total, validator: head.validator ?? sentValidator)
+        case 200:
+            if let expectedSize, let length = head.contentLength, length != expectedSize {
+                return .fail(
+                    DownloadError(
+                        .sizeMismatch, "\(what): it declared \(length) bytes, expected \(expectedSize)", httpStatus: status))
+            }
+            // A 200 to a ranged request is the whole (maybe new) file: start a fresh partial file.
+            return .write(offset: 0, total: head.contentLength, validator: head.validator)
+        case 416:
+            if let rangeHeader = head["content-range"], let range = ContentRange(rangeHeader), let total = range.total {
+                if total == requestedOffset && (expectedSize == nil || expectedSize == total) {
+                    return .alreadyComplete(total: total)
+                }
+                return .restartWithoutRange(
+                    reason: "\(what): the file is \(total) bytes, the partial file has \(requestedOffset)")
+            }
+            return .restartWithoutRange(reason: what)
+        case 301, 302, 303, 307, 308:
+            guard let location = head["location"], !location.isEmpty else {
+                return .fail(DownloadError(.redirect, "\(what) without a Location", httpStatus: status))
+            }
+            return .redirect(location: location)
+        case 401:
+            return .needsCredentials(challenge: head["www-authenticate"] ?? "")
+        case 408, 429, 500...599:
+            return .retry(reason: what, retryAfter: head["retry-after"])
+        default:
+            return .fail(DownloadError(.serverStatus, what, httpStatus: status))
+        }
+    }
+}

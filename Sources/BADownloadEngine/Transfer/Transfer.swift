@@ -1,0 +1,209 @@
+import CCurl
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One download's I/O state. Owned by the engine thread: only it and the libcurl callbacks it
+/// drives (on the same thread) touch it.
+final class Transfer: @unchecked Sendable {
+    let request: DownloadRequest
+    var machine: TransferStateMachine
+    let sequence: Int
+
+    var easy: UnsafeMutableRawPointer?
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    var fd: Int32 = -1
+    /// Bytes of the partial file known to be good (everything written so far).
+    var bytesOnDisk: Int64 = 0
+    var validator: String?
+    var hasher = SHA256Hasher()
+    /// Whether `hasher` covers exactly `bytesOnDisk` bytes.
+    var hasherInSync = true
+
+    // The current request.
+    var requestOffset: Int64 = 0
+    var requestValidator: String?
+    var head = ResponseHead()
+    var decision: ResponseDecision?
+    /// Why a callback aborted the transfer.
+    var abortError: DownloadError?
+    var discardedBodyBytes = 0
+    var total: Int64?
+
+    /// Body bytes received from the network, over all attempts.
+    var receivedBytes: Int64 = 0
+    var lastProgress: Duration = .zero
+    var credential: DownloadRequest.Credential?
+
+    init(request: DownloadRequest, sequence: Int) {
+        self.request = request
+        self.sequence = sequence
+        self.machine = TransferStateMachine(url: request.url, isForeground: request.isForeground, allowList: request.allowList)
+        self.credential = request.credential
+    }
+
+    var id: String { request.id }
+    var validatorPath: String { request.partialPath + ".validator" }
+
+    // MARK: Partial file
+
+    /// Opens the partial file and learns what is on disk (and its validator, if remembered).
+    func openPartialFile() throws(DownloadError) {
+        guard fd < 0 else { return }
+        let directory = (request.partialPath as NSString).deletingLastPathComponent
+        if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        fd = open(request.partialPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw fileError("open", request.partialPath) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw fileError("fstat", request.partialPath) }
+        bytesOnDisk = Int64(info.st_size)
+        if bytesOnDisk > 0, let saved = try? String(contentsOfFile: validatorPath, encoding: .utf8), !saved.isEmpty {
+            validator = saved
+        }
+        if bytesOnDisk > 0 && validator == nil {
+            // Bytes of an unknown version: they cannot be resumed safely.
+            try truncate(to: 0)
+        }
+        hasherInSync = bytesOnDisk == 0
+    }
+
+    func truncate(to size: Int64) throws(DownloadError) {
+        guard ftruncate(fd, off_t(size)) == 0 else { throw fileError("ftruncate", request.partialPath) }
+        bytesOnDisk = size
+        if size == 0 {
+            hasher = SHA256Hasher()
+            hasherInSync = true
+        } else {
+            hasherInSync = false
+        }
+    }
+
+    /// Rehashes what is on disk when resuming (only needed when a SHA-256 is to be checked).
+    func syncHasher() throws(DownloadError) {
+        guard !hasherInSync else { return }
+        hasher = SHA256Hasher()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: Int64 = 0
+        while offset < bytesOnDisk {
+            let want = Int(min(Int64(buffer.count), bytesOnDisk - offset))
+            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset)) }
+            guard count > 0 else { throw fileError("pread", request.partialPath) }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            offset += Int64(count)
+        }
+        hasherInSync = true
+    }
+
+    func rememberValidator(_ value: String?) {
+        validator = value
+        if let value {
+            try? value.write(toFile: validatorPath, atomically: true, encoding: .utf8)
+        } else {
+            try? FileManager.default.removeItem(atPath: validatorPath)
+        }
+    }
+
+    /// Appends body bytes at the end of the partial file.
+    func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var written = 0
+        while written < bytes.count {
+            let count = pwrite(fd, bytes.baseAddress! + written, bytes.count - written, off_t(bytesOnDisk + Int64(written)))
+            if count < 0 {
+                if errno == EINTR { continue }
+                abortError = fileError("pwrite", request.partialPath)
+                return false
+            }
+            written += count
+        }
+        if request.sha256 != nil { hasher.update(bytes) }
+        bytesOnDisk += Int64(bytes.count)
+        return true
+    }
+
+    /// Checks size and SHA-256, then fsyncs and renames the partial file into place.
+    func finish() -> Result<String, DownloadError> {
+        if let expected = request.expectedSize, expected != bytesOnDisk {
+            return .failure(
+                DownloadError(.sizeMismatch, "the server sent \(bytesOnDisk) bytes for \(machine.currentURL), expected \(expected)"))
+        }
+        var digest = ""
+        if let expected = request.sha256 {
+            do {
+                try syncHasher()
+            } catch {
+                return .failure(error)
+            }
+            digest = hasher.finalizeHex()
+            guard digest == expected else {
+                // The bytes are wrong as a whole: do not keep them for a resume.
+                try? truncate(to: 0)
+                rememberValidator(nil)
+                return .failure(
+                    DownloadError(.checksumMismatch, "SHA-256 of \(machine.currentURL) is \(digest), expected \(expected)"))
+            }
+        }
+        guard fsync(fd) == 0 else { return .failure(fileError("fsync", request.partialPath)) }
+        close(fd)
+        fd = -1
+        guard rename(request.partialPath, request.destination) == 0 else {
+            return .failure(fileError("rename", request.destination))
+        }
+        try? FileManager.default.removeItem(atPath: validatorPath)
+        return .success(digest)
+    }
+
+    func closeFile() {
+        if fd >= 0 {
+            close(fd)
+            fd = -1
+        }
+    }
+
+    func fileError(_ call: String, _ path: String) -> DownloadError {
+        DownloadError(.fileSystem, "\(call) \(path): \(String(cString: strerror(errno)))")
+    }
+
+    // MARK: Response handling (called from libcurl callbacks on the engine thread)
+
+    /// One header line arrived.
+    func headerLine(_ line: String) {
+        guard head.consume(line: line) else { return }
+        let decision = ResponseDecision.decide(
+            head, requestedOffset: requestOffset, sentValidator: requestValidator, expectedSize: request.expectedSize,
+            url: machine.currentURL)
+        self.decision = decision
+        if case .write(let offset, let total, let validator) = decision {
+            self.total = total
+            if offset == 0 && bytesOnDisk != 0 {
+                do {
+                    try truncate(to: 0)
+                } catch {
+                    abortError = error
+                }
+            }
+            if validator != self.validator { rememberValidator(validator) }
+        }
+    }
+
+    /// Body bytes arrived; false aborts the request.
+    func body(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard abortError == nil else { return false }
+        guard case .write = decision else {
+            // Bodies of redirects, errors and 401s are small: read them so the connection can be
+            // reused, but not a large one (a 200 of the wrong size, say).
+            discardedBodyBytes += bytes.count
+            if case .fail = decision { return false }
+            if case .restartWithoutRange = decision { return false }
+            return discardedBodyBytes <= 64 * 1024
+        }
+        if let expected = request.expectedSize, bytesOnDisk + Int64(bytes.count) > expected {
+            abortError = DownloadError(
+                .sizeMismatch, "the server sent more than the expected \(expected) bytes for \(machine.currentURL)")
+            return false
+        }
+        receivedBytes += Int64(bytes.count)
+        return append(bytes)
+    }
+}

@@ -1,0 +1,184 @@
+/// The life cycle of one transfer, without I/O: the engine feeds it what happened and applies
+/// the action it returns.
+///
+/// ```
+/// queued ──start──▶ running ──verified──▶ finished
+///    ▲                 │ ├─retryable──▶ waitingForRetry ──due──▶ running
+///    │                 │ ├─needsCredentials──▶ waitingForCredentials ──credential──▶ running
+///    └────promote──── paused ◀──pause──┘ └─fatal / budget spent──▶ failed
+/// ```
+public struct TransferStateMachine: Sendable {
+    public enum State: Equatable, Sendable {
+        case queued
+        case running
+        /// Until this engine-clock time.
+        case waitingForRetry(until: Duration)
+        case waitingForCredentials
+        case paused
+        case finished
+        case failed(DownloadError)
+        case cancelled
+    }
+
+    /// What the engine should do next.
+    public enum Action: Equatable, Sendable {
+        /// Send a request for `url` from byte `offset` (0 = whole file), with `If-Range: validator`.
+        case startRequest(url: String, offset: Int64, validator: String?)
+        /// Wait until the engine-clock time, then call ``retryDue()``.
+        case waitUntil(Duration, attempt: Int, reason: String)
+        /// Ask the owner for credentials.
+        case askForCredentials(challenge: String)
+        /// Verify and move the partial file into place.
+        case verifyAndFinish
+        /// Report the failure (the partial file is kept for a later resume unless it is useless).
+        case fail(DownloadError)
+        case none
+    }
+
+    /// How a request ended, as the engine saw it.
+    public enum Outcome: Equatable, Sendable {
+        /// The body was written completely (or the 416 said the partial file is complete).
+        case complete
+        case redirect(location: String, resolved: String?)
+        case retryable(reason: String, retryAfter: Duration?, isConnectivity: Bool)
+        case restartWithoutRange(reason: String)
+        case needsCredentials(challenge: String)
+        case fatal(DownloadError)
+    }
+
+    public private(set) var state: State = .queued
+    /// Requests started so far.
+    public private(set) var attempts = 0
+    /// The URL after redirects.
+    public private(set) var currentURL: String
+    public private(set) var redirectCount = 0
+    public private(set) var restartCount = 0
+    /// Whether credentials were already sent (a second 401 then fails).
+    public private(set) var credentialsSent = false
+    public private(set) var isForeground: Bool
+    private var firstFailure: Duration?
+    private let originalURL: String
+    private let allowList: HostAllowList?
+
+    public static let maximumRedirects = 10
+    public static let maximumRestarts = 3
+
+    public init(url: String, isForeground: Bool, allowList: HostAllowList?) {
+        self.currentURL = url
+        self.originalURL = url
+        self.isForeground = isForeground
+        self.allowList = allowList
+    }
+
+    /// Starts (or resumes) a request with `bytesOnDisk` already in the partial file, whose
+    /// version is `validator` (nil: unknown, so the partial file cannot be trusted).
+    public mutating func start(bytesOnDisk: Int64, validator: String?) -> Action {
+        switch state {
+        case .queued, .paused, .waitingForRetry, .waitingForCredentials, .running: break
+        case .finished, .failed, .cancelled: return .none
+        }
+        if attempts == 0, let reason = URLPolicy.check(currentURL, allowList: allowList) {
+            return fail(DownloadError(.notAllowed, "\(currentURL): \(reason)"))
+        }
+        state = .running
+        attempts += 1
+        // Without a validator a range could splice two versions: start from zero.
+        let offset = validator == nil ? 0 : bytesOnDisk
+        return .startRequest(url: currentURL, offset: offset, validator: offset > 0 ? validator : nil)
+    }
+
+    /// The owner promoted the transfer to the foreground (it fails fast from now on).
+    public mutating func promote() { isForeground = true }
+
+    /// The engine took the running request off the wire (promotion, explicit pause).
+    public mutating func pause() {
+        if state == .running || state == .queued { state = .paused }
+    }
+
+    public mutating func cancel() -> Action {
+        switch state {
+        case .finished, .failed, .cancelled: return .none
+        default:
+            state = .cancelled
+            return .fail(DownloadError(.cancelled, "the download was cancelled"))
+        }
+    }
+
+    /// A request ended. `now` is the engine clock; `random` in 0..<1 for the backoff jitter.
+    public mutating func requestEnded(
+        _ outcome: Outcome, policy: RetryPolicy, now: Duration, random: Double, bytesOnDisk: Int64, validator: String?
+    ) -> Action {
+        guard state == .running else { return .none }
+        switch outcome {
+        case .complete:
+            return .verifyAndFinish
+        case .fatal(let error):
+            return fail(error)
+        case .redirect(let location, let resolved):
+            redirectCount += 1
+            guard redirectCount <= Self.maximumRedirects else {
+                return fail(DownloadError(.redirect, "more than \(Self.maximumRedirects) redirects from \(originalURL)"))
+            }
+            guard let resolved else {
+                return fail(DownloadError(.redirect, "redirect hop \(redirectCount) from \(currentURL) has an unusable Location '\(location)'"))
+            }
+            if let reason = URLPolicy.check(resolved, allowList: allowList) {
+                return fail(
+                    DownloadError(
+                        .notAllowed, "redirect hop \(redirectCount) from \(currentURL) to \(resolved) refused: \(reason)"))
+            }
+            currentURL = resolved
+            attempts += 1
+            let offset = validator == nil ? 0 : bytesOnDisk
+            return .startRequest(url: resolved, offset: offset, validator: offset > 0 ? validator : nil)
+        case .restartWithoutRange(let reason):
+            restartCount += 1
+            guard restartCount <= Self.maximumRestarts else {
+                return fail(DownloadError(.protocolViolation, "\(reason); gave up after \(Self.maximumRestarts) fresh starts"))
+            }
+            attempts += 1
+            return .startRequest(url: currentURL, offset: 0, validator: nil)
+        case .needsCredentials(let challenge):
+            if credentialsSent {
+                return fail(DownloadError(.authentication, "\(currentURL) refused the credentials (401 again)", httpStatus: 401))
+            }
+            state = .waitingForCredentials
+            return .askForCredentials(challenge: challenge)
+        case .retryable(let reason, let retryAfter, let isConnectivity):
+            if isForeground && isConnectivity {
+                return fail(DownloadError(.network, "\(reason) (foreground downloads do not wait for connectivity)"))
+            }
+            let started = firstFailure ?? now
+            firstFailure = started
+            guard let delay = policy.delay(afterAttempt: attempts, retryAfter: retryAfter, failingFor: now - started, random: random)
+            else {
+                return fail(DownloadError(.retriesExhausted, "\(reason); gave up after \(attempts) attempts"))
+            }
+            state = .waitingForRetry(until: now + delay)
+            return .waitUntil(now + delay, attempt: attempts, reason: reason)
+        }
+    }
+
+    /// The owner answered the credential request: with credentials (true) or not (false).
+    public mutating func credentialsProvided(_ provided: Bool, bytesOnDisk: Int64, validator: String?) -> Action {
+        guard state == .waitingForCredentials else { return .none }
+        guard provided else {
+            return fail(DownloadError(.authentication, "\(currentURL) needs credentials and none were given", httpStatus: 401))
+        }
+        credentialsSent = true
+        state = .queued
+        return start(bytesOnDisk: bytesOnDisk, validator: validator)
+    }
+
+    /// Verification finished.
+    public mutating func verified(_ error: DownloadError?) -> Action {
+        if let error { return fail(error) }
+        state = .finished
+        return .none
+    }
+
+    private mutating func fail(_ error: DownloadError) -> Action {
+        state = .failed(error)
+        return .fail(error)
+    }
+}
