@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "ba", targets: ["ba"]),
         .executable(name: "ba-extension-runner", targets: ["ba-extension-runner"]),
         .library(name: "BAAssetServer", targets: ["BAAssetServer"]),
+        .executable(name: "ba-asset-server", targets: ["ba-asset-server"]),
         // Sample extensions (shared libraries loaded by the runner).
         .library(name: "SampleSwiftExtension", type: .dynamic, targets: ["SampleSwiftExtension"]),
         .library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
@@ -80,6 +81,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
+        .executableTarget(
+            name: "ba-asset-server",
+            dependencies: ["BAAssetServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Benchmarks (not tests): Benchmarks/run.sh.
         .executableTarget(
