@@ -100,6 +100,7 @@ let package = Package(
             name: "BAExtensionHostTests",
             dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport"]),
+        .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer"]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )
