@@ -36,8 +36,11 @@ final class AssetRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     private let threadPool: NIOThreadPool
     /// The head of the request being received.
     private var request: HTTPRequestHead?
-    /// The disk file of the response in flight, closed when its last write completes or the connection ends.
-    private var file: NIOFileHandle?
+    /// The disk files of responses in flight, each closed when its response's last write completes, the rest when
+    /// the connection ends. Usually one, but NIO's pipelining handler hands over the next request as soon as a
+    /// response's end is *written*, so a pipelined request's file can be opened while the previous body is still
+    /// being sent.
+    private var openFiles: [ObjectIdentifier: NIOFileHandle] = [:]
     /// The next chunk of a trickled body.
     private var trickleTask: Scheduled<Void>?
     private var isActive = true
@@ -82,12 +85,16 @@ final class AssetRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         isActive = false
         trickleTask?.cancel()
         trickleTask = nil
-        releaseFile()
+        // The channel is closed (its pending writes have failed) or leaving: nothing reads these files any more.
+        for file in openFiles.values { try? file.close() }
+        openFiles = [:]
     }
 
-    private func releaseFile() {
-        guard let file else { return }
-        self.file = nil
+    /// Closes the file behind `body` once nothing more will be written from it.
+    private func release(_ body: AssetBody) {
+        guard case .file(let handle) = body, let file = openFiles.removeValue(forKey: ObjectIdentifier(handle)) else {
+            return
+        }
         try? file.close()
     }
 
@@ -142,7 +149,7 @@ final class AssetRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
                         try? disk.handle.close()
                         return
                     }
-                    self.file = disk.handle
+                    self.openFiles[ObjectIdentifier(disk.handle)] = disk.handle
                     self.serve(
                         .file(disk.handle), size: disk.size, validators: disk.validators, decision: decision,
                         head: head, context: context)
@@ -176,7 +183,7 @@ final class AssetRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             if !bytes.isEmpty {
                 context.write(wrapOutboundOut(.body(body.part(bytes))), promise: nil)
             }
-            finish(close: close, context: context)
+            finish(body, close: close, context: context)
         case .dropAfter(let n):
             // No end of message: the peer sees the connection close n bytes into the body.
             writeThenRelease(body, bytes.prefix(n), context: context) { context.close(promise: nil) }
@@ -203,7 +210,7 @@ final class AssetRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         guard isActive else { return }
         let end = min(next + chunk, bytes.upperBound)
         context.writeAndFlush(wrapOutboundOut(.body(body.part(next..<end))), promise: nil)
-        guard end < bytes.upperBound else { return finish(close: close, context: context) }
+        guard end < bytes.upperBound else { return finish(body, close: close, context: context) }
         let deadline = start + TimeAmount.nanoseconds(interval.nanoseconds * (step + 1))
         trickleTask = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
             self.trickle(
@@ -225,17 +232,18 @@ final class AssetRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             context.writeAndFlush(wrapOutboundOut(.body(body.part(bytes))), promise: written)
         }
         written.futureResult.assumeIsolated().whenComplete { _ in
-            self.releaseFile()
+            self.release(body)
             then()
         }
     }
 
-    /// Ends the response; releases the file when that last write completes and closes the connection if asked.
-    private func finish(close: Bool, context: ChannelHandlerContext) {
+    /// Ends the response; releases its file (if any) when that last write completes and closes the connection if
+    /// asked.
+    private func finish(_ body: AssetBody? = nil, close: Bool, context: ChannelHandlerContext) {
         let ended = context.eventLoop.makePromise(of: Void.self)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: ended)
         ended.futureResult.assumeIsolated().whenComplete { _ in
-            self.releaseFile()
+            if let body { self.release(body) }
             if close { context.close(promise: nil) }
         }
     }

@@ -234,6 +234,25 @@ import Testing
         }
     }
 
+    @Test func pipelinedRequestsForLargeDiskFilesEachGetTheirBytes() async throws {
+        // The second request is read (and its file opened) while the first body is still being sent.
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let first = sampleBytes(4 << 20, seed: 1)
+        let second = sampleBytes(1 << 20, seed: 2)
+        try directory.write("first.bin", first)
+        try directory.write("second.bin", second)
+        try await withServer(root: directory.url) { server in
+            let client = try RawHTTPClient(port: server.port)
+            try client.sendRaw(
+                RawHTTPClient.requestText("GET", "/first.bin") + RawHTTPClient.requestText("GET", "/second.bin")
+                    + RawHTTPClient.requestText("GET", "/first.bin", headers: [("Range", "bytes=-10")]))
+            #expect(try client.readResponse().body == first)
+            #expect(try client.readResponse().body == second)
+            #expect(try client.readResponse().body == Array(first[(first.count - 10)...]))
+        }
+    }
+
     @Test(arguments: [
         "/../secret.txt", "/sub/../../secret.txt", "/%2e%2e/secret.txt", "/sub/%2E%2E/%2e%2e/secret.txt",
         "/a%00b", "/%zz", "relative",
