@@ -16,13 +16,16 @@ let package = Package(
         .library(name: "BAExtensionHost", targets: ["BAExtensionHost"]),
         .executable(name: "ba", targets: ["ba"]),
         .executable(name: "ba-extension-runner", targets: ["ba-extension-runner"]),
+        .library(name: "BAAssetServer", targets: ["BAAssetServer"]),
+        .executable(name: "ba-asset-server", targets: ["ba-asset-server"]),
         // Sample extensions (shared libraries loaded by the runner).
         .library(name: "SampleSwiftExtension", type: .dynamic, targets: ["SampleSwiftExtension"]),
         .library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
         .library(name: "BATestSwiftManager", type: .dynamic, targets: ["BATestSwiftManager"]),
     ] + testPlugins.map { .library(name: $0, type: .dynamic, targets: [$0]) },
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // C: the extension ABI header, libffi, and Linux calls Swift's Glibc module lacks.
@@ -75,6 +78,18 @@ let package = Package(
             name: "BATestSwiftManager", dependencies: ["BackgroundAssets"],
             path: "Plugins/TestPlugins/BATestSwiftManager"),
 
+        // A loopback HTTP/1.1 asset server that misbehaves on demand: the download engine's test peer.
+        .target(
+            name: "BAAssetServer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
+        .executableTarget(
+            name: "ba-asset-server",
+            dependencies: ["BAAssetServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+
         // Benchmarks (not tests): Benchmarks/run.sh.
         .executableTarget(
             name: "ExtensionHostBenchmark", dependencies: ["BAExtensionHost", "BackgroundAssets", "CBASystem"],
@@ -90,6 +105,7 @@ let package = Package(
             name: "BAExtensionHostTests",
             dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport"]),
+        .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer"]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,43 @@
+/// A deliberate misbehaviour of ``AssetServer`` for one path, set with ``AssetServer/setBehavior(_:for:)``.
+///
+/// Behaviours model the failures a download engine meets in the field. Each applies to every request for
+/// its path (GET and HEAD) until it is replaced or cleared, except ``status(_:retryAfter:times:)``, which
+/// counts down. Behaviours that shape the body (`dropAfter`, `stall`, `trickle`) apply to whatever body the
+/// request selects, so a ranged request is cut relative to the start of its range. A HEAD request never gets
+/// a body, so for it those behaviours only leave the headers as they would be.
+public enum Behavior: Sendable, Equatable {
+    /// Sends the headers (with the true `Content-Length`) and the first `bytes` bytes of the body, then closes
+    /// the connection: a network failure in the middle of a transfer.
+    case dropAfter(bytes: Int)
+
+    /// Declares `Content-Length: declared` but sends the real body, then closes the connection (the framing
+    /// is broken either way). Longer than the truth looks like a truncated transfer; shorter leaves junk.
+    case lieAboutLength(declared: Int)
+
+    /// Answers ranged requests with 200 and the whole file, as servers without range support do. The response
+    /// still says `Accept-Ranges: bytes`, so a client must check for 206 rather than trust that header.
+    case ignoreRange
+
+    /// Gives every response a new strong `ETag` and a later `Last-Modified`, as if the file were replaced
+    /// between any two requests (the bytes stay the same). An `If-Range` therefore never matches.
+    case changeETagEachRequest
+
+    /// Answers `code` (for example 500, 503 or 429) with a short text body for the next `times` requests,
+    /// adding `Retry-After: retryAfter` when given, then serves normally again.
+    case status(Int, retryAfter: String? = nil, times: Int = Int.max)
+
+    /// Answers 401 with `WWW-Authenticate: Basic realm="assets"` unless the request carries
+    /// `Authorization: Basic` with exactly these credentials.
+    case requireBasicAuth(user: String, password: String)
+
+    /// Sends the headers and `afterBytes` bytes of the body, then nothing more, keeping the connection open
+    /// until the client closes it or the server shuts down: a hung peer, for testing timeouts.
+    case stall(afterBytes: Int)
+
+    /// Sends the body at about `bytesPerSecond` (at least one byte at a time, in chunks every 10 ms or more),
+    /// paced by the event loop's timers.
+    case trickle(bytesPerSecond: Int)
+
+    /// Answers `status` (301, 302, 303, 307 or 308) with `Location: to` (an absolute URL or a path).
+    case redirect(to: String, status: Int = 302)
+}
