@@ -106,6 +106,7 @@ let package = Package(
             dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport"]),
         .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer"]),
+        .testTarget(name: "BADownloadEngineTests", dependencies: ["BADownloadEngine", "BAAssetServer", "BATestSupport"]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )

@@ -24,7 +24,8 @@ public final class DownloadEngine: Sendable {
         public var backgroundConcurrency: Int = 4
         public var backgroundRetry: RetryPolicy = .background
         public var foregroundRetry: RetryPolicy = .foreground
-        /// A transfer that receives less than 1 byte/s for this long is stalled (and retried).
+        /// A running transfer that receives nothing for this long (engine clock) is stalled: it is
+        /// taken off the wire and retried from its partial file.
         public var stallTimeout: Duration = .seconds(30)
         public var connectTimeout: Duration = .seconds(20)
         /// libcurl's receive buffer per transfer.
@@ -154,6 +155,7 @@ final class EngineLoop: @unchecked Sendable {
             var active: Int32 = 0
             curl_multi_perform(multi, &active)
             drainMessages()
+            detectStalls()
             startDueTransfers()
             curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
         }
@@ -177,9 +179,29 @@ final class EngineLoop: @unchecked Sendable {
         for transfer in transfers.values {
             if case .waitingForRetry(let until) = transfer.machine.state {
                 timeout = min(timeout, max(0, Int(milliseconds(until - now)) + 1))
+            } else if transfer.easy != nil {
+                let stallAt = transfer.lastActivity + configuration.stallTimeout
+                timeout = min(timeout, max(0, Int(milliseconds(stallAt - now)) + 1))
             }
         }
         return Int32(clamping: timeout)
+    }
+
+    /// Takes transfers that received nothing for `stallTimeout` off the wire and retries them.
+    func detectStalls() {
+        let now = clock.now()
+        for transfer in Array(transfers.values) where transfer.easy != nil {
+            guard now - transfer.lastActivity >= configuration.stallTimeout else { continue }
+            detach(transfer)
+            emitProgress(transfer, force: true)
+            let policy = transfer.machine.isForeground ? configuration.foregroundRetry : configuration.backgroundRetry
+            let reason = "\(transfer.machine.currentURL): no data for \(configuration.stallTimeout) after \(transfer.bytesOnDisk) bytes"
+            apply(
+                transfer.machine.requestEnded(
+                    .retryable(reason: reason, retryAfter: nil, isConnectivity: false), policy: policy, now: now,
+                    random: Double.random(in: 0..<1, using: &random), bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator),
+                to: transfer)
+        }
     }
 
     func milliseconds(_ duration: Duration) -> Int64 {
@@ -197,6 +219,7 @@ final class EngineLoop: @unchecked Sendable {
             }
             sequence += 1
             let transfer = Transfer(request: request, sequence: sequence)
+            transfer.loop = self
             transfers[request.id] = transfer
             do {
                 try transfer.openPartialFile()
@@ -341,6 +364,7 @@ final class EngineLoop: @unchecked Sendable {
         transfer.decision = nil
         transfer.abortError = nil
         transfer.discardedBodyBytes = 0
+        transfer.lastActivity = clock.now()
         guard let easy = curl_easy_init() else {
             return finishFailed(transfer, DownloadError(.network, "curl_easy_init failed"))
         }
@@ -353,8 +377,6 @@ final class EngineLoop: @unchecked Sendable {
         ccurl_setopt_long(easy, CURLOPT_NOPROGRESS, 1)
         ccurl_setopt_long(easy, CURLOPT_BUFFERSIZE, configuration.bufferSize)
         ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(milliseconds(configuration.connectTimeout)))
-        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
-        ccurl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.stallTimeout.components.seconds)))
         ccurl_setopt_pointer(easy, CURLOPT_PRIVATE, context)
         ccurl_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, writeCallback)
         ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
@@ -462,8 +484,8 @@ final class EngineLoop: @unchecked Sendable {
     }
 
     func emitProgress(_ transfer: Transfer, force: Bool) {
-        let now = clock.now()
-        guard force || now - transfer.lastProgress >= .milliseconds(100) else { return }
+        let now = ContinuousClock.now
+        if !force, let last = transfer.lastProgress, now - last < .milliseconds(100) { return }
         transfer.lastProgress = now
         emit(.progress(id: transfer.id, bytesWritten: transfer.bytesOnDisk, totalBytes: transfer.request.expectedSize ?? transfer.total))
     }
@@ -474,6 +496,7 @@ private let writeCallback: ccurl_data_callback = { data, size, count, userData i
     let transfer = Unmanaged<Transfer>.fromOpaque(userData).takeUnretainedValue()
     let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
     guard transfer.body(bytes) else { return 0 }
+    transfer.loop?.emitProgress(transfer, force: false)
     return size * count
 }
 

@@ -34,7 +34,12 @@ final class Transfer: @unchecked Sendable {
 
     /// Body bytes received from the network, over all attempts.
     var receivedBytes: Int64 = 0
-    var lastProgress: Duration = .zero
+    /// When progress was last reported (real time: progress is for people, not for logic).
+    var lastProgress: ContinuousClock.Instant?
+    /// Engine-clock time of the last byte (or header) received: for stall detection.
+    var lastActivity: Duration = .zero
+    /// The engine loop, to report progress from the write path.
+    weak var loop: EngineLoop?
     var credential: DownloadRequest.Credential?
 
     init(request: DownloadRequest, sequence: Int) {
@@ -169,6 +174,7 @@ final class Transfer: @unchecked Sendable {
 
     /// One header line arrived.
     func headerLine(_ line: String) {
+        if let loop { lastActivity = loop.clock.now() }
         guard head.consume(line: line) else { return }
         let decision = ResponseDecision.decide(
             head, requestedOffset: requestOffset, sentValidator: requestValidator, expectedSize: request.expectedSize,
@@ -204,6 +210,7 @@ final class Transfer: @unchecked Sendable {
             return false
         }
         receivedBytes += Int64(bytes.count)
+        if let loop { lastActivity = loop.clock.now() }
         return append(bytes)
     }
 }

@@ -1,0 +1,428 @@
+import BAAssetServer
+import BADownloadEngine
+import BATestSupport
+import Foundation
+import Testing
+
+/// Reads an engine's events one at a time.
+final class EventReader {
+    var iterator: AsyncStream<DownloadEvent>.Iterator
+    var seen: [DownloadEvent] = []
+
+    init(_ engine: DownloadEngine) { iterator = engine.events.makeAsyncIterator() }
+
+    /// The next event that matches, recording everything before it.
+    func next(where matches: (DownloadEvent) -> Bool) async -> DownloadEvent? {
+        while let event = await iterator.next() {
+            seen.append(event)
+            if matches(event) { return event }
+        }
+        return nil
+    }
+
+    /// Waits for the transfer to end.
+    func end(of id: String) async -> DownloadEvent? {
+        await next { event in
+            switch event {
+            case .finished(let eventID, _, _, _, _), .failed(let eventID, _): eventID == id
+            default: false
+            }
+        }
+    }
+}
+
+/// Byte-for-byte equality without printing megabytes when it fails.
+func sameBytes(_ actual: [UInt8]?, _ expected: [UInt8]) -> Bool { actual == expected }
+
+func bytes(_ count: Int, seed: UInt8 = 7) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) } }
+
+func sha256(_ data: [UInt8]) throws -> String {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.url.appendingPathComponent("f").path
+    FileManager.default.createFile(atPath: path, contents: Data(data))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+    process.arguments = [path]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    process.waitUntilExit()
+    return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ")[0].lowercased()
+}
+
+/// Each test: a real asset server on loopback, a real engine, a temporary folder.
+@Suite(.timeLimit(.minutes(1))) struct EngineTests {
+    /// Retries wait on `clock`, which only moves when a test calls ``retryNow(_:_:)``: the test
+    /// changes the server between attempts without racing the engine.
+    let clock = ManualEngineClock()
+
+    func fixture(configure: (inout DownloadEngine.Configuration) -> Void = { _ in }) async throws
+        -> (AssetServer, DownloadEngine, EventReader, TemporaryDirectory)
+    {
+        let server = try await AssetServer.start()
+        var configuration = DownloadEngine.Configuration()
+        configure(&configuration)
+        let engine = DownloadEngine(configuration: configuration, clock: clock)
+        return (server, engine, EventReader(engine), try TemporaryDirectory())
+    }
+
+    /// Waits for the next `.retrying` event and returns it (the engine is then waiting).
+    @discardableResult
+    func nextRetry(_ events: EventReader) async -> DownloadEvent? {
+        await events.next { if case .retrying = $0 { true } else { false } }
+    }
+
+    /// Lets the waiting retry happen now.
+    func retryNow(_ engine: DownloadEngine) {
+        clock.advance(by: .seconds(3600))
+        engine.wake()
+    }
+
+    func finish(_ server: AssetServer, _ engine: DownloadEngine, _ directory: TemporaryDirectory) async throws {
+        engine.shutdown()
+        try await server.shutdown()
+        directory.remove()
+    }
+
+    func destination(_ directory: TemporaryDirectory, _ name: String = "file.bin") -> String {
+        directory.url.appendingPathComponent(name).path
+    }
+
+    func contents(_ path: String) -> [UInt8]? { FileManager.default.contents(atPath: path).map { Array($0) } }
+
+    @Test func aPlainDownloadIsVerifiedAndRenamedIntoPlace() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        let data = bytes(300_000)
+        server.setFile("/a.bin", contents: data)
+        let digest = try sha256(data)
+        engine.add(DownloadRequest(id: "a", url: server.url("/a.bin"), destination: destination(directory), expectedSize: 300_000, sha256: digest))
+        let end = await events.end(of: "a")
+        #expect(end == .finished(id: "a", path: destination(directory), size: 300_000, sha256: digest, receivedBytes: 300_000))
+        #expect(sameBytes(contents(destination(directory)), data))
+        #expect(!FileManager.default.fileExists(atPath: destination(directory) + ".part"))
+        #expect(!FileManager.default.fileExists(atPath: destination(directory) + ".part.validator"))
+        try await finish(server, engine, directory)
+    }
+
+    @Test func aDroppedConnectionResumesWithAValidatedRange() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        let data = bytes(400_000)
+        server.setFile("/drop.bin", contents: data)
+        server.setBehavior(.dropAfter(bytes: 100_000), for: "/drop.bin")
+        engine.add(DownloadRequest(id: "d", url: server.url("/drop.bin"), destination: destination(directory), sha256: try sha256(data)))
+        await nextRetry(events)
+        server.setBehavior(nil, for: "/drop.bin")
+        retryNow(engine)
+        guard case .finished(_, _, let size, _, let received) = await events.end(of: "d") else {
+            Issue.record("\(events.seen)"); return
+        }
+        #expect(size == 400_000)
+        #expect(received == 400_000, "nothing fetched twice")
+        #expect(sameBytes(contents(destination(directory)), data))
+        let second = try #require(server.requests(for: "/drop.bin").last)
+        #expect(second.header("Range") == "bytes=100000-")
+        #expect(second.header("If-Range") != nil)
+        try await finish(server, engine, directory)
+    }
+
+    @Test func aServerThatIgnoresRangeRestartsIntoAFreshFile() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        let data = bytes(300_000, seed: 3)
+        server.setFile("/ignore.bin", contents: data)
+        server.setBehavior(.dropAfter(bytes: 50_000), for: "/ignore.bin")
+        engine.add(DownloadRequest(id: "i", url: server.url("/ignore.bin"), destination: destination(directory), sha256: try sha256(data)))
+        await nextRetry(events)
+        server.setBehavior(.ignoreRange, for: "/ignore.bin")
+        retryNow(engine)
+        guard case .finished(_, _, _, _, let received) = await events.end(of: "i") else { Issue.record("\(events.seen)"); return }
+        #expect(sameBytes(contents(destination(directory)), data), "no splice of a 200 body onto the partial file")
+        #expect(received == 350_000, "the prefix plus the whole file again")
+        try await finish(server, engine, directory)
+    }
+
+    @Test func aNewVersionBetweenAttemptsIsNeverSpliced() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        let old = bytes(300_000, seed: 1)
+        let new = bytes(300_000, seed: 2)
+        server.setFile("/v.bin", contents: old)
+        server.setBehavior(.dropAfter(bytes: 100_000), for: "/v.bin")
+        engine.add(DownloadRequest(id: "v", url: server.url("/v.bin"), destination: destination(directory)))
+        await nextRetry(events)
+        server.replaceFile("/v.bin", contents: new)
+        server.setBehavior(nil, for: "/v.bin")
+        retryNow(engine)
+        _ = await events.end(of: "v")
+        #expect(sameBytes(contents(destination(directory)), new), "If-Range did not match: the whole new version, not old prefix + new tail")
+        try await finish(server, engine, directory)
+    }
+
+    @Test func changingETagsOnEveryRequestStillEndCorrect() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        let data = bytes(200_000, seed: 9)
+        server.setFile("/etag.bin", contents: data)
+        server.setBehavior(.dropAfter(bytes: 60_000), for: "/etag.bin")
+        engine.add(DownloadRequest(id: "e", url: server.url("/etag.bin"), destination: destination(directory), sha256: try sha256(data)))
+        await nextRetry(events)
+        server.setBehavior(.changeETagEachRequest, for: "/etag.bin")
+        retryNow(engine)
+        guard case .finished = await events.end(of: "e") else { Issue.record("\(events.seen)"); return }
+        #expect(sameBytes(contents(destination(directory)), data))
+        try await finish(server, engine, directory)
+    }
+
+    @Test func aDeclaredLengthOtherThanExpectedFailsSayingSo() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        server.setFile("/lie.bin", contents: bytes(10_000))
+        server.setBehavior(.lieAboutLength(declared: 20_000), for: "/lie.bin")
+        engine.add(DownloadRequest(id: "l", url: server.url("/lie.bin"), destination: destination(directory), expectedSize: 10_000))
+        guard case .failed(_, let error) = await events.end(of: "l") else { Issue.record("\(events.seen)"); return }
+        #expect(error.code == .sizeMismatch)
+        #expect(error.message.contains("declared 20000 bytes, expected 10000"))
+        #expect(!FileManager.default.fileExists(atPath: destination(directory)))
+        try await finish(server, engine, directory)
+    }
+
+    @Test func aShortBodyUnderALongerLengthIsResumedToTheRealEnd() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        let data = bytes(10_000)
+        server.setFile("/short.bin", contents: data)
+        server.setBehavior(.lieAboutLength(declared: 20_000), for: "/short.bin")
+        engine.add(DownloadRequest(id: "s", url: server.url("/short.bin"), destination: destination(directory), sha256: try sha256(data)))
+        await nextRetry(events)
+        server.setBehavior(nil, for: "/short.bin")
+        retryNow(engine)
+        guard case .finished = await events.end(of: "s") else { Issue.record("\(events.seen)"); return }
+        #expect(sameBytes(contents(destination(directory)), data))
+        try await finish(server, engine, directory)
+    }
+
+    @Test func aServerSendingFewerBytesThanExpectedFails() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        server.setFile("/fewer.bin", contents: bytes(5_000))
+        engine.add(DownloadRequest(id: "f", url: server.url("/fewer.bin"), destination: destination(directory), expectedSize: 6_000))
+        guard case .failed(_, let error) = await events.end(of: "f") else { Issue.record("\(events.seen)"); return }
+        #expect(error.code == .sizeMismatch)
+        try await finish(server, engine, directory)
+    }
+
+    @Test func aWrongChecksumFailsAndDeliversNothing() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        server.setFile("/sum.bin", contents: bytes(1000))
+        engine.add(DownloadRequest(id: "c", url: server.url("/sum.bin"), destination: destination(directory), sha256: String(repeating: "0", count: 64)))
+        guard case .failed(_, let error) = await events.end(of: "c") else { Issue.record("\(events.seen)"); return }
+        #expect(error.code == .checksumMismatch)
+        #expect(!FileManager.default.fileExists(atPath: destination(directory)))
+        try await finish(server, engine, directory)
+    }
+
+    @Test func retryAfterIsHonouredOnTheInjectedClock() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        server.setFile("/busy.bin", contents: bytes(1000))
+        server.setBehavior(.status(503, retryAfter: "120", times: 1), for: "/busy.bin")
+        engine.add(DownloadRequest(id: "b", url: server.url("/busy.bin"), destination: destination(directory)))
+        guard case .retrying(_, let attempt, let delay, let reason) = await events.next(where: { if case .retrying = $0 { true } else { false } })
+        else { Issue.record("\(events.seen)"); return }
+        #expect(attempt == 1 && delay == .seconds(120))
+        #expect(reason.contains("503"))
+        #expect(server.requests(for: "/busy.bin").count == 1, "nothing until the clock says so")
+        clock.advance(by: .seconds(120))
+        engine.wake()
+        guard case .finished = await events.end(of: "b") else { Issue.record("\(events.seen)"); return }
+        #expect(server.requests(for: "/busy.bin").count == 2)
+        try await finish(server, engine, directory)
+    }
+
+    @Test(arguments: [429, 500, 408]) func transientStatusesAreRetried(status: Int) async throws {
+        let (server, engine, events, directory) = try await fixture()
+        server.setFile("/t.bin", contents: bytes(1000))
+        server.setBehavior(.status(status, times: 2), for: "/t.bin")
+        engine.add(DownloadRequest(id: "t", url: server.url("/t.bin"), destination: destination(directory)))
+        for _ in 0..<2 {
+            await nextRetry(events)
+            retryNow(engine)
+        }
+        guard case .finished = await events.end(of: "t") else { Issue.record("\(events.seen)"); return }
+        #expect(server.requests(for: "/t.bin").count == 3)
+        try await finish(server, engine, directory)
+    }
+
+    @Test func notFoundFailsWithTheStatus() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        engine.add(DownloadRequest(id: "n", url: server.url("/missing.bin"), destination: destination(directory)))
+        guard case .failed(_, let error) = await events.end(of: "n") else { Issue.record("\(events.seen)"); return }
+        #expect(error.httpStatus == 404 && error.message.contains("404"))
+        #expect(!FileManager.default.fileExists(atPath: destination(directory) + ".part"))
+        try await finish(server, engine, directory)
+    }
+
+    @Test func credentialsAreAskedForThenUsed() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        server.setFile("/secret.bin", contents: bytes(2000))
+        server.setBehavior(.requireBasicAuth(user: "u", password: "p"), for: "/secret.bin")
+        engine.add(DownloadRequest(id: "s", url: server.url("/secret.bin"), destination: destination(directory)))
+        guard case .needsCredentials(_, let challenge) = await events.next(where: { if case .needsCredentials = $0 { true } else { false } })
+        else { Issue.record("\(events.seen)"); return }
+        #expect(challenge.contains("Basic"))
+        engine.respond(to: "s", with: .useCredential(.init(user: "u", password: "p")))
+        guard case .finished = await events.end(of: "s") else { Issue.record("\(events.seen)"); return }
+        #expect(server.requests(for: "/secret.bin").last?.header("Authorization")?.hasPrefix("Basic ") == true)
+
+        engine.add(DownloadRequest(id: "w", url: server.url("/secret.bin"), destination: destination(directory, "w.bin"), credential: .init(user: "u", password: "wrong")))
+        guard case .failed(_, let error) = await events.end(of: "w") else { Issue.record("\(events.seen)"); return }
+        #expect(error.code == .authentication)
+        try await finish(server, engine, directory)
+    }
+
+    @Test func aStalledTransferIsDetectedAndResumed() async throws {
+        let (server, engine, events, directory) = try await fixture { $0.stallTimeout = .seconds(30) }
+        let data = bytes(200_000, seed: 4)
+        server.setFile("/stall.bin", contents: data)
+        server.setBehavior(.stall(afterBytes: 80_000), for: "/stall.bin")
+        engine.add(DownloadRequest(id: "st", url: server.url("/stall.bin"), destination: destination(directory), sha256: try sha256(data)))
+        _ = await events.next { if case .progress(_, let written, _) = $0 { written > 0 } else { false } }
+        // No byte for 30 s of engine time: a stall, whatever the connection says.
+        clock.advance(by: .seconds(31))
+        engine.wake()
+        guard case .retrying(_, _, _, let reason) = await nextRetry(events) else {
+            Issue.record("\(events.seen)")
+            return
+        }
+        #expect(reason.contains("no data for"), "\(reason)")
+        server.setBehavior(nil, for: "/stall.bin")
+        retryNow(engine)
+        guard case .finished(_, _, _, _, let received) = await events.end(of: "st") else {
+            Issue.record("\(events.seen)")
+            return
+        }
+        #expect(received == 200_000, "the stalled prefix is kept")
+        #expect(sameBytes(contents(destination(directory)), data))
+        try await finish(server, engine, directory)
+    }
+
+    @Test func redirectsAreFollowedAndEveryHopIsChecked() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        server.setFile("/real.bin", contents: bytes(500))
+        server.setBehavior(.redirect(to: "/real.bin"), for: "/moved.bin")
+        engine.add(DownloadRequest(id: "r", url: server.url("/moved.bin"), destination: destination(directory), allowList: HostAllowList(["127.0.0.1"])))
+        guard case .finished = await events.end(of: "r") else { Issue.record("\(events.seen)"); return }
+
+        // The same server under another name is another host: not in the allow-list.
+        server.setBehavior(.redirect(to: "http://localhost:\(server.port)/real.bin"), for: "/away.bin")
+        engine.add(DownloadRequest(id: "x", url: server.url("/away.bin"), destination: destination(directory, "x.bin"), allowList: HostAllowList(["127.0.0.1"])))
+        guard case .failed(_, let error) = await events.end(of: "x") else { Issue.record("\(events.seen)"); return }
+        #expect(error.code == .notAllowed)
+        #expect(error.message.contains("redirect hop 1") && error.message.contains("localhost"), "\(error.message)")
+        #expect(server.requests(for: "/real.bin").count == 1, "the refused hop was never fetched")
+        try await finish(server, engine, directory)
+    }
+
+    @Test func urlsOutsideTheRulesAreRefusedBeforeAnyRequest() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        engine.add(DownloadRequest(id: "h", url: "http://example.com/a.bin", destination: destination(directory)))
+        guard case .failed(_, let error) = await events.end(of: "h") else { Issue.record("\(events.seen)"); return }
+        #expect(error.code == .notAllowed && error.message.contains("plain http"))
+        engine.add(DownloadRequest(id: "d", url: server.url("/a.bin"), destination: destination(directory), allowList: HostAllowList(["cdn.example.com"])))
+        guard case .failed(_, let denied) = await events.end(of: "d") else { Issue.record("\(events.seen)"); return }
+        #expect(denied.code == .notAllowed)
+        #expect(server.requests.isEmpty)
+        try await finish(server, engine, directory)
+    }
+
+    @Test func promotionKeepsEveryByte() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        let data = bytes(120_000, seed: 5)
+        server.setFile("/big.bin", contents: data)
+        server.setBehavior(.trickle(bytesPerSecond: 200_000), for: "/big.bin")
+        engine.add(DownloadRequest(id: "p", url: server.url("/big.bin"), destination: destination(directory), sha256: try sha256(data)))
+        _ = await events.next { if case .progress(_, let written, _) = $0 { written > 0 } else { false } }
+        server.setBehavior(nil, for: "/big.bin")
+        engine.promote("p")
+        guard case .paused(_, let kept) = await events.next(where: { if case .paused = $0 { true } else { false } }) else {
+            Issue.record("\(events.seen)"); return
+        }
+        guard case .began(_, let offset, let foreground) = await events.next(where: { if case .began = $0 { true } else { false } }) else {
+            Issue.record("\(events.seen)"); return
+        }
+        #expect(kept > 0 && offset == kept && foreground)
+        guard case .finished(_, _, let size, _, let received) = await events.end(of: "p") else { Issue.record("\(events.seen)"); return }
+        #expect(received == size, "bytes before promotion + after = file size: nothing downloaded twice")
+        #expect(sameBytes(contents(destination(directory)), data))
+        try await finish(server, engine, directory)
+    }
+
+    @Test func backgroundOrderIsEssentialThenPriorityThenArrival() async throws {
+        let (server, engine, events, directory) = try await fixture { $0.backgroundConcurrency = 1 }
+        server.setFile("/slot.bin", contents: bytes(1000))
+        server.setBehavior(.stall(afterBytes: 10), for: "/slot.bin")
+        for name in ["low", "high", "essential", "low2"] { server.setFile("/\(name).bin", contents: bytes(100)) }
+        engine.add(DownloadRequest(id: "slot", url: server.url("/slot.bin"), destination: destination(directory, "slot.bin")))
+        _ = await events.next { if case .began(let id, _, _) = $0 { id == "slot" } else { false } }
+        engine.add(DownloadRequest(id: "low", url: server.url("/low.bin"), destination: destination(directory, "low.bin"), priority: 10))
+        engine.add(DownloadRequest(id: "high", url: server.url("/high.bin"), destination: destination(directory, "high.bin"), priority: 90))
+        engine.add(DownloadRequest(id: "essential", url: server.url("/essential.bin"), destination: destination(directory, "essential.bin"), expectedSize: 100, priority: 0, isEssential: true))
+        engine.add(DownloadRequest(id: "low2", url: server.url("/low2.bin"), destination: destination(directory, "low2.bin"), priority: 10))
+        engine.cancel("slot")
+        _ = await events.end(of: "low2")
+        let began = events.seen.compactMap { if case .began(let id, _, _) = $0 { id } else { nil } }
+        #expect(began == ["slot", "essential", "high", "low", "low2"])
+        try await finish(server, engine, directory)
+    }
+
+    @Test func foregroundStartsAtOnceOutsideTheBound() async throws {
+        let (server, engine, events, directory) = try await fixture { $0.backgroundConcurrency = 1 }
+        server.setFile("/slot.bin", contents: bytes(1000))
+        server.setBehavior(.stall(afterBytes: 10), for: "/slot.bin")
+        server.setFile("/now.bin", contents: bytes(100))
+        engine.add(DownloadRequest(id: "slot", url: server.url("/slot.bin"), destination: destination(directory, "slot.bin")))
+        engine.add(DownloadRequest(id: "now", url: server.url("/now.bin"), destination: destination(directory, "now.bin"), isForeground: true))
+        guard case .finished = await events.end(of: "now") else { Issue.record("\(events.seen)"); return }
+        try await finish(server, engine, directory)
+    }
+
+    @Test func aPartialFileSurvivesTheEngineAndIsResumed() async throws {
+        let server = try await AssetServer.start()
+        let directory = try TemporaryDirectory()
+        let data = bytes(300_000, seed: 6)
+        server.setFile("/r.bin", contents: data)
+        server.setBehavior(.stall(afterBytes: 120_000), for: "/r.bin")
+        let request = DownloadRequest(id: "r", url: server.url("/r.bin"), destination: destination(directory), sha256: try sha256(data))
+        do {
+            let first = DownloadEngine()
+            let events = EventReader(first)
+            first.add(request)
+            _ = await events.next { if case .progress(_, let written, _) = $0 { written > 0 } else { false } }
+            first.shutdown()  // like a process that ends: the partial file and its validator stay
+        }
+        let kept = Int64((try FileManager.default.attributesOfItem(atPath: request.partialPath)[.size] as? Int) ?? 0)
+        #expect(kept > 0)
+        #expect(FileManager.default.fileExists(atPath: request.partialPath + ".validator"))
+        server.setBehavior(nil, for: "/r.bin")
+        let second = DownloadEngine()
+        let events = EventReader(second)
+        second.add(request)
+        guard case .finished(_, _, _, _, let received) = await events.end(of: "r") else {
+            Issue.record("\(events.seen)")
+            return
+        }
+        #expect(received == 300_000 - kept, "only the missing part")
+        #expect(sameBytes(contents(destination(directory)), data))
+        #expect(server.requests(for: "/r.bin").last?.header("Range") == "bytes=\(kept)-")
+        second.shutdown()
+        try await server.shutdown()
+        directory.remove()
+    }
+
+    @Test func cancelRemovesThePartialFile() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        server.setFile("/c.bin", contents: bytes(100_000))
+        server.setBehavior(.stall(afterBytes: 50_000), for: "/c.bin")
+        engine.add(DownloadRequest(id: "c", url: server.url("/c.bin"), destination: destination(directory)))
+        _ = await events.next { if case .progress(_, let written, _) = $0 { written > 0 } else { false } }
+        engine.cancel("c")
+        guard case .failed(_, let error) = await events.end(of: "c") else { Issue.record("\(events.seen)"); return }
+        #expect(error.code == .cancelled)
+        #expect(!FileManager.default.fileExists(atPath: destination(directory) + ".part"))
+        try await finish(server, engine, directory)
+    }
+}
