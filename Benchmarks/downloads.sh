@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Download engine benchmark: ba fetch against curl and aria2c, same machine, same loopback
+# server (ba-asset-server), same run. Prints medians over RUNS runs and ratios (ours / theirs).
+#   (a) one 1 GiB file:            ba fetch        vs curl -o
+#   (b) 5,000 x 16 KiB files:      ba fetch -c 16  vs aria2c -j16 -i list, curl --parallel --parallel-max 16
+#   (c) kill -9 at 50% of 1 GiB, then resume: bytes fetched twice
+# Usage: Benchmarks/downloads.sh [RUNS=3] [BUILD_DIR]
+set -euo pipefail
+runs=${1:-3}
+build=${2:-}
+cd "$(dirname "$0")/.."
+if ! command -v aria2c >/dev/null || ! command -v curl >/dev/null; then
+    sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq aria2 curl
+fi
+if [ -z "$build" ]; then
+    swift build -c release --product ba >/dev/null
+    swift build -c release --product ba-asset-server >/dev/null
+    build="$(swift build -c release --show-bin-path)"
+fi
+ba="$build/ba"
+
+work="$(mktemp -d /tmp/ba-bench.XXXXXX)"
+server_pid=""
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+mkdir -p "$work/root/small" "$work/out"
+echo "preparing files in $work ..." >&2
+head -c $((1 << 30)) /dev/urandom > "$work/root/big.bin"
+python3 - "$work/root/small" <<'PY'
+import os, sys
+root = sys.argv[1]
+block = os.urandom(16384)
+for i in range(5000):
+    with open(os.path.join(root, f"f{i:05d}.bin"), "wb") as f:
+        f.write(block[i % 64:] + block[:i % 64])
+PY
+
+"$build/ba-asset-server" --root "$work/root" --port 0 > "$work/server.out" &
+server_pid=$!
+for _ in $(seq 1 100); do grep -q listening "$work/server.out" 2>/dev/null && break; sleep 0.05; done
+base="$(sed -n 's/^listening on //p' "$work/server.out")"
+[ -n "$base" ] || { echo "the asset server did not start" >&2; exit 1; }
+for i in $(seq -f "%05g" 0 4999); do echo "$base/small/f$i.bin"; done > "$work/small.list"
+sha_big="$(sha256sum "$work/root/big.bin" | cut -d' ' -f1)"
+
+now() { date +%s.%N; }
+calc() { python3 -c "print($1)"; }
+# time_it NAME COMMAND...: runs the command after clearing the output folder, prints seconds.
+time_it() {
+    rm -rf "$work/out" && mkdir -p "$work/out"
+    local start end
+    start=$(now)
+    "$@" >/dev/null 2>"$work/last.err" || { echo "FAILED: $*" >&2; cat "$work/last.err" >&2; exit 1; }
+    end=$(now)
+    calc "$end - $start"
+}
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+measure() { # measure LABEL COMMAND...: median of $runs
+    local label=$1; shift
+    local values=()
+    for _ in $(seq 1 "$runs"); do values+=("$(time_it "$@")"); done
+    printf '%s\n' "${values[@]}" | median
+}
+
+echo "== (a) one 1 GiB file, median of $runs"
+a_ours=$(measure ours "$ba" fetch "$base/big.bin" -o "$work/out")
+a_curl=$(measure curl curl -sf -o "$work/out/big.bin" "$base/big.bin")
+printf '  ba fetch  %8.3f s\n  curl -o   %8.3f s\n  ratio ba/curl: %.3f   (goal <= 1.03)\n' "$a_ours" "$a_curl" "$(calc "$a_ours / $a_curl")"
+
+echo "== (b) 5,000 x 16 KiB files over 16 connections, median of $runs"
+b_ours=$(measure ours "$ba" fetch --input-file "$work/small.list" -o "$work/out" --concurrency 16)
+b_aria=$(measure aria2c aria2c -q -j16 -x1 --max-connection-per-server=16 --allow-overwrite=true --auto-file-renaming=false -d "$work/out" -i "$work/small.list")
+b_curl=$(measure curl bash -c "cd '$work/out' && curl -sf --parallel --parallel-max 16 --remote-name-all \$(cat '$work/small.list')")
+printf '  ba fetch      %8.3f s\n  aria2c -j16   %8.3f s\n  curl parallel %8.3f s\n' "$b_ours" "$b_aria" "$b_curl"
+printf '  ratio ba/aria2c: %.3f   ratio ba/curl: %.3f   (goal <= 0.8)\n' "$(calc "$b_ours / $b_aria")" "$(calc "$b_ours / $b_curl")"
+
+echo "== (c) kill -9 at 50% of 1 GiB, then resume, $runs runs"
+refetched=()
+for _ in $(seq 1 "$runs"); do
+    rm -rf "$work/out" && mkdir -p "$work/out"
+    "$ba" fetch "$base/big.bin" -o "$work/out" --sha256 "$sha_big" >/dev/null 2>&1 &
+    pid=$!
+    # Wait (bounded) for half the file, then kill without warning.
+    for _ in $(seq 1 20000); do
+        size=$(stat -c %s "$work/out/big.bin.part" 2>/dev/null || echo 0)
+        [ "$size" -ge $((1 << 29)) ] && break
+        kill -0 "$pid" 2>/dev/null || break
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    kept=$(stat -c %s "$work/out/big.bin.part" 2>/dev/null || echo 0)
+    received=$("$ba" fetch "$base/big.bin" -o "$work/out" --sha256 "$sha_big" --json | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["receivedBytes"])')
+    refetched+=($((kept + received - (1 << 30))))
+    echo "  killed with $kept bytes on disk; the resume received $received bytes" >&2
+done
+c=$(printf '%s\n' "${refetched[@]}" | median)
+printf '  bytes fetched twice (median): %d   (goal <= 1048576)\n' "$c"

@@ -1,0 +1,113 @@
+import BADownloadEngine
+import BATestSupport
+import Foundation
+import Testing
+
+/// https end to end: a real TLS server on loopback with a certificate from a CA made for the
+/// test, trusted through `Trust.caFile`, and a pinned public key.
+@Suite(.timeLimit(.minutes(1))) struct TLSTests {
+    /// A CA, a server certificate for 127.0.0.1 signed by it, and the server key's pin.
+    struct Certificates {
+        let directory: TemporaryDirectory
+        var ca: String { directory.url.appendingPathComponent("ca.pem").path }
+        var certificate: String { directory.url.appendingPathComponent("server.pem").path }
+        var key: String { directory.url.appendingPathComponent("server.key").path }
+        let pin: String
+    }
+
+    func makeCertificates() async throws -> Certificates {
+        let directory = try TemporaryDirectory()
+        let run = { (command: String) async throws in
+            let output = try await runProcess("/bin/sh", ["-c", command], currentDirectory: directory.path)
+            #expect(output.status == 0, "\(command): \(output.stderr)")
+        }
+        try directory.write("san.ext", "subjectAltName=IP:127.0.0.1\n")
+        let ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+        try await run("openssl req -x509 \(ec) -keyout ca.key -out ca.pem -days 1 -subj /CN=ba-test-ca 2>/dev/null")
+        try await run("openssl req \(ec) -keyout server.key -out server.csr -subj /CN=127.0.0.1 2>/dev/null")
+        try await run("openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile san.ext 2>/dev/null")
+        let pin = try await runProcess(
+            "/bin/sh", ["-c", "openssl x509 -in server.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"],
+            currentDirectory: directory.path)
+        return Certificates(directory: directory, pin: "sha256//" + pin.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Starts a bounded HTTPS server (at most 10 requests, 30 s) serving `root`; returns it and its port.
+    func startServer(_ certificates: Certificates, root: String) throws -> (Process, Int) {
+        let script = """
+            import functools, http.server, signal, ssl, sys
+            signal.alarm(30)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(sys.argv[1], sys.argv[2])
+            class Handler(http.server.SimpleHTTPRequestHandler):
+                def log_message(self, *args): pass
+            server = http.server.HTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=sys.argv[3]))
+            server.socket = context.wrap_socket(server.socket, server_side=True)
+            server.timeout = 10
+            print(server.server_address[1], flush=True)
+            for _ in range(10):
+                server.handle_request()
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, certificates.certificate, certificates.key, root]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The first line is the port (the server is listening once it is printed).
+        var line = Data()
+        while true {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data("\n".utf8) { break }
+            line.append(byte)
+        }
+        let port = try #require(Int(String(decoding: line, as: UTF8.self)))
+        return (process, port)
+    }
+
+    @Test func httpsWithACustomCAAndAPinnedKey() async throws {
+        let certificates = try await makeCertificates()
+        defer { certificates.directory.remove() }
+        let root = certificates.directory.url.appendingPathComponent("root")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let data = Data((0..<50_000).map { UInt8(truncatingIfNeeded: $0) })
+        try data.write(to: root.appendingPathComponent("asset.bin"))
+        let (server, port) = try startServer(certificates, root: root.path)
+        defer { server.terminate() }
+
+        let engine = DownloadEngine()
+        defer { engine.shutdown() }
+        let events = EventReader(engine)
+        let url = "https://127.0.0.1:\(port)/asset.bin"
+        func fetch(_ id: String, trust: DownloadRequest.Trust) async -> DownloadEvent? {
+            let destination = certificates.directory.url.appendingPathComponent(id).path
+            engine.add(DownloadRequest(id: id, url: url, destination: destination, isForeground: true, trust: trust))
+            return await events.end(of: id)
+        }
+
+        guard case .finished(_, let path, let size, _, _) = await fetch("trusted", trust: .init(caFile: certificates.ca)) else {
+            Issue.record("\(events.seen)")
+            return
+        }
+        #expect(size == 50_000 && FileManager.default.contents(atPath: path) == data)
+
+        guard case .failed(_, let untrusted) = await fetch("untrusted", trust: .init()) else {
+            Issue.record("\(events.seen)")
+            return
+        }
+        #expect(untrusted.code == .tls, "\(untrusted)")
+
+        guard case .finished = await fetch("pinned", trust: .init(caFile: certificates.ca, pinnedPublicKey: certificates.pin)) else {
+            Issue.record("\(events.seen)")
+            return
+        }
+
+        let wrongPin = "sha256//" + Data(repeating: 0, count: 32).base64EncodedString()
+        guard case .failed(_, let pinned) = await fetch("wrong-pin", trust: .init(caFile: certificates.ca, pinnedPublicKey: wrongPin)) else {
+            Issue.record("\(events.seen)")
+            return
+        }
+        #expect(pinned.code == .tls, "\(pinned)")
+    }
+}
