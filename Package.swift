@@ -26,6 +26,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         // C: the extension ABI header, libffi, and Linux calls Swift's Glibc module lacks.
@@ -46,7 +47,12 @@ let package = Package(
         .target(name: "BackgroundAssets", dependencies: ["BAExtensionProtocol", "BAExtensionABI", "CBAExtension"]),
 
         // The download engine: libcurl multi on one thread, resume, retries, integrity.
-        .target(name: "BADownloadEngine", dependencies: ["BAExtensionProtocol", "CCurl", "CCrypto"]),
+        .target(
+            name: "BADownloadEngine",
+            dependencies: [
+                "BAExtensionProtocol", "CCurl", "CCrypto", "CBASystem",
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]),
 
         // The runner process (kept free of Foundation: it is spawned for every call).
         .target(

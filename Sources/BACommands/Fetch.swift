@@ -42,6 +42,9 @@ struct Fetch: AsyncParsableCommand {
     @Option(help: "Background transfers at once.")
     var concurrency: Int = 4
 
+    @Flag(help: "fsync each file before moving it into place (durable across power loss, as basd does; slower for many small files).")
+    var sync = false
+
     @Option(name: .customLong("allow"), help: "Allowed host (repeatable; '*.example.com' for subdomains), checked on every redirect hop.")
     var allowedHosts: [String] = []
 
@@ -96,6 +99,7 @@ struct Fetch: AsyncParsableCommand {
         }
         var configuration = DownloadEngine.Configuration()
         configuration.backgroundConcurrency = concurrency
+        configuration.durable = sync
         let engine = DownloadEngine(configuration: configuration)
         let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         signal(SIGINT, SIG_IGN)

@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import HeapModule
 import Synchronization
 
 /// Downloads files with libcurl's multi interface on one thread that owns every handle.
@@ -30,6 +31,10 @@ public final class DownloadEngine: Sendable {
         public var connectTimeout: Duration = .seconds(20)
         /// libcurl's receive buffer per transfer.
         public var bufferSize: Int = 512 * 1024
+        /// fsync each finished file before renaming it into place, so a power loss never leaves
+        /// a renamed file without its bytes (writeback starts every 8 MiB during the download, so
+        /// the final fsync is short). Off for tools that, like curl, leave that to the kernel.
+        public var durable: Bool = true
         public init() {}
     }
 
@@ -130,6 +135,13 @@ final class EngineLoop: @unchecked Sendable {
     let takeCommands: @Sendable () -> [DownloadEngine.Command]
 
     var transfers: [String: Transfer] = [:]
+    /// Background transfers waiting for a slot, most urgent first. Entries whose transfer is no
+    /// longer queued (promoted, cancelled) are skipped when they come up.
+    var queue = Heap<QueueEntry>()
+    /// Transfers with a request on the wire.
+    var active: [ObjectIdentifier: Transfer] = [:]
+    /// Transfers waiting for a retry time.
+    var retrying: [ObjectIdentifier: Transfer] = [:]
     var sequence = 0
     var running = true
     var random = SystemRandomNumberGenerator()
@@ -161,6 +173,7 @@ final class EngineLoop: @unchecked Sendable {
         }
         for transfer in transfers.values {
             detach(transfer)
+            transfer.persistValidator()
             transfer.closeFile()
         }
         transfers.removeAll()
@@ -176,13 +189,14 @@ final class EngineLoop: @unchecked Sendable {
         curl_multi_timeout(multi, &curlTimeout)
         if curlTimeout >= 0 { timeout = min(timeout, curlTimeout) }
         let now = clock.now()
-        for transfer in transfers.values {
+        for transfer in retrying.values {
             if case .waitingForRetry(let until) = transfer.machine.state {
                 timeout = min(timeout, max(0, Int(milliseconds(until - now)) + 1))
-            } else if transfer.easy != nil {
-                let stallAt = transfer.lastActivity + configuration.stallTimeout
-                timeout = min(timeout, max(0, Int(milliseconds(stallAt - now)) + 1))
             }
+        }
+        for transfer in active.values {
+            let stallAt = transfer.lastActivity + configuration.stallTimeout
+            timeout = min(timeout, max(0, Int(milliseconds(stallAt - now)) + 1))
         }
         return Int32(clamping: timeout)
     }
@@ -190,7 +204,7 @@ final class EngineLoop: @unchecked Sendable {
     /// Takes transfers that received nothing for `stallTimeout` off the wire and retries them.
     func detectStalls() {
         let now = clock.now()
-        for transfer in Array(transfers.values) where transfer.easy != nil {
+        for transfer in Array(active.values) {
             guard now - transfer.lastActivity >= configuration.stallTimeout else { continue }
             detach(transfer)
             emitProgress(transfer, force: true)
@@ -220,11 +234,17 @@ final class EngineLoop: @unchecked Sendable {
             sequence += 1
             let transfer = Transfer(request: request, sequence: sequence)
             transfer.loop = self
+            transfer.durable = configuration.durable
             transfers[request.id] = transfer
             do {
                 try transfer.openPartialFile()
             } catch {
-                finishFailed(transfer, error)
+                return finishFailed(transfer, error)
+            }
+            if transfer.machine.isForeground {
+                start(transfer)
+            } else {
+                enqueue(transfer)
             }
         case .promote(let id):
             guard let transfer = transfers[id], !transfer.machine.isForeground else { return }
@@ -237,11 +257,14 @@ final class EngineLoop: @unchecked Sendable {
                 emit(.paused(id: id, bytesOnDisk: transfer.bytesOnDisk))
                 start(transfer)
             } else if transfer.machine.state == .queued {
+                transfer.queueGeneration += 1
                 start(transfer)
             }
         case .cancel(let id):
             guard let transfer = transfers[id] else { return }
             detach(transfer)
+            retrying[ObjectIdentifier(transfer)] = nil
+            transfer.queueGeneration += 1
             if case .fail(let error) = transfer.machine.cancel() {
                 transfer.closeFile()
                 try? FileManager.default.removeItem(atPath: transfer.request.partialPath)
@@ -264,37 +287,31 @@ final class EngineLoop: @unchecked Sendable {
 
     // MARK: Scheduling
 
-    /// Starts foreground transfers, due retries, and background transfers up to the bound in
-    /// order: essential first, then priority, then arrival.
+    /// Starts due retries, then background transfers up to the bound in order: essential first,
+    /// then priority, then arrival. Foreground transfers never wait here.
     func startDueTransfers() {
-        let now = clock.now()
-        var runningBackground = 0
-        var ready: [Transfer] = []
-        for transfer in transfers.values {
-            switch transfer.machine.state {
-            case .running:
-                if !transfer.machine.isForeground { runningBackground += 1 }
-            case .queued:
-                ready.append(transfer)
-            case .waitingForRetry(let until) where until <= now:
-                ready.append(transfer)
-            default:
-                break
+        if !retrying.isEmpty {
+            let now = clock.now()
+            for (key, transfer) in retrying {
+                guard case .waitingForRetry(let until) = transfer.machine.state, until <= now else { continue }
+                retrying[key] = nil
+                if transfer.machine.isForeground { start(transfer) } else { enqueue(transfer) }
             }
         }
-        ready.sort { a, b in
-            if a.machine.isForeground != b.machine.isForeground { return a.machine.isForeground }
-            if a.request.isEssential != b.request.isEssential { return a.request.isEssential }
-            if a.request.priority != b.request.priority { return a.request.priority > b.request.priority }
-            return a.sequence < b.sequence
-        }
-        for transfer in ready {
-            if !transfer.machine.isForeground {
-                guard runningBackground < configuration.backgroundConcurrency else { continue }
-                runningBackground += 1
-            }
+        var runningBackground = active.values.reduce(0) { $0 + ($1.machine.isForeground ? 0 : 1) }
+        while runningBackground < configuration.backgroundConcurrency, let entry = queue.popMin() {
+            let transfer = entry.transfer
+            // A stale entry: the transfer was promoted, cancelled or already started.
+            guard entry.generation == transfer.queueGeneration, transfers[transfer.id] === transfer, !transfer.machine.isForeground
+            else { continue }
+            runningBackground += 1
             start(transfer)
         }
+    }
+
+    func enqueue(_ transfer: Transfer) {
+        transfer.queueGeneration += 1
+        queue.insert(QueueEntry(transfer: transfer, generation: transfer.queueGeneration))
     }
 
     func start(_ transfer: Transfer) {
@@ -306,6 +323,8 @@ final class EngineLoop: @unchecked Sendable {
         case .startRequest(let url, let offset, let validator):
             launch(transfer, url: url, offset: offset, validator: validator)
         case .waitUntil(let until, let attempt, let reason):
+            transfer.persistValidator()
+            retrying[ObjectIdentifier(transfer)] = transfer
             emit(.retrying(id: transfer.id, attempt: attempt, delay: until - clock.now(), reason: reason))
         case .askForCredentials(let challenge):
             if let credential = transfer.credential, !transfer.machine.credentialsSent {
@@ -337,6 +356,9 @@ final class EngineLoop: @unchecked Sendable {
 
     func finishFailed(_ transfer: Transfer, _ error: DownloadError) {
         detach(transfer)
+        retrying[ObjectIdentifier(transfer)] = nil
+        transfer.queueGeneration += 1
+        transfer.persistValidator()
         transfer.closeFile()
         // Keep a partial file only if it holds bytes worth resuming.
         if transfer.bytesOnDisk == 0 {
@@ -369,6 +391,7 @@ final class EngineLoop: @unchecked Sendable {
             return finishFailed(transfer, DownloadError(.network, "curl_easy_init failed"))
         }
         transfer.easy = easy
+        active[ObjectIdentifier(transfer)] = transfer
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         ccurl_setopt_string(easy, CURLOPT_URL, url)
         ccurl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
@@ -404,6 +427,7 @@ final class EngineLoop: @unchecked Sendable {
 
     /// Takes the transfer's handle off the multi handle and frees it.
     func detach(_ transfer: Transfer) {
+        active[ObjectIdentifier(transfer)] = nil
         if let easy = transfer.easy {
             curl_multi_remove_handle(multi, easy)
             curl_easy_cleanup(easy)
@@ -505,4 +529,20 @@ private let headerCallback: ccurl_data_callback = { data, size, count, userData 
     let transfer = Unmanaged<Transfer>.fromOpaque(userData).takeUnretainedValue()
     transfer.headerLine(String(decoding: UnsafeRawBufferPointer(start: data, count: size * count), as: UTF8.self))
     return size * count
+}
+
+/// A queued background transfer's place in line: essential first, then higher priority, then
+/// earlier arrival.
+struct QueueEntry: Comparable {
+    let transfer: Transfer
+    /// The transfer's queue generation when queued: a later change makes this entry stale.
+    let generation: Int
+
+    static func < (a: QueueEntry, b: QueueEntry) -> Bool {
+        if a.transfer.request.isEssential != b.transfer.request.isEssential { return a.transfer.request.isEssential }
+        if a.transfer.request.priority != b.transfer.request.priority { return a.transfer.request.priority > b.transfer.request.priority }
+        return a.transfer.sequence < b.transfer.sequence
+    }
+
+    static func == (a: QueueEntry, b: QueueEntry) -> Bool { a.transfer === b.transfer && a.generation == b.generation }
 }

@@ -192,3 +192,7 @@ static int transfer_all(int fd, const void *bytes, size_t length, int use_send, 
 int ba_sys_write_all(int fd, const void *bytes, size_t length) { return transfer_all(fd, bytes, length, 0, 0); }
 
 int ba_sys_send_all(int fd, const void *bytes, size_t length) { return transfer_all(fd, bytes, length, 1, MSG_NOSIGNAL); }
+
+void ba_sys_start_writeback(int fd, int64_t offset, int64_t length) {
+    (void)sync_file_range(fd, (off64_t)offset, (off64_t)length, SYNC_FILE_RANGE_WRITE);
+}

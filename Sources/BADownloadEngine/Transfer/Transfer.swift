@@ -1,3 +1,4 @@
+import CBASystem
 import CCurl
 import Foundation
 
@@ -18,6 +19,14 @@ final class Transfer: @unchecked Sendable {
     /// Bytes of the partial file known to be good (everything written so far).
     var bytesOnDisk: Int64 = 0
     var validator: String?
+    /// Whether `validator` is in the sidecar file on disk.
+    var validatorPersisted = false
+    /// Bumped whenever the transfer leaves the background queue (stale heap entries are skipped).
+    var queueGeneration = 0
+    /// Bytes after which the validator is written next to the partial file right away; a smaller
+    /// partial file is cheap to fetch again after a crash, and skipping the write keeps small
+    /// files fast. Interrupted transfers always write it.
+    static let persistValidatorAfterBytes: Int64 = 1 << 20
     var hasher = SHA256Hasher()
     /// Whether `hasher` covers exactly `bytesOnDisk` bytes.
     var hasherInSync = true
@@ -41,6 +50,9 @@ final class Transfer: @unchecked Sendable {
     /// The engine loop, to report progress from the write path.
     weak var loop: EngineLoop?
     var credential: DownloadRequest.Credential?
+
+    /// fsync the file before renaming it into place (see ``DownloadEngine/Configuration/durable``).
+    var durable = true
 
     init(request: DownloadRequest, sequence: Int) {
         self.request = request
@@ -66,6 +78,7 @@ final class Transfer: @unchecked Sendable {
         bytesOnDisk = Int64(info.st_size)
         if bytesOnDisk > 0, let saved = try? String(contentsOfFile: validatorPath, encoding: .utf8), !saved.isEmpty {
             validator = saved
+            validatorPersisted = true
         }
         if bytesOnDisk > 0 && validator == nil {
             // Bytes of an unknown version: they cannot be resumed safely.
@@ -103,11 +116,17 @@ final class Transfer: @unchecked Sendable {
 
     func rememberValidator(_ value: String?) {
         validator = value
-        if let value {
-            try? value.write(toFile: validatorPath, atomically: true, encoding: .utf8)
-        } else {
+        if validatorPersisted {
             try? FileManager.default.removeItem(atPath: validatorPath)
+            validatorPersisted = false
         }
+    }
+
+    /// Writes the validator next to the partial file (so another process can resume it), if
+    /// there are bytes worth keeping and it is not there yet.
+    func persistValidator() {
+        guard !validatorPersisted, bytesOnDisk > 0, let validator, fd >= 0 else { return }
+        validatorPersisted = (try? validator.write(toFile: validatorPath, atomically: true, encoding: .utf8)) != nil
     }
 
     /// Appends body bytes at the end of the partial file.
@@ -123,7 +142,17 @@ final class Transfer: @unchecked Sendable {
             written += count
         }
         if request.sha256 != nil { hasher.update(bytes) }
+        let before = bytesOnDisk
         bytesOnDisk += Int64(bytes.count)
+        if !validatorPersisted && bytesOnDisk >= Self.persistValidatorAfterBytes { persistValidator() }
+        if durable {
+            // Start writeback of each completed 8 MiB so the fsync before the rename has little
+            // left to do (the download and the disk work overlap).
+            let chunk: Int64 = 8 << 20
+            if before / chunk != bytesOnDisk / chunk {
+                ba_sys_start_writeback(fd, (bytesOnDisk / chunk - 1) * chunk, chunk)
+            }
+        }
         return true
     }
 
@@ -149,13 +178,13 @@ final class Transfer: @unchecked Sendable {
                     DownloadError(.checksumMismatch, "SHA-256 of \(machine.currentURL) is \(digest), expected \(expected)"))
             }
         }
-        guard fsync(fd) == 0 else { return .failure(fileError("fsync", request.partialPath)) }
+        if durable { guard fsync(fd) == 0 else { return .failure(fileError("fsync", request.partialPath)) } }
         close(fd)
         fd = -1
         guard rename(request.partialPath, request.destination) == 0 else {
             return .failure(fileError("rename", request.destination))
         }
-        try? FileManager.default.removeItem(atPath: validatorPath)
+        if validatorPersisted { try? FileManager.default.removeItem(atPath: validatorPath) }
         return .success(digest)
     }
 

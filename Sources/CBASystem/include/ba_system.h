@@ -50,4 +50,8 @@ int ba_sys_write_all(int fd, const void *bytes, size_t length);
 /// Like ba_sys_write_all on a socket, with MSG_NOSIGNAL: a closed peer gives EPIPE, not SIGPIPE.
 int ba_sys_send_all(int fd, const void *bytes, size_t length);
 
+/// sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE): starts writeback of that range
+/// without waiting for it. Errors are ignored (it is only a head start for a later fsync).
+void ba_sys_start_writeback(int fd, int64_t offset, int64_t length);
+
 #endif
