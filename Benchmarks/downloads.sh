@@ -87,13 +87,13 @@ for _ in $(seq 1 "$runs"); do
     pid=$!
     # Wait (bounded) for half the file, then kill without warning.
     for _ in $(seq 1 20000); do
-        size=$(stat -c %s "$work/out/big.bin.part" 2>/dev/null || echo 0)
+        size=$(stat -c %s "$work/out/.ba-partial/big.bin.part" 2>/dev/null || echo 0)
         [ "$size" -ge $((1 << 29)) ] && break
         kill -0 "$pid" 2>/dev/null || break
     done
     kill -9 "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    kept=$(stat -c %s "$work/out/big.bin.part" 2>/dev/null || echo 0)
+    kept=$(stat -c %s "$work/out/.ba-partial/big.bin.part" 2>/dev/null || echo 0)
     received=$("$ba" fetch "$base/big.bin" -o "$work/out" --sha256 "$sha_big" --json | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["receivedBytes"])')
     refetched+=($((kept + received - (1 << 30))))
     echo "  killed with $kept bytes on disk; the resume received $received bytes" >&2

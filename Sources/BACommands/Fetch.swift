@@ -13,7 +13,7 @@ struct Fetch: AsyncParsableCommand {
         abstract: "Download URLs with the Background Assets download engine (no daemon), for debugging and benchmarks.",
         discussion: """
             Each URL is saved under the output directory by the last component of its path. A partial
-            file (NAME.part) left by an interrupted run is resumed with a validated range request.
+            file (.ba-partial/NAME.part) left by an interrupted run is resumed with a validated range request.
 
             Examples:
               ba fetch https://cdn.example.com/level-1.pak -o assets/

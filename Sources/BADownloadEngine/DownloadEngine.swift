@@ -168,6 +168,7 @@ final class EngineLoop: @unchecked Sendable {
             curl_multi_perform(multi, &active)
             drainMessages()
             detectStalls()
+            flushProgress()
             startDueTransfers()
             curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
         }
@@ -194,9 +195,13 @@ final class EngineLoop: @unchecked Sendable {
                 timeout = min(timeout, max(0, Int(milliseconds(until - now)) + 1))
             }
         }
+        let realNow = ContinuousClock.now
         for transfer in active.values {
             let stallAt = transfer.lastActivity + configuration.stallTimeout
             timeout = min(timeout, max(0, Int(milliseconds(stallAt - now)) + 1))
+            if transfer.bytesOnDisk != transfer.reportedBytes && transfer.bytesOnDisk > 0, let last = transfer.lastProgress {
+                timeout = min(timeout, max(0, Int(milliseconds(Self.progressInterval - (realNow - last))) + 1))
+            }
         }
         return Int32(clamping: timeout)
     }
@@ -337,7 +342,6 @@ final class EngineLoop: @unchecked Sendable {
             switch transfer.finish() {
             case .success(let digest):
                 _ = transfer.machine.verified(nil)
-                emit(.progress(id: transfer.id, bytesWritten: transfer.bytesOnDisk, totalBytes: transfer.bytesOnDisk))
                 emit(
                     .finished(
                         id: transfer.id, path: transfer.request.destination, size: transfer.bytesOnDisk, sha256: digest,
@@ -387,6 +391,8 @@ final class EngineLoop: @unchecked Sendable {
         transfer.abortError = nil
         transfer.discardedBodyBytes = 0
         transfer.lastActivity = clock.now()
+        // The first progress comes 100 ms in: a small file is done before that and needs none.
+        transfer.lastProgress = ContinuousClock.now
         guard let easy = curl_easy_init() else {
             return finishFailed(transfer, DownloadError(.network, "curl_easy_init failed"))
         }
@@ -455,7 +461,9 @@ final class EngineLoop: @unchecked Sendable {
     func requestEnded(_ transfer: Transfer, result: CURLcode) {
         let outcome = outcome(of: transfer, result: result)
         detach(transfer)
-        emitProgress(transfer, force: true)
+        // A transfer that ends here reports its bytes with `finished`; one that will go on
+        // reports where it stopped.
+        if outcome != .complete { emitProgress(transfer, force: true) }
         let policy = transfer.machine.isForeground ? configuration.foregroundRetry : configuration.backgroundRetry
         let action = transfer.machine.requestEnded(
             outcome, policy: policy, now: clock.now(), random: Double.random(in: 0..<1, using: &random),
@@ -507,10 +515,24 @@ final class EngineLoop: @unchecked Sendable {
         return .fatal(DownloadError(.network, "\(url): \(code)", curlCode: Int32(result.rawValue)))
     }
 
+    /// Least time between two progress events of one transfer.
+    static let progressInterval = Duration.milliseconds(100)
+
+    /// Reports bytes that arrived since the last report once the interval has passed, also
+    /// when no more bytes come (a stalled transfer still shows how far it got).
+    func flushProgress() {
+        let now = ContinuousClock.now
+        for transfer in active.values where transfer.bytesOnDisk != transfer.reportedBytes && transfer.bytesOnDisk > 0 {
+            if let last = transfer.lastProgress, now - last < Self.progressInterval { continue }
+            emitProgress(transfer, force: true)
+        }
+    }
+
     func emitProgress(_ transfer: Transfer, force: Bool) {
         let now = ContinuousClock.now
-        if !force, let last = transfer.lastProgress, now - last < .milliseconds(100) { return }
+        if !force, let last = transfer.lastProgress, now - last < Self.progressInterval { return }
         transfer.lastProgress = now
+        transfer.reportedBytes = transfer.bytesOnDisk
         emit(.progress(id: transfer.id, bytesWritten: transfer.bytesOnDisk, totalBytes: transfer.request.expectedSize ?? transfer.total))
     }
 }
@@ -527,7 +549,7 @@ private let writeCallback: ccurl_data_callback = { data, size, count, userData i
 private let headerCallback: ccurl_data_callback = { data, size, count, userData in
     guard let data, let userData else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(userData).takeUnretainedValue()
-    transfer.headerLine(String(decoding: UnsafeRawBufferPointer(start: data, count: size * count), as: UTF8.self))
+    transfer.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
     return size * count
 }
 

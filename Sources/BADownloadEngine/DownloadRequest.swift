@@ -39,8 +39,11 @@ public struct DownloadRequest: Sendable {
     public var headers: [Header]
     /// Where the finished file goes (atomically renamed into place when complete and verified).
     public var destination: String
-    /// The partial file (default: destination + ".part"); its validator is kept next to it in
-    /// `<partial>.validator` so a later process can resume it.
+    /// The partial file (default: `.ba-partial/NAME.part` beside the destination); its validator
+    /// is kept next to it in `<partial>.validator` so a later process can resume it. Keeping
+    /// in-flight files in their own small folder spares the destination folder two of the three
+    /// directory operations per file (it sees only the final rename), which matters for folders
+    /// of thousands of files.
     public var partialPath: String
     /// The exact size the file must have, if known (essential downloads).
     public var expectedSize: Int64?
@@ -67,7 +70,7 @@ public struct DownloadRequest: Sendable {
         self.url = url
         self.headers = headers
         self.destination = destination
-        self.partialPath = partialPath ?? destination + ".part"
+        self.partialPath = partialPath ?? Self.defaultPartialPath(for: destination)
         self.expectedSize = expectedSize
         self.sha256 = sha256?.lowercased()
         self.priority = priority
@@ -76,6 +79,16 @@ public struct DownloadRequest: Sendable {
         self.allowList = allowList
         self.credential = credential
         self.trust = trust
+    }
+}
+
+extension DownloadRequest {
+    /// `DIR/.ba-partial/NAME.part` for `DIR/NAME`.
+    public static func defaultPartialPath(for destination: String) -> String {
+        let slash = destination.lastIndex(of: "/")
+        let directory = slash.map { String(destination[..<$0]) } ?? "."
+        let name = slash.map { String(destination[destination.index(after: $0)...]) } ?? destination
+        return (directory.isEmpty ? "" : directory) + "/.ba-partial/" + name + ".part"
     }
 }
 

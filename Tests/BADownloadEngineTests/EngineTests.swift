@@ -100,8 +100,8 @@ func sha256(_ data: [UInt8]) throws -> String {
         let end = await events.end(of: "a")
         #expect(end == .finished(id: "a", path: destination(directory), size: 300_000, sha256: digest, receivedBytes: 300_000))
         #expect(sameBytes(contents(destination(directory)), data))
-        #expect(!FileManager.default.fileExists(atPath: destination(directory) + ".part"))
-        #expect(!FileManager.default.fileExists(atPath: destination(directory) + ".part.validator"))
+        #expect(!FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory))))
+        #expect(!FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory)) + ".validator"))
         try await finish(server, engine, directory)
     }
 
@@ -252,7 +252,7 @@ func sha256(_ data: [UInt8]) throws -> String {
         engine.add(DownloadRequest(id: "n", url: server.url("/missing.bin"), destination: destination(directory)))
         guard case .failed(_, let error) = await events.end(of: "n") else { Issue.record("\(events.seen)"); return }
         #expect(error.httpStatus == 404 && error.message.contains("404"))
-        #expect(!FileManager.default.fileExists(atPath: destination(directory) + ".part"))
+        #expect(!FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory))))
         try await finish(server, engine, directory)
     }
 
@@ -422,7 +422,7 @@ func sha256(_ data: [UInt8]) throws -> String {
         engine.cancel("c")
         guard case .failed(_, let error) = await events.end(of: "c") else { Issue.record("\(events.seen)"); return }
         #expect(error.code == .cancelled)
-        #expect(!FileManager.default.fileExists(atPath: destination(directory) + ".part"))
+        #expect(!FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory))))
         try await finish(server, engine, directory)
     }
 }

@@ -1,5 +1,3 @@
-import Foundation
-
 /// The status line and headers of one HTTP response, as the header callback collects them.
 public struct ResponseHead: Sendable, Equatable {
     public var status: Int = 0
@@ -15,25 +13,50 @@ public struct ResponseHead: Sendable, Equatable {
 
     public subscript(_ name: String) -> String? { fields[name.lowercased()] }
 
+    /// The header fields the engine reads; others are skipped without building Strings.
+    static let interestingFields: Set<String> = [
+        "content-length", "content-range", "etag", "last-modified", "location", "retry-after", "www-authenticate",
+    ]
+
     /// Feeds one header line (with or without CRLF). Returns true at the blank line that ends a
     /// final (non-1xx) response head.
-    public mutating func consume(line raw: String) -> Bool {
-        var line = Substring(raw)
-        // "\r\n" is one Character (a grapheme cluster), so compare by newline-ness.
-        while let last = line.last, last.isNewline { line.removeLast() }
-        if line.hasPrefix("HTTP/") {
+    public mutating func consume(line: String) -> Bool {
+        var copy = line
+        return copy.withUTF8 { consume(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Feeds one header line as bytes (what libcurl hands over), parsed without Foundation.
+    public mutating func consume(bytes raw: UnsafeRawBufferPointer) -> Bool {
+        var end = raw.count
+        while end > 0 && (raw[end - 1] == 0x0A || raw[end - 1] == 0x0D) { end -= 1 }
+        let line = UnsafeRawBufferPointer(rebasing: raw[0..<end])
+        if line.starts(with: "HTTP/".utf8) {
             // A new response (after a 1xx, or a new attempt): start over.
             self = ResponseHead()
-            let parts = line.split(separator: " ", maxSplits: 2)
-            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
-            reason = parts.count > 2 ? String(parts[2]) : ""
+            var index = 0
+            while index < line.count && line[index] != 0x20 { index += 1 }
+            while index < line.count && line[index] == 0x20 { index += 1 }
+            var code = 0
+            var digits = 0
+            while index < line.count, (0x30...0x39).contains(line[index]), digits < 3 {
+                code = code * 10 + Int(line[index] - 0x30)
+                index += 1
+                digits += 1
+            }
+            status = digits == 3 ? code : 0
+            while index < line.count && line[index] == 0x20 { index += 1 }
+            reason = String(decoding: UnsafeRawBufferPointer(rebasing: line[index...]), as: UTF8.self)
             return false
         }
         if line.isEmpty { return status >= 200 }
-        guard let colon = line.firstIndex(of: ":") else { return false }
-        let name = line[..<colon].lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        fields[name] = value
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0, colon < 32 else { return false }
+        let name = String(decoding: line[0..<colon].map { (0x41...0x5A).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
+        guard Self.interestingFields.contains(name) else { return false }
+        var start = colon + 1
+        var stop = line.count
+        while start < stop && (line[start] == 0x20 || line[start] == 0x09) { start += 1 }
+        while stop > start && (line[stop - 1] == 0x20 || line[stop - 1] == 0x09) { stop -= 1 }
+        fields[name] = String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<stop]), as: UTF8.self)
         return false
     }
 

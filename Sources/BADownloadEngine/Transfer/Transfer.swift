@@ -45,6 +45,8 @@ final class Transfer: @unchecked Sendable {
     var receivedBytes: Int64 = 0
     /// When progress was last reported (real time: progress is for people, not for logic).
     var lastProgress: ContinuousClock.Instant?
+    /// `bytesOnDisk` when progress was last reported.
+    var reportedBytes: Int64 = -1
     /// Engine-clock time of the last byte (or header) received: for stall detection.
     var lastActivity: Duration = .zero
     /// The engine loop, to report progress from the write path.
@@ -69,9 +71,13 @@ final class Transfer: @unchecked Sendable {
     /// Opens the partial file and learns what is on disk (and its validator, if remembered).
     func openPartialFile() throws(DownloadError) {
         guard fd < 0 else { return }
-        let directory = (request.partialPath as NSString).deletingLastPathComponent
-        if !directory.isEmpty { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         fd = open(request.partialPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        if fd < 0 && errno == ENOENT {
+            // The folder is created on first use only: a stat per file adds up over thousands.
+            let directory = (request.partialPath as NSString).deletingLastPathComponent
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            fd = open(request.partialPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        }
         guard fd >= 0 else { throw fileError("open", request.partialPath) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw fileError("fstat", request.partialPath) }
@@ -202,9 +208,9 @@ final class Transfer: @unchecked Sendable {
     // MARK: Response handling (called from libcurl callbacks on the engine thread)
 
     /// One header line arrived.
-    func headerLine(_ line: String) {
+    func headerLine(_ line: UnsafeRawBufferPointer) {
         if let loop { lastActivity = loop.clock.now() }
-        guard head.consume(line: line) else { return }
+        guard head.consume(bytes: line) else { return }
         let decision = ResponseDecision.decide(
             head, requestedOffset: requestOffset, sentValidator: requestValidator, expectedSize: request.expectedSize,
             url: machine.currentURL)
