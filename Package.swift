@@ -110,9 +110,10 @@ let package = Package(
         .testTarget(
             name: "BAExtensionHostTests",
             dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport", "BAAssetServer"]),
         .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer"]),
-        .testTarget(name: "BADownloadEngineTests", dependencies: ["BADownloadEngine", "BAAssetServer", "BATestSupport"]),
+        .testTarget(
+            name: "BADownloadEngineTests", dependencies: ["BADownloadEngine", "BAAssetServer", "BATestSupport"]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )

@@ -9,4 +9,4 @@ swift build -c release
 build="$(swift build -c release --show-bin-path)"
 "$build/ExtensionHostBenchmark" "$build" "${1:-50}" "${2:-1000}"
 echo
-"$(dirname "$0")/downloads.sh" 3 "$build"
+"$(dirname "$0")/downloads.sh" 5 "$build"

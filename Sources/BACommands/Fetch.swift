@@ -3,7 +3,7 @@ import BADownloadEngine
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `ba fetch`: the download engine from the command line, with no daemon.
@@ -42,10 +42,15 @@ struct Fetch: AsyncParsableCommand {
     @Option(help: "Background transfers at once.")
     var concurrency: Int = 4
 
-    @Flag(help: "fsync each file before moving it into place (durable across power loss, as basd does; slower for many small files).")
+    @Flag(
+        help:
+            "fsync each file before moving it into place (durable across power loss, as basd does; slower for many small files)."
+    )
     var sync = false
 
-    @Option(name: .customLong("allow"), help: "Allowed host (repeatable; '*.example.com' for subdomains), checked on every redirect hop.")
+    @Option(
+        name: .customLong("allow"),
+        help: "Allowed host (repeatable; '*.example.com' for subdomains), checked on every redirect hop.")
     var allowedHosts: [String] = []
 
     @Option(help: "USER:PASSWORD for HTTP authentication.")
@@ -76,7 +81,13 @@ struct Fetch: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("ba: cannot read \(inputFile)\n".utf8))
                 throw ExitCode(BAExitCode.noInput.rawValue)
             }
-            all += text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+            // Plain byte trimming: Foundation's trimmingCharacters costs ~10 µs a line.
+            all += text.split(separator: "\n").map { line in
+                String(
+                    line.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: {
+                        $0 == " " || $0 == "\t" || $0 == "\r"
+                    }).reversed())
+            }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
         }
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         var requests: [DownloadRequest] = []
@@ -88,7 +99,8 @@ struct Fetch: AsyncParsableCommand {
         for (index, url) in all.enumerated() {
             let name = Self.fileName(for: url, index: index)
             guard names.insert(name).inserted else {
-                throw ValidationError("two URLs would both be saved as '\(name)'; fetch them into different directories")
+                throw ValidationError(
+                    "two URLs would both be saved as '\(name)'; fetch them into different directories")
             }
             requests.append(
                 DownloadRequest(
@@ -165,7 +177,9 @@ struct FetchReporter {
             written[id] = size
             totals[id] = size
             receivedBytes += received
-            results.append(["url": id, "path": path, "size": size, "sha256": sha, "receivedBytes": received, "ok": true])
+            results.append([
+                "url": id, "path": path, "size": size, "sha256": sha, "receivedBytes": received, "ok": true,
+            ])
             if !json && !terminal { print("finished \(path) (\(size) bytes)") }
         case .failed(let id, let error):
             failures += 1
@@ -175,7 +189,9 @@ struct FetchReporter {
         case .retrying(let id, let attempt, let delay, let reason):
             if !json {
                 FileHandle.standardError.write(
-                    Data(((terminal ? "\r\u{1B}[K" : "") + "retrying \(id) (attempt \(attempt + 1)) in \(delay): \(reason)\n").utf8))
+                    Data(
+                        ((terminal ? "\r\u{1B}[K" : "")
+                            + "retrying \(id) (attempt \(attempt + 1)) in \(delay): \(reason)\n").utf8))
             }
         default:
             break
@@ -200,7 +216,8 @@ struct FetchReporter {
         let rate = elapsed > 0 ? Double(done) / elapsed : 0
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
         let line = String(
-            format: "\r\u{1B}[K[%@] %3.0f%%  %@ / %@  %d of %d files  %@/s", bar, fraction * 100, Self.size(done), Self.size(total),
+            format: "\r\u{1B}[K[%@] %3.0f%%  %@ / %@  %d of %d files  %@/s", bar, fraction * 100, Self.size(done),
+            Self.size(total),
             finished, count, Self.size(Int64(rate)))
         FileHandle.standardError.write(Data(line.utf8))
     }
@@ -222,7 +239,10 @@ struct FetchReporter {
             draw(force: true)
             FileHandle.standardError.write(Data("\n".utf8))
         }
-        print(String(format: "%d of %d downloaded in %.2f s%@", finished, count, seconds, interrupted ? " (interrupted: partial files kept for a resume)" : ""))
+        print(
+            String(
+                format: "%d of %d downloaded in %.2f s%@", finished, count, seconds,
+                interrupted ? " (interrupted: partial files kept for a resume)" : ""))
     }
 
     static func size(_ bytes: Int64) -> String {
@@ -239,22 +259,32 @@ struct FetchReporter {
     static func json(_ event: DownloadEvent) -> String {
         var object: [String: Any]
         switch event {
-        case .began(let id, let offset, let foreground): object = ["event": "began", "id": id, "offset": offset, "foreground": foreground]
+        case .began(let id, let offset, let foreground):
+            object = ["event": "began", "id": id, "offset": offset, "foreground": foreground]
         case .paused(let id, let bytes): object = ["event": "paused", "id": id, "bytesOnDisk": bytes]
         case .progress(let id, let bytes, let total):
             object = ["event": "progress", "id": id, "bytesWritten": bytes]
             if let total { object["totalBytes"] = total }
         case .validator(let id, let value): object = ["event": "validator", "id": id, "value": value]
         case .retrying(let id, let attempt, let delay, let reason):
-            object = ["event": "retrying", "id": id, "attempt": attempt, "delaySeconds": Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18, "reason": reason]
-        case .needsCredentials(let id, let challenge): object = ["event": "needsCredentials", "id": id, "challenge": challenge]
+            object = [
+                "event": "retrying", "id": id, "attempt": attempt,
+                "delaySeconds": Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18,
+                "reason": reason,
+            ]
+        case .needsCredentials(let id, let challenge):
+            object = ["event": "needsCredentials", "id": id, "challenge": challenge]
         case .finished(let id, let path, let size, let sha, let received):
-            object = ["event": "finished", "id": id, "path": path, "size": size, "sha256": sha, "receivedBytes": received]
+            object = [
+                "event": "finished", "id": id, "path": path, "size": size, "sha256": sha, "receivedBytes": received,
+            ]
         case .failed(let id, let error):
             object = ["event": "failed", "id": id, "error": error.code.rawValue, "message": error.message]
             if let status = error.httpStatus { object["httpStatus"] = status }
         }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+            return "{}"
+        }
         return String(decoding: data, as: UTF8.self)
     }
 }

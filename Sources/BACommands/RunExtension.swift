@@ -27,7 +27,10 @@ struct RunExtension: AsyncParsableCommand {
     @Argument(help: "The extension's shared library (.so).")
     var library: String
 
-    @Option(help: "The entry point to call: install, update, periodic (downloads(for:…)), finished, failed, or terminate (extensionWillTerminate()).")
+    @Option(
+        help:
+            "The entry point to call: install, update, periodic (downloads(for:…)), finished, failed, or terminate (extensionWillTerminate())."
+    )
     var event: Event
 
     @Option(

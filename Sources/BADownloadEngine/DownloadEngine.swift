@@ -148,7 +148,8 @@ final class EngineLoop: @unchecked Sendable {
 
     init(
         multi: UnsafeMutableRawPointer?, configuration: DownloadEngine.Configuration, clock: any EngineClock,
-        continuation: AsyncStream<DownloadEvent>.Continuation, takeCommands: @escaping @Sendable () -> [DownloadEngine.Command]
+        continuation: AsyncStream<DownloadEvent>.Continuation,
+        takeCommands: @escaping @Sendable () -> [DownloadEngine.Command]
     ) {
         self.multi = multi
         self.configuration = configuration
@@ -199,7 +200,9 @@ final class EngineLoop: @unchecked Sendable {
         for transfer in active.values {
             let stallAt = transfer.lastActivity + configuration.stallTimeout
             timeout = min(timeout, max(0, Int(milliseconds(stallAt - now)) + 1))
-            if transfer.bytesOnDisk != transfer.reportedBytes && transfer.bytesOnDisk > 0, let last = transfer.lastProgress {
+            if transfer.bytesOnDisk != transfer.reportedBytes && transfer.bytesOnDisk > 0,
+                let last = transfer.lastProgress
+            {
                 timeout = min(timeout, max(0, Int(milliseconds(Self.progressInterval - (realNow - last))) + 1))
             }
         }
@@ -214,11 +217,13 @@ final class EngineLoop: @unchecked Sendable {
             detach(transfer)
             emitProgress(transfer, force: true)
             let policy = transfer.machine.isForeground ? configuration.foregroundRetry : configuration.backgroundRetry
-            let reason = "\(transfer.machine.currentURL): no data for \(configuration.stallTimeout) after \(transfer.bytesOnDisk) bytes"
+            let reason =
+                "\(transfer.machine.currentURL): no data for \(configuration.stallTimeout) after \(transfer.bytesOnDisk) bytes"
             apply(
                 transfer.machine.requestEnded(
                     .retryable(reason: reason, retryAfter: nil, isConnectivity: false), policy: policy, now: now,
-                    random: Double.random(in: 0..<1, using: &random), bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator),
+                    random: Double.random(in: 0..<1, using: &random), bytesOnDisk: transfer.bytesOnDisk,
+                    validator: transfer.validator),
                 to: transfer)
         }
     }
@@ -232,8 +237,19 @@ final class EngineLoop: @unchecked Sendable {
     func handle(_ command: DownloadEngine.Command) {
         switch command {
         case .add(let request):
+            guard multi != nil else {
+                emit(
+                    .failed(
+                        id: request.id,
+                        error: DownloadError(.network, "libcurl could not be initialized (curl_multi_init failed)")))
+                return
+            }
             guard transfers[request.id] == nil else {
-                emit(.failed(id: request.id, error: DownloadError(.protocolViolation, "a download with id '\(request.id)' is already in the engine")))
+                emit(
+                    .failed(
+                        id: request.id,
+                        error: DownloadError(
+                            .protocolViolation, "a download with id '\(request.id)' is already in the engine")))
                 return
             }
             sequence += 1
@@ -307,7 +323,8 @@ final class EngineLoop: @unchecked Sendable {
         while runningBackground < configuration.backgroundConcurrency, let entry = queue.popMin() {
             let transfer = entry.transfer
             // A stale entry: the transfer was promoted, cancelled or already started.
-            guard entry.generation == transfer.queueGeneration, transfers[transfer.id] === transfer, !transfer.machine.isForeground
+            guard entry.generation == transfer.queueGeneration, transfers[transfer.id] === transfer,
+                !transfer.machine.isForeground
             else { continue }
             runningBackground += 1
             start(transfer)
@@ -333,7 +350,9 @@ final class EngineLoop: @unchecked Sendable {
             emit(.retrying(id: transfer.id, attempt: attempt, delay: until - clock.now(), reason: reason))
         case .askForCredentials(let challenge):
             if let credential = transfer.credential, !transfer.machine.credentialsSent {
-                apply(transfer.machine.credentialsProvided(true, bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator), to: transfer)
+                apply(
+                    transfer.machine.credentialsProvided(
+                        true, bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator), to: transfer)
                 _ = credential
             } else {
                 emit(.needsCredentials(id: transfer.id, challenge: challenge))
@@ -486,7 +505,9 @@ final class EngineLoop: @unchecked Sendable {
                 return .redirect(location: location, resolved: resolved)
             case .needsCredentials(let challenge): return .needsCredentials(challenge: challenge)
             case .retry(let reason, let retryAfter):
-                let delay = retryAfter.flatMap { RetryPolicy.parseRetryAfter($0, nowUnixSeconds: Int64(Date().timeIntervalSince1970)) }
+                let delay = retryAfter.flatMap {
+                    RetryPolicy.parseRetryAfter($0, nowUnixSeconds: Int64(Date().timeIntervalSince1970))
+                }
                 return .retryable(reason: reason, retryAfter: delay, isConnectivity: false)
             case .alreadyComplete:
                 if result == CURLE_OK { return .complete }
@@ -494,7 +515,8 @@ final class EngineLoop: @unchecked Sendable {
                 if result == CURLE_OK {
                     if let total = transfer.total, transfer.bytesOnDisk != total {
                         return .retryable(
-                            reason: "the server ended the response at \(transfer.bytesOnDisk) of \(total) bytes for \(url)",
+                            reason:
+                                "the server ended the response at \(transfer.bytesOnDisk) of \(total) bytes for \(url)",
                             retryAfter: nil, isConnectivity: false)
                     }
                     return .complete
@@ -503,7 +525,10 @@ final class EngineLoop: @unchecked Sendable {
         }
         let code = CurlCode(rawValue: result.rawValue)
         if result == CURLE_FILESIZE_EXCEEDED {
-            return .fatal(DownloadError(.sizeMismatch, "the server sent more than the expected size for \(url)", curlCode: Int32(result.rawValue)))
+            return .fatal(
+                DownloadError(
+                    .sizeMismatch, "the server sent more than the expected size for \(url)",
+                    curlCode: Int32(result.rawValue)))
         }
         if code.isTLS { return .fatal(DownloadError(.tls, "\(url): \(code)", curlCode: Int32(result.rawValue))) }
         if code.isTransient || result == CURLE_OK {
@@ -533,7 +558,10 @@ final class EngineLoop: @unchecked Sendable {
         if !force, let last = transfer.lastProgress, now - last < Self.progressInterval { return }
         transfer.lastProgress = now
         transfer.reportedBytes = transfer.bytesOnDisk
-        emit(.progress(id: transfer.id, bytesWritten: transfer.bytesOnDisk, totalBytes: transfer.request.expectedSize ?? transfer.total))
+        emit(
+            .progress(
+                id: transfer.id, bytesWritten: transfer.bytesOnDisk,
+                totalBytes: transfer.request.expectedSize ?? transfer.total))
     }
 }
 
@@ -562,7 +590,9 @@ struct QueueEntry: Comparable {
 
     static func < (a: QueueEntry, b: QueueEntry) -> Bool {
         if a.transfer.request.isEssential != b.transfer.request.isEssential { return a.transfer.request.isEssential }
-        if a.transfer.request.priority != b.transfer.request.priority { return a.transfer.request.priority > b.transfer.request.priority }
+        if a.transfer.request.priority != b.transfer.request.priority {
+            return a.transfer.request.priority > b.transfer.request.priority
+        }
         return a.transfer.sequence < b.transfer.sequence
     }
 

@@ -64,7 +64,8 @@ public struct DownloadRequest: Sendable {
     public init(
         id: String, url: String, destination: String, partialPath: String? = nil, headers: [Header] = [],
         expectedSize: Int64? = nil, sha256: String? = nil, priority: Int64 = 50, isEssential: Bool = false,
-        isForeground: Bool = false, allowList: HostAllowList? = nil, credential: Credential? = nil, trust: Trust = Trust()
+        isForeground: Bool = false, allowList: HostAllowList? = nil, credential: Credential? = nil,
+        trust: Trust = Trust()
     ) {
         self.id = id
         self.url = url

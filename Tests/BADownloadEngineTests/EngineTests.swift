@@ -34,7 +34,9 @@ final class EventReader {
 /// Byte-for-byte equality without printing megabytes when it fails.
 func sameBytes(_ actual: [UInt8]?, _ expected: [UInt8]) -> Bool { actual == expected }
 
-func bytes(_ count: Int, seed: UInt8 = 7) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) } }
+func bytes(_ count: Int, seed: UInt8 = 7) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
+}
 
 func sha256(_ data: [UInt8]) throws -> String {
     let directory = try TemporaryDirectory()
@@ -48,7 +50,8 @@ func sha256(_ data: [UInt8]) throws -> String {
     process.standardOutput = pipe
     try process.run()
     process.waitUntilExit()
-    return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ")[0].lowercased()
+    return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ")[0]
+        .lowercased()
 }
 
 /// Each test: a real asset server on loopback, a real engine, a temporary folder.
@@ -96,12 +99,21 @@ func sha256(_ data: [UInt8]) throws -> String {
         let data = bytes(300_000)
         server.setFile("/a.bin", contents: data)
         let digest = try sha256(data)
-        engine.add(DownloadRequest(id: "a", url: server.url("/a.bin"), destination: destination(directory), expectedSize: 300_000, sha256: digest))
+        engine.add(
+            DownloadRequest(
+                id: "a", url: server.url("/a.bin"), destination: destination(directory), expectedSize: 300_000,
+                sha256: digest))
         let end = await events.end(of: "a")
-        #expect(end == .finished(id: "a", path: destination(directory), size: 300_000, sha256: digest, receivedBytes: 300_000))
+        #expect(
+            end
+                == .finished(
+                    id: "a", path: destination(directory), size: 300_000, sha256: digest, receivedBytes: 300_000))
         #expect(sameBytes(contents(destination(directory)), data))
-        #expect(!FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory))))
-        #expect(!FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory)) + ".validator"))
+        #expect(
+            !FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory))))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: DownloadRequest.defaultPartialPath(for: destination(directory)) + ".validator"))
         try await finish(server, engine, directory)
     }
 
@@ -110,12 +122,15 @@ func sha256(_ data: [UInt8]) throws -> String {
         let data = bytes(400_000)
         server.setFile("/drop.bin", contents: data)
         server.setBehavior(.dropAfter(bytes: 100_000), for: "/drop.bin")
-        engine.add(DownloadRequest(id: "d", url: server.url("/drop.bin"), destination: destination(directory), sha256: try sha256(data)))
+        engine.add(
+            DownloadRequest(
+                id: "d", url: server.url("/drop.bin"), destination: destination(directory), sha256: try sha256(data)))
         await nextRetry(events)
         server.setBehavior(nil, for: "/drop.bin")
         retryNow(engine)
         guard case .finished(_, _, let size, _, let received) = await events.end(of: "d") else {
-            Issue.record("\(events.seen)"); return
+            Issue.record("\(events.seen)")
+            return
         }
         #expect(size == 400_000)
         #expect(received == 400_000, "nothing fetched twice")
@@ -131,11 +146,16 @@ func sha256(_ data: [UInt8]) throws -> String {
         let data = bytes(300_000, seed: 3)
         server.setFile("/ignore.bin", contents: data)
         server.setBehavior(.dropAfter(bytes: 50_000), for: "/ignore.bin")
-        engine.add(DownloadRequest(id: "i", url: server.url("/ignore.bin"), destination: destination(directory), sha256: try sha256(data)))
+        engine.add(
+            DownloadRequest(
+                id: "i", url: server.url("/ignore.bin"), destination: destination(directory), sha256: try sha256(data)))
         await nextRetry(events)
         server.setBehavior(.ignoreRange, for: "/ignore.bin")
         retryNow(engine)
-        guard case .finished(_, _, _, _, let received) = await events.end(of: "i") else { Issue.record("\(events.seen)"); return }
+        guard case .finished(_, _, _, _, let received) = await events.end(of: "i") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(sameBytes(contents(destination(directory)), data), "no splice of a 200 body onto the partial file")
         #expect(received == 350_000, "the prefix plus the whole file again")
         try await finish(server, engine, directory)
@@ -153,7 +173,9 @@ func sha256(_ data: [UInt8]) throws -> String {
         server.setBehavior(nil, for: "/v.bin")
         retryNow(engine)
         _ = await events.end(of: "v")
-        #expect(sameBytes(contents(destination(directory)), new), "If-Range did not match: the whole new version, not old prefix + new tail")
+        #expect(
+            sameBytes(contents(destination(directory)), new),
+            "If-Range did not match: the whole new version, not old prefix + new tail")
         try await finish(server, engine, directory)
     }
 
@@ -162,11 +184,16 @@ func sha256(_ data: [UInt8]) throws -> String {
         let data = bytes(200_000, seed: 9)
         server.setFile("/etag.bin", contents: data)
         server.setBehavior(.dropAfter(bytes: 60_000), for: "/etag.bin")
-        engine.add(DownloadRequest(id: "e", url: server.url("/etag.bin"), destination: destination(directory), sha256: try sha256(data)))
+        engine.add(
+            DownloadRequest(
+                id: "e", url: server.url("/etag.bin"), destination: destination(directory), sha256: try sha256(data)))
         await nextRetry(events)
         server.setBehavior(.changeETagEachRequest, for: "/etag.bin")
         retryNow(engine)
-        guard case .finished = await events.end(of: "e") else { Issue.record("\(events.seen)"); return }
+        guard case .finished = await events.end(of: "e") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(sameBytes(contents(destination(directory)), data))
         try await finish(server, engine, directory)
     }
@@ -175,8 +202,13 @@ func sha256(_ data: [UInt8]) throws -> String {
         let (server, engine, events, directory) = try await fixture()
         server.setFile("/lie.bin", contents: bytes(10_000))
         server.setBehavior(.lieAboutLength(declared: 20_000), for: "/lie.bin")
-        engine.add(DownloadRequest(id: "l", url: server.url("/lie.bin"), destination: destination(directory), expectedSize: 10_000))
-        guard case .failed(_, let error) = await events.end(of: "l") else { Issue.record("\(events.seen)"); return }
+        engine.add(
+            DownloadRequest(
+                id: "l", url: server.url("/lie.bin"), destination: destination(directory), expectedSize: 10_000))
+        guard case .failed(_, let error) = await events.end(of: "l") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(error.code == .sizeMismatch)
         #expect(error.message.contains("declared 20000 bytes, expected 10000"))
         #expect(!FileManager.default.fileExists(atPath: destination(directory)))
@@ -188,11 +220,16 @@ func sha256(_ data: [UInt8]) throws -> String {
         let data = bytes(10_000)
         server.setFile("/short.bin", contents: data)
         server.setBehavior(.lieAboutLength(declared: 20_000), for: "/short.bin")
-        engine.add(DownloadRequest(id: "s", url: server.url("/short.bin"), destination: destination(directory), sha256: try sha256(data)))
+        engine.add(
+            DownloadRequest(
+                id: "s", url: server.url("/short.bin"), destination: destination(directory), sha256: try sha256(data)))
         await nextRetry(events)
         server.setBehavior(nil, for: "/short.bin")
         retryNow(engine)
-        guard case .finished = await events.end(of: "s") else { Issue.record("\(events.seen)"); return }
+        guard case .finished = await events.end(of: "s") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(sameBytes(contents(destination(directory)), data))
         try await finish(server, engine, directory)
     }
@@ -200,8 +237,13 @@ func sha256(_ data: [UInt8]) throws -> String {
     @Test func aServerSendingFewerBytesThanExpectedFails() async throws {
         let (server, engine, events, directory) = try await fixture()
         server.setFile("/fewer.bin", contents: bytes(5_000))
-        engine.add(DownloadRequest(id: "f", url: server.url("/fewer.bin"), destination: destination(directory), expectedSize: 6_000))
-        guard case .failed(_, let error) = await events.end(of: "f") else { Issue.record("\(events.seen)"); return }
+        engine.add(
+            DownloadRequest(
+                id: "f", url: server.url("/fewer.bin"), destination: destination(directory), expectedSize: 6_000))
+        guard case .failed(_, let error) = await events.end(of: "f") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(error.code == .sizeMismatch)
         try await finish(server, engine, directory)
     }
@@ -209,8 +251,14 @@ func sha256(_ data: [UInt8]) throws -> String {
     @Test func aWrongChecksumFailsAndDeliversNothing() async throws {
         let (server, engine, events, directory) = try await fixture()
         server.setFile("/sum.bin", contents: bytes(1000))
-        engine.add(DownloadRequest(id: "c", url: server.url("/sum.bin"), destination: destination(directory), sha256: String(repeating: "0", count: 64)))
-        guard case .failed(_, let error) = await events.end(of: "c") else { Issue.record("\(events.seen)"); return }
+        engine.add(
+            DownloadRequest(
+                id: "c", url: server.url("/sum.bin"), destination: destination(directory),
+                sha256: String(repeating: "0", count: 64)))
+        guard case .failed(_, let error) = await events.end(of: "c") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(error.code == .checksumMismatch)
         #expect(!FileManager.default.fileExists(atPath: destination(directory)))
         try await finish(server, engine, directory)
@@ -221,14 +269,23 @@ func sha256(_ data: [UInt8]) throws -> String {
         server.setFile("/busy.bin", contents: bytes(1000))
         server.setBehavior(.status(503, retryAfter: "120", times: 1), for: "/busy.bin")
         engine.add(DownloadRequest(id: "b", url: server.url("/busy.bin"), destination: destination(directory)))
-        guard case .retrying(_, let attempt, let delay, let reason) = await events.next(where: { if case .retrying = $0 { true } else { false } })
-        else { Issue.record("\(events.seen)"); return }
+        guard
+            case .retrying(_, let attempt, let delay, let reason) = await events.next(where: {
+                if case .retrying = $0 { true } else { false }
+            })
+        else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(attempt == 1 && delay == .seconds(120))
         #expect(reason.contains("503"))
         #expect(server.requests(for: "/busy.bin").count == 1, "nothing until the clock says so")
         clock.advance(by: .seconds(120))
         engine.wake()
-        guard case .finished = await events.end(of: "b") else { Issue.record("\(events.seen)"); return }
+        guard case .finished = await events.end(of: "b") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(server.requests(for: "/busy.bin").count == 2)
         try await finish(server, engine, directory)
     }
@@ -242,7 +299,10 @@ func sha256(_ data: [UInt8]) throws -> String {
             await nextRetry(events)
             retryNow(engine)
         }
-        guard case .finished = await events.end(of: "t") else { Issue.record("\(events.seen)"); return }
+        guard case .finished = await events.end(of: "t") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(server.requests(for: "/t.bin").count == 3)
         try await finish(server, engine, directory)
     }
@@ -250,9 +310,13 @@ func sha256(_ data: [UInt8]) throws -> String {
     @Test func notFoundFailsWithTheStatus() async throws {
         let (server, engine, events, directory) = try await fixture()
         engine.add(DownloadRequest(id: "n", url: server.url("/missing.bin"), destination: destination(directory)))
-        guard case .failed(_, let error) = await events.end(of: "n") else { Issue.record("\(events.seen)"); return }
+        guard case .failed(_, let error) = await events.end(of: "n") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(error.httpStatus == 404 && error.message.contains("404"))
-        #expect(!FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory))))
+        #expect(
+            !FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory))))
         try await finish(server, engine, directory)
     }
 
@@ -261,15 +325,30 @@ func sha256(_ data: [UInt8]) throws -> String {
         server.setFile("/secret.bin", contents: bytes(2000))
         server.setBehavior(.requireBasicAuth(user: "u", password: "p"), for: "/secret.bin")
         engine.add(DownloadRequest(id: "s", url: server.url("/secret.bin"), destination: destination(directory)))
-        guard case .needsCredentials(_, let challenge) = await events.next(where: { if case .needsCredentials = $0 { true } else { false } })
-        else { Issue.record("\(events.seen)"); return }
+        guard
+            case .needsCredentials(_, let challenge) = await events.next(where: {
+                if case .needsCredentials = $0 { true } else { false }
+            })
+        else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(challenge.contains("Basic"))
         engine.respond(to: "s", with: .useCredential(.init(user: "u", password: "p")))
-        guard case .finished = await events.end(of: "s") else { Issue.record("\(events.seen)"); return }
+        guard case .finished = await events.end(of: "s") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(server.requests(for: "/secret.bin").last?.header("Authorization")?.hasPrefix("Basic ") == true)
 
-        engine.add(DownloadRequest(id: "w", url: server.url("/secret.bin"), destination: destination(directory, "w.bin"), credential: .init(user: "u", password: "wrong")))
-        guard case .failed(_, let error) = await events.end(of: "w") else { Issue.record("\(events.seen)"); return }
+        engine.add(
+            DownloadRequest(
+                id: "w", url: server.url("/secret.bin"), destination: destination(directory, "w.bin"),
+                credential: .init(user: "u", password: "wrong")))
+        guard case .failed(_, let error) = await events.end(of: "w") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(error.code == .authentication)
         try await finish(server, engine, directory)
     }
@@ -279,7 +358,9 @@ func sha256(_ data: [UInt8]) throws -> String {
         let data = bytes(200_000, seed: 4)
         server.setFile("/stall.bin", contents: data)
         server.setBehavior(.stall(afterBytes: 80_000), for: "/stall.bin")
-        engine.add(DownloadRequest(id: "st", url: server.url("/stall.bin"), destination: destination(directory), sha256: try sha256(data)))
+        engine.add(
+            DownloadRequest(
+                id: "st", url: server.url("/stall.bin"), destination: destination(directory), sha256: try sha256(data)))
         _ = await events.next { if case .progress(_, let written, _) = $0 { written > 0 } else { false } }
         // No byte for 30 s of engine time: a stall, whatever the connection says.
         clock.advance(by: .seconds(31))
@@ -304,13 +385,25 @@ func sha256(_ data: [UInt8]) throws -> String {
         let (server, engine, events, directory) = try await fixture()
         server.setFile("/real.bin", contents: bytes(500))
         server.setBehavior(.redirect(to: "/real.bin"), for: "/moved.bin")
-        engine.add(DownloadRequest(id: "r", url: server.url("/moved.bin"), destination: destination(directory), allowList: HostAllowList(["127.0.0.1"])))
-        guard case .finished = await events.end(of: "r") else { Issue.record("\(events.seen)"); return }
+        engine.add(
+            DownloadRequest(
+                id: "r", url: server.url("/moved.bin"), destination: destination(directory),
+                allowList: HostAllowList(["127.0.0.1"])))
+        guard case .finished = await events.end(of: "r") else {
+            Issue.record("\(events.seen)")
+            return
+        }
 
         // The same server under another name is another host: not in the allow-list.
         server.setBehavior(.redirect(to: "http://localhost:\(server.port)/real.bin"), for: "/away.bin")
-        engine.add(DownloadRequest(id: "x", url: server.url("/away.bin"), destination: destination(directory, "x.bin"), allowList: HostAllowList(["127.0.0.1"])))
-        guard case .failed(_, let error) = await events.end(of: "x") else { Issue.record("\(events.seen)"); return }
+        engine.add(
+            DownloadRequest(
+                id: "x", url: server.url("/away.bin"), destination: destination(directory, "x.bin"),
+                allowList: HostAllowList(["127.0.0.1"])))
+        guard case .failed(_, let error) = await events.end(of: "x") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(error.code == .notAllowed)
         #expect(error.message.contains("redirect hop 1") && error.message.contains("localhost"), "\(error.message)")
         #expect(server.requests(for: "/real.bin").count == 1, "the refused hop was never fetched")
@@ -320,10 +413,19 @@ func sha256(_ data: [UInt8]) throws -> String {
     @Test func urlsOutsideTheRulesAreRefusedBeforeAnyRequest() async throws {
         let (server, engine, events, directory) = try await fixture()
         engine.add(DownloadRequest(id: "h", url: "http://example.com/a.bin", destination: destination(directory)))
-        guard case .failed(_, let error) = await events.end(of: "h") else { Issue.record("\(events.seen)"); return }
+        guard case .failed(_, let error) = await events.end(of: "h") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(error.code == .notAllowed && error.message.contains("plain http"))
-        engine.add(DownloadRequest(id: "d", url: server.url("/a.bin"), destination: destination(directory), allowList: HostAllowList(["cdn.example.com"])))
-        guard case .failed(_, let denied) = await events.end(of: "d") else { Issue.record("\(events.seen)"); return }
+        engine.add(
+            DownloadRequest(
+                id: "d", url: server.url("/a.bin"), destination: destination(directory),
+                allowList: HostAllowList(["cdn.example.com"])))
+        guard case .failed(_, let denied) = await events.end(of: "d") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(denied.code == .notAllowed)
         #expect(server.requests.isEmpty)
         try await finish(server, engine, directory)
@@ -334,18 +436,30 @@ func sha256(_ data: [UInt8]) throws -> String {
         let data = bytes(120_000, seed: 5)
         server.setFile("/big.bin", contents: data)
         server.setBehavior(.trickle(bytesPerSecond: 200_000), for: "/big.bin")
-        engine.add(DownloadRequest(id: "p", url: server.url("/big.bin"), destination: destination(directory), sha256: try sha256(data)))
+        engine.add(
+            DownloadRequest(
+                id: "p", url: server.url("/big.bin"), destination: destination(directory), sha256: try sha256(data)))
         _ = await events.next { if case .progress(_, let written, _) = $0 { written > 0 } else { false } }
         server.setBehavior(nil, for: "/big.bin")
         engine.promote("p")
-        guard case .paused(_, let kept) = await events.next(where: { if case .paused = $0 { true } else { false } }) else {
-            Issue.record("\(events.seen)"); return
+        guard case .paused(_, let kept) = await events.next(where: { if case .paused = $0 { true } else { false } })
+        else {
+            Issue.record("\(events.seen)")
+            return
         }
-        guard case .began(_, let offset, let foreground) = await events.next(where: { if case .began = $0 { true } else { false } }) else {
-            Issue.record("\(events.seen)"); return
+        guard
+            case .began(_, let offset, let foreground) = await events.next(where: {
+                if case .began = $0 { true } else { false }
+            })
+        else {
+            Issue.record("\(events.seen)")
+            return
         }
         #expect(kept > 0 && offset == kept && foreground)
-        guard case .finished(_, _, let size, _, let received) = await events.end(of: "p") else { Issue.record("\(events.seen)"); return }
+        guard case .finished(_, _, let size, _, let received) = await events.end(of: "p") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(received == size, "bytes before promotion + after = file size: nothing downloaded twice")
         #expect(sameBytes(contents(destination(directory)), data))
         try await finish(server, engine, directory)
@@ -356,12 +470,25 @@ func sha256(_ data: [UInt8]) throws -> String {
         server.setFile("/slot.bin", contents: bytes(1000))
         server.setBehavior(.stall(afterBytes: 10), for: "/slot.bin")
         for name in ["low", "high", "essential", "low2"] { server.setFile("/\(name).bin", contents: bytes(100)) }
-        engine.add(DownloadRequest(id: "slot", url: server.url("/slot.bin"), destination: destination(directory, "slot.bin")))
+        engine.add(
+            DownloadRequest(id: "slot", url: server.url("/slot.bin"), destination: destination(directory, "slot.bin")))
         _ = await events.next { if case .began(let id, _, _) = $0 { id == "slot" } else { false } }
-        engine.add(DownloadRequest(id: "low", url: server.url("/low.bin"), destination: destination(directory, "low.bin"), priority: 10))
-        engine.add(DownloadRequest(id: "high", url: server.url("/high.bin"), destination: destination(directory, "high.bin"), priority: 90))
-        engine.add(DownloadRequest(id: "essential", url: server.url("/essential.bin"), destination: destination(directory, "essential.bin"), expectedSize: 100, priority: 0, isEssential: true))
-        engine.add(DownloadRequest(id: "low2", url: server.url("/low2.bin"), destination: destination(directory, "low2.bin"), priority: 10))
+        engine.add(
+            DownloadRequest(
+                id: "low", url: server.url("/low.bin"), destination: destination(directory, "low.bin"), priority: 10))
+        engine.add(
+            DownloadRequest(
+                id: "high", url: server.url("/high.bin"), destination: destination(directory, "high.bin"), priority: 90)
+        )
+        engine.add(
+            DownloadRequest(
+                id: "essential", url: server.url("/essential.bin"),
+                destination: destination(directory, "essential.bin"), expectedSize: 100, priority: 0, isEssential: true)
+        )
+        engine.add(
+            DownloadRequest(
+                id: "low2", url: server.url("/low2.bin"), destination: destination(directory, "low2.bin"), priority: 10)
+        )
         engine.cancel("slot")
         _ = await events.end(of: "low2")
         let began = events.seen.compactMap { if case .began(let id, _, _) = $0 { id } else { nil } }
@@ -374,9 +501,16 @@ func sha256(_ data: [UInt8]) throws -> String {
         server.setFile("/slot.bin", contents: bytes(1000))
         server.setBehavior(.stall(afterBytes: 10), for: "/slot.bin")
         server.setFile("/now.bin", contents: bytes(100))
-        engine.add(DownloadRequest(id: "slot", url: server.url("/slot.bin"), destination: destination(directory, "slot.bin")))
-        engine.add(DownloadRequest(id: "now", url: server.url("/now.bin"), destination: destination(directory, "now.bin"), isForeground: true))
-        guard case .finished = await events.end(of: "now") else { Issue.record("\(events.seen)"); return }
+        engine.add(
+            DownloadRequest(id: "slot", url: server.url("/slot.bin"), destination: destination(directory, "slot.bin")))
+        engine.add(
+            DownloadRequest(
+                id: "now", url: server.url("/now.bin"), destination: destination(directory, "now.bin"),
+                isForeground: true))
+        guard case .finished = await events.end(of: "now") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         try await finish(server, engine, directory)
     }
 
@@ -386,7 +520,8 @@ func sha256(_ data: [UInt8]) throws -> String {
         let data = bytes(300_000, seed: 6)
         server.setFile("/r.bin", contents: data)
         server.setBehavior(.stall(afterBytes: 120_000), for: "/r.bin")
-        let request = DownloadRequest(id: "r", url: server.url("/r.bin"), destination: destination(directory), sha256: try sha256(data))
+        let request = DownloadRequest(
+            id: "r", url: server.url("/r.bin"), destination: destination(directory), sha256: try sha256(data))
         do {
             let first = DownloadEngine()
             let events = EventReader(first)
@@ -420,9 +555,13 @@ func sha256(_ data: [UInt8]) throws -> String {
         engine.add(DownloadRequest(id: "c", url: server.url("/c.bin"), destination: destination(directory)))
         _ = await events.next { if case .progress(_, let written, _) = $0 { written > 0 } else { false } }
         engine.cancel("c")
-        guard case .failed(_, let error) = await events.end(of: "c") else { Issue.record("\(events.seen)"); return }
+        guard case .failed(_, let error) = await events.end(of: "c") else {
+            Issue.record("\(events.seen)")
+            return
+        }
         #expect(error.code == .cancelled)
-        #expect(!FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory))))
+        #expect(
+            !FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory))))
         try await finish(server, engine, directory)
     }
 }

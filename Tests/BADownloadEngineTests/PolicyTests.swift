@@ -1,22 +1,27 @@
-@testable import BADownloadEngine
 import Testing
+
+@testable import BADownloadEngine
 
 @Suite struct ResponseDecisionTests {
     func head(_ status: Int, _ fields: [String: String] = [:]) -> ResponseHead {
-        ResponseHead(status: status, reason: "", fields: Dictionary(uniqueKeysWithValues: fields.map { ($0.key.lowercased(), $0.value) }))
+        ResponseHead(
+            status: status, reason: "",
+            fields: Dictionary(uniqueKeysWithValues: fields.map { ($0.key.lowercased(), $0.value) }))
     }
     let url = "https://cdn.example.com/f"
 
     @Test func aMatchingPartialContentIsAppended() {
         let decision = ResponseDecision.decide(
-            head(206, ["Content-Range": "bytes 100-999/1000", "ETag": "\"v1\""]), requestedOffset: 100, sentValidator: "\"v1\"",
+            head(206, ["Content-Range": "bytes 100-999/1000", "ETag": "\"v1\""]), requestedOffset: 100,
+            sentValidator: "\"v1\"",
             expectedSize: 1000, url: url)
         #expect(decision == .write(offset: 100, total: 1000, validator: "\"v1\""))
     }
 
     @Test func aRangeAtTheWrongOffsetIsNeverSpliced() {
         let decision = ResponseDecision.decide(
-            head(206, ["Content-Range": "bytes 0-999/1000"]), requestedOffset: 100, sentValidator: "\"v1\"", expectedSize: nil, url: url)
+            head(206, ["Content-Range": "bytes 0-999/1000"]), requestedOffset: 100, sentValidator: "\"v1\"",
+            expectedSize: nil, url: url)
         guard case .restartWithoutRange(let reason) = decision else {
             Issue.record("\(decision)")
             return
@@ -26,7 +31,8 @@ import Testing
 
     @Test func aRangeOfAnotherVersionIsNeverSpliced() {
         let decision = ResponseDecision.decide(
-            head(206, ["Content-Range": "bytes 100-999/1000", "ETag": "\"v2\""]), requestedOffset: 100, sentValidator: "\"v1\"",
+            head(206, ["Content-Range": "bytes 100-999/1000", "ETag": "\"v2\""]), requestedOffset: 100,
+            sentValidator: "\"v1\"",
             expectedSize: nil, url: url)
         guard case .restartWithoutRange = decision else {
             Issue.record("\(decision)")
@@ -36,37 +42,70 @@ import Testing
 
     @Test func aWholeFileAnswerToARangeStartsFresh() {
         #expect(
-            ResponseDecision.decide(head(200, ["Content-Length": "1000"]), requestedOffset: 100, sentValidator: "\"v1\"", expectedSize: nil, url: url)
+            ResponseDecision.decide(
+                head(200, ["Content-Length": "1000"]), requestedOffset: 100, sentValidator: "\"v1\"", expectedSize: nil,
+                url: url)
                 == .write(offset: 0, total: 1000, validator: nil))
     }
 
     @Test func aDeclaredSizeOtherThanExpectedFailsBeforeDownloading() {
-        guard case .fail(let error) = ResponseDecision.decide(head(200, ["Content-Length": "5"]), requestedOffset: 0, sentValidator: nil, expectedSize: 1000, url: url)
-        else { Issue.record("expected fail"); return }
+        guard
+            case .fail(let error) = ResponseDecision.decide(
+                head(200, ["Content-Length": "5"]), requestedOffset: 0, sentValidator: nil, expectedSize: 1000, url: url
+            )
+        else {
+            Issue.record("expected fail")
+            return
+        }
         #expect(error.code == .sizeMismatch)
         #expect(error.message.contains("declared 5 bytes, expected 1000"))
     }
 
     @Test func fourSixteenAtTheEndIsComplete() {
         #expect(
-            ResponseDecision.decide(head(416, ["Content-Range": "bytes */1000"]), requestedOffset: 1000, sentValidator: "\"v\"", expectedSize: 1000, url: url)
+            ResponseDecision.decide(
+                head(416, ["Content-Range": "bytes */1000"]), requestedOffset: 1000, sentValidator: "\"v\"",
+                expectedSize: 1000, url: url)
                 == .alreadyComplete(total: 1000))
-        guard case .restartWithoutRange = ResponseDecision.decide(head(416, ["Content-Range": "bytes */900"]), requestedOffset: 1000, sentValidator: "\"v\"", expectedSize: nil, url: url)
-        else { Issue.record("a partial file longer than the resource starts over"); return }
+        guard
+            case .restartWithoutRange = ResponseDecision.decide(
+                head(416, ["Content-Range": "bytes */900"]), requestedOffset: 1000, sentValidator: "\"v\"",
+                expectedSize: nil, url: url)
+        else {
+            Issue.record("a partial file longer than the resource starts over")
+            return
+        }
     }
 
     @Test func statusClasses() {
-        #expect(ResponseDecision.decide(head(302, ["Location": "/x"]), requestedOffset: 0, sentValidator: nil, expectedSize: nil, url: url) == .redirect(location: "/x"))
-        #expect(ResponseDecision.decide(head(503, ["Retry-After": "7"]), requestedOffset: 0, sentValidator: nil, expectedSize: nil, url: url) == .retry(reason: "server answered 503 for \(url)", retryAfter: "7"))
-        #expect(ResponseDecision.decide(head(401, ["WWW-Authenticate": "Basic realm=\"a\""]), requestedOffset: 0, sentValidator: nil, expectedSize: nil, url: url) == .needsCredentials(challenge: "Basic realm=\"a\""))
-        guard case .fail(let error) = ResponseDecision.decide(head(404), requestedOffset: 0, sentValidator: nil, expectedSize: nil, url: url)
-        else { Issue.record("404 fails"); return }
+        #expect(
+            ResponseDecision.decide(
+                head(302, ["Location": "/x"]), requestedOffset: 0, sentValidator: nil, expectedSize: nil, url: url)
+                == .redirect(location: "/x"))
+        #expect(
+            ResponseDecision.decide(
+                head(503, ["Retry-After": "7"]), requestedOffset: 0, sentValidator: nil, expectedSize: nil, url: url)
+                == .retry(reason: "server answered 503 for \(url)", retryAfter: "7"))
+        #expect(
+            ResponseDecision.decide(
+                head(401, ["WWW-Authenticate": "Basic realm=\"a\""]), requestedOffset: 0, sentValidator: nil,
+                expectedSize: nil, url: url) == .needsCredentials(challenge: "Basic realm=\"a\""))
+        guard
+            case .fail(let error) = ResponseDecision.decide(
+                head(404), requestedOffset: 0, sentValidator: nil, expectedSize: nil, url: url)
+        else {
+            Issue.record("404 fails")
+            return
+        }
         #expect(error.httpStatus == 404 && error.code == .serverStatus)
     }
 
     @Test func headParsing() {
         var head = ResponseHead()
-        for line in ["HTTP/1.1 100 Continue\r\n", "\r\n", "HTTP/1.1 206 Partial Content\r\n", "Content-Range: bytes 5-9/10\r\n", "ETag: \"abc\"\r\n"] {
+        for line in [
+            "HTTP/1.1 100 Continue\r\n", "\r\n", "HTTP/1.1 206 Partial Content\r\n", "Content-Range: bytes 5-9/10\r\n",
+            "ETag: \"abc\"\r\n",
+        ] {
             let ended = head.consume(line: line)
             #expect(!ended)
         }
@@ -78,55 +117,77 @@ import Testing
         _ = weak.consume(line: "ETag: W/\"x\"\r\n")
         _ = weak.consume(line: "Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\n")
         #expect(weak.strongETag == nil && weak.validator == "Sun, 06 Nov 1994 08:49:37 GMT")
-        #expect(ContentRange("bytes 0-9/10") != nil && ContentRange("bytes */10")?.total == 10 && ContentRange("bytes 9-0/10") == nil)
+        #expect(
+            ContentRange("bytes 0-9/10") != nil && ContentRange("bytes */10")?.total == 10
+                && ContentRange("bytes 9-0/10") == nil)
     }
 }
 
 @Suite struct RetryPolicyTests {
-    let policy = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(60), giveUpAfter: .seconds(300), maximumAttempts: 10)
+    let policy = RetryPolicy(
+        initialDelay: .seconds(1), maximumDelay: .seconds(60), giveUpAfter: .seconds(300), maximumAttempts: 10)
 
     @Test func exponentialBackoffWithFullJitter() {
         #expect(policy.delay(afterAttempt: 1, retryAfter: nil, failingFor: .zero, random: 0.999_999)! <= .seconds(1))
         #expect(policy.delay(afterAttempt: 3, retryAfter: nil, failingFor: .zero, random: 0.5) == .seconds(2))
         #expect(policy.delay(afterAttempt: 9, retryAfter: nil, failingFor: .zero, random: 1) == .seconds(60), "capped")
-        #expect(policy.delay(afterAttempt: 2, retryAfter: nil, failingFor: .zero, random: 0) == .milliseconds(1), "never zero")
+        #expect(
+            policy.delay(afterAttempt: 2, retryAfter: nil, failingFor: .zero, random: 0) == .milliseconds(1),
+            "never zero")
     }
 
     @Test func retryAfterWinsAndIsCapped() {
         #expect(policy.delay(afterAttempt: 1, retryAfter: .seconds(42), failingFor: .zero, random: 0.1) == .seconds(42))
-        #expect(policy.delay(afterAttempt: 1, retryAfter: .seconds(4200), failingFor: .zero, random: 0.1) == .seconds(60))
+        #expect(
+            policy.delay(afterAttempt: 1, retryAfter: .seconds(4200), failingFor: .zero, random: 0.1) == .seconds(60))
         #expect(RetryPolicy.parseRetryAfter("120", nowUnixSeconds: 0) == .seconds(120))
-        #expect(RetryPolicy.parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", nowUnixSeconds: 784_111_770) == .seconds(7))
+        #expect(
+            RetryPolicy.parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", nowUnixSeconds: 784_111_770) == .seconds(7))
         #expect(RetryPolicy.parseRetryAfter("soon", nowUnixSeconds: 0) == nil)
     }
 
     @Test func theBudgetEnds() {
         #expect(policy.delay(afterAttempt: 10, retryAfter: nil, failingFor: .zero, random: 0.5) == nil, "attempts")
-        #expect(policy.delay(afterAttempt: 2, retryAfter: .seconds(30), failingFor: .seconds(290), random: 0.5) == nil, "time")
+        #expect(
+            policy.delay(afterAttempt: 2, retryAfter: .seconds(30), failingFor: .seconds(290), random: 0.5) == nil,
+            "time")
     }
 }
 
 @Suite struct StateMachineTests {
-    let policy = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(8), giveUpAfter: .seconds(60), maximumAttempts: 4)
+    let policy = RetryPolicy(
+        initialDelay: .seconds(1), maximumDelay: .seconds(8), giveUpAfter: .seconds(60), maximumAttempts: 4)
 
     @Test func aResumeUsesTheValidatorOrStartsOver() {
         var machine = TransferStateMachine(url: "https://a.example.com/f", isForeground: false, allowList: nil)
-        #expect(machine.start(bytesOnDisk: 500, validator: "\"v\"") == .startRequest(url: "https://a.example.com/f", offset: 500, validator: "\"v\""))
+        #expect(
+            machine.start(bytesOnDisk: 500, validator: "\"v\"")
+                == .startRequest(url: "https://a.example.com/f", offset: 500, validator: "\"v\""))
         var fresh = TransferStateMachine(url: "https://a.example.com/f", isForeground: false, allowList: nil)
-        #expect(fresh.start(bytesOnDisk: 500, validator: nil) == .startRequest(url: "https://a.example.com/f", offset: 0, validator: nil))
+        #expect(
+            fresh.start(bytesOnDisk: 500, validator: nil)
+                == .startRequest(url: "https://a.example.com/f", offset: 0, validator: nil))
     }
 
     @Test func everyRedirectHopIsChecked() {
-        var machine = TransferStateMachine(url: "https://a.example.com/f", isForeground: false, allowList: HostAllowList(["a.example.com", "*.cdn.example.com"]))
+        var machine = TransferStateMachine(
+            url: "https://a.example.com/f", isForeground: false,
+            allowList: HostAllowList(["a.example.com", "*.cdn.example.com"]))
         _ = machine.start(bytesOnDisk: 0, validator: nil)
         let hop1 = machine.requestEnded(
-            .redirect(location: "https://x.cdn.example.com/f", resolved: "https://x.cdn.example.com/f"), policy: policy, now: .zero,
+            .redirect(location: "https://x.cdn.example.com/f", resolved: "https://x.cdn.example.com/f"), policy: policy,
+            now: .zero,
             random: 0.5, bytesOnDisk: 0, validator: nil)
         #expect(hop1 == .startRequest(url: "https://x.cdn.example.com/f", offset: 0, validator: nil))
-        guard case .fail(let error) = machine.requestEnded(
-            .redirect(location: "https://evil.example.net/f", resolved: "https://evil.example.net/f"), policy: policy, now: .zero,
-            random: 0.5, bytesOnDisk: 0, validator: nil)
-        else { Issue.record("hop 2 must be refused"); return }
+        guard
+            case .fail(let error) = machine.requestEnded(
+                .redirect(location: "https://evil.example.net/f", resolved: "https://evil.example.net/f"),
+                policy: policy, now: .zero,
+                random: 0.5, bytesOnDisk: 0, validator: nil)
+        else {
+            Issue.record("hop 2 must be refused")
+            return
+        }
         #expect(error.code == .notAllowed)
         #expect(error.message.contains("redirect hop 2") && error.message.contains("evil.example.net"))
     }
@@ -134,10 +195,15 @@ import Testing
     @Test func aRedirectToPlainHTTPIsRefused() {
         var machine = TransferStateMachine(url: "https://a.example.com/f", isForeground: false, allowList: nil)
         _ = machine.start(bytesOnDisk: 0, validator: nil)
-        guard case .fail(let error) = machine.requestEnded(
-            .redirect(location: "http://a.example.com/f", resolved: "http://a.example.com/f"), policy: policy, now: .zero, random: 0.5,
-            bytesOnDisk: 0, validator: nil)
-        else { Issue.record("downgrade must be refused"); return }
+        guard
+            case .fail(let error) = machine.requestEnded(
+                .redirect(location: "http://a.example.com/f", resolved: "http://a.example.com/f"), policy: policy,
+                now: .zero, random: 0.5,
+                bytesOnDisk: 0, validator: nil)
+        else {
+            Issue.record("downgrade must be refused")
+            return
+        }
         #expect(error.message.contains("plain http"))
     }
 
@@ -146,38 +212,64 @@ import Testing
         var now = Duration.zero
         _ = machine.start(bytesOnDisk: 0, validator: nil)
         for attempt in 1...3 {
-            guard case .waitUntil(let until, let number, _) = machine.requestEnded(
-                .retryable(reason: "503", retryAfter: nil, isConnectivity: false), policy: policy, now: now, random: 0.5, bytesOnDisk: 0,
-                validator: nil)
-            else { Issue.record("attempt \(attempt) should wait"); return }
+            guard
+                case .waitUntil(let until, let number, _) = machine.requestEnded(
+                    .retryable(reason: "503", retryAfter: nil, isConnectivity: false), policy: policy, now: now,
+                    random: 0.5, bytesOnDisk: 0,
+                    validator: nil)
+            else {
+                Issue.record("attempt \(attempt) should wait")
+                return
+            }
             #expect(number == attempt)
             now = until
             _ = machine.start(bytesOnDisk: 0, validator: nil)
         }
-        guard case .fail(let error) = machine.requestEnded(
-            .retryable(reason: "503", retryAfter: nil, isConnectivity: false), policy: policy, now: now, random: 0.5, bytesOnDisk: 0,
-            validator: nil)
-        else { Issue.record("the fourth failure ends it"); return }
+        guard
+            case .fail(let error) = machine.requestEnded(
+                .retryable(reason: "503", retryAfter: nil, isConnectivity: false), policy: policy, now: now,
+                random: 0.5, bytesOnDisk: 0,
+                validator: nil)
+        else {
+            Issue.record("the fourth failure ends it")
+            return
+        }
         #expect(error.code == .retriesExhausted)
     }
 
     @Test func foregroundFailsFastOnConnectivity() {
         var machine = TransferStateMachine(url: "https://a.example.com/f", isForeground: true, allowList: nil)
         _ = machine.start(bytesOnDisk: 0, validator: nil)
-        guard case .fail(let error) = machine.requestEnded(
-            .retryable(reason: "connect refused", retryAfter: nil, isConnectivity: true), policy: policy, now: .zero, random: 0.5,
-            bytesOnDisk: 0, validator: nil)
-        else { Issue.record("foreground fails fast"); return }
+        guard
+            case .fail(let error) = machine.requestEnded(
+                .retryable(reason: "connect refused", retryAfter: nil, isConnectivity: true), policy: policy,
+                now: .zero, random: 0.5,
+                bytesOnDisk: 0, validator: nil)
+        else {
+            Issue.record("foreground fails fast")
+            return
+        }
         #expect(error.code == .network)
     }
 
     @Test func credentialsAreAskedOnceThenAWrongOneFails() {
         var machine = TransferStateMachine(url: "https://a.example.com/f", isForeground: false, allowList: nil)
         _ = machine.start(bytesOnDisk: 0, validator: nil)
-        #expect(machine.requestEnded(.needsCredentials(challenge: "Basic"), policy: policy, now: .zero, random: 0, bytesOnDisk: 0, validator: nil) == .askForCredentials(challenge: "Basic"))
-        #expect(machine.credentialsProvided(true, bytesOnDisk: 0, validator: nil) == .startRequest(url: "https://a.example.com/f", offset: 0, validator: nil))
-        guard case .fail(let error) = machine.requestEnded(.needsCredentials(challenge: "Basic"), policy: policy, now: .zero, random: 0, bytesOnDisk: 0, validator: nil)
-        else { Issue.record("a second 401 fails"); return }
+        #expect(
+            machine.requestEnded(
+                .needsCredentials(challenge: "Basic"), policy: policy, now: .zero, random: 0, bytesOnDisk: 0,
+                validator: nil) == .askForCredentials(challenge: "Basic"))
+        #expect(
+            machine.credentialsProvided(true, bytesOnDisk: 0, validator: nil)
+                == .startRequest(url: "https://a.example.com/f", offset: 0, validator: nil))
+        guard
+            case .fail(let error) = machine.requestEnded(
+                .needsCredentials(challenge: "Basic"), policy: policy, now: .zero, random: 0, bytesOnDisk: 0,
+                validator: nil)
+        else {
+            Issue.record("a second 401 fails")
+            return
+        }
         #expect(error.code == .authentication)
     }
 
@@ -185,6 +277,8 @@ import Testing
         let list = HostAllowList(["cdn.example.com", "*.assets.example.com"])
         #expect(list.allows(host: "CDN.example.com"))
         #expect(list.allows(host: "eu.assets.example.com") && list.allows(host: "a.b.assets.example.com"))
-        #expect(!list.allows(host: "assets.example.com") && !list.allows(host: "evilassets.example.com") && !list.allows(host: "example.com"))
+        #expect(
+            !list.allows(host: "assets.example.com") && !list.allows(host: "evilassets.example.com")
+                && !list.allows(host: "example.com"))
     }
 }

@@ -25,11 +25,18 @@ import Testing
         let ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
         try await run("openssl req -x509 \(ec) -keyout ca.key -out ca.pem -days 1 -subj /CN=ba-test-ca 2>/dev/null")
         try await run("openssl req \(ec) -keyout server.key -out server.csr -subj /CN=127.0.0.1 2>/dev/null")
-        try await run("openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile san.ext 2>/dev/null")
+        try await run(
+            "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile san.ext 2>/dev/null"
+        )
         let pin = try await runProcess(
-            "/bin/sh", ["-c", "openssl x509 -in server.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64"],
+            "/bin/sh",
+            [
+                "-c",
+                "openssl x509 -in server.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64",
+            ],
             currentDirectory: directory.path)
-        return Certificates(directory: directory, pin: "sha256//" + pin.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        return Certificates(
+            directory: directory, pin: "sha256//" + pin.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     /// Starts a bounded HTTPS server (at most 10 requests, 30 s) serving `root`; returns it and its port.
@@ -86,7 +93,9 @@ import Testing
             return await events.end(of: id)
         }
 
-        guard case .finished(_, let path, let size, _, _) = await fetch("trusted", trust: .init(caFile: certificates.ca)) else {
+        guard
+            case .finished(_, let path, let size, _, _) = await fetch("trusted", trust: .init(caFile: certificates.ca))
+        else {
             Issue.record("\(events.seen)")
             return
         }
@@ -98,13 +107,19 @@ import Testing
         }
         #expect(untrusted.code == .tls, "\(untrusted)")
 
-        guard case .finished = await fetch("pinned", trust: .init(caFile: certificates.ca, pinnedPublicKey: certificates.pin)) else {
+        guard
+            case .finished = await fetch(
+                "pinned", trust: .init(caFile: certificates.ca, pinnedPublicKey: certificates.pin))
+        else {
             Issue.record("\(events.seen)")
             return
         }
 
         let wrongPin = "sha256//" + Data(repeating: 0, count: 32).base64EncodedString()
-        guard case .failed(_, let pinned) = await fetch("wrong-pin", trust: .init(caFile: certificates.ca, pinnedPublicKey: wrongPin)) else {
+        guard
+            case .failed(_, let pinned) = await fetch(
+                "wrong-pin", trust: .init(caFile: certificates.ca, pinnedPublicKey: wrongPin))
+        else {
             Issue.record("\(events.seen)")
             return
         }

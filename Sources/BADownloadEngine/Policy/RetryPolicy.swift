@@ -31,7 +31,9 @@ public struct RetryPolicy: Sendable, Equatable {
     /// - Parameters:
     ///   - retryAfter: The server's `Retry-After`, if any; it replaces the computed delay.
     ///   - failingFor: Time since the first failure.
-    public func delay(afterAttempt attempt: Int, retryAfter: Duration?, failingFor: Duration, random: Double) -> Duration? {
+    public func delay(afterAttempt attempt: Int, retryAfter: Duration?, failingFor: Duration, random: Double)
+        -> Duration?
+    {
         guard attempt < maximumAttempts else { return nil }
         let delay: Duration
         if let retryAfter {
@@ -67,7 +69,8 @@ enum HTTPDate {
         else { return nil }
         let time = parts[4].split(separator: ":").compactMap { Int64($0) }
         guard time.count == 3 else { return nil }
-        return daysFromCivil(year: year, month: Int64(monthIndex + 1), day: day) * 86_400 + time[0] * 3600 + time[1] * 60 + time[2]
+        return daysFromCivil(year: year, month: Int64(monthIndex + 1), day: day) * 86_400 + time[0] * 3600 + time[1]
+            * 60 + time[2]
     }
 
     /// Days since 1970-01-01 (Howard Hinnant's algorithm).

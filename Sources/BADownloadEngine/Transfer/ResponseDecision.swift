@@ -35,7 +35,8 @@ public enum ResponseDecision: Equatable, Sendable {
             guard requestedOffset > 0 else {
                 return .fail(DownloadError(.protocolViolation, "\(what) without a Range request", httpStatus: status))
             }
-            guard let rangeHeader = head["content-range"], let range = ContentRange(rangeHeader), let first = range.first
+            guard let rangeHeader = head["content-range"], let range = ContentRange(rangeHeader),
+                let first = range.first
             else {
                 return .restartWithoutRange(reason: "\(what) with no usable Content-Range")
             }
@@ -45,19 +46,22 @@ public enum ResponseDecision: Equatable, Sendable {
             }
             if let sentValidator, let etag = head.strongETag, sentValidator.hasPrefix("\""), etag != sentValidator {
                 // The server ignored If-Range: the bytes belong to another version.
-                return .restartWithoutRange(reason: "\(what) for version \(etag), but the partial file is \(sentValidator)")
+                return .restartWithoutRange(
+                    reason: "\(what) for version \(etag), but the partial file is \(sentValidator)")
             }
             if let expectedSize, let total = range.total, total != expectedSize {
                 return .fail(
                     DownloadError(
-                        .sizeMismatch, "\(what): the file is \(total) bytes, expected \(expectedSize)", httpStatus: status))
+                        .sizeMismatch, "\(what): the file is \(total) bytes, expected \(expectedSize)",
+                        httpStatus: status))
             }
             return .write(offset: requestedOffset, total: range.total, validator: head.validator ?? sentValidator)
         case 200:
             if let expectedSize, let length = head.contentLength, length != expectedSize {
                 return .fail(
                     DownloadError(
-                        .sizeMismatch, "\(what): it declared \(length) bytes, expected \(expectedSize)", httpStatus: status))
+                        .sizeMismatch, "\(what): it declared \(length) bytes, expected \(expectedSize)",
+                        httpStatus: status))
             }
             // A 200 to a ranged request is the whole (maybe new) file: start a fresh partial file.
             return .write(offset: 0, total: head.contentLength, validator: head.validator)

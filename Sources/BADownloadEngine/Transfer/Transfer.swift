@@ -3,7 +3,7 @@ import CCurl
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One download's I/O state. Owned by the engine thread: only it and the libcurl callbacks it
@@ -59,7 +59,8 @@ final class Transfer: @unchecked Sendable {
     init(request: DownloadRequest, sequence: Int) {
         self.request = request
         self.sequence = sequence
-        self.machine = TransferStateMachine(url: request.url, isForeground: request.isForeground, allowList: request.allowList)
+        self.machine = TransferStateMachine(
+            url: request.url, isForeground: request.isForeground, allowList: request.allowList)
         self.credential = request.credential
     }
 
@@ -139,7 +140,8 @@ final class Transfer: @unchecked Sendable {
     func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var written = 0
         while written < bytes.count {
-            let count = pwrite(fd, bytes.baseAddress! + written, bytes.count - written, off_t(bytesOnDisk + Int64(written)))
+            let count = pwrite(
+                fd, bytes.baseAddress! + written, bytes.count - written, off_t(bytesOnDisk + Int64(written)))
             if count < 0 {
                 if errno == EINTR { continue }
                 abortError = fileError("pwrite", request.partialPath)
@@ -166,7 +168,9 @@ final class Transfer: @unchecked Sendable {
     func finish() -> Result<String, DownloadError> {
         if let expected = request.expectedSize, expected != bytesOnDisk {
             return .failure(
-                DownloadError(.sizeMismatch, "the server sent \(bytesOnDisk) bytes for \(machine.currentURL), expected \(expected)"))
+                DownloadError(
+                    .sizeMismatch,
+                    "the server sent \(bytesOnDisk) bytes for \(machine.currentURL), expected \(expected)"))
         }
         var digest = ""
         if let expected = request.sha256 {
@@ -181,7 +185,8 @@ final class Transfer: @unchecked Sendable {
                 try? truncate(to: 0)
                 rememberValidator(nil)
                 return .failure(
-                    DownloadError(.checksumMismatch, "SHA-256 of \(machine.currentURL) is \(digest), expected \(expected)"))
+                    DownloadError(
+                        .checksumMismatch, "SHA-256 of \(machine.currentURL) is \(digest), expected \(expected)"))
             }
         }
         if durable { guard fsync(fd) == 0 else { return .failure(fileError("fsync", request.partialPath)) } }

@@ -117,15 +117,20 @@ public struct TransferStateMachine: Sendable {
         case .redirect(let location, let resolved):
             redirectCount += 1
             guard redirectCount <= Self.maximumRedirects else {
-                return fail(DownloadError(.redirect, "more than \(Self.maximumRedirects) redirects from \(originalURL)"))
+                return fail(
+                    DownloadError(.redirect, "more than \(Self.maximumRedirects) redirects from \(originalURL)"))
             }
             guard let resolved else {
-                return fail(DownloadError(.redirect, "redirect hop \(redirectCount) from \(currentURL) has an unusable Location '\(location)'"))
+                return fail(
+                    DownloadError(
+                        .redirect,
+                        "redirect hop \(redirectCount) from \(currentURL) has an unusable Location '\(location)'"))
             }
             if let reason = URLPolicy.check(resolved, allowList: allowList) {
                 return fail(
                     DownloadError(
-                        .notAllowed, "redirect hop \(redirectCount) from \(currentURL) to \(resolved) refused: \(reason)"))
+                        .notAllowed,
+                        "redirect hop \(redirectCount) from \(currentURL) to \(resolved) refused: \(reason)"))
             }
             currentURL = resolved
             attempts += 1
@@ -134,13 +139,16 @@ public struct TransferStateMachine: Sendable {
         case .restartWithoutRange(let reason):
             restartCount += 1
             guard restartCount <= Self.maximumRestarts else {
-                return fail(DownloadError(.protocolViolation, "\(reason); gave up after \(Self.maximumRestarts) fresh starts"))
+                return fail(
+                    DownloadError(.protocolViolation, "\(reason); gave up after \(Self.maximumRestarts) fresh starts"))
             }
             attempts += 1
             return .startRequest(url: currentURL, offset: 0, validator: nil)
         case .needsCredentials(let challenge):
             if credentialsSent {
-                return fail(DownloadError(.authentication, "\(currentURL) refused the credentials (401 again)", httpStatus: 401))
+                return fail(
+                    DownloadError(.authentication, "\(currentURL) refused the credentials (401 again)", httpStatus: 401)
+                )
             }
             state = .waitingForCredentials
             return .askForCredentials(challenge: challenge)
@@ -150,7 +158,9 @@ public struct TransferStateMachine: Sendable {
             }
             let started = firstFailure ?? now
             firstFailure = started
-            guard let delay = policy.delay(afterAttempt: attempts, retryAfter: retryAfter, failingFor: now - started, random: random)
+            guard
+                let delay = policy.delay(
+                    afterAttempt: attempts, retryAfter: retryAfter, failingFor: now - started, random: random)
             else {
                 return fail(DownloadError(.retriesExhausted, "\(reason); gave up after \(attempts) attempts"))
             }
@@ -163,7 +173,8 @@ public struct TransferStateMachine: Sendable {
     public mutating func credentialsProvided(_ provided: Bool, bytesOnDisk: Int64, validator: String?) -> Action {
         guard state == .waitingForCredentials else { return .none }
         guard provided else {
-            return fail(DownloadError(.authentication, "\(currentURL) needs credentials and none were given", httpStatus: 401))
+            return fail(
+                DownloadError(.authentication, "\(currentURL) needs credentials and none were given", httpStatus: 401))
         }
         credentialsSent = true
         state = .queued

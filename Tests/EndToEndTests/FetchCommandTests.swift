@@ -1,0 +1,73 @@
+import BAAssetServer
+import BATestSupport
+import Foundation
+import Testing
+
+/// `ba fetch` as a real process against the real loopback asset server.
+@Suite(.timeLimit(.minutes(1))) struct FetchCommandTests {
+    let ba = BuildProducts.executable("ba")
+
+    func lines(_ output: ProcessOutput) -> [[String: Any]] {
+        output.stdout.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+    }
+
+    @Test func fetchesVerifiesAndResumes() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let data = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        server.setFile("/asset.bin", contents: data, etag: "\"v1\"")
+        let head = try await runProcess(ba, ["fetch", server.url("/asset.bin"), "-o", directory.path, "--json"])
+        #expect(head.status == 0, "\(head.stdout)\(head.stderr)")
+        let summary = try #require(lines(head).last)
+        #expect(summary["finished"] as? Int == 1 && summary["failed"] as? Int == 0)
+        #expect(
+            FileManager.default.contents(atPath: directory.url.appendingPathComponent("asset.bin").path) == Data(data))
+        #expect(server.requests(for: "/asset.bin").count == 1)
+
+        // A resumed run: cut the finished file back into a partial file with its validator.
+        let partialDirectory = directory.url.appendingPathComponent("resume/.ba-partial")
+        try FileManager.default.createDirectory(at: partialDirectory, withIntermediateDirectories: true)
+        try Data(data.prefix(50_000)).write(to: partialDirectory.appendingPathComponent("asset.bin.part"))
+        try "\"v1\"".write(
+            to: partialDirectory.appendingPathComponent("asset.bin.part.validator"), atomically: true, encoding: .utf8)
+        let resumed = try await runProcess(
+            ba,
+            ["fetch", server.url("/asset.bin"), "-o", directory.url.appendingPathComponent("resume").path, "--json"])
+        #expect(resumed.status == 0, "\(resumed.stdout)\(resumed.stderr)")
+        let results = try #require(lines(resumed).last?["results"] as? [[String: Any]])
+        #expect(results.first?["receivedBytes"] as? Int == 150_000, "only the missing part: \(resumed.stdout)")
+        #expect(server.requests(for: "/asset.bin").last?.header("Range") == "bytes=50000-")
+        #expect(server.requests(for: "/asset.bin").last?.header("If-Range") == "\"v1\"")
+        #expect(
+            FileManager.default.contents(atPath: directory.url.appendingPathComponent("resume/asset.bin").path)
+                == Data(data))
+    }
+
+    @Test func failuresSayWhatTheServerDidAndExit20() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        server.setFile("/real.bin", contents: [1, 2, 3])
+        server.setBehavior(.redirect(to: "http://localhost:\(server.port)/real.bin"), for: "/away.bin")
+        let output = try await runProcess(
+            ba,
+            [
+                "fetch", server.url("/away.bin"), server.url("/missing.bin"), "-o", directory.path, "--allow",
+                "127.0.0.1",
+            ])
+        #expect(output.status == 20, "\(output.stdout)\(output.stderr)")
+        #expect(output.stderr.contains("redirect hop 1"), "\(output.stderr)")
+        #expect(output.stderr.contains("localhost"))
+        #expect(output.stderr.contains("404"))
+
+        let usage = try await runProcess(ba, ["fetch"])
+        #expect(usage.status == 64)
+        let help = try await runProcess(ba, ["fetch", "--help"])
+        #expect(help.stdout.contains("Examples:"))
+    }
+}
