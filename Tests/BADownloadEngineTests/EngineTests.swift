@@ -117,85 +117,86 @@ func sha256(_ data: [UInt8]) throws -> String {
         try await finish(server, engine, directory)
     }
 
-    @Test func aDroppedConnectionResumesWithAValidatedRange() async throws {
+    /// How a transfer recovered from a first attempt that misbehaved.
+    struct Recovery {
+        var end: DownloadEvent?
+        var file: [UInt8]?
+        var requests: [RecordedRequest]
+    }
+
+    /// Serves `data` at `path` misbehaving with `first`; once the engine waits to retry, calls
+    /// `between` (to change the server) and lets the retry run; returns how it ended.
+    func recover(
+        _ data: [UInt8], at path: String, first: Behavior, verify: Bool = true, between: (AssetServer) -> Void
+    ) async throws -> Recovery {
         let (server, engine, events, directory) = try await fixture()
-        let data = bytes(400_000)
-        server.setFile("/drop.bin", contents: data)
-        server.setBehavior(.dropAfter(bytes: 100_000), for: "/drop.bin")
+        server.setFile(path, contents: data)
+        server.setBehavior(first, for: path)
         engine.add(
             DownloadRequest(
-                id: "d", url: server.url("/drop.bin"), destination: destination(directory), sha256: try sha256(data)))
+                id: path, url: server.url(path), destination: destination(directory),
+                sha256: verify ? try sha256(data) : nil))
         await nextRetry(events)
-        server.setBehavior(nil, for: "/drop.bin")
+        between(server)
         retryNow(engine)
-        guard case .finished(_, _, let size, _, let received) = await events.end(of: "d") else {
-            Issue.record("\(events.seen)")
+        let end = await events.end(of: path)
+        let recovery = Recovery(end: end, file: contents(destination(directory)), requests: server.requests(for: path))
+        try await finish(server, engine, directory)
+        return recovery
+    }
+
+    @Test func aDroppedConnectionResumesWithAValidatedRange() async throws {
+        let data = bytes(400_000)
+        let recovery = try await recover(data, at: "/drop.bin", first: .dropAfter(bytes: 100_000)) {
+            $0.setBehavior(nil, for: "/drop.bin")
+        }
+        guard case .finished(_, _, let size, _, let received) = recovery.end else {
+            Issue.record("\(String(describing: recovery.end))")
             return
         }
         #expect(size == 400_000)
         #expect(received == 400_000, "nothing fetched twice")
-        #expect(sameBytes(contents(destination(directory)), data))
-        let second = try #require(server.requests(for: "/drop.bin").last)
+        #expect(sameBytes(recovery.file, data))
+        let second = try #require(recovery.requests.last)
         #expect(second.header("Range") == "bytes=100000-")
         #expect(second.header("If-Range") != nil)
-        try await finish(server, engine, directory)
     }
 
     @Test func aServerThatIgnoresRangeRestartsIntoAFreshFile() async throws {
-        let (server, engine, events, directory) = try await fixture()
         let data = bytes(300_000, seed: 3)
-        server.setFile("/ignore.bin", contents: data)
-        server.setBehavior(.dropAfter(bytes: 50_000), for: "/ignore.bin")
-        engine.add(
-            DownloadRequest(
-                id: "i", url: server.url("/ignore.bin"), destination: destination(directory), sha256: try sha256(data)))
-        await nextRetry(events)
-        server.setBehavior(.ignoreRange, for: "/ignore.bin")
-        retryNow(engine)
-        guard case .finished(_, _, _, _, let received) = await events.end(of: "i") else {
-            Issue.record("\(events.seen)")
+        let recovery = try await recover(data, at: "/ignore.bin", first: .dropAfter(bytes: 50_000)) {
+            $0.setBehavior(.ignoreRange, for: "/ignore.bin")
+        }
+        guard case .finished(_, _, _, _, let received) = recovery.end else {
+            Issue.record("\(String(describing: recovery.end))")
             return
         }
-        #expect(sameBytes(contents(destination(directory)), data), "no splice of a 200 body onto the partial file")
+        #expect(sameBytes(recovery.file, data), "no splice of a 200 body onto the partial file")
         #expect(received == 350_000, "the prefix plus the whole file again")
-        try await finish(server, engine, directory)
     }
 
     @Test func aNewVersionBetweenAttemptsIsNeverSpliced() async throws {
-        let (server, engine, events, directory) = try await fixture()
-        let old = bytes(300_000, seed: 1)
         let new = bytes(300_000, seed: 2)
-        server.setFile("/v.bin", contents: old)
-        server.setBehavior(.dropAfter(bytes: 100_000), for: "/v.bin")
-        engine.add(DownloadRequest(id: "v", url: server.url("/v.bin"), destination: destination(directory)))
-        await nextRetry(events)
-        server.replaceFile("/v.bin", contents: new)
-        server.setBehavior(nil, for: "/v.bin")
-        retryNow(engine)
-        _ = await events.end(of: "v")
+        let recovery = try await recover(
+            bytes(300_000, seed: 1), at: "/v.bin", first: .dropAfter(bytes: 100_000), verify: false
+        ) {
+            $0.replaceFile("/v.bin", contents: new)
+            $0.setBehavior(nil, for: "/v.bin")
+        }
         #expect(
-            sameBytes(contents(destination(directory)), new),
-            "If-Range did not match: the whole new version, not old prefix + new tail")
-        try await finish(server, engine, directory)
+            sameBytes(recovery.file, new), "If-Range did not match: the whole new version, not old prefix + new tail")
     }
 
     @Test func changingETagsOnEveryRequestStillEndCorrect() async throws {
-        let (server, engine, events, directory) = try await fixture()
         let data = bytes(200_000, seed: 9)
-        server.setFile("/etag.bin", contents: data)
-        server.setBehavior(.dropAfter(bytes: 60_000), for: "/etag.bin")
-        engine.add(
-            DownloadRequest(
-                id: "e", url: server.url("/etag.bin"), destination: destination(directory), sha256: try sha256(data)))
-        await nextRetry(events)
-        server.setBehavior(.changeETagEachRequest, for: "/etag.bin")
-        retryNow(engine)
-        guard case .finished = await events.end(of: "e") else {
-            Issue.record("\(events.seen)")
+        let recovery = try await recover(data, at: "/etag.bin", first: .dropAfter(bytes: 60_000)) {
+            $0.setBehavior(.changeETagEachRequest, for: "/etag.bin")
+        }
+        guard case .finished = recovery.end else {
+            Issue.record("\(String(describing: recovery.end))")
             return
         }
-        #expect(sameBytes(contents(destination(directory)), data))
-        try await finish(server, engine, directory)
+        #expect(sameBytes(recovery.file, data))
     }
 
     @Test func aDeclaredLengthOtherThanExpectedFailsSayingSo() async throws {
@@ -216,22 +217,15 @@ func sha256(_ data: [UInt8]) throws -> String {
     }
 
     @Test func aShortBodyUnderALongerLengthIsResumedToTheRealEnd() async throws {
-        let (server, engine, events, directory) = try await fixture()
         let data = bytes(10_000)
-        server.setFile("/short.bin", contents: data)
-        server.setBehavior(.lieAboutLength(declared: 20_000), for: "/short.bin")
-        engine.add(
-            DownloadRequest(
-                id: "s", url: server.url("/short.bin"), destination: destination(directory), sha256: try sha256(data)))
-        await nextRetry(events)
-        server.setBehavior(nil, for: "/short.bin")
-        retryNow(engine)
-        guard case .finished = await events.end(of: "s") else {
-            Issue.record("\(events.seen)")
+        let recovery = try await recover(data, at: "/short.bin", first: .lieAboutLength(declared: 20_000)) {
+            $0.setBehavior(nil, for: "/short.bin")
+        }
+        guard case .finished = recovery.end else {
+            Issue.record("\(String(describing: recovery.end))")
             return
         }
-        #expect(sameBytes(contents(destination(directory)), data))
-        try await finish(server, engine, directory)
+        #expect(sameBytes(recovery.file, data))
     }
 
     @Test func aServerSendingFewerBytesThanExpectedFails() async throws {
