@@ -429,11 +429,13 @@ func sha256(_ data: [UInt8]) throws -> String {
         let (server, engine, events, directory) = try await fixture()
         let data = bytes(120_000, seed: 5)
         server.setFile("/big.bin", contents: data)
-        server.setBehavior(.trickle(bytesPerSecond: 200_000), for: "/big.bin")
+        // The first request stops sending after 50,000 bytes (and stays open), so the transfer is
+        // certainly running, mid-file, when it is promoted.
+        server.setBehavior(.stall(afterBytes: 50_000), for: "/big.bin")
         engine.add(
             DownloadRequest(
                 id: "p", url: server.url("/big.bin"), destination: destination(directory), sha256: try sha256(data)))
-        _ = await events.next { if case .progress(_, let written, _) = $0 { written > 0 } else { false } }
+        _ = await events.next { if case .progress(_, let written, _) = $0 { written == 50_000 } else { false } }
         server.setBehavior(nil, for: "/big.bin")
         engine.promote("p")
         guard case .paused(_, let kept) = await events.next(where: { if case .paused = $0 { true } else { false } })
@@ -449,13 +451,14 @@ func sha256(_ data: [UInt8]) throws -> String {
             Issue.record("\(events.seen)")
             return
         }
-        #expect(kept > 0 && offset == kept && foreground)
+        #expect(kept == 50_000 && offset == kept && foreground)
         guard case .finished(_, _, let size, _, let received) = await events.end(of: "p") else {
             Issue.record("\(events.seen)")
             return
         }
         #expect(received == size, "bytes before promotion + after = file size: nothing downloaded twice")
         #expect(sameBytes(contents(destination(directory)), data))
+        #expect(server.requests(for: "/big.bin").last?.header("Range") == "bytes=50000-")
         try await finish(server, engine, directory)
     }
 
