@@ -88,6 +88,9 @@ struct SupervisedCall {
 
     var decoder = FrameDecoder()
     var outputTail: [UInt8] = []
+    /// When to tell the extension the end is near (extensionWillTerminate), before the kill.
+    let warnAt: ContinuousClock.Instant
+    var warned = false
     var sawHello = false
     var requestSent = false
     var killedAtDeadline = false
@@ -136,6 +139,7 @@ struct SupervisedCall {
         self.pidfd = ba_sys_pidfd_open(pid)
         self.started = .now
         self.deadline = started + invocation.timeout
+        self.warnAt = deadline - min(.milliseconds(500), invocation.timeout / 10)
     }
 
     static func errorText() -> String { String(cString: strerror(errno)) }
@@ -174,8 +178,12 @@ struct SupervisedCall {
                 kill(-pid, SIGKILL)
                 return reap(blocking: true) ?? 0
             }
+            warnIfDue()
+            let untilWake = (warned ? deadline : min(warnAt, deadline)) - .now
             let leftMilliseconds = Int32(
-                clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+                clamping: max(
+                    0,
+                    untilWake.components.seconds * 1000 + untilWake.components.attoseconds / 1_000_000_000_000_000 + 1))
             var fds = [
                 pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: output, events: Int16(POLLIN), revents: 0),
@@ -193,6 +201,19 @@ struct SupervisedCall {
             if fds[0].revents != 0 { readSocket() }
             if fds[1].revents != 0 { readOutput() }
         }
+    }
+
+    /// Sends `terminate` once the warning time has come, if the extension implements
+    /// extension_will_terminate and this call is not that entry point itself.
+    mutating func warnIfDue() {
+        guard !warned, ContinuousClock.now >= warnAt else { return }
+        warned = true
+        guard requestSent, let identity = result.identity,
+            identity.entryPoints & (1 << UInt32(EntryPoint.extensionWillTerminate.rawValue)) != 0,
+            invocation.event != .willTerminate
+        else { return }
+        let frame = HostMessage.terminate.frame()
+        _ = frame.withUnsafeBytes { ba_sys_send_all(socket, $0.baseAddress, $0.count) }
     }
 
     mutating func reap(blocking: Bool) -> Int32? {

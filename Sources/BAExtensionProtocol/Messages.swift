@@ -7,7 +7,7 @@
 /// ``RunnerMessage/finished(_:)`` or ``RunnerMessage/failure(_:)``.
 public enum RunnerProtocol {
     /// Bumped on any incompatible change to a message.
-    public static let version: UInt32 = 1
+    public static let version: UInt32 = 2
     /// Largest frame either side accepts.
     public static let maximumFrameLength = 4 << 20
 }
@@ -175,10 +175,14 @@ public struct RunRequest: Sendable, Equatable {
 /// Host -> runner.
 public enum HostMessage: Sendable, Equatable {
     case request(RunRequest)
+    /// The deadline is near: call `extension_will_terminate` now (the kill follows anyway).
+    case terminate
 
     public func frame() -> [UInt8] {
         var w = ByteWriter()
         switch self {
+        case .terminate:
+            w.u8(2)
         case .request(let request):
             w.u8(1)
             w.string(request.libraryPath)
@@ -224,6 +228,10 @@ public enum HostMessage: Sendable, Equatable {
     public static func decode(_ payload: [UInt8]) throws(WireError) -> HostMessage {
         var r = ByteReader(payload)
         let type = try r.u8()
+        if type == 2 {
+            guard r.isAtEnd else { throw WireError("trailing bytes after terminate") }
+            return .terminate
+        }
         guard type == 1 else { throw WireError("unknown host message type \(type)") }
         let library = try r.string()
         let memory = try r.u64()

@@ -47,7 +47,7 @@ public enum ExtensionRunner {
             channel.send(.failure(failure))
             exit(0)
         }
-        let outcome = call(request, channel: channel)
+        let outcome = call(request, channel: channel, decoder: decoder)
         switch outcome {
         case .failure(let failure):
             channel.send(.failure(failure))
@@ -70,7 +70,9 @@ public enum ExtensionRunner {
         return nil
     }
 
-    static func call(_ request: RunRequest, channel: Channel) -> Result<RunnerSummary, RunnerFailure> {
+    static func call(_ request: RunRequest, channel: Channel, decoder: FrameDecoder) -> Result<
+        RunnerSummary, RunnerFailure
+    > {
         // RTLD_NODELETE: unloading a Swift library breaks the runtime's conformance caches.
         guard let handle = dlopen(request.libraryPath, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) else {
             let reason = dlerror().map { String(cString: $0) } ?? "dlopen failed"
@@ -110,6 +112,12 @@ public enum ExtensionRunner {
             let context = UnsafeRawPointer(descriptor.context)
             let hostPointer = UnsafeRawPointer(host.table)
             invocation.setPhase(.running(entryPoint))
+            if entryPoint != .extensionWillTerminate,
+                let willTerminate = address(of: .extensionWillTerminate, in: descriptor)
+            {
+                TerminationWatcher.start(
+                    channel: channel, decoder: decoder, function: willTerminate, context: context, host: hostPointer)
+            }
             var disposition: Int32 = -1
             switch request.event {
             case .contentRequest(let kind, let manifestPath, let manifestURL, let remaining, let essentialRemaining):

@@ -67,9 +67,23 @@ enum ExportedExtensions {
         return UnsafeRawPointer(bitPattern: address)!
     }
 
+    /// The instance serving the running entry point: `extensionWillTerminate()` goes to it, as
+    /// on Apple's system, when the host warns before ending the call.
+    private static let currentLock = NSLock()
+    nonisolated(unsafe) private static var currentInstance: (any BADownloaderExtension)?
+
+    /// A fresh instance for an entry point (extensions keep nothing between calls).
     static func instance(_ context: UnsafeMutableRawPointer?) -> (any BADownloaderExtension)? {
         guard let context else { return nil }
-        return Unmanaged<Box>.fromOpaque(context).takeUnretainedValue().type.init()
+        let instance = Unmanaged<Box>.fromOpaque(context).takeUnretainedValue().type.init()
+        currentLock.withLock { currentInstance = instance }
+        return instance
+    }
+
+    /// The running instance, or a fresh one when no entry point is running.
+    static func runningInstance(_ context: UnsafeMutableRawPointer?) -> (any BADownloaderExtension)? {
+        if let running = currentLock.withLock({ currentInstance }) { return running }
+        return instance(context)
     }
 
     static func download(_ pointer: UnsafePointer<ba_download>?) -> BAURLDownload? {
@@ -189,7 +203,7 @@ private let challengeThunk: ba_download_challenge_fn = { context, host, download
 }
 
 private let willTerminateThunk: ba_extension_will_terminate_fn = { context, host in
-    guard let host, let instance = ExportedExtensions.instance(context) else { return }
+    guard let host, let instance = ExportedExtensions.runningInstance(context) else { return }
     ExtensionHostConnection.with(host) { instance.extensionWillTerminate() }
 }
 

@@ -44,6 +44,9 @@ import Testing
         #expect(
             result.duration < .milliseconds(1500), "the call ended \(result.duration) after spawn for a 500 ms deadline"
         )
+        #expect(
+            result.logs.map(\.message).contains("BATestHang: will terminate"),
+            "extensionWillTerminate ran before the kill")
         // The plugin forked a child that also hangs: the whole group must be gone.
         #expect(!processGroupExists(result.processID))
     }

@@ -53,6 +53,12 @@ import Testing
         }
     }
 
+    @Test func terminateRoundTrips() throws {
+        var decoder = FrameDecoder()
+        decoder.append(HostMessage.terminate.frame())
+        #expect(try HostMessage.decode(try #require(try decoder.next())) == .terminate)
+    }
+
     @Test func framesArriveInPieces() throws {
         let bytes =
             RunnerMessage.log(level: 1, message: "split").frame() + RunnerMessage.hello(protocolVersion: 1).frame()
