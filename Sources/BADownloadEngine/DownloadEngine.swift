@@ -142,6 +142,8 @@ final class EngineLoop: @unchecked Sendable {
     var active: [ObjectIdentifier: Transfer] = [:]
     /// Transfers waiting for a retry time.
     var retrying: [ObjectIdentifier: Transfer] = [:]
+    /// Destination and partial paths in use, to the transfer id using them.
+    var destinations: [String: String] = [:]
     var sequence = 0
     var running = true
     var random = SystemRandomNumberGenerator()
@@ -244,6 +246,16 @@ final class EngineLoop: @unchecked Sendable {
                         error: DownloadError(.network, "libcurl could not be initialized (curl_multi_init failed)")))
                 return
             }
+            if let other = destinations[request.destination] ?? destinations[request.partialPath] {
+                // Two writers of one partial file would interleave their bytes.
+                emit(
+                    .failed(
+                        id: request.id,
+                        error: DownloadError(
+                            .fileSystem,
+                            "\(request.destination) is already the destination of download '\(other)'")))
+                return
+            }
             guard transfers[request.id] == nil else {
                 emit(
                     .failed(
@@ -257,6 +269,8 @@ final class EngineLoop: @unchecked Sendable {
             transfer.loop = self
             transfer.durable = configuration.durable
             transfers[request.id] = transfer
+            destinations[request.destination] = request.id
+            destinations[request.partialPath] = request.id
             do {
                 try transfer.openPartialFile()
             } catch {
@@ -290,7 +304,7 @@ final class EngineLoop: @unchecked Sendable {
                 transfer.closeFile()
                 try? FileManager.default.removeItem(atPath: transfer.request.partialPath)
                 transfer.rememberValidator(nil)
-                transfers[id] = nil
+                forget(transfer)
                 emit(.failed(id: id, error: error))
             }
         case .respond(let id, let response):
@@ -365,7 +379,7 @@ final class EngineLoop: @unchecked Sendable {
                     .finished(
                         id: transfer.id, path: transfer.request.destination, size: transfer.bytesOnDisk, sha256: digest,
                         receivedBytes: transfer.receivedBytes))
-                transfers[transfer.id] = nil
+                forget(transfer)
             case .failure(let error):
                 _ = transfer.machine.verified(error)
                 finishFailed(transfer, error)
@@ -375,6 +389,13 @@ final class EngineLoop: @unchecked Sendable {
         case .none:
             break
         }
+    }
+
+    /// Drops a transfer that has ended from every index.
+    func forget(_ transfer: Transfer) {
+        transfers[transfer.id] = nil
+        destinations[transfer.request.destination] = nil
+        destinations[transfer.request.partialPath] = nil
     }
 
     func finishFailed(_ transfer: Transfer, _ error: DownloadError) {
@@ -388,7 +409,7 @@ final class EngineLoop: @unchecked Sendable {
             try? FileManager.default.removeItem(atPath: transfer.request.partialPath)
             transfer.rememberValidator(nil)
         }
-        transfers[transfer.id] = nil
+        forget(transfer)
         emit(.failed(id: transfer.id, error: error))
     }
 

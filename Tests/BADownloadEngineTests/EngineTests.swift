@@ -545,6 +545,20 @@ func sha256(_ data: [UInt8]) throws -> String {
         directory.remove()
     }
 
+    @Test func twoDownloadsToOneDestinationAreRefused() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        server.setFile("/one.bin", contents: bytes(1000))
+        server.setBehavior(.stall(afterBytes: 10), for: "/one.bin")
+        engine.add(DownloadRequest(id: "first", url: server.url("/one.bin"), destination: destination(directory)))
+        engine.add(DownloadRequest(id: "second", url: server.url("/one.bin"), destination: destination(directory)))
+        guard case .failed(_, let error) = await events.end(of: "second") else {
+            Issue.record("\(events.seen)")
+            return
+        }
+        #expect(error.code == .fileSystem && error.message.contains("'first'"))
+        try await finish(server, engine, directory)
+    }
+
     @Test func cancelRemovesThePartialFile() async throws {
         let (server, engine, events, directory) = try await fixture()
         server.setFile("/c.bin", contents: bytes(100_000))
