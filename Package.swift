@@ -118,6 +118,11 @@ let package = Package(
         .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer"]),
         .testTarget(
             name: "BADownloadEngineTests", dependencies: ["BADownloadEngine", "BAAssetServer", "BATestSupport"]),
+        // A child process the crash-safety test kills with SIGKILL mid-write.
+        .executableTarget(name: "BAStoreCrashProbe", dependencies: ["BAStore"], path: "Tests/BAStoreCrashProbe"),
+        .testTarget(
+            name: "BAStoreTests",
+            dependencies: ["BAStore", "BAStoreCrashProbe", .product(name: "GRDB", package: "GRDB.swift")]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )
