@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // C: the extension ABI header, libffi, and Linux calls Swift's Glibc module lacks.
@@ -67,6 +68,9 @@ let package = Package(
             name: "BAExtensionHost",
             dependencies: ["BAExtensionProtocol", "BAExclusiveControl", "BackgroundAssets", "CBASystem"]),
         .target(name: "BackgroundAssetsTesting", dependencies: ["BackgroundAssets", "BAExtensionHost"]),
+
+        // basd's durable state: apps, downloads, the event log, extension runs (SQLite, docs/state.md).
+        .target(name: "BAStore", dependencies: ["BAExtensionProtocol", .product(name: "GRDB", package: "GRDB.swift")]),
 
         // Command line.
         .target(
@@ -114,6 +118,11 @@ let package = Package(
         .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer"]),
         .testTarget(
             name: "BADownloadEngineTests", dependencies: ["BADownloadEngine", "BAAssetServer", "BATestSupport"]),
+        // A child process the crash-safety test kills with SIGKILL mid-write.
+        .executableTarget(name: "BAStoreCrashProbe", dependencies: ["BAStore"], path: "Tests/BAStoreCrashProbe"),
+        .testTarget(
+            name: "BAStoreTests",
+            dependencies: ["BAStore", "BAStoreCrashProbe", .product(name: "GRDB", package: "GRDB.swift")]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )

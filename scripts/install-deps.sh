@@ -3,7 +3,7 @@
 # Used by the README's commands and by CI; safe to run again.
 set -euo pipefail
 
-packages=(libffi-dev libcurl4-openssl-dev libssl-dev openssl pkg-config)
+packages=(libffi-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev openssl pkg-config)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

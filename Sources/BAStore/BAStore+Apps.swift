@@ -1,0 +1,92 @@
+import Foundation
+internal import GRDB
+
+extension BAStore {
+    /// Registers an app, or updates its registration (a newer version, a moved directory).
+    ///
+    /// A new app starts with ``StoredApp/launched`` false and ``StoredApp/registeredAt`` now; an
+    /// update keeps both and sets ``StoredApp/updatedAt``. The timestamps and `launched` in `app`
+    /// are ignored.
+    ///
+    /// - Returns: The registration before this call, nil when the app is new: compare versions to
+    ///   tell an install from an update.
+    @discardableResult
+    public func register(_ app: StoredApp) throws(BAStoreError) -> StoredApp? {
+        let now = self.now
+        return try write("registering \(app.bundleIdentifier)") { db in
+            let previous = try Self.fetchApp(db, app.bundleIdentifier)
+            try db.execute(
+                sql: """
+                    INSERT INTO app (\(StoredApp.columns)) VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+                    ON CONFLICT (bundle_identifier) DO UPDATE SET
+                        version = excluded.version, app_group_identifier = excluded.app_group_identifier,
+                        app_directory = excluded.app_directory, extension_path = excluded.extension_path,
+                        updated_at = excluded.updated_at
+                    """,
+                arguments: [
+                    app.bundleIdentifier, app.version, app.appGroupIdentifier, app.appDirectory, app.extensionPath,
+                    now, now,
+                ])
+            return previous
+        }
+    }
+
+    /// The app registered as `bundleIdentifier`, if any.
+    public func app(_ bundleIdentifier: String) throws(BAStoreError) -> StoredApp? {
+        try read("reading app \(bundleIdentifier)") { db in try Self.fetchApp(db, bundleIdentifier) }
+    }
+
+    /// Every registered app, by bundle identifier.
+    public func apps() throws(BAStoreError) -> [StoredApp] {
+        try read("reading apps") { db in
+            try Row.fetchAll(db, sql: "SELECT \(StoredApp.columns) FROM app ORDER BY bundle_identifier")
+                .map(StoredApp.init(row:))
+        }
+    }
+
+    /// Records that the app's process connected to basd: its first launch, after which the
+    /// pre-launch restrictions no longer apply.
+    ///
+    /// - Returns: Whether this was the first launch (false if it had been seen before).
+    /// - Throws: ``BAStoreError/Code/unknownApp``.
+    @discardableResult
+    public func markLaunched(app bundleIdentifier: String) throws(BAStoreError) -> Bool {
+        let now = self.now
+        return try write("marking \(bundleIdentifier) launched") { db in
+            guard let app = try Self.fetchApp(db, bundleIdentifier) else {
+                throw Self.unknownApp(bundleIdentifier, path: path)
+            }
+            guard !app.launched else { return false }
+            try db.execute(
+                sql: "UPDATE app SET launched = 1, updated_at = ? WHERE bundle_identifier = ?",
+                arguments: [now, bundleIdentifier])
+            return true
+        }
+    }
+
+    /// Removes an app and, through the foreign keys' cascade, all its downloads, events and
+    /// extension runs. Its files are the caller's to remove.
+    ///
+    /// - Returns: The registration that was removed.
+    /// - Throws: ``BAStoreError/Code/unknownApp``.
+    @discardableResult
+    public func removeApp(_ bundleIdentifier: String) throws(BAStoreError) -> StoredApp {
+        try write("removing \(bundleIdentifier)") { db in
+            guard let app = try Self.fetchApp(db, bundleIdentifier) else {
+                throw Self.unknownApp(bundleIdentifier, path: path)
+            }
+            try db.execute(sql: "DELETE FROM app WHERE bundle_identifier = ?", arguments: [bundleIdentifier])
+            return app
+        }
+    }
+
+    static func fetchApp(_ db: Database, _ bundleIdentifier: String) throws -> StoredApp? {
+        try Row.fetchOne(
+            db, sql: "SELECT \(StoredApp.columns) FROM app WHERE bundle_identifier = ?", arguments: [bundleIdentifier]
+        ).map(StoredApp.init(row:))
+    }
+
+    static func unknownApp(_ bundleIdentifier: String, path: String) -> BAStoreError {
+        BAStoreError(.unknownApp, "no app is registered as \(bundleIdentifier): register it first", path: path)
+    }
+}

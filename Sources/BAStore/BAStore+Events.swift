@@ -1,0 +1,59 @@
+import Foundation
+internal import GRDB
+
+extension BAStore {
+    /// The app's undelivered events after sequence `after`, in sequence order: what to send it
+    /// (or its extension) next.
+    ///
+    /// Delivery is at least once: an event stays here until ``markDelivered(app:through:)``, so
+    /// one sent before a crash is sent again after it. Receivers drop a sequence they have seen.
+    ///
+    /// - Parameters:
+    ///   - bundleIdentifier: The app.
+    ///   - after: Only events with a greater sequence (0 for all): a sender that has events in
+    ///     flight asks for those after the last one it sent.
+    ///   - limit: At most this many.
+    public func undeliveredEvents(app bundleIdentifier: String, after: Int64 = 0, limit: Int = 100)
+        throws(BAStoreError) -> [StoredEvent]
+    {
+        try read("reading the undelivered events of \(bundleIdentifier)") { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(StoredEvent.columns) FROM event
+                    WHERE app_id = ? AND delivered_at IS NULL AND sequence > ?
+                    ORDER BY sequence LIMIT ?
+                    """, arguments: [bundleIdentifier, after, max(0, limit)]
+            ).map(StoredEvent.init(row:))
+        }
+    }
+
+    /// Acknowledges the app's events up to and including `sequence`: they are no longer
+    /// undelivered. Idempotent: acknowledging again, or an older sequence, changes nothing.
+    ///
+    /// - Returns: How many events this call marked delivered.
+    @discardableResult
+    public func markDelivered(app bundleIdentifier: String, through sequence: Int64) throws(BAStoreError) -> Int {
+        let now = self.now
+        return try write("acknowledging the events of \(bundleIdentifier)") { db in
+            try db.execute(
+                sql: """
+                    UPDATE event SET delivered_at = ?
+                    WHERE app_id = ? AND sequence <= ? AND delivered_at IS NULL
+                    """, arguments: [now, bundleIdentifier, sequence])
+            return db.changesCount
+        }
+    }
+
+    /// Deletes delivered events acknowledged before `date`. Undelivered events are never pruned.
+    ///
+    /// - Returns: How many events were deleted.
+    @discardableResult
+    public func pruneDeliveredEvents(olderThan date: Date) throws(BAStoreError) -> Int {
+        try write("pruning delivered events") { db in
+            try db.execute(
+                sql: "DELETE FROM event WHERE delivered_at IS NOT NULL AND delivered_at < ?", arguments: [date])
+            return db.changesCount
+        }
+    }
+}

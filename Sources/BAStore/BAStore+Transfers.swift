@@ -1,0 +1,213 @@
+import Foundation
+internal import GRDB
+
+// What the download engine reports, recorded: each call changes the download and appends the
+// event the app must hear about in one transaction, so after a crash both or neither are there.
+
+extension BAStore {
+    /// Records that a transfer started: state downloading, one more attempt, `offset` bytes kept
+    /// on disk. Appends a `began` event.
+    ///
+    /// - Parameters:
+    ///   - offset: Bytes already on disk, kept (0 for a fresh start).
+    ///   - isForeground: Whether it runs in the foreground.
+    ///   - partialPath: Where the partial file is; nil leaves it unchanged.
+    /// - Returns: The appended event.
+    /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
+    @discardableResult
+    public func recordBegan(uniqueIdentifier: String, offset: Int64, isForeground: Bool, partialPath: String? = nil)
+        throws(BAStoreError) -> StoredEvent
+    {
+        try transition(uniqueIdentifier, "recording the start of") { db, download, now in
+            try db.execute(
+                sql: """
+                    UPDATE download SET state = 2, bytes_on_disk = ?, foreground = ?, attempts = attempts + 1,
+                        partial_path = coalesce(?, partial_path), updated_at = ?
+                    WHERE unique_identifier = ?
+                    """, arguments: [offset, isForeground, partialPath, now, uniqueIdentifier])
+            return try appendEvent(
+                db, download, .began, EventPayload.Began(offset: offset, isForeground: isForeground), now)
+        }
+    }
+
+    /// Records that a transfer stopped keeping `bytesOnDisk` bytes (before a promotion, or
+    /// paused): state waiting. Appends a `paused` event.
+    ///
+    /// - Returns: The appended event.
+    /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
+    @discardableResult
+    public func recordPaused(uniqueIdentifier: String, bytesOnDisk: Int64) throws(BAStoreError) -> StoredEvent {
+        try transition(uniqueIdentifier, "recording the pause of") { db, download, now in
+            try db.execute(
+                sql: "UPDATE download SET state = 1, bytes_on_disk = ?, updated_at = ? WHERE unique_identifier = ?",
+                arguments: [bytesOnDisk, now, uniqueIdentifier])
+            return try appendEvent(db, download, .paused, EventPayload.Paused(bytesOnDisk: bytesOnDisk), now)
+        }
+    }
+
+    /// Records how far a transfer got: the bytes of the partial file and the validator they belong
+    /// to, which a restarted basd needs to resume. Appends a `progress` event and drops the
+    /// download's older undelivered `progress` events (each one carries the running total, so
+    /// only the latest matters, and the log stays small).
+    ///
+    /// Each call is a commit with an fsync: record progress at a bounded rate (when the validator
+    /// changes and every few MiB or seconds), not for every chunk.
+    ///
+    /// - Parameters:
+    ///   - bytesOnDisk: Bytes of the partial file now on disk.
+    ///   - totalBytes: The file's size, if known.
+    ///   - validator: The response's validator (strong ETag, else Last-Modified); nil leaves the
+    ///     stored one unchanged.
+    /// - Returns: The appended event.
+    /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
+    @discardableResult
+    public func recordProgress(
+        uniqueIdentifier: String, bytesOnDisk: Int64, totalBytes: Int64? = nil, validator: String? = nil
+    ) throws(BAStoreError) -> StoredEvent {
+        try transition(uniqueIdentifier, "recording the progress of") { db, download, now in
+            try db.execute(
+                sql: """
+                    UPDATE download SET bytes_on_disk = ?, validator = coalesce(?, validator), updated_at = ?
+                    WHERE unique_identifier = ?
+                    """, arguments: [bytesOnDisk, validator, now, uniqueIdentifier])
+            try db.execute(
+                sql: """
+                    DELETE FROM event
+                    WHERE download_id = ? AND kind = 'progress' AND delivered_at IS NULL
+                    """, arguments: [uniqueIdentifier])
+            return try appendEvent(
+                db, download, .progress, EventPayload.Progress(bytesWritten: bytesOnDisk, totalBytes: totalBytes), now)
+        }
+    }
+
+    /// Records that the server asked for credentials. Appends a `needsCredentials` event.
+    ///
+    /// - Parameter challenge: The server's challenge (its `WWW-Authenticate`), for the receiver.
+    /// - Returns: The appended event.
+    /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
+    @discardableResult
+    public func recordNeedsCredentials(uniqueIdentifier: String, challenge: String) throws(BAStoreError)
+        -> StoredEvent
+    {
+        try transition(uniqueIdentifier, "recording a credential request of") { db, download, now in
+            try db.execute(
+                sql: "UPDATE download SET updated_at = ? WHERE unique_identifier = ?",
+                arguments: [now, uniqueIdentifier])
+            return try appendEvent(
+                db, download, .needsCredentials, EventPayload.NeedsCredentials(challenge: challenge), now)
+        }
+    }
+
+    /// Records that the file is complete and verified at `destination`: state finished. Appends
+    /// a `finished` event. The download ends: it changes no more, and its identifier may be
+    /// scheduled again.
+    ///
+    /// - Parameters:
+    ///   - destination: Where the finished file is.
+    ///   - size: The file's size; nil keeps the recorded bytes on disk.
+    /// - Returns: The appended event.
+    /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded`` (so a
+    ///   download never finishes twice).
+    @discardableResult
+    public func markFinished(uniqueIdentifier: String, destination: String, size: Int64? = nil)
+        throws(BAStoreError) -> StoredEvent
+    {
+        try transition(uniqueIdentifier, "recording the end of") { db, download, now in
+            let size = size ?? download.bytesOnDisk
+            try db.execute(
+                sql: """
+                    UPDATE download SET state = 3, destination_path = ?, bytes_on_disk = ?, updated_at = ?
+                    WHERE unique_identifier = ?
+                    """, arguments: [destination, size, now, uniqueIdentifier])
+            return try appendEvent(
+                db, download, .finished, EventPayload.Finished(destination: destination, size: size), now)
+        }
+    }
+
+    /// Records that the download failed for good: state failed, `error` kept as its last error.
+    /// Appends a `failed` event. The download ends: it changes no more, and its identifier may be
+    /// scheduled again.
+    ///
+    /// - Returns: The appended event.
+    /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
+    @discardableResult
+    public func markFailed(uniqueIdentifier: String, error: StoredDownload.Failure) throws(BAStoreError)
+        -> StoredEvent
+    {
+        try transition(uniqueIdentifier, "recording the failure of") { db, download, now in
+            try db.execute(
+                sql: """
+                    UPDATE download SET state = -1, error_domain = ?, error_code = ?, error_message = ?,
+                        updated_at = ?
+                    WHERE unique_identifier = ?
+                    """, arguments: [error.domain, error.code, error.message, now, uniqueIdentifier])
+            return try appendEvent(
+                db, download, .failed,
+                EventPayload.Failed(domain: error.domain, code: error.code, message: error.message), now)
+        }
+    }
+
+    /// Runs `body` in one transaction on the active download `uniqueIdentifier`.
+    private func transition<T>(
+        _ uniqueIdentifier: String, _ doing: String, _ body: (Database, StoredDownload, Date) throws -> T
+    ) throws(BAStoreError) -> T {
+        let now = self.now
+        return try write("\(doing) download \(uniqueIdentifier)") { db in
+            guard let download = try Self.fetchDownload(db, uniqueIdentifier) else {
+                throw BAStoreError(
+                    .unknownDownload, "no download has unique identifier \(uniqueIdentifier) (cancelled?)",
+                    path: path)
+            }
+            guard download.state.isActive else {
+                throw BAStoreError(
+                    .downloadEnded,
+                    "download \(uniqueIdentifier) (\"\(download.identifier)\" of \(download.appIdentifier)) has "
+                        + "already \(download.state); it changes no more", path: path)
+            }
+            return try body(db, download, now)
+        }
+    }
+
+    /// Appends one event for `download` (inside the caller's transaction).
+    private func appendEvent(
+        _ db: Database, _ download: StoredDownload, _ kind: StoredEvent.Kind, _ payload: some Encodable, _ now: Date
+    ) throws -> StoredEvent {
+        let payloadText = try EventPayload.json(payload)
+        try db.execute(
+            sql: """
+                INSERT INTO event (app_id, download_id, kind, payload, created_at) VALUES (?, ?, ?, ?, ?)
+                """, arguments: [download.appIdentifier, download.uniqueIdentifier, kind.rawValue, payloadText, now])
+        return StoredEvent(
+            sequence: db.lastInsertedRowID, appIdentifier: download.appIdentifier,
+            downloadUniqueIdentifier: download.uniqueIdentifier, kind: kind, payload: payloadText, createdAt: now)
+    }
+}
+
+/// The JSON payloads of events, one shape per kind (documented on ``StoredEvent/Kind``).
+enum EventPayload {
+    struct Began: Encodable {
+        var offset: Int64
+        var isForeground: Bool
+    }
+    struct Paused: Encodable { var bytesOnDisk: Int64 }
+    struct Progress: Encodable {
+        var bytesWritten: Int64
+        var totalBytes: Int64?
+    }
+    struct Finished: Encodable {
+        var destination: String
+        var size: Int64
+    }
+    struct Failed: Encodable {
+        var domain: String
+        var code: Int
+        var message: String
+    }
+    struct NeedsCredentials: Encodable { var challenge: String }
+
+    static func json(_ payload: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(payload), as: UTF8.self)
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+internal import GRDB
+
+/// basd's durable state in one SQLite file: registered apps, downloads, the event log owed to
+/// apps and extensions, and the history of extension calls.
+///
+/// **Durable before acknowledged.** Every operation is one transaction, committed (and, with
+/// `synchronous = FULL`, fsynced) before it returns: once a call returns, a `kill -9` of the
+/// process, or a power loss, cannot undo it. When a call throws, none of it was committed. Each
+/// change to a download that the app must hear about appends its ``StoredEvent`` in the same
+/// transaction, so a crash never leaves a state change without its event or the reverse.
+///
+/// The file is in WAL mode (readers never block the writer) with foreign keys on and a busy
+/// timeout. Its schema is versioned by migrations (see `docs/state.md`); a file from a newer
+/// version is refused with ``BAStoreError/Code/schemaTooNew``.
+///
+/// Calls block the calling thread for the commit (typically well under a millisecond, plus an
+/// fsync of the WAL file). The store is safe to use from any thread; writes are serialized.
+///
+/// ```swift
+/// let store = try BAStore.open(path: stateDirectory + "/state.sqlite")
+/// try store.register(StoredApp(bundleIdentifier: "com.example.game", version: "1.0",
+///                              appDirectory: "/opt/game"))
+/// try store.schedule(StoredDownload(appIdentifier: "com.example.game", identifier: "level-1",
+///                                   url: "https://cdn.example.com/level-1.pak"))
+/// for download in try store.activeDownloads() { engine.add(...) }   // after a restart too
+/// ```
+public final class BAStore: Sendable {
+    /// The database file.
+    public let path: String
+    let pool: DatabasePool
+    let clock: @Sendable () -> Date
+
+    /// The newest schema version this build knows (a file of a newer one is refused).
+    public static var schemaVersion: Int { Schema.currentVersion }
+
+    private init(path: String, pool: DatabasePool, clock: @escaping @Sendable () -> Date) {
+        self.path = path
+        self.pool = pool
+        self.clock = clock
+    }
+
+    /// Opens the store at `path`, creating the file (mode 0600) and its folder (mode 0700) if
+    /// needed, and brings its schema to ``schemaVersion``.
+    ///
+    /// Opening a file that a killed process left behind is safe: SQLite rolls back the
+    /// transaction that was in flight and keeps every committed one.
+    ///
+    /// - Parameters:
+    ///   - path: The database file, e.g. `$XDG_DATA_HOME/background-assets/state.sqlite`.
+    ///   - clock: Where the store's timestamps come from (tests pass a fixed clock).
+    /// - Throws: ``BAStoreError`` with ``BAStoreError/Code/schemaTooNew`` when the file was
+    ///   written by a newer version, ``BAStoreError/Code/database`` when it cannot be opened or is
+    ///   not a database.
+    public static func open(path: String, clock: @escaping @Sendable () -> Date = { Date() }) throws(BAStoreError)
+        -> BAStore
+    {
+        try prepareFile(at: path)
+        var configuration = Configuration()
+        configuration.label = "BAStore"
+        configuration.foreignKeysEnabled = true
+        // Another process (a second basd, a `ba` reading state) may hold the write lock briefly.
+        configuration.busyMode = .timeout(5)
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+            // GRDB sets `synchronous = NORMAL` on the writer when it turns WAL on; NORMAL keeps
+            // commits across a process crash but not across a power loss. FULL fsyncs the WAL at
+            // every commit, so an acknowledged change survives both (docs/state.md). Only the
+            // writer connection commits, so only it needs the setting.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        } catch {
+            throw mapError(error, path: path, doing: "opening the database")
+        }
+        let store = BAStore(path: path, pool: pool, clock: clock)
+        try store.migrate()
+        return store
+    }
+
+    /// Closes the database. Later calls fail with ``BAStoreError/Code/database``. Also happens
+    /// when the store is deinitialized.
+    public func close() throws(BAStoreError) {
+        do { try pool.close() } catch { throw Self.mapError(error, path: path, doing: "closing the database") }
+    }
+
+    // MARK: - Opening
+
+    /// Creates the folder (0700) and an empty file (0600) if they are missing, so the -wal and
+    /// -shm files SQLite creates inherit the file's private mode.
+    private static func prepareFile(at path: String) throws(BAStoreError) {
+        let files = FileManager.default
+        if files.fileExists(atPath: path) { return }
+        let directory = (path as NSString).deletingLastPathComponent
+        do {
+            if !directory.isEmpty && !files.fileExists(atPath: directory) {
+                try files.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            }
+        } catch {
+            throw BAStoreError(
+                .database, "cannot create the folder \(directory): check that its parent is writable", path: path,
+                cause: error)
+        }
+        // An empty file is a valid empty database. If another process created it meanwhile, fine.
+        if !files.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+            && !files.fileExists(atPath: path)
+        {
+            throw BAStoreError(
+                .database, "cannot create the database file: check that \(directory) is writable", path: path)
+        }
+    }
+
+    /// Refuses a newer schema, then applies the missing migrations (each in its own transaction).
+    private func migrate() throws(BAStoreError) {
+        let migrator = Schema.migrator
+        let found: (version: Int, unknown: [String])
+        do {
+            found = try pool.read { db in
+                let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+                let unknown = try migrator.appliedIdentifiers(db).subtracting(migrator.migrations)
+                return (version, unknown.sorted())
+            }
+        } catch {
+            throw Self.mapError(error, path: path, doing: "reading the schema version")
+        }
+        if found.version > Schema.currentVersion || !found.unknown.isEmpty {
+            let migrations = found.unknown.isEmpty ? "" : " (migrations \(found.unknown.joined(separator: ", ")))"
+            throw BAStoreError(
+                .schemaTooNew,
+                "the database has schema version \(found.version)\(migrations), but this version of "
+                    + "swift-background-assets knows schema versions up to \(Schema.currentVersion); run the newer "
+                    + "basd that wrote it, or move the file aside to start with an empty state",
+                path: path)
+        }
+        do {
+            try migrator.migrate(pool)
+        } catch {
+            throw Self.mapError(error, path: path, doing: "migrating the schema to version \(Schema.currentVersion)")
+        }
+    }
+
+    // MARK: - Transactions
+
+    /// Runs `body` in one immediate transaction and commits it before returning; rolls back if
+    /// it throws.
+    func write<T>(_ doing: String, _ body: (Database) throws -> T) throws(BAStoreError) -> T {
+        do { return try pool.write(body) } catch { throw Self.mapError(error, path: path, doing: doing) }
+    }
+
+    /// Runs `body` on a snapshot of the last committed state.
+    func read<T>(_ doing: String, _ body: (Database) throws -> T) throws(BAStoreError) -> T {
+        do { return try pool.read(body) } catch { throw Self.mapError(error, path: path, doing: doing) }
+    }
+
+    /// The store's current time.
+    var now: Date { clock() }
+
+    /// A ``BAStoreError`` for any error a transaction threw (store errors pass through).
+    static func mapError(_ error: any Error, path: String, doing: String) -> BAStoreError {
+        if let error = error as? BAStoreError { return error }
+        guard let error = error as? DatabaseError else {
+            return BAStoreError(.database, "\(doing) failed", path: path, cause: error)
+        }
+        let advice: String
+        switch error.resultCode {
+        case .SQLITE_NOTADB: advice = "the file is not an SQLite database: check the path, or move the file aside"
+        case .SQLITE_CORRUPT: advice = "the database is corrupt: move it aside (basd starts with an empty state)"
+        case .SQLITE_FULL: advice = "the disk is full: free space and retry"
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            advice = "another process held the database locked for too long (is a second basd running?)"
+        case .SQLITE_READONLY: advice = "the database is read-only: check the file's and folder's permissions"
+        case .SQLITE_CANTOPEN: advice = "cannot open the file: check that the folder exists and is writable"
+        case .SQLITE_IOERR: advice = "an I/O error: check the disk"
+        default: advice = "SQLite failed"
+        }
+        return BAStoreError(.database, "\(doing): \(advice)", path: path, cause: error)
+    }
+}
+
+extension BAStore {
+    /// The writer connection's settings (`journal_mode`, `synchronous`, `foreign_keys`,
+    /// `busy_timeout`, `user_version`), for tests and diagnostics.
+    package func connectionSettings() throws(BAStoreError) -> [String: String] {
+        do {
+            return try pool.writeWithoutTransaction { db in
+                var settings: [String: String] = [:]
+                for name in ["journal_mode", "synchronous", "foreign_keys", "busy_timeout", "user_version"] {
+                    settings[name] = try String.fetchOne(db, sql: "PRAGMA \(name)")
+                }
+                return settings
+            }
+        } catch {
+            throw Self.mapError(error, path: path, doing: "reading the connection settings")
+        }
+    }
+
+    /// `PRAGMA integrity_check`: `["ok"]` for a sound file, else SQLite's findings.
+    package func integrityCheck() throws(BAStoreError) -> [String] {
+        try read("checking integrity") { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+    }
+}

@@ -1,0 +1,56 @@
+/// Why a ``BAStore`` operation failed, with a message that says what to do about it.
+///
+/// Every operation of the store throws only this type. Codes can grow without breaking callers;
+/// switch with a `default`. When an operation throws, nothing of it was committed.
+public struct BAStoreError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The app already has an active download (created, waiting or downloading) with this
+        /// identifier, or this unique identifier is already stored. Upstream: Apple's code 100.
+        public static let duplicateIdentifier = Code(rawValue: "duplicateIdentifier")
+        /// The app has no active download with this identifier. Upstream: Apple's code 101.
+        public static let notScheduled = Code(rawValue: "notScheduled")
+        /// No download has this unique identifier.
+        public static let unknownDownload = Code(rawValue: "unknownDownload")
+        /// No app is registered with this bundle identifier.
+        public static let unknownApp = Code(rawValue: "unknownApp")
+        /// The download has already ended (finished or failed); it can change no more.
+        public static let downloadEnded = Code(rawValue: "downloadEnded")
+        /// A value given to the store breaks its rules (an ended state passed to `schedule`, …).
+        public static let invalidArgument = Code(rawValue: "invalidArgument")
+        /// The database was written by a newer version of this software; this one refuses to
+        /// touch it rather than misread it.
+        public static let schemaTooNew = Code(rawValue: "schemaTooNew")
+        /// SQLite failed: the file cannot be opened or created, is not a database, is corrupt, the
+        /// disk is full, … ``BAStoreError/cause`` holds SQLite's error.
+        public static let database = Code(rawValue: "database")
+
+        public var description: String { rawValue }
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// What happened and how to fix it, for a person.
+    public var message: String
+    /// The underlying error (SQLite's, as GRDB reports it), if any.
+    public var cause: (any Error)?
+    /// The database file the failure concerns.
+    public var path: String
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, path: String, cause: (any Error)? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.cause = cause
+    }
+
+    public var description: String {
+        var text = "\(code): \(message) (database \(path))"
+        if let cause { text += ": \(cause)" }
+        return text
+    }
+}

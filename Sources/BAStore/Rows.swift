@@ -1,0 +1,128 @@
+import BAExtensionProtocol
+import Foundation
+internal import GRDB
+
+// Row <-> value conversions, kept out of the public types so GRDB stays an implementation detail.
+// Decoding throws (never traps) on a value of the wrong type: a damaged file is an error, not a
+// crash of basd.
+
+/// A column held a value the store never writes.
+struct MalformedRow: Error, CustomStringConvertible {
+    var table: String
+    var column: String
+    var value: String
+    var description: String { "\(table).\(column) holds \(value), which this version does not understand" }
+}
+
+extension StoredApp {
+    static let columns =
+        "bundle_identifier, version, app_group_identifier, app_directory, extension_path, launched, registered_at, updated_at"
+
+    init(row: Row) throws {
+        self.init(
+            bundleIdentifier: try row.decode(forColumn: "bundle_identifier"),
+            version: try row.decode(forColumn: "version"),
+            appGroupIdentifier: try row.decode(forColumn: "app_group_identifier"),
+            appDirectory: try row.decode(forColumn: "app_directory"),
+            extensionPath: try row.decode(forColumn: "extension_path"),
+            launched: try row.decode(forColumn: "launched"),
+            registeredAt: try row.decode(forColumn: "registered_at"),
+            updatedAt: try row.decode(forColumn: "updated_at"))
+    }
+}
+
+extension StoredDownload {
+    static let columns = """
+        unique_identifier, app_id, identifier, url, headers, app_group_identifier, priority, essential, \
+        expected_size, sha256, state, foreground, bytes_on_disk, validator, partial_path, destination_path, \
+        attempts, error_domain, error_code, error_message, created_at, updated_at
+        """
+
+    /// The JSON shape of one header in the `headers` column.
+    private struct HeaderJSON: Codable {
+        var name: String
+        var value: String
+    }
+
+    init(row: Row) throws {
+        let stateValue: Int = try row.decode(forColumn: "state")
+        guard let state = State(rawValue: stateValue) else {
+            throw MalformedRow(table: "download", column: "state", value: String(stateValue))
+        }
+        let headersText: String = try row.decode(forColumn: "headers")
+        let headers = try JSONDecoder().decode([HeaderJSON].self, from: Data(headersText.utf8))
+        let domain: String? = try row.decode(forColumn: "error_domain")
+        let failure = try domain.map { domain in
+            Failure(
+                domain: domain, code: try row.decode(forColumn: "error_code"),
+                message: try row.decode(forColumn: "error_message"))
+        }
+        self.init(
+            uniqueIdentifier: try row.decode(forColumn: "unique_identifier"),
+            appIdentifier: try row.decode(forColumn: "app_id"),
+            identifier: try row.decode(forColumn: "identifier"),
+            url: try row.decode(forColumn: "url"),
+            headers: headers.map { DownloadRecord.Header(name: $0.name, value: $0.value) },
+            applicationGroupIdentifier: try row.decode(forColumn: "app_group_identifier"),
+            priority: try row.decode(forColumn: "priority"),
+            isEssential: try row.decode(forColumn: "essential"),
+            expectedSize: try row.decode(forColumn: "expected_size"),
+            sha256: try row.decode(forColumn: "sha256"),
+            state: state,
+            isForeground: try row.decode(forColumn: "foreground"),
+            bytesOnDisk: try row.decode(forColumn: "bytes_on_disk"),
+            validator: try row.decode(forColumn: "validator"),
+            partialPath: try row.decode(forColumn: "partial_path"),
+            destinationPath: try row.decode(forColumn: "destination_path"),
+            attempts: try row.decode(forColumn: "attempts"),
+            lastError: failure,
+            createdAt: try row.decode(forColumn: "created_at"),
+            updatedAt: try row.decode(forColumn: "updated_at"))
+    }
+
+    /// The `headers` column: a JSON array of `{"name": …, "value": …}` objects, in order.
+    var headersJSON: String {
+        get throws {
+            let data = try JSONEncoder().encode(headers.map { HeaderJSON(name: $0.name, value: $0.value) })
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+}
+
+extension StoredEvent {
+    static let columns = "sequence, app_id, download_id, kind, payload, created_at, delivered_at"
+
+    init(row: Row) throws {
+        let kindText: String = try row.decode(forColumn: "kind")
+        guard let kind = Kind(rawValue: kindText) else {
+            throw MalformedRow(table: "event", column: "kind", value: kindText)
+        }
+        self.init(
+            sequence: try row.decode(forColumn: "sequence"),
+            appIdentifier: try row.decode(forColumn: "app_id"),
+            downloadUniqueIdentifier: try row.decode(forColumn: "download_id"),
+            kind: kind,
+            payload: try row.decode(forColumn: "payload"),
+            createdAt: try row.decode(forColumn: "created_at"),
+            deliveredAt: try row.decode(forColumn: "delivered_at"))
+    }
+}
+
+extension StoredExtensionRun {
+    static let columns = "id, app_id, event, verdict, detail, started_at, duration_ms"
+
+    init(row: Row) throws {
+        let eventText: String = try row.decode(forColumn: "event")
+        guard let event = Event(rawValue: eventText) else {
+            throw MalformedRow(table: "extension_run", column: "event", value: eventText)
+        }
+        self.init(
+            id: try row.decode(forColumn: "id"),
+            appIdentifier: try row.decode(forColumn: "app_id"),
+            event: event,
+            verdict: try row.decode(forColumn: "verdict"),
+            detail: try row.decode(forColumn: "detail"),
+            startedAt: try row.decode(forColumn: "started_at"),
+            durationMilliseconds: try row.decode(forColumn: "duration_ms"))
+    }
+}

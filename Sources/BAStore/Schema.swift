@@ -1,0 +1,102 @@
+internal import GRDB
+
+/// The store's schema and how a file is brought to it.
+///
+/// Each version is one GRDB migration, named `v<N>`, that ends by setting `PRAGMA user_version`
+/// to N. A shipped migration never changes: a later version appends `v2`, `v3`, … . A file whose
+/// `user_version` (or migration list) is beyond what this build knows is refused with
+/// ``BAStoreError/Code/schemaTooNew`` rather than opened: an older basd would otherwise write rows
+/// a newer one misreads. See `docs/state.md`.
+enum Schema {
+    /// The newest schema version this build knows.
+    static let currentVersion = 1
+
+    /// The migrations, oldest first.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: v1)
+            try db.execute(sql: "PRAGMA user_version = 1")
+        }
+        return migrator
+    }
+
+    /// Version 1. States are `BADownload.State` raw values: -1 failed, 0 created, 1 waiting,
+    /// 2 downloading, 3 finished; 0, 1 and 2 are *active*. Timestamps are GRDB's date text,
+    /// `YYYY-MM-DD HH:MM:SS.SSS` in UTC, which sorts in time order.
+    static let v1 = """
+        CREATE TABLE app (
+            bundle_identifier    TEXT    NOT NULL PRIMARY KEY,
+            version              TEXT    NOT NULL,
+            app_group_identifier TEXT,
+            app_directory        TEXT    NOT NULL,
+            extension_path       TEXT,
+            launched             INTEGER NOT NULL DEFAULT 0 CHECK (launched IN (0, 1)),
+            registered_at        TEXT    NOT NULL,
+            updated_at           TEXT    NOT NULL
+        );
+
+        CREATE TABLE download (
+            unique_identifier    TEXT    NOT NULL PRIMARY KEY,
+            app_id               TEXT    NOT NULL REFERENCES app (bundle_identifier) ON DELETE CASCADE,
+            identifier           TEXT    NOT NULL,
+            url                  TEXT    NOT NULL,
+            headers              TEXT    NOT NULL DEFAULT '[]' CHECK (json_valid(headers)),
+            app_group_identifier TEXT,
+            priority             INTEGER NOT NULL,
+            essential            INTEGER NOT NULL CHECK (essential IN (0, 1)),
+            expected_size        INTEGER CHECK (expected_size > 0),
+            sha256               TEXT,
+            state                INTEGER NOT NULL CHECK (state BETWEEN -1 AND 3),
+            foreground           INTEGER NOT NULL DEFAULT 0 CHECK (foreground IN (0, 1)),
+            bytes_on_disk        INTEGER NOT NULL DEFAULT 0 CHECK (bytes_on_disk >= 0),
+            validator            TEXT,
+            partial_path         TEXT,
+            destination_path     TEXT,
+            attempts             INTEGER NOT NULL DEFAULT 0,
+            error_domain         TEXT,
+            error_code           INTEGER,
+            error_message        TEXT,
+            created_at           TEXT    NOT NULL,
+            updated_at           TEXT    NOT NULL
+        );
+        -- At most one active download per (app, identifier): scheduling a duplicate fails, while
+        -- ended ones (finished, failed) may share the identifier with a new one.
+        CREATE UNIQUE INDEX download_active_identifier ON download (app_id, identifier)
+            WHERE state IN (0, 1, 2);
+        -- What a restarted basd resumes, in queue order.
+        CREATE INDEX download_active_order ON download (essential DESC, priority DESC, created_at)
+            WHERE state IN (0, 1, 2);
+        -- An app's downloads; also the cascade from app.
+        CREATE INDEX download_app ON download (app_id, created_at);
+
+        CREATE TABLE event (
+            sequence             INTEGER PRIMARY KEY AUTOINCREMENT,
+            app_id               TEXT    NOT NULL REFERENCES app (bundle_identifier) ON DELETE CASCADE,
+            download_id          TEXT    NOT NULL REFERENCES download (unique_identifier) ON DELETE CASCADE,
+            kind                 TEXT    NOT NULL
+                CHECK (kind IN ('began', 'paused', 'progress', 'finished', 'failed', 'needsCredentials')),
+            payload              TEXT    NOT NULL DEFAULT '{}' CHECK (json_valid(payload)),
+            created_at           TEXT    NOT NULL,
+            delivered_at         TEXT
+        );
+        -- An app's undelivered events in order: the delivery query.
+        CREATE INDEX event_undelivered ON event (app_id, sequence) WHERE delivered_at IS NULL;
+        -- Pruning delivered events by age.
+        CREATE INDEX event_delivered ON event (delivered_at) WHERE delivered_at IS NOT NULL;
+        -- The cascade from download, and coalescing a download's progress events.
+        CREATE INDEX event_download ON event (download_id, kind);
+
+        CREATE TABLE extension_run (
+            id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+            app_id               TEXT    NOT NULL REFERENCES app (bundle_identifier) ON DELETE CASCADE,
+            event                TEXT    NOT NULL
+                CHECK (event IN ('install', 'update', 'periodic', 'finished', 'failed', 'challenge')),
+            verdict              TEXT    NOT NULL,
+            detail               TEXT,
+            started_at           TEXT    NOT NULL,
+            duration_ms          INTEGER NOT NULL CHECK (duration_ms >= 0)
+        );
+        CREATE INDEX extension_run_app ON extension_run (app_id, started_at);
+        """
+}

@@ -1,0 +1,135 @@
+import BAExtensionProtocol
+import Foundation
+
+/// A download as ``BAStore`` keeps it: one row of the `download` table.
+///
+/// Plain data: what the app asked for (identifier, URL, headers, sizes, priority), where the
+/// transfer stands (state, bytes on disk, validator, partial file) and how it ended. A restarted
+/// basd rebuilds its transfers from these rows. The store sets ``createdAt`` and ``updatedAt``.
+public struct StoredDownload: Sendable, Hashable {
+    /// `BADownload.State`, with Apple's raw values.
+    public enum State: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+        case failed = -1
+        case created = 0
+        case waiting = 1
+        case downloading = 2
+        case finished = 3
+
+        /// Created, waiting or downloading: the download is scheduled and will go on after a
+        /// restart. At most one active download per (app, identifier).
+        public var isActive: Bool { self != .failed && self != .finished }
+
+        public var description: String {
+            switch self {
+            case .failed: "failed"
+            case .created: "created"
+            case .waiting: "waiting"
+            case .downloading: "downloading"
+            case .finished: "finished"
+            }
+        }
+    }
+
+    /// The error a failed download ended with: an `NSError`'s three parts.
+    public struct Failure: Sendable, Hashable {
+        /// The error domain, e.g. `com.apple.backgroundassets.error`.
+        public var domain: String
+        /// The code within the domain.
+        public var code: Int
+        /// What happened, for a person.
+        public var message: String
+
+        /// Creates a failure.
+        public init(domain: String, code: Int, message: String) {
+            self.domain = domain
+            self.code = code
+            self.message = message
+        }
+    }
+
+    /// `BADownload.uniqueIdentifier` (a UUID string): the primary key.
+    public var uniqueIdentifier: String
+    /// The bundle identifier of the app the download belongs to.
+    public var appIdentifier: String
+    /// `BADownload.identifier`, chosen by the app; unique among the app's active downloads.
+    public var identifier: String
+    /// The URL to fetch.
+    public var url: String
+    /// The request's headers, in order.
+    public var headers: [DownloadRecord.Header]
+    /// The app group the finished file is delivered into, if any.
+    public var applicationGroupIdentifier: String?
+    /// `BADownload.Priority` raw value: higher first, among background downloads.
+    public var priority: Int64
+    /// Essential downloads go before all others and are fetched before the app can launch.
+    public var isEssential: Bool
+    /// The exact size the file must have, if known.
+    public var expectedSize: Int64?
+    /// The lowercase hex SHA-256 the file must have, if known (a Linux addition).
+    public var sha256: String?
+    /// Where the download stands.
+    public var state: State
+    /// Whether the app asked for it in the foreground (`startForegroundDownload`).
+    public var isForeground: Bool
+    /// Bytes of the partial file kept on disk (of the finished file, once finished).
+    public var bytesOnDisk: Int64
+    /// The response's validator (strong ETag, else Last-Modified) the partial file's bytes belong
+    /// to; a partial file without one is never resumed.
+    public var validator: String?
+    /// Where the partial file is.
+    public var partialPath: String?
+    /// Where the finished file is (set when finished).
+    public var destinationPath: String?
+    /// How many times a transfer of it has begun.
+    public var attempts: Int
+    /// The last error: why it failed, once failed.
+    public var lastError: Failure?
+    /// When it was scheduled.
+    public var createdAt: Date
+    /// When it last changed.
+    public var updatedAt: Date
+
+    /// Creates a download to pass to ``BAStore/schedule(_:)``.
+    public init(
+        uniqueIdentifier: String = UUID().uuidString, appIdentifier: String, identifier: String, url: String,
+        headers: [DownloadRecord.Header] = [], applicationGroupIdentifier: String? = nil,
+        priority: Int64 = DownloadRules.defaultPriority, isEssential: Bool = false, expectedSize: Int64? = nil,
+        sha256: String? = nil, state: State = .waiting, isForeground: Bool = false, bytesOnDisk: Int64 = 0,
+        validator: String? = nil, partialPath: String? = nil, destinationPath: String? = nil, attempts: Int = 0,
+        lastError: Failure? = nil, createdAt: Date = Date(timeIntervalSince1970: 0),
+        updatedAt: Date = Date(timeIntervalSince1970: 0)
+    ) {
+        self.uniqueIdentifier = uniqueIdentifier
+        self.appIdentifier = appIdentifier
+        self.identifier = identifier
+        self.url = url
+        self.headers = headers
+        self.applicationGroupIdentifier = applicationGroupIdentifier
+        self.priority = priority
+        self.isEssential = isEssential
+        self.expectedSize = expectedSize
+        self.sha256 = sha256
+        self.state = state
+        self.isForeground = isForeground
+        self.bytesOnDisk = bytesOnDisk
+        self.validator = validator
+        self.partialPath = partialPath
+        self.destinationPath = destinationPath
+        self.attempts = attempts
+        self.lastError = lastError
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
+    /// A new download of `app` from a record an extension or the app handed over (already checked
+    /// with ``DownloadRules``): a `fileSize` of 0 means unknown; an empty `uniqueIdentifier` gets
+    /// a fresh UUID.
+    public init(record: DownloadRecord, appIdentifier: String, state: State = .waiting) {
+        self.init(
+            uniqueIdentifier: record.uniqueIdentifier.isEmpty ? UUID().uuidString : record.uniqueIdentifier,
+            appIdentifier: appIdentifier, identifier: record.identifier, url: record.url, headers: record.headers,
+            applicationGroupIdentifier: record.applicationGroupIdentifier, priority: record.priority,
+            isEssential: record.isEssential, expectedSize: record.fileSize > 0 ? record.fileSize : nil,
+            sha256: record.sha256, state: state)
+    }
+}

@@ -1,0 +1,163 @@
+import BAStore
+import Foundation
+import GRDB
+import Testing
+
+@Suite("BAStore events") struct EventTests {
+    @Test func finishedAndFailedAppendExactlyOneEventEach() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.registerApp()
+        let good = try test.schedule("good")
+        let bad = try test.schedule("bad")
+        #expect(try test.count("SELECT count(*) FROM event") == 0, "scheduling appends no event")
+
+        let finished = try test.store.markFinished(
+            uniqueIdentifier: good.uniqueIdentifier, destination: "/data/good", size: 1234)
+        #expect(finished.kind == .finished && finished.downloadUniqueIdentifier == good.uniqueIdentifier)
+        #expect(finished.payload == #"{"destination":"/data/good","size":1234}"#)
+        let failed = try test.store.markFailed(
+            uniqueIdentifier: bad.uniqueIdentifier,
+            error: .init(domain: "com.apple.backgroundassets.error", code: 202, message: "host not allowed"))
+        #expect(
+            failed.payload == #"{"code":202,"domain":"com.apple.backgroundassets.error","message":"host not allowed"}"#)
+        #expect(failed.sequence > finished.sequence)
+
+        #expect(try test.count("SELECT count(*) FROM event") == 2)
+        #expect(
+            try test.count(
+                "SELECT count(*) FROM event WHERE download_id = ? AND kind = 'finished'", [good.uniqueIdentifier]) == 1)
+        #expect(
+            try test.count(
+                "SELECT count(*) FROM event WHERE download_id = ? AND kind = 'failed'", [bad.uniqueIdentifier]) == 1)
+        #expect(try test.store.undeliveredEvents(app: "com.example.game") == [finished, failed])
+    }
+
+    @Test func aStateChangeAndItsEventCommitTogetherOrNotAtAll() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.registerApp()
+        let download = try test.schedule("level-1")
+        // Make appending any event fail, as a full disk or a crash between the two writes would.
+        try test.tamper { db in
+            try db.execute(
+                sql: "CREATE TRIGGER refuse_events BEFORE INSERT ON event BEGIN SELECT RAISE(ABORT, 'no'); END")
+        }
+        expectStoreError(.database) {
+            try test.store.markFinished(uniqueIdentifier: download.uniqueIdentifier, destination: "/d/level-1")
+        }
+        expectStoreError(.database) {
+            try test.store.markFailed(
+                uniqueIdentifier: download.uniqueIdentifier, error: .init(domain: "d", code: 1, message: "m"))
+        }
+        expectStoreError(.database) {
+            try test.store.recordBegan(uniqueIdentifier: download.uniqueIdentifier, offset: 0, isForeground: true)
+        }
+        let unchanged = try #require(try test.store.download(uniqueIdentifier: download.uniqueIdentifier))
+        #expect(unchanged.state == .waiting && unchanged.destinationPath == nil && unchanged.attempts == 0)
+        #expect(try test.count("SELECT count(*) FROM event") == 0)
+
+        try test.tamper { db in try db.execute(sql: "DROP TRIGGER refuse_events") }
+        try test.store.markFinished(uniqueIdentifier: download.uniqueIdentifier, destination: "/d/level-1")
+        #expect(try test.store.download(uniqueIdentifier: download.uniqueIdentifier)?.state == .finished)
+        #expect(try test.count("SELECT count(*) FROM event") == 1)
+    }
+
+    @Test func eventsComeInOrderPerAppAndDeliveryIsAcknowledgedUpToASequence() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.registerApp()
+        try test.registerApp("com.example.other")
+        var appended: [String: [StoredEvent]] = [:]
+        for index in 0..<4 {
+            for app in ["com.example.game", "com.example.other"] {
+                let download = try test.schedule("asset-\(index)", app: app)
+                let began = try test.store.recordBegan(
+                    uniqueIdentifier: download.uniqueIdentifier, offset: 0, isForeground: false)
+                let finished = try test.store.markFinished(
+                    uniqueIdentifier: download.uniqueIdentifier, destination: "/d/\(index)")
+                appended[app, default: []] += [began, finished]
+            }
+        }
+        let game = try #require(appended["com.example.game"])
+        let events = try test.store.undeliveredEvents(app: "com.example.game")
+        #expect(events == game)
+        #expect(events.map(\.sequence) == events.map(\.sequence).sorted())
+        #expect(events.map(\.kind) == [.began, .finished, .began, .finished, .began, .finished, .began, .finished])
+        #expect(try test.store.undeliveredEvents(app: "com.example.game", limit: 3) == Array(game.prefix(3)))
+        #expect(try test.store.undeliveredEvents(app: "com.example.game", after: game[2].sequence) == Array(game[3...]))
+
+        // Acknowledge through the third: only those are hidden, the other app's are untouched.
+        #expect(try test.store.markDelivered(app: "com.example.game", through: game[2].sequence) == 3)
+        #expect(try test.store.undeliveredEvents(app: "com.example.game") == Array(game[3...]))
+        #expect(try test.store.undeliveredEvents(app: "com.example.other") == appended["com.example.other"])
+        // Idempotent: again, or an older sequence, changes nothing.
+        #expect(try test.store.markDelivered(app: "com.example.game", through: game[2].sequence) == 0)
+        #expect(try test.store.markDelivered(app: "com.example.game", through: game[0].sequence) == 0)
+        #expect(try test.store.undeliveredEvents(app: "com.example.game") == Array(game[3...]))
+        // The other app's acknowledgement never touches this app's events.
+        #expect(try test.store.markDelivered(app: "com.example.other", through: Int64.max) == 8)
+        #expect(try test.store.undeliveredEvents(app: "com.example.game") == Array(game[3...]))
+        #expect(try test.count("SELECT count(*) FROM event WHERE delivered_at IS NOT NULL") == 11)
+    }
+
+    @Test func onlyTheLatestUndeliveredProgressIsKept() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.registerApp()
+        let id = try test.schedule("level-1").uniqueIdentifier
+        try test.store.recordBegan(uniqueIdentifier: id, offset: 0, isForeground: false)
+        let first = try test.store.recordProgress(uniqueIdentifier: id, bytesOnDisk: 100, totalBytes: 1000)
+        try test.store.markDelivered(app: "com.example.game", through: first.sequence)
+        try test.store.recordProgress(uniqueIdentifier: id, bytesOnDisk: 200, totalBytes: 1000)
+        let last = try test.store.recordProgress(uniqueIdentifier: id, bytesOnDisk: 300)
+        #expect(last.payload == #"{"bytesWritten":300}"#)
+        let events = try test.store.undeliveredEvents(app: "com.example.game")
+        #expect(events == [last])
+        #expect(try test.count("SELECT count(*) FROM event WHERE kind = 'progress'") == 2, "delivered ones stay")
+        // Progress then an end: both undelivered, in order.
+        let finished = try test.store.markFinished(uniqueIdentifier: id, destination: "/d/level-1")
+        #expect(try test.store.undeliveredEvents(app: "com.example.game") == [last, finished])
+    }
+
+    @Test func otherEventsCarryTheirPayloads() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.registerApp()
+        let id = try test.schedule("level-1").uniqueIdentifier
+        let began = try test.store.recordBegan(uniqueIdentifier: id, offset: 512, isForeground: true)
+        let paused = try test.store.recordPaused(uniqueIdentifier: id, bytesOnDisk: 1024)
+        let challenge = try test.store.recordNeedsCredentials(uniqueIdentifier: id, challenge: #"Basic realm="cdn""#)
+        #expect(began.payload == #"{"isForeground":true,"offset":512}"#)
+        #expect(paused.payload == #"{"bytesOnDisk":1024}"#)
+        #expect(challenge.payload == #"{"challenge":"Basic realm=\"cdn\""}"#)
+        #expect(
+            try test.store.undeliveredEvents(app: "com.example.game").map(\.kind) == [
+                .began, .paused, .needsCredentials,
+            ])
+    }
+
+    @Test func pruningDeletesOnlyOldDeliveredEvents() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.registerApp()
+        var sequences: [Int64] = []
+        for index in 0..<3 {
+            let id = try test.schedule("asset-\(index)").uniqueIdentifier
+            sequences.append(try test.store.markFinished(uniqueIdentifier: id, destination: "/d/\(index)").sequence)
+        }
+        try test.store.markDelivered(app: "com.example.game", through: sequences[0])
+        test.clock.advance(seconds: 3600)
+        try test.store.markDelivered(app: "com.example.game", through: sequences[1])
+        #expect(try test.store.pruneDeliveredEvents(olderThan: test.clock.now.addingTimeInterval(-60)) == 1)
+        #expect(try test.store.pruneDeliveredEvents(olderThan: test.clock.now.addingTimeInterval(1)) == 1)
+        #expect(try test.store.undeliveredEvents(app: "com.example.game").map(\.sequence) == [sequences[2]])
+        #expect(try test.count("SELECT count(*) FROM event") == 1)
+
+        // Sequences are never reused, even when the newest events were pruned.
+        try test.store.markDelivered(app: "com.example.game", through: sequences[2])
+        #expect(try test.store.pruneDeliveredEvents(olderThan: test.clock.now.addingTimeInterval(1)) == 1)
+        let id = try test.schedule("asset-3").uniqueIdentifier
+        #expect(try test.store.markFinished(uniqueIdentifier: id, destination: "/d/3").sequence > sequences[2])
+    }
+}
