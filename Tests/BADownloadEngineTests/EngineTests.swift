@@ -110,6 +110,9 @@ func sha256(_ data: [UInt8]) throws -> String {
                     id: "a", path: destination(directory), size: 300_000, sha256: digest, receivedBytes: 300_000))
         #expect(sameBytes(contents(destination(directory)), data))
         #expect(
+            events.seen.contains { if case .validator(_, let value) = $0 { value.hasPrefix("\"") } else { false } },
+            "the ETag is reported for persistence")
+        #expect(
             !FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory))))
         #expect(
             !FileManager.default.fileExists(

@@ -229,7 +229,11 @@ final class Transfer: @unchecked Sendable {
                     abortError = error
                 }
             }
-            if validator != self.validator { rememberValidator(validator) }
+            if validator != self.validator {
+                rememberValidator(validator)
+                // The owner (basd) keeps it with the download's state, to resume after a restart.
+                if let validator { loop?.emit(.validator(id: id, value: validator)) }
+            }
         }
     }
 
