@@ -81,7 +81,7 @@ extension DaemonProtocol {
         case DecodingError.typeMismatch(let type, let context):
             "wrong type at \(path(context)), expected \(type)"
         case DecodingError.valueNotFound(let type, let context): "missing \(type) at \(path(context))"
-        case DecodingError.dataCorrupted(let context): "\(context.debugDescription) \(path(context))"
+        case DecodingError.dataCorrupted(let context): "\(context.debugDescription) (at \(path(context)))"
         default: "\(error)"
         }
     }
