@@ -44,7 +44,9 @@ final class ConnectionHandler: ChannelInboundHandler {
         case .replyAndClose(let result):
             write(.response(requestId: id, result: result), context: context, thenClose: true)
         case .status(let version):
-            write(.response(requestId: id, result: self.context.status(protocolVersion: version)), context: context, thenClose: false)
+            write(
+                .response(requestId: id, result: self.context.status(protocolVersion: version)), context: context,
+                thenClose: false)
         }
     }
 

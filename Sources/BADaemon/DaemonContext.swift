@@ -69,7 +69,8 @@ final class DaemonContext: Sendable {
                     activeDownloads: active))
         } catch {
             log("status: reading the store failed: \(error)")
-            return .error(code: DaemonErrorCode.internalError.rawValue, message: "basd could not read its state: \(error)")
+            return .error(
+                code: DaemonErrorCode.internalError.rawValue, message: "basd could not read its state: \(error)")
         }
     }
 }

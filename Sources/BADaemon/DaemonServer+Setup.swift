@@ -15,7 +15,8 @@ extension DaemonServer {
                 guard info.st_uid == getuid() || info.st_uid == 0 else {
                     throw DaemonError(
                         .directory,
-                        "the \(what) \(path) belongs to uid \(info.st_uid), not to you (uid \(getuid())); choose another path")
+                        "the \(what) \(path) belongs to uid \(info.st_uid), not to you (uid \(getuid())); choose another path"
+                    )
                 }
                 return
             }
@@ -39,7 +40,8 @@ extension DaemonServer {
                 let by = holder.flatMap(Int32.init).map { " (held by pid \($0))" } ?? ""
                 throw DaemonError(
                     .alreadyRunning,
-                    "another basd is using this state directory: the lock \(path) is taken\(by); stop it or use another state directory")
+                    "another basd is using this state directory: the lock \(path) is taken\(by); stop it or use another state directory"
+                )
             } catch {
                 throw DaemonError(.lock, "cannot lock \(path)", cause: error)
             }
@@ -58,7 +60,8 @@ extension DaemonServer {
             // sockaddr_un.sun_path is 108 bytes, NUL included.
             guard socketPath.utf8.count < 108 else {
                 throw DaemonError(
-                    .socket, "the socket path \(socketPath) is longer than 107 bytes, the unix socket limit; use a shorter one")
+                    .socket,
+                    "the socket path \(socketPath) is longer than 107 bytes, the unix socket limit; use a shorter one")
             }
             let folder = (socketPath as NSString).deletingLastPathComponent
             try makePrivateDirectory(folder.isEmpty ? "." : folder, what: "socket folder")
@@ -68,7 +71,8 @@ extension DaemonServer {
                 throw DaemonError(.socket, "\(socketPath) exists and is not a socket; remove it or choose another path")
             }
             guard unlink(socketPath) == 0 else {
-                throw DaemonError(.socket, "cannot remove the stale socket \(socketPath): \(String(cString: strerror(errno)))")
+                throw DaemonError(
+                    .socket, "cannot remove the stale socket \(socketPath): \(String(cString: strerror(errno)))")
             }
         }
     }

@@ -64,7 +64,8 @@ public final class DaemonServer: Sendable {
     private let context: DaemonContext
     private let channel: any Channel
 
-    private init(configuration: Configuration, lock: ExclusiveControlLock, context: DaemonContext, channel: any Channel) {
+    private init(configuration: Configuration, lock: ExclusiveControlLock, context: DaemonContext, channel: any Channel)
+    {
         self.configuration = configuration
         self.lock = lock
         self.context = context
@@ -110,7 +111,9 @@ public final class DaemonServer: Sendable {
             .childChannelInitializer { channel in
                 PeerCredentials.of(channel).flatMapThrowing { peer in
                     guard PeerCredentials.isAllowed(peerUID: peer.uid, daemonUID: daemonUID) else {
-                        context.log("refused a connection from uid \(peer.uid) (pid \(peer.pid)); basd serves uid \(daemonUID) only")
+                        context.log(
+                            "refused a connection from uid \(peer.uid) (pid \(peer.pid)); basd serves uid \(daemonUID) only"
+                        )
                         channel.close(promise: nil)
                         return
                     }

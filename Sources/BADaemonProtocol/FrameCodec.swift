@@ -19,7 +19,9 @@ extension DaemonProtocol {
                 .frameTooLarge, "the message is \(payload.count) bytes, above the \(maximumFrameLength)-byte limit")
         }
         let length = UInt32(payload.count)
-        var frame: [UInt8] = [UInt8(length >> 24), UInt8((length >> 16) & 0xff), UInt8((length >> 8) & 0xff), UInt8(length & 0xff)]
+        var frame: [UInt8] = [
+            UInt8(length >> 24), UInt8((length >> 16) & 0xff), UInt8((length >> 8) & 0xff), UInt8(length & 0xff),
+        ]
         frame.reserveCapacity(headerLength + payload.count)
         frame.append(contentsOf: payload)
         return frame
@@ -28,7 +30,9 @@ extension DaemonProtocol {
     /// Checks a frame's length prefix (the first 4 bytes, big-endian) and returns the payload length.
     /// - Throws: `.emptyFrame` for 0, `.frameTooLarge` above ``maximumFrameLength``.
     public static func payloadLength(prefix: UInt32) throws(DaemonProtocolError) -> Int {
-        guard prefix != 0 else { throw DaemonProtocolError(.emptyFrame, "a frame's length prefix is 0; every frame carries a JSON message") }
+        guard prefix != 0 else {
+            throw DaemonProtocolError(.emptyFrame, "a frame's length prefix is 0; every frame carries a JSON message")
+        }
         guard prefix <= UInt32(maximumFrameLength) else {
             throw DaemonProtocolError(
                 .frameTooLarge, "a frame announces \(prefix) bytes, above the \(maximumFrameLength)-byte limit")
@@ -39,7 +43,9 @@ extension DaemonProtocol {
     /// Decodes a client's payload (a frame without its prefix).
     /// - Throws: `.invalidJSON`, `.unknownMessage`, or `.unsupportedProtocolVersion` for a `hello`
     ///   outside ``supportedVersions`` (with the request id when it could be read).
-    public static func decodeClientMessage(_ payload: some Collection<UInt8>) throws(DaemonProtocolError) -> ClientMessage {
+    public static func decodeClientMessage(_ payload: some Collection<UInt8>) throws(DaemonProtocolError)
+        -> ClientMessage
+    {
         let message: ClientMessage = try decode(payload)
         if case .hello(let version, _) = message.request, !supportedVersions.contains(version) {
             throw DaemonProtocolError(
@@ -54,11 +60,15 @@ extension DaemonProtocol {
 
     /// Decodes basd's payload (a frame without its prefix).
     /// - Throws: `.invalidJSON` or `.unknownMessage`.
-    public static func decodeServerMessage(_ payload: some Collection<UInt8>) throws(DaemonProtocolError) -> ServerMessage {
+    public static func decodeServerMessage(_ payload: some Collection<UInt8>) throws(DaemonProtocolError)
+        -> ServerMessage
+    {
         try decode(payload)
     }
 
-    private static func decode<Message: Decodable>(_ payload: some Collection<UInt8>) throws(DaemonProtocolError) -> Message {
+    private static func decode<Message: Decodable>(_ payload: some Collection<UInt8>) throws(DaemonProtocolError)
+        -> Message
+    {
         guard !payload.isEmpty else { throw DaemonProtocolError(.emptyFrame, "the frame is empty") }
         let data = Data(payload)
         do {

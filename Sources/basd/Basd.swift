@@ -17,12 +17,16 @@ struct Basd: AsyncParsableCommand {
 
     @Option(
         name: .customLong("state-dir"),
-        help: "basd's state folder (env BA_STATE_DIR; default $XDG_DATA_HOME/background-assets or ~/.local/share/background-assets).")
+        help:
+            "basd's state folder (env BA_STATE_DIR; default $XDG_DATA_HOME/background-assets or ~/.local/share/background-assets)."
+    )
     var stateDirectory: String?
 
     @Option(
         name: .customLong("socket"),
-        help: "The unix socket (env BA_SOCKET; default $XDG_RUNTIME_DIR/background-assets/basd.sock or /tmp/background-assets-UID/basd.sock).")
+        help:
+            "The unix socket (env BA_SOCKET; default $XDG_RUNTIME_DIR/background-assets/basd.sock or /tmp/background-assets-UID/basd.sock)."
+    )
     var socketPath: String?
 
     func run() async throws {
@@ -54,7 +58,7 @@ struct Basd: AsyncParsableCommand {
             FileHandle.standardError.write(Data("basd: \(error)\n".utf8))
             throw ExitCode.failure
         }
-        sources.forEach { $0.cancel() }
+        for source in sources { source.cancel() }
     }
 
     static func defaultStateDirectory(_ environment: [String: String]) -> String {

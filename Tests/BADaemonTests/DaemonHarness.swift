@@ -105,7 +105,8 @@ func runDaemonToExit(stateDirectory: String, socketPath: String, timeout: Double
     return (
         status: process.terminationStatus,
         stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-        stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    )
 }
 
 /// A blocking unix-socket client with 5-second send and receive timeouts (every wait is bounded).
@@ -152,7 +153,9 @@ final class TestClient {
     func sendRaw(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if sent < 0 && errno == EINTR { continue }
             guard sent > 0 else { return false }
             offset += sent
@@ -199,7 +202,8 @@ final class TestClient {
 
     /// `hello` at the current version; throws unless answered `ok`.
     func handshake() throws {
-        let result = try call(.hello(protocolVersion: DaemonProtocol.version, client: ClientInfo(role: .cli, pid: getpid())))
+        let result = try call(
+            .hello(protocolVersion: DaemonProtocol.version, client: ClientInfo(role: .cli, pid: getpid())))
         guard result == .ok else { throw HarnessError("hello answered \(result)") }
     }
 

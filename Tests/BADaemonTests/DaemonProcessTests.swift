@@ -32,7 +32,10 @@ struct DaemonProcessTests {
         defer { daemon.kill() }
         let client = try TestClient(socketPath: daemon.socketPath)
         let result = try client.call(.status)
-        #expect(result == .error(code: 56, message: "\"status\" before \"hello\": the first request on a connection must be hello"))
+        #expect(
+            result
+                == .error(
+                    code: 56, message: "\"status\" before \"hello\": the first request on a connection must be hello"))
         #expect(try client.receive() == .closed)
     }
 
@@ -73,8 +76,14 @@ struct DaemonProcessTests {
             ("random bytes", garbage, nil),
             ("oversized length prefix", [0x7f, 0xff, 0xff, 0xff, 1, 2, 3], DaemonErrorCode.invalidFrame.rawValue),
             ("empty frame", [0, 0, 0, 0], DaemonErrorCode.invalidFrame.rawValue),
-            ("invalid JSON", [0, 0, 0, UInt8(invalidJSON.count)] + invalidJSON, DaemonErrorCode.invalidMessage.rawValue),
-            ("unknown protocol version", try DaemonProtocol.encode(hello), DaemonErrorCode.callerConnectionNotAccepted.rawValue),
+            (
+                "invalid JSON", [0, 0, 0, UInt8(invalidJSON.count)] + invalidJSON,
+                DaemonErrorCode.invalidMessage.rawValue
+            ),
+            (
+                "unknown protocol version", try DaemonProtocol.encode(hello),
+                DaemonErrorCode.callerConnectionNotAccepted.rawValue
+            ),
         ]
         for (name, bytes, expectedCode) in cases {
             let client = try TestClient(socketPath: daemon.socketPath)

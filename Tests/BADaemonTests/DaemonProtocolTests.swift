@@ -9,14 +9,16 @@ struct DaemonProtocolTests {
     static let clientMessages: [ClientMessage] = [
         ClientMessage(
             id: 1,
-            request: .hello(protocolVersion: 1, client: ClientInfo(role: .app, bundleIdentifier: "com.example.game", pid: 42))),
+            request: .hello(
+                protocolVersion: 1, client: ClientInfo(role: .app, bundleIdentifier: "com.example.game", pid: 42))),
         ClientMessage(id: 2, request: .status),
         ClientMessage(
             id: 3,
             request: .schedule(
                 DownloadPayload(
                     identifier: "level-1", url: "https://cdn.example.com/level-1.pak",
-                    headers: [.init(name: "Authorization", value: "Bearer x")], applicationGroupIdentifier: "group.example",
+                    headers: [.init(name: "Authorization", value: "Bearer x")],
+                    applicationGroupIdentifier: "group.example",
                     priority: 10, isEssential: true, fileSize: 1234, sha256: String(repeating: "a", count: 64)))),
         ClientMessage(id: 4, request: .startForeground(identifier: "level-1")),
         ClientMessage(id: 5, request: .cancel(identifier: "level-1")),
@@ -69,7 +71,9 @@ struct DaemonProtocolTests {
         #expect(frame.prefix(4) == [0, 0, 0, UInt8(frame.count - 4)])
         #expect(String(decoding: frame.dropFirst(4), as: UTF8.self) == #"{"id":2,"type":"status"}"#)
         let reply = try DaemonProtocol.encode(ServerMessage.response(requestId: 2, result: .ok))
-        #expect(String(decoding: reply.dropFirst(4), as: UTF8.self) == #"{"id":2,"result":{"type":"ok"},"type":"response"}"#)
+        #expect(
+            String(decoding: reply.dropFirst(4), as: UTF8.self) == #"{"id":2,"result":{"type":"ok"},"type":"response"}"#
+        )
     }
 
     @Test("frames split at every byte boundary, and several in one read, come out whole")
@@ -83,7 +87,9 @@ struct DaemonProtocolTests {
             while offset < stream.count {
                 reader.append(stream[offset..<min(offset + cut, stream.count)])
                 offset += cut
-                while let payload = try reader.nextFrame() { decoded.append(try DaemonProtocol.decodeClientMessage(payload)) }
+                while let payload = try reader.nextFrame() {
+                    decoded.append(try DaemonProtocol.decodeClientMessage(payload))
+                }
             }
             #expect(decoded == Self.clientMessages)
         }
@@ -94,17 +100,23 @@ struct DaemonProtocolTests {
         var reader = FrameReader()
         reader.append([0x00, 0x10, 0x00, 0x01])  // 1 MiB + 1
         #expect(throws: DaemonProtocolError.self) { try reader.nextFrame() }
-        #expect(Self.code { _ = try DaemonProtocol.payloadLength(prefix: UInt32(DaemonProtocol.maximumFrameLength + 1)) } == .frameTooLarge)
+        #expect(
+            Self.code { _ = try DaemonProtocol.payloadLength(prefix: UInt32(DaemonProtocol.maximumFrameLength + 1)) }
+                == .frameTooLarge)
         #expect(try DaemonProtocol.payloadLength(prefix: UInt32(DaemonProtocol.maximumFrameLength)) == 1 << 20)
         #expect(Self.code { _ = try DaemonProtocol.payloadLength(prefix: 0) } == .emptyFrame)
         #expect(Self.code { _ = try DaemonProtocol.decodeClientMessage([UInt8]()) } == .emptyFrame)
         #expect(Self.code { _ = try DaemonProtocol.decodeClientMessage(Array("{".utf8)) } == .invalidJSON)
         #expect(Self.code { _ = try DaemonProtocol.decodeClientMessage(Array(#"{"id":1}"#.utf8)) } == .invalidJSON)
-        #expect(Self.code { _ = try DaemonProtocol.decodeClientMessage(Array(#"{"id":-1,"type":"status"}"#.utf8)) } == .invalidJSON)
+        #expect(
+            Self.code { _ = try DaemonProtocol.decodeClientMessage(Array(#"{"id":-1,"type":"status"}"#.utf8)) }
+                == .invalidJSON)
         #expect(
             Self.code { _ = try DaemonProtocol.decodeClientMessage(Array(#"{"id":1,"type":"launchMissiles"}"#.utf8)) }
                 == .unknownMessage)
-        #expect(Self.code { _ = try DaemonProtocol.decodeServerMessage(Array(#"{"type":"gossip"}"#.utf8)) } == .unknownMessage)
+        #expect(
+            Self.code { _ = try DaemonProtocol.decodeServerMessage(Array(#"{"type":"gossip"}"#.utf8)) }
+                == .unknownMessage)
         let hello = ClientMessage(id: 7, request: .hello(protocolVersion: 2, client: ClientInfo(role: .cli, pid: 1)))
         do {
             _ = try DaemonProtocol.decodeClientMessage(try DaemonProtocol.encode(hello).dropFirst(4))
@@ -131,7 +143,9 @@ struct DaemonProtocolTests {
         for round in 0..<3000 {
             var bytes: [UInt8]
             if round % 2 == 0 {
-                bytes = (0..<Int.random(in: 0...96, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+                bytes = (0..<Int.random(in: 0...96, using: &random)).map { _ in
+                    UInt8.random(in: 0...255, using: &random)
+                }
             } else {
                 bytes = valid[round % valid.count]
                 for _ in 0..<Int.random(in: 1...4, using: &random) {
