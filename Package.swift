@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "ba-extension-runner", targets: ["ba-extension-runner"]),
         .library(name: "BAAssetServer", targets: ["BAAssetServer"]),
         .executable(name: "ba-asset-server", targets: ["ba-asset-server"]),
+        .executable(name: "basd", targets: ["basd"]),
         // Sample extensions (shared libraries loaded by the runner).
         .library(name: "SampleSwiftExtension", type: .dynamic, targets: ["SampleSwiftExtension"]),
         .library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
@@ -72,6 +73,19 @@ let package = Package(
         // basd's durable state: apps, downloads, the event log, extension runs (SQLite, docs/state.md).
         .target(name: "BAStore", dependencies: ["BAExtensionProtocol", .product(name: "GRDB", package: "GRDB.swift")]),
 
+        // basd: the client <-> daemon wire protocol (docs/protocol.md), its unix-socket server, the executable.
+        .target(name: "BADaemonProtocol"),
+        .target(
+            name: "BADaemon",
+            dependencies: [
+                "BADaemonProtocol", "BAStore", "BAExclusiveControl",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
+        .executableTarget(
+            name: "basd", dependencies: ["BADaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+
         // Command line.
         .target(
             name: "BACommands",
@@ -123,6 +137,7 @@ let package = Package(
         .testTarget(
             name: "BAStoreTests",
             dependencies: ["BAStore", "BAStoreCrashProbe", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "BADaemonTests", dependencies: ["BADaemonProtocol", "BADaemon", "basd", "BATestSupport"]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,35 @@
+/// Why basd could not start (or stop cleanly).
+public struct DaemonError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Code: Sendable, Hashable {
+        /// Another basd holds the state directory's lock.
+        case alreadyRunning
+        /// A directory could not be created or is not safe to use.
+        case directory
+        /// The socket could not be set up (a non-socket file in the way, a path too long, bind failed).
+        case socket
+        /// The state store could not be opened.
+        case store
+        /// The lock file could not be opened or locked.
+        case lock
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// What happened and how to fix it.
+    public var message: String
+    /// The underlying error, if any.
+    public var cause: (any Error & Sendable)?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, cause: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.cause = cause
+    }
+
+    public var description: String {
+        guard let cause else { return message }
+        return "\(message) (\(cause))"
+    }
+}

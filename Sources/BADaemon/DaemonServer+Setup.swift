@@ -1,0 +1,79 @@
+import BAExclusiveControl
+import Foundation
+
+extension DaemonServer {
+    /// The file-system steps of ``DaemonServer/start(_:)``.
+    enum Setup {
+        /// Creates `path` (and its parents) with mode 0700 if missing. An existing folder must be
+        /// ours, or root's (e.g. `/tmp` as a socket's folder).
+        static func makePrivateDirectory(_ path: String, what: String) throws(DaemonError) {
+            var info = stat()
+            if stat(path, &info) == 0 {
+                guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                    throw DaemonError(.directory, "the \(what) \(path) exists and is not a folder")
+                }
+                guard info.st_uid == getuid() || info.st_uid == 0 else {
+                    throw DaemonError(
+                        .directory,
+                        "the \(what) \(path) belongs to uid \(info.st_uid), not to you (uid \(getuid())); choose another path"
+                    )
+                }
+                return
+            }
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw DaemonError(.directory, "cannot create the \(what) \(path)", cause: error as NSError)
+            }
+        }
+
+        /// Takes the state directory's lock without waiting and writes our pid into the file.
+        static func takeLock(at path: String) throws(DaemonError) -> ExclusiveControlLock {
+            let lock: ExclusiveControlLock
+            do {
+                lock = try ExclusiveControlLock(path: path)
+                try lock.acquire(timeoutMilliseconds: 0)
+            } catch .notAcquired {
+                let holder = (try? String(contentsOfFile: path, encoding: .utf8))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                let by = holder.flatMap(Int32.init).map { " (held by pid \($0))" } ?? ""
+                throw DaemonError(
+                    .alreadyRunning,
+                    "another basd is using this state directory: the lock \(path) is taken\(by); stop it or use another state directory"
+                )
+            } catch {
+                throw DaemonError(.lock, "cannot lock \(path)", cause: error)
+            }
+            // Rewritten in place (not replaced): the flock belongs to the open file, not the name.
+            if let handle = FileHandle(forWritingAtPath: path) {
+                try? handle.truncate(atOffset: 0)
+                try? handle.write(contentsOf: Data("\(getpid())\n".utf8))
+                try? handle.close()
+            }
+            return lock
+        }
+
+        /// Creates the socket's folder and removes a stale socket there. Call with the lock held:
+        /// only then is a socket file at the path a leftover of a dead basd, never a live one's.
+        static func prepareSocketPath(_ socketPath: String) throws(DaemonError) {
+            // sockaddr_un.sun_path is 108 bytes, NUL included.
+            guard socketPath.utf8.count < 108 else {
+                throw DaemonError(
+                    .socket,
+                    "the socket path \(socketPath) is longer than 107 bytes, the unix socket limit; use a shorter one")
+            }
+            let folder = (socketPath as NSString).deletingLastPathComponent
+            try makePrivateDirectory(folder.isEmpty ? "." : folder, what: "socket folder")
+            var info = stat()
+            guard lstat(socketPath, &info) == 0 else { return }
+            guard (info.st_mode & S_IFMT) == S_IFSOCK else {
+                throw DaemonError(.socket, "\(socketPath) exists and is not a socket; remove it or choose another path")
+            }
+            guard unlink(socketPath) == 0 else {
+                throw DaemonError(
+                    .socket, "cannot remove the stale socket \(socketPath): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}

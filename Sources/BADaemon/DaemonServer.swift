@@ -1,0 +1,163 @@
+import BADaemonProtocol
+import BAExclusiveControl
+import BAStore
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// basd's transport: a unix-socket server speaking ``DaemonProtocol`` to clients of the same user.
+///
+/// ``start(_:)`` takes the state directory's lock (`basd.lock`, so one basd per state directory),
+/// opens the store (`state.sqlite`), and binds the socket with mode 0600 in a 0700 folder. Each
+/// connection's peer uid is checked with `SO_PEERCRED`; the first request must be `hello`. It serves
+/// `status`; the download commands are refused with ``DaemonErrorCode/notServed`` until the download
+/// service exists. ``run()`` returns once ``shutdown()`` was called and everything is closed, the
+/// socket file removed and the lock released.
+///
+/// ```swift
+/// let server = try await DaemonServer.start(DaemonServer.Configuration(
+///     stateDirectory: "/home/me/.local/share/background-assets",
+///     socketPath: "/run/user/1000/background-assets/basd.sock"))
+/// print("basd listening on \(server.configuration.socketPath)")
+/// try await server.run()   // until server.shutdown() (e.g. on SIGTERM)
+/// ```
+public final class DaemonServer: Sendable {
+    /// Where basd keeps its state and listens.
+    public struct Configuration: Sendable {
+        /// basd's state folder (created 0700): `state.sqlite` and `basd.lock` live there.
+        public var stateDirectory: String
+        /// The unix socket to listen on; its folder is created 0700 if missing.
+        public var socketPath: String
+        /// Reported by `status`.
+        public var daemonVersion: String
+        /// Where diagnostics go (one line per call); standard error by default.
+        public var log: @Sendable (String) -> Void
+
+        /// Creates a configuration.
+        public init(
+            stateDirectory: String, socketPath: String, daemonVersion: String = DaemonServer.version,
+            log: @escaping @Sendable (String) -> Void = DaemonServer.logToStandardError
+        ) {
+            self.stateDirectory = stateDirectory
+            self.socketPath = socketPath
+            self.daemonVersion = daemonVersion
+            self.log = log
+        }
+
+        /// The lock file that makes basd exclusive per state directory.
+        public var lockPath: String { (stateDirectory as NSString).appendingPathComponent("basd.lock") }
+        /// The store's database file.
+        public var storePath: String { (stateDirectory as NSString).appendingPathComponent("state.sqlite") }
+    }
+
+    /// basd's version string.
+    public static let version = "0.1.0"
+
+    /// Writes `line` and a newline to standard error.
+    public static let logToStandardError: @Sendable (String) -> Void = { line in
+        FileHandle.standardError.write(Data("basd: \(line)\n".utf8))
+    }
+
+    /// What the server was started with.
+    public let configuration: Configuration
+    private let lock: ExclusiveControlLock
+    private let context: DaemonContext
+    private let channel: any Channel
+
+    private init(configuration: Configuration, lock: ExclusiveControlLock, context: DaemonContext, channel: any Channel)
+    {
+        self.configuration = configuration
+        self.lock = lock
+        self.context = context
+        self.channel = channel
+    }
+
+    /// Takes the lock, opens the store and binds the socket; returns once clients can connect.
+    ///
+    /// - Throws: ``DaemonError``: `.alreadyRunning` (naming the lock file and the holder's pid)
+    ///   when another basd uses the state directory; `.directory`, `.lock`, `.store`, `.socket`
+    ///   for the step that failed. Nothing is left locked or bound when it throws.
+    public static func start(_ configuration: Configuration) async throws(DaemonError) -> DaemonServer {
+        try Setup.makePrivateDirectory(configuration.stateDirectory, what: "state directory")
+        let lock = try Setup.takeLock(at: configuration.lockPath)
+        do throws(DaemonError) {
+            try Setup.prepareSocketPath(configuration.socketPath)
+            let store: BAStore
+            do {
+                store = try BAStore.open(path: configuration.storePath)
+            } catch {
+                throw DaemonError(.store, "cannot open basd's state at \(configuration.storePath)", cause: error)
+            }
+            let context = DaemonContext(
+                store: store, daemonVersion: configuration.daemonVersion, log: configuration.log)
+            let channel: any Channel
+            do throws(DaemonError) {
+                channel = try await bind(configuration.socketPath, context: context)
+            } catch {
+                try? store.close()
+                throw error
+            }
+            return DaemonServer(configuration: configuration, lock: lock, context: context, channel: channel)
+        } catch {
+            try? lock.release()
+            throw error
+        }
+    }
+
+    private static func bind(_ socketPath: String, context: DaemonContext) async throws(DaemonError) -> any Channel {
+        let daemonUID = getuid()
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 128)
+            .childChannelInitializer { channel in
+                PeerCredentials.of(channel).flatMapThrowing { peer in
+                    guard PeerCredentials.isAllowed(peerUID: peer.uid, daemonUID: daemonUID) else {
+                        context.log(
+                            "refused a connection from uid \(peer.uid) (pid \(peer.pid)); basd serves uid \(daemonUID) only"
+                        )
+                        channel.close(promise: nil)
+                        return
+                    }
+                    guard context.register(channel) else {
+                        channel.close(promise: nil)  // accepted while shutting down
+                        return
+                    }
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(context: context))
+                }
+            }
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.bind(unixDomainSocketPath: socketPath).get()
+        } catch {
+            throw DaemonError(.socket, "cannot listen on \(socketPath)", cause: error)
+        }
+        // The folder is 0700, so no other user could connect in the moment before this chmod.
+        guard chmod(socketPath, 0o600) == 0 else {
+            let code = errno
+            try? await channel.close()
+            unlink(socketPath)
+            throw DaemonError(.socket, "chmod 0600 of \(socketPath) failed: \(String(cString: strerror(code)))")
+        }
+        return channel
+    }
+
+    /// Serves until ``shutdown()``, then closes every connection, removes the socket file, closes
+    /// the store and releases the lock.
+    public func run() async throws {
+        try? await channel.closeFuture.get()
+        await context.closeAll()
+        unlink(configuration.socketPath)
+        var failure: (any Error)?
+        do { try context.store.close() } catch { failure = error }
+        try? lock.release()
+        if let failure { throw DaemonError(.store, "closing basd's state failed", cause: failure as? BAStoreError) }
+    }
+
+    /// Stops accepting connections; ``run()`` then finishes the shutdown. Safe to call more than once.
+    public func shutdown() async {
+        try? await channel.close()
+    }
+
+    /// Open client connections.
+    public var connectionCount: Int { context.connectionCount }
+}

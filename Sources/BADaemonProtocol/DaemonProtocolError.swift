@@ -1,0 +1,45 @@
+/// Why a frame or a message could not be read or written.
+///
+/// Never a trap: every malformed input becomes one of these. ``requestId`` is set when the payload
+/// was read far enough to know which request it was, so the reply can name it.
+public struct DaemonProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Code: Hashable, Sendable {
+        /// The length prefix exceeds ``DaemonProtocol/maximumFrameLength``.
+        case frameTooLarge
+        /// The length prefix is 0.
+        case emptyFrame
+        /// The payload is not JSON, or not the JSON of a message.
+        case invalidJSON
+        /// The message's `type` (or a result's or event's) is unknown.
+        case unknownMessage
+        /// A `hello` asks for a protocol version outside ``DaemonProtocol/supportedVersions``.
+        case unsupportedProtocolVersion
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// What happened and how to fix it.
+    public var message: String
+    /// The id of the request it is about, when known.
+    public var requestId: UInt64?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, requestId: UInt64? = nil) {
+        self.code = code
+        self.message = message
+        self.requestId = requestId
+    }
+
+    /// The code of the error reply basd sends for it.
+    public var replyCode: DaemonErrorCode {
+        switch code {
+        case .frameTooLarge, .emptyFrame: .invalidFrame
+        case .invalidJSON: .invalidMessage
+        case .unknownMessage: .unknownMessage
+        case .unsupportedProtocolVersion: .callerConnectionNotAccepted
+        }
+    }
+
+    public var description: String { message }
+}

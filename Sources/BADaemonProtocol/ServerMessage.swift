@@ -1,0 +1,190 @@
+/// A message from basd to a client: a response to one request, or a pushed event.
+///
+/// On the wire: `{"type": "response", "id": 1, "result": {"type": "ok"}}` or
+/// `{"type": "event", "event": {…}}` (see `docs/protocol.md`).
+public enum ServerMessage: Sendable, Hashable, Codable {
+    /// The answer to the request with id `requestId`. A reply to input too broken to have an id
+    /// (a bad frame, bad JSON) carries id 0.
+    case response(requestId: UInt64, result: Result)
+    /// Something happened to one of the client's downloads. Sent only after the handshake, in
+    /// `sequence` order; delivery is at least once until acknowledged with
+    /// ``Request/acknowledgeEvents(throughSequence:)``.
+    case event(DownloadEvent)
+
+    /// What a request produced.
+    public enum Result: Sendable, Hashable, Codable {
+        /// Done.
+        case ok
+        /// The answer to `status`.
+        case status(StatusInfo)
+        /// The answer to `currentDownloads`.
+        case downloads([DownloadInfo])
+        /// The request failed; `code` is a ``DaemonErrorCode`` raw value (an Int, so a client can
+        /// show a code it does not know yet).
+        case error(code: Int, message: String)
+
+        private enum CodingKeys: String, CodingKey { case type, status, downloads, code, message }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let type = try container.decode(String.self, forKey: .type)
+            switch type {
+            case "ok": self = .ok
+            case "status": self = .status(try container.decode(StatusInfo.self, forKey: .status))
+            case "downloads": self = .downloads(try container.decode([DownloadInfo].self, forKey: .downloads))
+            case "error":
+                self = .error(
+                    code: try container.decode(Int.self, forKey: .code),
+                    message: try container.decode(String.self, forKey: .message))
+            default: throw UnknownMessageType(type: type, id: nil)
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            switch self {
+            case .ok: try container.encode("ok", forKey: .type)
+            case .status(let status):
+                try container.encode("status", forKey: .type)
+                try container.encode(status, forKey: .status)
+            case .downloads(let downloads):
+                try container.encode("downloads", forKey: .type)
+                try container.encode(downloads, forKey: .downloads)
+            case .error(let code, let message):
+                try container.encode("error", forKey: .type)
+                try container.encode(code, forKey: .code)
+                try container.encode(message, forKey: .message)
+            }
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case type, id, result, event }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let type = try container.decode(String.self, forKey: .type)
+        switch type {
+        case "response":
+            self = .response(
+                requestId: try container.decode(UInt64.self, forKey: .id),
+                result: try container.decode(Result.self, forKey: .result))
+        case "event": self = .event(try container.decode(DownloadEvent.self, forKey: .event))
+        default: throw UnknownMessageType(type: type, id: nil)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .response(let id, let result):
+            try container.encode("response", forKey: .type)
+            try container.encode(id, forKey: .id)
+            try container.encode(result, forKey: .result)
+        case .event(let event):
+            try container.encode("event", forKey: .type)
+            try container.encode(event, forKey: .event)
+        }
+    }
+}
+
+/// basd's answer to `status`.
+public struct StatusInfo: Sendable, Hashable, Codable {
+    /// The protocol version of this connection.
+    public var protocolVersion: Int
+    /// basd's version string.
+    public var daemonVersion: String
+    /// basd's process id.
+    public var pid: Int32
+    /// Seconds since basd started listening.
+    public var uptimeSeconds: Double
+    /// Open client connections, this one included.
+    public var connections: Int
+    /// Registered apps, from basd's store.
+    public var registeredApps: Int
+    /// Active (created, waiting or downloading) downloads, from basd's store.
+    public var activeDownloads: Int
+
+    /// Creates status info.
+    public init(
+        protocolVersion: Int, daemonVersion: String, pid: Int32, uptimeSeconds: Double, connections: Int,
+        registeredApps: Int, activeDownloads: Int
+    ) {
+        self.protocolVersion = protocolVersion
+        self.daemonVersion = daemonVersion
+        self.pid = pid
+        self.uptimeSeconds = uptimeSeconds
+        self.connections = connections
+        self.registeredApps = registeredApps
+        self.activeDownloads = activeDownloads
+    }
+}
+
+/// A download as basd reports it (`currentDownloads`): what the client sent plus where it stands.
+public struct DownloadInfo: Sendable, Hashable, Codable {
+    /// `BADownload.uniqueIdentifier`.
+    public var uniqueIdentifier: String
+    /// What the client scheduled.
+    public var download: DownloadPayload
+    /// `BADownload.State` raw value: failed -1, created 0, waiting 1, downloading 2, finished 3.
+    public var state: Int
+    /// Whether it runs in the foreground.
+    public var isForeground: Bool
+    /// Bytes on disk so far.
+    public var bytesOnDisk: Int64
+
+    /// Creates download info.
+    public init(uniqueIdentifier: String, download: DownloadPayload, state: Int, isForeground: Bool, bytesOnDisk: Int64)
+    {
+        self.uniqueIdentifier = uniqueIdentifier
+        self.download = download
+        self.state = state
+        self.isForeground = isForeground
+        self.bytesOnDisk = bytesOnDisk
+    }
+}
+
+/// One entry of the app's event log, pushed to the client (mirrors `BAStore`'s `StoredEvent`).
+/// Only the fields of its ``kind`` are set.
+public struct DownloadEvent: Sendable, Hashable, Codable {
+    /// What happened; the wire names are the store's event kinds.
+    public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
+        case began, paused, progress, finished, failed, needsCredentials
+    }
+
+    /// The event's place in the log: increasing per app; acknowledge through it.
+    public var sequence: Int64
+    /// The download's `uniqueIdentifier`.
+    public var downloadUniqueIdentifier: String
+    /// The download's `identifier`.
+    public var identifier: String
+    /// What happened.
+    public var kind: Kind
+    /// `began`: where the transfer resumed.
+    public var offset: Int64?
+    /// `began`: whether it runs in the foreground.
+    public var isForeground: Bool?
+    /// `paused`: bytes kept.
+    public var bytesOnDisk: Int64?
+    /// `progress`: bytes written so far.
+    public var bytesWritten: Int64?
+    /// `progress`: the expected total, when known.
+    public var totalBytes: Int64?
+    /// `finished`: the file's path (in the app group container).
+    public var destination: String?
+    /// `finished`: the file's size.
+    public var size: Int64?
+    /// `failed`: the error's domain, code and message.
+    public var errorDomain: String?
+    public var errorCode: Int?
+    public var errorMessage: String?
+    /// `needsCredentials`: the authentication challenge (e.g. the `WWW-Authenticate` value).
+    public var challenge: String?
+
+    /// Creates an event; set the fields of `kind` afterwards.
+    public init(sequence: Int64, downloadUniqueIdentifier: String, identifier: String, kind: Kind) {
+        self.sequence = sequence
+        self.downloadUniqueIdentifier = downloadUniqueIdentifier
+        self.identifier = identifier
+        self.kind = kind
+    }
+}

@@ -1,0 +1,77 @@
+import ArgumentParser
+import BADaemon
+import Dispatch
+import Foundation
+
+/// `basd`: parses flags, starts ``DaemonServer``, and shuts it down on SIGTERM or SIGINT.
+@main
+struct Basd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "basd",
+        abstract: "The Background Assets daemon (one per user).",
+        discussion: """
+            Prints "basd listening on PATH" once clients can connect. Exits 0 after a graceful shutdown \
+            on SIGTERM or SIGINT, 1 when it cannot start (e.g. another basd holds the state directory).
+            """,
+        version: DaemonServer.version)
+
+    @Option(
+        name: .customLong("state-dir"),
+        help:
+            "basd's state folder (env BA_STATE_DIR; default $XDG_DATA_HOME/background-assets or ~/.local/share/background-assets)."
+    )
+    var stateDirectory: String?
+
+    @Option(
+        name: .customLong("socket"),
+        help:
+            "The unix socket (env BA_SOCKET; default $XDG_RUNTIME_DIR/background-assets/basd.sock or /tmp/background-assets-UID/basd.sock)."
+    )
+    var socketPath: String?
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let configuration = DaemonServer.Configuration(
+            stateDirectory: stateDirectory ?? Self.defaultStateDirectory(environment),
+            socketPath: socketPath ?? Self.defaultSocketPath(environment))
+        let server: DaemonServer
+        do {
+            server = try await DaemonServer.start(configuration)
+        } catch {
+            FileHandle.standardError.write(Data("basd: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+        // Handled by dispatch sources, not the default action (which would skip the cleanup).
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        let sources = [SIGTERM, SIGINT].map { number in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { Task { await server.shutdown() } }
+            source.resume()
+            return source
+        }
+        // FileHandle writes unbuffered: the line is out before anyone waits for it.
+        FileHandle.standardOutput.write(Data("basd listening on \(configuration.socketPath)\n".utf8))
+        do {
+            try await server.run()
+        } catch {
+            FileHandle.standardError.write(Data("basd: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+        for source in sources { source.cancel() }
+    }
+
+    static func defaultStateDirectory(_ environment: [String: String]) -> String {
+        if let path = environment["BA_STATE_DIR"], !path.isEmpty { return path }
+        if let data = environment["XDG_DATA_HOME"], !data.isEmpty { return data + "/background-assets" }
+        return NSHomeDirectory() + "/.local/share/background-assets"
+    }
+
+    static func defaultSocketPath(_ environment: [String: String]) -> String {
+        if let path = environment["BA_SOCKET"], !path.isEmpty { return path }
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            return runtime + "/background-assets/basd.sock"
+        }
+        return "/tmp/background-assets-\(getuid())/basd.sock"
+    }
+}
