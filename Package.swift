@@ -74,7 +74,7 @@ let package = Package(
         .target(name: "BAStore", dependencies: ["BAExtensionProtocol", .product(name: "GRDB", package: "GRDB.swift")]),
 
         // basd: the client <-> daemon wire protocol (docs/protocol.md), its unix-socket server, the executable.
-        .target(name: "BADaemonProtocol"),
+        .target(name: "BADaemonProtocol", dependencies: ["BAExtensionProtocol"]),
         .target(
             name: "BADaemon",
             dependencies: [
@@ -84,7 +84,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .executableTarget(
-            name: "basd", dependencies: ["BADaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+            name: "basd",
+            dependencies: ["BADaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Command line.
         .target(

@@ -1,3 +1,5 @@
+import BAExtensionProtocol
+
 /// A request from a client to basd, with the id its response will carry.
 ///
 /// On the wire it is one flat JSON object: `{"id": 1, "type": "status"}`, the request's fields
@@ -120,14 +122,7 @@ public struct ClientInfo: Sendable, Hashable, Codable {
 /// `StoredDownload` adds the state and bookkeeping).
 public struct DownloadPayload: Sendable, Hashable, Codable {
     /// One request header.
-    public struct Header: Sendable, Hashable, Codable {
-        public var name: String
-        public var value: String
-        public init(name: String, value: String) {
-            self.name = name
-            self.value = value
-        }
-    }
+    public typealias Header = DownloadRecord.Header
 
     /// `BADownload.identifier`, chosen by the app.
     public var identifier: String

@@ -1,14 +1,9 @@
+import BAExtensionProtocol
+
 /// One file to download.
 public struct DownloadRequest: Sendable {
     /// One request header.
-    public struct Header: Sendable, Equatable {
-        public var name: String
-        public var value: String
-        public init(name: String, value: String) {
-            self.name = name
-            self.value = value
-        }
-    }
+    public typealias Header = DownloadRecord.Header
 
     /// User name and password for HTTP authentication.
     public struct Credential: Sendable, Equatable {

@@ -3,8 +3,9 @@
 /// The runner builds one from each `ba_download` an extension hands it; the host validates it
 /// with ``DownloadRules`` before anything else trusts it.
 public struct DownloadRecord: Sendable, Hashable {
-    /// One HTTP request header.
-    public struct Header: Sendable, Hashable {
+    /// One HTTP request header: the one header type of the project (the engine's requests, the
+    /// daemon protocol and the store use it too).
+    public struct Header: Sendable, Hashable, Codable {
         public var name: String
         public var value: String
         public init(name: String, value: String) {
