@@ -212,7 +212,7 @@ struct FetchReporter {
         let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 0
         let width = 30
         let filled = Int(fraction * Double(width))
-        let elapsed = Double((now - started).components.seconds) + Double((now - started).components.attoseconds) / 1e18
+        let elapsed = (now - started).seconds
         let rate = elapsed > 0 ? Double(done) / elapsed : 0
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
         let line = String(
@@ -224,7 +224,7 @@ struct FetchReporter {
 
     mutating func finish(interrupted: Bool) {
         let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.seconds
         if json {
             let summary: [String: Any] = [
                 "summary": true, "finished": finished, "failed": failures, "interrupted": interrupted,
@@ -269,7 +269,7 @@ struct FetchReporter {
         case .retrying(let id, let attempt, let delay, let reason):
             object = [
                 "event": "retrying", "id": id, "attempt": attempt,
-                "delaySeconds": Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18,
+                "delaySeconds": delay.seconds,
                 "reason": reason,
             ]
         case .needsCredentials(let id, let challenge):

@@ -101,12 +101,15 @@ struct RunExtension: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let workspace = try TemporaryWorkspace()
+        let workspace = try BAExtensionWorkspace()
         defer { workspace.remove() }
         let invocation: BAExtensionInvocation
         do {
             invocation = try makeInvocation(workspace: workspace)
         } catch let error as InputError {
+            FileHandle.standardError.write(Data("ba: \(error.message)\n".utf8))
+            throw ExitCode(BAExitCode.noInput.rawValue)
+        } catch let error as BAExtensionHostError {
             FileHandle.standardError.write(Data("ba: \(error.message)\n".utf8))
             throw ExitCode(BAExitCode.noInput.rawValue)
         }
@@ -129,7 +132,7 @@ struct RunExtension: AsyncParsableCommand {
 
     struct InputError: Error { var message: String }
 
-    func makeInvocation(workspace: TemporaryWorkspace) throws -> BAExtensionInvocation {
+    func makeInvocation(workspace: BAExtensionWorkspace) throws -> BAExtensionInvocation {
         guard FileManager.default.fileExists(atPath: library) else {
             throw InputError(message: "no such extension library: \(library)")
         }
@@ -139,7 +142,7 @@ struct RunExtension: AsyncParsableCommand {
         switch self.event {
         case .install, .update, .periodic:
             let request: Int32 = self.event == .install ? 1 : self.event == .update ? 2 : 3
-            let copy = try workspace.readOnlyCopy(of: manifest, named: "manifest.json")
+            let copy = try workspace.readOnlyFile(named: "manifest.json", contents: try manifestContents())
             event = .contentRequest(
                 request: request, manifestPath: copy,
                 manifestURL: manifestURL ?? URL(fileURLWithPath: manifest ?? copy).absoluteString,
@@ -161,6 +164,15 @@ struct RunExtension: AsyncParsableCommand {
         return BAExtensionInvocation(
             libraryPath: libraryPath, event: event, timeout: .milliseconds(Int64(timeout * 1000)),
             memoryLimitBytes: memoryLimit << 20, maximumDownloads: maxDownloads, appGroupContainerPath: container)
+    }
+
+    /// The manifest's bytes, or an empty JSON object without `--manifest`.
+    func manifestContents() throws -> Data {
+        guard let manifest else { return Data("{}".utf8) }
+        guard let contents = FileManager.default.contents(atPath: manifest) else {
+            throw InputError(message: "cannot read the manifest \(manifest)")
+        }
+        return contents
     }
 
     func parseDownload() throws -> DownloadRecord {
@@ -214,55 +226,5 @@ struct DownloadJSON: Codable, Equatable {
             fileSize: fileSize ?? 0, priority: priority ?? DownloadRules.defaultPriority,
             isEssential: essential ?? false,
             state: 3, sha256: sha256)
-    }
-}
-
-/// A temporary directory removed at the end of the command.
-struct TemporaryWorkspace {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("ba-run-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(
-            at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-    }
-
-    func directory(_ name: String) throws -> String {
-        let directory = url.appendingPathComponent(name)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return directory.path
-    }
-
-    func emptyFile(named name: String) throws -> String {
-        let path = url.appendingPathComponent(name).path
-        guard FileManager.default.createFile(atPath: path, contents: Data()) else {
-            throw RunExtension.InputError(message: "cannot create \(path)")
-        }
-        return path
-    }
-
-    /// A read-only (0400) copy of `source` (or an empty JSON object when nil): the extension may
-    /// read the manifest, not change it, and it is deleted with the workspace after the call.
-    func readOnlyCopy(of source: String?, named name: String) throws -> String {
-        let data: Data
-        if let source {
-            guard let contents = FileManager.default.contents(atPath: source) else {
-                throw RunExtension.InputError(message: "cannot read the manifest \(source)")
-            }
-            data = contents
-        } else {
-            data = Data("{}".utf8)
-        }
-        let path = url.appendingPathComponent(name).path
-        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o400])
-        else {
-            throw RunExtension.InputError(message: "cannot create \(path)")
-        }
-        return path
-    }
-
-    func remove() {
-        // The manifest copy is read-only; removing its directory entry only needs the folder.
-        try? FileManager.default.removeItem(at: url)
     }
 }

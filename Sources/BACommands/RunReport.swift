@@ -11,10 +11,7 @@ struct RunReport {
     /// Downloads are a set: listed by identifier so equal sets print equally.
     var sortedDownloads: [DownloadRecord] { result.downloads.sorted { $0.identifier < $1.identifier } }
 
-    var durationMilliseconds: Double {
-        let components = result.duration.components
-        return (Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 * 1).rounded(toPlaces: 3)
-    }
+    var durationMilliseconds: Double { (result.duration.seconds * 1000).rounded(toPlaces: 3) }
 
     struct JSONReport: Encodable {
         struct Extension: Encodable {
@@ -138,6 +135,11 @@ struct RunReport {
                 }.joined(separator: "  ")
         }
     }
+}
+
+extension Duration {
+    /// The duration in seconds, as a Double.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 extension Double {

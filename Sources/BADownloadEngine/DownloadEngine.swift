@@ -363,11 +363,11 @@ final class EngineLoop: @unchecked Sendable {
             retrying[ObjectIdentifier(transfer)] = transfer
             emit(.retrying(id: transfer.id, attempt: attempt, delay: until - clock.now(), reason: reason))
         case .askForCredentials(let challenge):
-            if let credential = transfer.credential, !transfer.machine.credentialsSent {
+            // A credential given with the request is sent once without asking anyone.
+            if transfer.credential != nil, !transfer.machine.credentialsSent {
                 apply(
                     transfer.machine.credentialsProvided(
                         true, bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator), to: transfer)
-                _ = credential
             } else {
                 emit(.needsCredentials(id: transfer.id, challenge: challenge))
             }

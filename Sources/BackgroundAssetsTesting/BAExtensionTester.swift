@@ -52,22 +52,22 @@ public struct BAExtensionTester: Sendable {
         extensionInfo: BAAppExtensionInfo = BAAppExtensionInfo(
             restrictedDownloadSizeRemaining: nil, restrictedEssentialDownloadSizeRemaining: nil)
     ) async throws -> BAExtensionRunResult {
-        let directory = try TestDirectory()
+        let directory = try BAExtensionWorkspace()
         defer { directory.remove() }
         let manifestPath = try directory.readOnlyFile(named: "manifest.json", contents: manifest)
         var invocation = BAExtensionInvocation.contentRequest(
             request, libraryPath: libraryPath, manifestPath: manifestPath, extensionInfo: extensionInfo)
-        invocation.appGroupContainerPath = try directory.subdirectory("app-group")
+        invocation.appGroupContainerPath = try directory.directory("app-group")
         return try await run(invocation)
     }
 
     /// Calls `backgroundDownload(_:finishedWithFileURL:)`.
     public func finished(_ download: BAURLDownload, fileURL: URL) async throws -> BAExtensionRunResult {
-        let directory = try TestDirectory()
+        let directory = try BAExtensionWorkspace()
         defer { directory.remove() }
         var invocation = BAExtensionInvocation(
             libraryPath: libraryPath, event: .finished(download.record, filePath: fileURL.path))
-        invocation.appGroupContainerPath = try directory.subdirectory("app-group")
+        invocation.appGroupContainerPath = try directory.directory("app-group")
         return try await run(invocation)
     }
 
@@ -101,7 +101,7 @@ public struct BAExtensionTester: Sendable {
         extensionInfo: BAAppExtensionInfo = BAAppExtensionInfo(
             restrictedDownloadSizeRemaining: nil, restrictedEssentialDownloadSizeRemaining: nil)
     ) throws -> InProcessResult {
-        let directory = try TestDirectory()
+        let directory = try BAExtensionWorkspace()
         defer { directory.remove() }
         let manifestPath = try directory.readOnlyFile(named: "manifest.json", contents: manifest)
         let returned = E().downloads(
@@ -135,31 +135,4 @@ extension BAExtensionRunResult {
     public var urlDownloads: [BAURLDownload] {
         downloads.sorted { $0.identifier < $1.identifier }.compactMap { BAURLDownload(record: $0) }
     }
-}
-
-/// A private temporary directory, removed by ``remove()``.
-struct TestDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("ba-test-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func subdirectory(_ name: String) throws -> String {
-        let directory = url.appendingPathComponent(name)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return directory.path
-    }
-
-    func readOnlyFile(named name: String, contents: Data) throws -> String {
-        let path = url.appendingPathComponent(name).path
-        guard FileManager.default.createFile(atPath: path, contents: contents, attributes: [.posixPermissions: 0o400])
-        else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
-        }
-        return path
-    }
-
-    func remove() { try? FileManager.default.removeItem(at: url) }
 }
