@@ -33,8 +33,6 @@ final class Invocation: @unchecked Sendable {
         /// Per-thread C copies of the last failure message (malloc'ed), replaced by that thread's
         /// next failure: what last_error_message hands out.
         var lastErrors: [pthread_t: (address: UInt, length: Int)] = [:]
-        var lockHeld = false
-        var credentialGiven = false
     }
 
     init(channel: Channel, request: RunRequest) {
@@ -159,7 +157,6 @@ final class Invocation: @unchecked Sendable {
         guard let lock else { return fail(BA_ERROR_NO_APP_GROUP_CONTAINER, lockError ?? "no lock", codeOut) }
         do {
             try lock.acquire(timeoutMilliseconds: timeoutMilliseconds)
-            state.withLock { $0.lockHeld = true }
             return succeed(codeOut)
         } catch .notAcquired {
             return fail(
@@ -174,7 +171,6 @@ final class Invocation: @unchecked Sendable {
         guard let lock else { return fail(BA_ERROR_NO_APP_GROUP_CONTAINER, lockError ?? "no lock", codeOut) }
         do {
             try lock.release()
-            state.withLock { $0.lockHeld = false }
             return succeed(codeOut)
         } catch {
             return fail(BA_ERROR_EXCLUSIVE_CONTROL_NOT_ACQUIRED, "exclusive control: \(error)", codeOut)
@@ -186,7 +182,6 @@ final class Invocation: @unchecked Sendable {
             return fail(
                 BA_ERROR_CALL_NOT_VALID_NOW, "use_credential is only valid inside download_received_challenge", codeOut)
         }
-        state.withLock { $0.credentialGiven = true }
         channel.send(.credential(user: user, password: password))
         return succeed(codeOut)
     }
