@@ -49,10 +49,12 @@ let package = Package(
         .target(name: "BackgroundAssets", dependencies: ["BAExtensionProtocol", "BAExtensionABI", "CBAExtension"]),
 
         // The download engine: libcurl multi on one thread, resume, retries, integrity.
+        // Foundation-free HTTP pieces shared by the engine and the asset server (HTTP dates).
+        .target(name: "BAHTTP"),
         .target(
             name: "BADownloadEngine",
             dependencies: [
-                "BAExtensionProtocol", "CCurl", "CCrypto", "CBASystem",
+                "BAExtensionProtocol", "BAHTTP", "CCurl", "CCrypto", "CBASystem",
                 .product(name: "HeapModule", package: "swift-collections"),
             ]),
 
@@ -107,6 +109,7 @@ let package = Package(
         .target(
             name: "BAAssetServer",
             dependencies: [
+                "BAHTTP",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -130,7 +133,7 @@ let package = Package(
             name: "BAExtensionHostTests",
             dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport", "BAAssetServer"]),
-        .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer"]),
+        .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer", "BAHTTP"]),
         .testTarget(
             name: "BADownloadEngineTests", dependencies: ["BADownloadEngine", "BAAssetServer", "BATestSupport"]),
         // A child process the crash-safety test kills with SIGKILL mid-write.

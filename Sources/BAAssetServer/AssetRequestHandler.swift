@@ -1,3 +1,4 @@
+import BAHTTP
 import Foundation
 import NIOCore
 import NIOHTTP1

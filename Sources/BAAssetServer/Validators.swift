@@ -1,3 +1,5 @@
+import BAHTTP
+
 /// The validators of one representation: a strong entity tag and a modification time.
 ///
 /// Every 200 and 206 response carries both (`ETag`, `Last-Modified`); `If-Range` is compared against them.

@@ -1,3 +1,4 @@
+import BAHTTP
 import Testing
 
 @testable import BAAssetServer

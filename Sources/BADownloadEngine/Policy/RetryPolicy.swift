@@ -1,3 +1,4 @@
+import BAHTTP
 import Foundation
 
 /// When to try a failed transfer again: exponential backoff with full jitter, `Retry-After`
@@ -54,32 +55,5 @@ public struct RetryPolicy: Sendable, Equatable {
         if let seconds = Int64(trimmed), seconds >= 0 { return .seconds(seconds) }
         guard let date = HTTPDate.parse(trimmed) else { return nil }
         return .seconds(max(0, date - nowUnixSeconds))
-    }
-}
-
-/// IMF-fixdate parsing ("Sun, 06 Nov 1994 08:49:37 GMT"), the form HTTP servers send.
-enum HTTPDate {
-    static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
-    /// Unix seconds, or nil.
-    static func parse(_ text: String) -> Int64? {
-        let parts = text.split(separator: " ")
-        guard parts.count == 6, parts[5] == "GMT", let day = Int64(parts[1]),
-            let monthIndex = months.firstIndex(of: String(parts[2])), let year = Int64(parts[3])
-        else { return nil }
-        let time = parts[4].split(separator: ":").compactMap { Int64($0) }
-        guard time.count == 3 else { return nil }
-        return daysFromCivil(year: year, month: Int64(monthIndex + 1), day: day) * 86_400 + time[0] * 3600 + time[1]
-            * 60 + time[2]
-    }
-
-    /// Days since 1970-01-01 (Howard Hinnant's algorithm).
-    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
     }
 }
