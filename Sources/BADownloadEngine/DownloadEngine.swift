@@ -214,8 +214,9 @@ final class EngineLoop: @unchecked Sendable {
     /// Takes transfers that received nothing for `stallTimeout` off the wire and retries them.
     func detectStalls() {
         let now = clock.now()
-        for transfer in Array(active.values) {
-            guard now - transfer.lastActivity >= configuration.stallTimeout else { continue }
+        // Collected first (detach changes `active`); usually empty, so nothing is allocated.
+        let stalled = active.values.filter { now - $0.lastActivity >= configuration.stallTimeout }
+        for transfer in stalled {
             detach(transfer)
             emitProgress(transfer, force: true)
             let policy = transfer.machine.isForeground ? configuration.foregroundRetry : configuration.backgroundRetry
