@@ -87,7 +87,9 @@ let package = Package(
             ]),
         .executableTarget(
             name: "basd",
-            dependencies: ["BADaemon", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+            dependencies: [
+                "BADaemon", "BADaemonProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
 
         // Command line.
         .target(

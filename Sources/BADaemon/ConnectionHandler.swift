@@ -43,6 +43,12 @@ final class ConnectionHandler: ChannelInboundHandler {
             write(.response(requestId: id, result: result), context: context, thenClose: false)
         case .replyAndClose(let result):
             write(.response(requestId: id, result: result), context: context, thenClose: true)
+        case .greet(let version, _):
+            write(
+                .response(
+                    requestId: id,
+                    result: .welcome(WelcomeInfo(protocolVersion: version, daemonVersion: self.context.daemonVersion))),
+                context: context, thenClose: false)
         case .status(let version):
             write(
                 .response(requestId: id, result: self.context.status(protocolVersion: version)), context: context,

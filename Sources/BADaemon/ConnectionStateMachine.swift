@@ -19,6 +19,8 @@ struct ConnectionStateMachine {
         case replyAndClose(ServerMessage.Result)
         /// Answer `status` (reads basd's state) at this protocol version.
         case status(protocolVersion: Int)
+        /// Answer `hello` with a welcome.
+        case greet(protocolVersion: Int, client: ClientInfo)
         /// Nothing (the connection is closing).
         case none
     }
@@ -39,7 +41,7 @@ struct ConnectionStateMachine {
                         message: "protocol version \(version) is not supported"))
             }
             state = .ready(protocolVersion: version, client: client)
-            return .reply(.ok)
+            return .greet(protocolVersion: version, client: client)
         case (.awaitingHello, _):
             state = .closed
             return .replyAndClose(
@@ -53,8 +55,7 @@ struct ConnectionStateMachine {
                     message: "a second \"hello\" on one connection; the handshake is already done"))
         case (.ready(let version, _), .status):
             return .status(protocolVersion: version)
-        case (.ready, .schedule), (.ready, .startForeground), (.ready, .cancel), (.ready, .currentDownloads),
-            (.ready, .acknowledgeEvents):
+        case (.ready, _):
             // Honest refusal until the download service is wired in: never pretend it worked.
             return .reply(
                 .error(

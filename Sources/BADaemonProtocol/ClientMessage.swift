@@ -17,7 +17,8 @@ public struct ClientMessage: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, type, protocolVersion, client, download, identifier, throughSequence
+        case id, type, protocolVersion, client, download, identifier, throughSequence, app, uniqueIdentifier,
+            disposition, user, password
     }
 
     public init(from decoder: any Decoder) throws {
@@ -37,6 +38,20 @@ public struct ClientMessage: Sendable, Hashable, Codable {
         case "currentDownloads": request = .currentDownloads
         case "acknowledgeEvents":
             request = .acknowledgeEvents(throughSequence: try container.decode(Int64.self, forKey: .throughSequence))
+        case "registerApp": request = .registerApp(try container.decode(AppRegistration.self, forKey: .app))
+        case "subscribeEvents": request = .subscribeEvents
+        case "respondToChallenge":
+            request = .respondToChallenge(
+                uniqueIdentifier: try container.decode(String.self, forKey: .uniqueIdentifier),
+                disposition: try container.decode(Int.self, forKey: .disposition),
+                user: try container.decodeIfPresent(String.self, forKey: .user),
+                password: try container.decodeIfPresent(String.self, forKey: .password))
+        case "listDownloads": request = .listDownloads(app: try container.decodeIfPresent(String.self, forKey: .app))
+        case "promoteDownload":
+            request = .promoteDownload(uniqueIdentifier: try container.decode(String.self, forKey: .uniqueIdentifier))
+        case "cancelDownload":
+            request = .cancelDownload(uniqueIdentifier: try container.decode(String.self, forKey: .uniqueIdentifier))
+        case "lockStatus": request = .lockStatus(app: try container.decode(String.self, forKey: .app))
         default: throw UnknownMessageType(type: type, id: id)
         }
     }
@@ -49,23 +64,35 @@ public struct ClientMessage: Sendable, Hashable, Codable {
         case .hello(let version, let client):
             try container.encode(version, forKey: .protocolVersion)
             try container.encode(client, forKey: .client)
-        case .status, .currentDownloads: break
+        case .status, .currentDownloads, .subscribeEvents: break
         case .schedule(let download): try container.encode(download, forKey: .download)
         case .startForeground(let identifier), .cancel(let identifier):
             try container.encode(identifier, forKey: .identifier)
         case .acknowledgeEvents(let sequence): try container.encode(sequence, forKey: .throughSequence)
+        case .registerApp(let app): try container.encode(app, forKey: .app)
+        case .respondToChallenge(let uniqueIdentifier, let disposition, let user, let password):
+            try container.encode(uniqueIdentifier, forKey: .uniqueIdentifier)
+            try container.encode(disposition, forKey: .disposition)
+            try container.encodeIfPresent(user, forKey: .user)
+            try container.encodeIfPresent(password, forKey: .password)
+        case .listDownloads(let app): try container.encodeIfPresent(app, forKey: .app)
+        case .promoteDownload(let uniqueIdentifier), .cancelDownload(let uniqueIdentifier):
+            try container.encode(uniqueIdentifier, forKey: .uniqueIdentifier)
+        case .lockStatus(let app): try container.encode(app, forKey: .app)
         }
     }
 }
 
 /// What a client asks basd for.
 public enum Request: Sendable, Hashable {
-    /// The handshake: must be the first request on a connection. Answered with `ok`, or with
-    /// error 55 (and a close) when `protocolVersion` is not supported.
+    /// The handshake: must be the first request on a connection. Answered with
+    /// ``ServerMessage/Result/welcome(_:)``, or with error 55 (and a close) when `protocolVersion`
+    /// is not supported or an app's bundle identifier is not registered.
     case hello(protocolVersion: Int, client: ClientInfo)
     /// basd's state: answered with ``ServerMessage/Result/status(_:)``.
     case status
-    /// `BADownloadManager.scheduleDownload(_:)`: answered with `ok`.
+    /// `BADownloadManager.scheduleDownload(_:)` (apps): answered with
+    /// ``ServerMessage/Result/downloads(_:)`` holding the one download as stored.
     case schedule(DownloadPayload)
     /// `BADownloadManager.startForegroundDownload(_:)` of the client app's download `identifier`.
     case startForeground(identifier: String)
@@ -76,6 +103,25 @@ public enum Request: Sendable, Hashable {
     /// The client has handled every event up to and including `throughSequence`; basd stops
     /// redelivering them.
     case acknowledgeEvents(throughSequence: Int64)
+    /// Registers (or updates) an app (CLI only; `ba install`): answered with `ok`.
+    case registerApp(AppRegistration)
+    /// Starts pushing events: an app gets its own app's undelivered events, which it must
+    /// acknowledge (while subscribed, basd does not wake the extension for them); the CLI gets
+    /// every app's events as they happen, to watch, without acknowledging. Answered with `ok`.
+    case subscribeEvents
+    /// The app's answer to a `needsCredentials` event: `disposition` is
+    /// `URLSession.AuthChallengeDisposition`'s raw value (0 use the credential, 1 default handling,
+    /// 2 cancel, 3 reject the protection space). Answered with `ok`.
+    case respondToChallenge(uniqueIdentifier: String, disposition: Int, user: String?, password: String?)
+    /// Every app's downloads, or one app's (CLI only): answered with ``ServerMessage/Result/downloads(_:)``.
+    case listDownloads(app: String?)
+    /// Promotes any app's download to the foreground by unique identifier (CLI only).
+    case promoteDownload(uniqueIdentifier: String)
+    /// Cancels any app's download by unique identifier (CLI only).
+    case cancelDownload(uniqueIdentifier: String)
+    /// Who holds the app group's exclusive-control lock (CLI only): answered with
+    /// ``ServerMessage/Result/lock(_:)``.
+    case lockStatus(app: String)
 
     /// The wire name (`type`) of the request.
     public var type: String {
@@ -87,6 +133,13 @@ public enum Request: Sendable, Hashable {
         case .cancel: "cancel"
         case .currentDownloads: "currentDownloads"
         case .acknowledgeEvents: "acknowledgeEvents"
+        case .registerApp: "registerApp"
+        case .subscribeEvents: "subscribeEvents"
+        case .respondToChallenge: "respondToChallenge"
+        case .listDownloads: "listDownloads"
+        case .promoteDownload: "promoteDownload"
+        case .cancelDownload: "cancelDownload"
+        case .lockStatus: "lockStatus"
         }
     }
 }
@@ -126,6 +179,8 @@ public struct DownloadPayload: Sendable, Hashable, Codable {
 
     /// `BADownload.identifier`, chosen by the app.
     public var identifier: String
+    /// `BADownload.uniqueIdentifier` as the client created it; basd assigns one when absent.
+    public var uniqueIdentifier: String?
     /// The URL to fetch.
     public var url: String
     /// The request's headers, in order.
@@ -143,10 +198,12 @@ public struct DownloadPayload: Sendable, Hashable, Codable {
 
     /// Creates a payload.
     public init(
-        identifier: String, url: String, headers: [Header] = [], applicationGroupIdentifier: String? = nil,
-        priority: Int64 = 0, isEssential: Bool = false, fileSize: Int64? = nil, sha256: String? = nil
+        identifier: String, uniqueIdentifier: String? = nil, url: String, headers: [Header] = [],
+        applicationGroupIdentifier: String? = nil, priority: Int64 = 0, isEssential: Bool = false,
+        fileSize: Int64? = nil, sha256: String? = nil
     ) {
         self.identifier = identifier
+        self.uniqueIdentifier = uniqueIdentifier
         self.url = url
         self.headers = headers
         self.applicationGroupIdentifier = applicationGroupIdentifier
@@ -161,4 +218,29 @@ public struct DownloadPayload: Sendable, Hashable, Codable {
 struct UnknownMessageType: Error {
     var type: String
     var id: UInt64?
+}
+
+/// An app as `ba install` registers it (`registerApp`).
+public struct AppRegistration: Sendable, Hashable, Codable {
+    /// `CFBundleIdentifier`.
+    public var bundleIdentifier: String
+    /// The app's version.
+    public var version: String
+    /// `BAAppGroupID`: the app group whose container receives the finished files.
+    public var appGroupIdentifier: String?
+    /// The app's directory.
+    public var appDirectory: String
+    /// The extension library's absolute path, if the app has one.
+    public var extensionPath: String?
+    /// Creates a registration.
+    public init(
+        bundleIdentifier: String, version: String, appGroupIdentifier: String?, appDirectory: String,
+        extensionPath: String?
+    ) {
+        self.bundleIdentifier = bundleIdentifier
+        self.version = version
+        self.appGroupIdentifier = appGroupIdentifier
+        self.appDirectory = appDirectory
+        self.extensionPath = extensionPath
+    }
 }

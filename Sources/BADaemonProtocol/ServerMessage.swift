@@ -15,6 +15,10 @@ public enum ServerMessage: Sendable, Hashable, Codable {
     public enum Result: Sendable, Hashable, Codable {
         /// Done.
         case ok
+        /// The answer to `hello`.
+        case welcome(WelcomeInfo)
+        /// The answer to `lockStatus`.
+        case lock(LockInfo)
         /// The answer to `status`.
         case status(StatusInfo)
         /// The answer to `currentDownloads`.
@@ -23,13 +27,15 @@ public enum ServerMessage: Sendable, Hashable, Codable {
         /// show a code it does not know yet).
         case error(code: Int, message: String)
 
-        private enum CodingKeys: String, CodingKey { case type, status, downloads, code, message }
+        private enum CodingKeys: String, CodingKey { case type, status, downloads, code, message, welcome, lock }
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             let type = try container.decode(String.self, forKey: .type)
             switch type {
             case "ok": self = .ok
+            case "welcome": self = .welcome(try container.decode(WelcomeInfo.self, forKey: .welcome))
+            case "lock": self = .lock(try container.decode(LockInfo.self, forKey: .lock))
             case "status": self = .status(try container.decode(StatusInfo.self, forKey: .status))
             case "downloads": self = .downloads(try container.decode([DownloadInfo].self, forKey: .downloads))
             case "error":
@@ -44,6 +50,12 @@ public enum ServerMessage: Sendable, Hashable, Codable {
             var container = encoder.container(keyedBy: CodingKeys.self)
             switch self {
             case .ok: try container.encode("ok", forKey: .type)
+            case .welcome(let welcome):
+                try container.encode("welcome", forKey: .type)
+                try container.encode(welcome, forKey: .welcome)
+            case .lock(let lock):
+                try container.encode("lock", forKey: .type)
+                try container.encode(lock, forKey: .lock)
             case .status(let status):
                 try container.encode("status", forKey: .type)
                 try container.encode(status, forKey: .status)
@@ -151,8 +163,14 @@ public struct DownloadEvent: Sendable, Hashable, Codable {
         case began, paused, progress, finished, failed, needsCredentials
     }
 
-    /// The event's place in the log: increasing per app; acknowledge through it.
+    /// The event's place in the log: increasing per app; acknowledge through it. 0 marks a
+    /// transient event that is not in the log (progress between two durable records): never
+    /// acknowledged, never redelivered.
     public var sequence: Int64
+    /// The app the event is for (set for the CLI's event stream).
+    public var appIdentifier: String?
+    /// The download as scheduled (set for apps, so the client can hand the delegate a download).
+    public var download: DownloadPayload?
     /// The download's `uniqueIdentifier`.
     public var downloadUniqueIdentifier: String
     /// The download's `identifier`.
@@ -186,5 +204,53 @@ public struct DownloadEvent: Sendable, Hashable, Codable {
         self.downloadUniqueIdentifier = downloadUniqueIdentifier
         self.identifier = identifier
         self.kind = kind
+    }
+}
+
+/// basd's answer to `hello`.
+public struct WelcomeInfo: Sendable, Hashable, Codable {
+    /// The protocol version of this connection.
+    public var protocolVersion: Int
+    /// basd's version string.
+    public var daemonVersion: String
+    /// The app's bundle identifier (app and extension clients).
+    public var bundleIdentifier: String?
+    /// The app's `BAAppGroupID`.
+    public var appGroupIdentifier: String?
+    /// The app group container's path: finished files are delivered there, and its
+    /// exclusive-control lock file lives there.
+    public var appGroupContainer: String?
+    /// Creates welcome info.
+    public init(
+        protocolVersion: Int, daemonVersion: String, bundleIdentifier: String? = nil,
+        appGroupIdentifier: String? = nil, appGroupContainer: String? = nil
+    ) {
+        self.protocolVersion = protocolVersion
+        self.daemonVersion = daemonVersion
+        self.bundleIdentifier = bundleIdentifier
+        self.appGroupIdentifier = appGroupIdentifier
+        self.appGroupContainer = appGroupContainer
+    }
+}
+
+/// The state of an app group's exclusive-control lock (`lockStatus`).
+public struct LockInfo: Sendable, Hashable, Codable {
+    /// The app asked about.
+    public var appIdentifier: String
+    /// Its app group.
+    public var appGroupIdentifier: String
+    /// The lock file.
+    public var lockPath: String
+    /// Whether a process holds the lock now.
+    public var held: Bool
+    /// The holder's pid, as it wrote it into the lock file, when held.
+    public var holderPID: Int32?
+    /// Creates lock info.
+    public init(appIdentifier: String, appGroupIdentifier: String, lockPath: String, held: Bool, holderPID: Int32?) {
+        self.appIdentifier = appIdentifier
+        self.appGroupIdentifier = appGroupIdentifier
+        self.lockPath = lockPath
+        self.held = held
+        self.holderPID = holderPID
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BADaemon
+import BADaemonProtocol
 import Dispatch
 import Foundation
 
@@ -32,8 +33,8 @@ struct Basd: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let configuration = DaemonServer.Configuration(
-            stateDirectory: stateDirectory ?? Self.defaultStateDirectory(environment),
-            socketPath: socketPath ?? Self.defaultSocketPath(environment))
+            stateDirectory: stateDirectory ?? DaemonProtocol.defaultStateDirectory(environment),
+            socketPath: socketPath ?? DaemonProtocol.defaultSocketPath(environment))
         let server: DaemonServer
         do {
             server = try await DaemonServer.start(configuration)
@@ -59,19 +60,5 @@ struct Basd: AsyncParsableCommand {
             throw ExitCode.failure
         }
         for source in sources { source.cancel() }
-    }
-
-    static func defaultStateDirectory(_ environment: [String: String]) -> String {
-        if let path = environment["BA_STATE_DIR"], !path.isEmpty { return path }
-        if let data = environment["XDG_DATA_HOME"], !data.isEmpty { return data + "/background-assets" }
-        return NSHomeDirectory() + "/.local/share/background-assets"
-    }
-
-    static func defaultSocketPath(_ environment: [String: String]) -> String {
-        if let path = environment["BA_SOCKET"], !path.isEmpty { return path }
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            return runtime + "/background-assets/basd.sock"
-        }
-        return "/tmp/background-assets-\(getuid())/basd.sock"
     }
 }

@@ -200,11 +200,11 @@ final class TestClient {
         return result
     }
 
-    /// `hello` at the current version; throws unless answered `ok`.
+    /// `hello` at the current version; throws unless answered with a welcome.
     func handshake() throws {
         let result = try call(
             .hello(protocolVersion: DaemonProtocol.version, client: ClientInfo(role: .cli, pid: getpid())))
-        guard result == .ok else { throw HarnessError("hello answered \(result)") }
+        guard case .welcome = result else { throw HarnessError("hello answered \(result)") }
     }
 
     /// `status`; throws unless answered with status info.

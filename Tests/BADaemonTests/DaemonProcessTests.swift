@@ -39,28 +39,6 @@ struct DaemonProcessTests {
         #expect(try client.receive() == .closed)
     }
 
-    @Test("the download commands are refused as not served yet, not faked")
-    func downloadCommandsNotServed() throws {
-        let daemon = try DaemonProcess()
-        defer { daemon.kill() }
-        let client = try TestClient(socketPath: daemon.socketPath)
-        try client.handshake()
-        let requests: [Request] = [
-            .schedule(DownloadPayload(identifier: "a", url: "https://example.com/a")),
-            .startForeground(identifier: "a"), .cancel(identifier: "a"), .currentDownloads,
-            .acknowledgeEvents(throughSequence: 1),
-        ]
-        for request in requests {
-            guard case .error(let code, let message) = try client.call(request) else {
-                Issue.record("\(request.type) was not refused")
-                continue
-            }
-            #expect(code == DaemonErrorCode.notServed.rawValue)
-            #expect(message.contains("not served yet"))
-        }
-        _ = try client.status()  // the connection stays usable
-    }
-
     @Test("malformed input gets an error or a close, and basd keeps serving everyone")
     func malformedInput() throws {
         let daemon = try DaemonProcess()
