@@ -131,6 +131,7 @@ let package = Package(
             name: "BackgroundAssetsTests",
             dependencies: ["BackgroundAssets", "BAExtensionProtocol", "BAExtensionABI", "CBAExtension"]),
         .testTarget(name: "BAExtensionProtocolTests", dependencies: ["BAExtensionProtocol"]),
+        .testTarget(name: "BAExclusiveControlTests", dependencies: ["BAExclusiveControl", "BATestSupport"]),
         .testTarget(
             name: "BAExtensionHostTests",
             dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),

@@ -3,7 +3,8 @@
 # Used by the README's commands and by CI; safe to run again.
 set -euo pipefail
 
-packages=(libffi-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev openssl pkg-config)
+# util-linux: `flock`, which the lock tests use to hold a lock from another process (Essential on Debian).
+packages=(libffi-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev openssl pkg-config util-linux)
 missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

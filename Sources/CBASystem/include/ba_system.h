@@ -44,6 +44,10 @@ int ba_sys_flock_wait(int fd);
 /// flock(fd, LOCK_UN).
 int ba_sys_flock_unlock(int fd);
 
+/// stat(path) (following symlinks): the file's device as /proc/locks prints it (major and minor)
+/// and its inode number.
+int ba_sys_file_id(const char *path, uint32_t *major_out, uint32_t *minor_out, uint64_t *inode_out);
+
 /// Writes all of `length` bytes, retrying EINTR and short writes. 0 or -1/errno.
 int ba_sys_write_all(int fd, const void *bytes, size_t length);
 
