@@ -143,15 +143,28 @@ public struct DownloadInfo: Sendable, Hashable, Codable {
     public var isForeground: Bool
     /// Bytes on disk so far.
     public var bytesOnDisk: Int64
+    /// The app the download belongs to (set in `listDownloads` answers, for the CLI).
+    public var appIdentifier: String?
+    /// Transfer attempts so far (set in `listDownloads` answers).
+    public var attempts: Int?
+    /// The last error's code and message, when an attempt failed (set in `listDownloads` answers).
+    public var errorCode: Int?
+    public var errorMessage: String?
 
     /// Creates download info.
-    public init(uniqueIdentifier: String, download: DownloadPayload, state: Int, isForeground: Bool, bytesOnDisk: Int64)
-    {
+    public init(
+        uniqueIdentifier: String, download: DownloadPayload, state: Int, isForeground: Bool, bytesOnDisk: Int64,
+        appIdentifier: String? = nil, attempts: Int? = nil, errorCode: Int? = nil, errorMessage: String? = nil
+    ) {
         self.uniqueIdentifier = uniqueIdentifier
         self.download = download
         self.state = state
         self.isForeground = isForeground
         self.bytesOnDisk = bytesOnDisk
+        self.appIdentifier = appIdentifier
+        self.attempts = attempts
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
     }
 }
 
