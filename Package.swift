@@ -95,7 +95,7 @@ let package = Package(
         .target(
             name: "BACommands",
             dependencies: [
-                "BAExtensionHost", "BackgroundAssets", "BADownloadEngine",
+                "BAExtensionHost", "BackgroundAssets", "BADownloadEngine", "BADaemonProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(name: "ba", dependencies: ["BACommands"]),

@@ -4,13 +4,18 @@ import ArgumentParser
 public struct BACommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "ba",
-        abstract: "Background Assets for Linux: run extensions, fetch assets.",
+        abstract: "Background Assets for Linux: run extensions, fetch assets, watch and steer basd.",
         discussion: """
-            Exit codes are documented in docs/cli.md. Example:
+            Exit codes are documented in docs/cli.md. Examples:
               ba run-extension .build/debug/libSampleSwiftExtension.so --event install \\
                  --manifest Examples/Manifests/sample-manifest.json
+              ba status
+              ba events --follow
             """,
-        subcommands: [RunExtension.self, Fetch.self])
+        subcommands: [
+            RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self, Events.self,
+            Lock.self,
+        ])
 
     public init() {}
 }

@@ -16,6 +16,16 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
     case downloadFailed = 20
     /// `ba fetch`: interrupted (SIGINT) before every download ended; partial files are kept.
     case interrupted = 21
+    /// Commands that talk to basd: it is not running (nothing listens on the socket) or refused
+    /// the handshake.
+    case daemonUnavailable = 30
+    /// Commands that talk to basd: the connection broke mid-command (basd stopped or crashed).
+    case daemonConnectionLost = 31
+    /// `ba promote`, `ba cancel`: no active download has that unique identifier (basd's error 101).
+    case downloadNotActive = 32
+    /// Commands that talk to basd: basd answered with another error (printed with its code), or
+    /// with a reply this `ba` does not expect.
+    case daemonRefused = 33
     /// Bad arguments (EX_USAGE).
     case usage = 64
     /// An input file is missing or unreadable (EX_NOINPUT).
@@ -23,7 +33,6 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
     /// The host itself failed, e.g. the runner could not start (EX_SOFTWARE).
     case hostFailure = 70
 
-    /// The code for a run's result.
     /// The code for an extension run's result.
     public static func code(for result: BAExtensionRunResult) -> BAExitCode {
         switch result.verdict {

@@ -245,16 +245,7 @@ struct FetchReporter {
                 interrupted ? " (interrupted: partial files kept for a resume)" : ""))
     }
 
-    static func size(_ bytes: Int64) -> String {
-        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-        var value = Double(bytes)
-        var unit = 0
-        while value >= 1024 && unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
-    }
+    static func size(_ bytes: Int64) -> String { HumanReadable.bytes(bytes) }
 
     static func json(_ event: DownloadEvent) -> String {
         var object: [String: Any]

@@ -1,0 +1,176 @@
+import ArgumentParser
+import BADaemonProtocol
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `ba events --follow`: every app's download events as basd reports them.
+struct Events: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Follow every app's download events as they happen, one line each.",
+        discussion: """
+            basd streams events as they happen and keeps no history for the command line, so --follow is \
+            required: ba prints each event until SIGINT (Ctrl-C) or SIGTERM (exit 0) or until basd goes away \
+            (exit 31). Once subscribed it says so on stderr ("following events from basd at PATH"); stdout \
+            holds only events. Progress events (sequence 0) are transient: not stored, never redelivered.
+
+            Examples:
+              ba events --follow
+              ba events --follow --app com.example.game --json --no-progress
+            """)
+
+    @OptionGroup var daemon: DaemonOptions
+
+    @Flag(help: "Print events as they happen until interrupted (required).")
+    var follow = false
+
+    @Option(help: "Only this app's events (its bundle identifier).")
+    var app: String?
+
+    @Flag(help: "One JSON object per line: the event's fields and `time`.")
+    var json = false
+
+    @Flag(name: .customLong("no-progress"), help: "Leave out the transient progress events.")
+    var noProgress = false
+
+    func validate() throws {
+        guard follow else {
+            throw ValidationError(
+                "ba events needs --follow: basd streams events as they happen and keeps no history for the "
+                    + "command line (stop following with Ctrl-C)")
+        }
+    }
+
+    func run() throws {
+        let printer = EventPrinter(json: json, app: app, includesProgress: !noProgress)
+        let end = StreamEnd()
+        // Sources first, then ignore the default action: a signal in between is not lost.
+        let sources = [SIGINT, SIGTERM].map { number in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { end.finish(.interrupted) }
+            source.resume()
+            return source
+        }
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        defer { sources.forEach { $0.cancel() } }
+
+        let session = try daemon.connect(
+            onEvent: { printer.write($0) }, onClose: { end.finish(.lost($0)) })
+        let result = try session.call(.subscribeEvents)
+        guard case .ok = result else { throw session.unexpected(result, to: .subscribeEvents) }
+        FileHandle.standardError.write(
+            Data("following events from basd at \(session.socketPath) (Ctrl-C to stop)\n".utf8))
+        switch end.wait() {
+        case .interrupted:
+            session.client.close()
+        case .lost(let error):
+            printError("stopped following: \(error.message) (basd at \(session.socketPath) stopped?)")
+            throw ExitCode(BAExitCode.daemonConnectionLost.rawValue)
+        }
+    }
+
+    /// Why following ended: the first of a signal or the connection's end.
+    final class StreamEnd: @unchecked Sendable {
+        enum Reason {
+            case interrupted
+            case lost(DaemonClientError)
+        }
+
+        private let lock = NSLock()
+        private var reason: Reason?
+        private let done = DispatchSemaphore(value: 0)
+
+        func finish(_ reason: Reason) {
+            let first = lock.withLock {
+                guard self.reason == nil else { return false }
+                self.reason = reason
+                return true
+            }
+            if first { done.signal() }
+        }
+
+        func wait() -> Reason {
+            done.wait()
+            return lock.withLock { reason! }
+        }
+    }
+}
+
+/// Writes one line per event on stdout, unbuffered, so a pipe sees each line as it happens.
+///
+/// Called only on the ``DaemonClient``'s reader thread, one event at a time: the formatters are
+/// never shared between threads.
+final class EventPrinter: @unchecked Sendable {
+    let json: Bool
+    let app: String?
+    let includesProgress: Bool
+    private let clock: DateFormatter
+    private let timestamp = ISO8601DateFormatter()
+    private let encoder = JSONEncoder()
+
+    init(json: Bool, app: String?, includesProgress: Bool) {
+        self.json = json
+        self.app = app
+        self.includesProgress = includesProgress
+        clock = DateFormatter()
+        clock.dateFormat = "HH:mm:ss.SSS"
+        timestamp.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    }
+
+    func write(_ event: DownloadEvent) {
+        if let app, event.appIdentifier != app { return }
+        if !includesProgress && event.kind == .progress { return }
+        let now = Date()
+        let line = json ? jsonLine(event, time: now) : humanLine(event, time: now)
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    /// The event's fields (as basd sent them) and `time`, the moment ba received it.
+    func jsonLine(_ event: DownloadEvent, time: Date) -> String {
+        guard let data = try? encoder.encode(event),
+            var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        else { return "{}" }
+        object["time"] = timestamp.string(from: time)
+        guard
+            let line = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else { return "{}" }
+        return String(decoding: line, as: UTF8.self)
+    }
+
+    /// `TIME  APP  IDENTIFIER  KIND  DETAILS`.
+    func humanLine(_ event: DownloadEvent, time: Date) -> String {
+        [clock.string(from: time), event.appIdentifier ?? "-", event.identifier, event.kind.rawValue, details(event)]
+            .filter { !$0.isEmpty }.joined(separator: "  ")
+    }
+
+    func details(_ event: DownloadEvent) -> String {
+        switch event.kind {
+        case .began:
+            let mode = event.isForeground.map { $0 ? "foreground" : "background" }
+            let offset = event.offset.map { $0 > 0 ? "resumed at \(HumanReadable.bytes($0))" : "from the start" }
+            return [offset, mode].compactMap { $0 }.joined(separator: ", ")
+        case .paused:
+            return event.bytesOnDisk.map { "\(HumanReadable.bytes($0)) kept" } ?? ""
+        case .progress:
+            let written = event.bytesWritten ?? 0
+            guard let total = event.totalBytes, total > 0 else { return "\(HumanReadable.bytes(written))" }
+            let percent = Int((Double(written) / Double(total) * 100).rounded(.down))
+            return "\(HumanReadable.bytes(written)) / \(HumanReadable.bytes(total)) (\(percent)%)"
+        case .finished:
+            let size = event.size.map(HumanReadable.bytes)
+            let place = event.destination.map { "at \($0)" }
+            return [size, place].compactMap { $0 }.joined(separator: " ")
+        case .failed:
+            let code = event.errorCode.map { "error \($0)" }
+            let domain = event.errorDomain.map { "(\($0))" }
+            let message = event.errorMessage.map { ": \($0)" } ?? ""
+            return [code, domain].compactMap { $0 }.joined(separator: " ") + message
+        case .needsCredentials:
+            return event.challenge.map { "challenge: \($0)" } ?? ""
+        }
+    }
+}
