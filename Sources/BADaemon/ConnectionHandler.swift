@@ -38,6 +38,14 @@ final class ConnectionHandler: ChannelInboundHandler {
         }
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event {
+            // The client is done sending: close once the replies queued before now are written.
+            session.inputClosed()
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         session.closed()
         context.fireChannelInactive()

@@ -125,6 +125,8 @@ public final class DaemonServer: Sendable {
         let daemonUID = getuid()
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 128)
+            // A client that half-closes still gets the replies to what it sent (see ConnectionHandler).
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 PeerCredentials.of(channel).flatMapThrowing { peer in
                     guard PeerCredentials.isAllowed(peerUID: peer.uid, daemonUID: daemonUID) else {
@@ -163,7 +165,13 @@ public final class DaemonServer: Sendable {
     public func run() async throws {
         try? await channel.closeFuture.get()
         await context.closeAll()
-        service.shutdown()
+        // Blocking waits (engine thread, service queue): on a thread of their own, not the pool.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread { [service] in
+                service.shutdown()
+                done.resume()
+            }.start()
+        }
         unlink(configuration.socketPath)
         var failure: (any Error)?
         do { try service.store.close() } catch { failure = error }

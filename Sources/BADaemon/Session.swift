@@ -67,6 +67,14 @@ final class Session: @unchecked Sendable {
         }
     }
 
+    /// The client closed its sending side: close after the replies already queued.
+    func inputClosed() {
+        service.queue.async { [self] in
+            machine.close()
+            channel.close(promise: nil)
+        }
+    }
+
     /// The connection closed.
     func closed() {
         service.queue.async { [self] in
