@@ -239,3 +239,67 @@ struct DownloadServiceTests {
         try await server.shutdown()
     }
 }
+
+@Suite("basd crash safety")
+struct DaemonCrashTests {
+    @Test("SIGKILL mid-transfer: after a restart every download completes intact, acknowledged events are not redelivered")
+    func killMidTransfer() async throws {
+        let server = try await AssetServer.start()
+        let size = 3_000_000
+        let files = (0..<3).map { index in ("f\(index).bin", DownloadServiceTests.bytes(size, seed: UInt8(index + 10))) }
+        for (name, contents) in files {
+            server.setFile("/" + name, contents: contents)
+            server.setBehavior(.trickle(bytesPerSecond: 1_500_000), for: "/" + name)
+        }
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        try DownloadServiceTests.register(daemon)
+
+        // First life: schedule, acknowledge what arrives, kill basd once a transfer is past 1.2 MB.
+        let first = EventInbox()
+        let client = try DownloadServiceTests.appClient(daemon, inbox: first)
+        try client.call(.subscribeEvents)
+        for (name, _) in files {
+            try client.call(
+                .schedule(DownloadPayload(identifier: name, url: server.url("/" + name), fileSize: Int64(size))))
+        }
+        try first.wait("a transfer past 1.2 MB") { events in
+            events.contains { $0.kind == .progress && ($0.bytesWritten ?? 0) > 1_200_000 }
+        }
+        var acknowledged = Set(first.all.filter { $0.sequence > 0 }.map(\.sequence))
+        if let last = acknowledged.max() { try client.call(.acknowledgeEvents(throughSequence: last)) }
+        daemon.send(SIGKILL)
+        #expect(daemon.waitForExit(timeout: 20) != nil)
+        client.close()
+        #expect(first.all.contains { $0.kind == .finished } == false)
+        for (name, _) in files { server.setBehavior(nil, for: "/" + name) }
+
+        // Second life: the same state folder; the client reconnects and deduplicates by sequence.
+        let again = try DaemonProcess(directory: daemon.directory)
+        defer { again.kill() }
+        let second = EventInbox()
+        let reconnected = try DownloadServiceTests.appClient(again, inbox: second)
+        defer { reconnected.close() }
+        try reconnected.call(.subscribeEvents)
+        let events = try second.wait("all finished") { events in
+            Set(events.filter { $0.kind == .finished }.map(\.identifier)).count == files.count
+        }
+        let redelivered = events.filter { acknowledged.contains($0.sequence) }
+        #expect(redelivered.isEmpty, "acknowledged events came again: \(redelivered.map(\.sequence))")
+        var delivered: [String: Int] = [:]
+        for event in events where event.sequence > 0 && event.kind == .finished {
+            guard acknowledged.insert(event.sequence).inserted else { continue }  // the client's dedup
+            delivered[event.identifier, default: 0] += 1
+        }
+        #expect(delivered == Dictionary(uniqueKeysWithValues: files.map { ($0.0, 1) }))
+        for (name, contents) in files {
+            let finished = try #require(events.first { $0.kind == .finished && $0.identifier == name })
+            let path = try #require(finished.destination)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(contents), "\(name) is corrupt")
+        }
+        // The transfer that was past 1 MiB resumed with a ranged request instead of starting over.
+        let ranged = files.flatMap { server.requests(for: "/" + $0.0) }.filter { $0.header("Range") != nil }
+        #expect(!ranged.isEmpty, "no transfer resumed from its partial file")
+        try await server.shutdown()
+    }
+}
