@@ -92,6 +92,9 @@ final class DownloadService: @unchecked Sendable {
                     engine.add(request)
                 }
                 if !active.isEmpty { log("resuming \(active.count) active download(s)") }
+                // The log keeps acknowledged events a week (for `ba events` history); undelivered
+                // ones are never pruned.
+                try store.pruneDeliveredEvents(olderThan: Date(timeIntervalSinceNow: -7 * 86_400))
                 for app in try store.apps() { pump(app.bundleIdentifier) }
             } catch {
                 log("could not resume downloads: \(error)")

@@ -200,6 +200,38 @@ struct DownloadServiceTests {
         try await server.shutdown()
     }
 
+    @Test("a credential request reaches the app, whose answer lets the transfer finish; a 404 fails with a reason")
+    func challengeAndFailure() async throws {
+        let server = try await AssetServer.start()
+        server.setFile("/private.bin", contents: Self.bytes(10_000, seed: 5))
+        server.setBehavior(.requireBasicAuth(user: "player", password: "s3cret"), for: "/private.bin")
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        try Self.register(daemon)
+        let inbox = EventInbox()
+        let client = try Self.appClient(daemon, inbox: inbox)
+        defer { client.close() }
+        try client.call(.subscribeEvents)
+        try client.call(.schedule(DownloadPayload(identifier: "private", url: server.url("/private.bin"))))
+        try client.call(.schedule(DownloadPayload(identifier: "missing", url: server.url("/missing.bin"))))
+        let asked = try inbox.wait("a credential request") { $0.contains { $0.kind == .needsCredentials } }
+        let challenge = try #require(asked.first { $0.kind == .needsCredentials })
+        #expect(challenge.challenge?.lowercased().hasPrefix("basic") == true)
+        try client.call(
+            .respondToChallenge(
+                uniqueIdentifier: challenge.downloadUniqueIdentifier, disposition: 0, user: "player",
+                password: "s3cret"))
+        let events = try inbox.wait("finished and failed") { events in
+            events.contains { $0.kind == .finished } && events.contains { $0.kind == .failed }
+        }
+        #expect(events.first { $0.kind == .finished }?.identifier == "private")
+        let failed = try #require(events.first { $0.kind == .failed })
+        #expect(failed.identifier == "missing")
+        #expect(failed.errorDomain == "NSURLErrorDomain")
+        #expect(failed.errorMessage?.contains("404") == true, "\(failed.errorMessage ?? "")")
+        try await server.shutdown()
+    }
+
     @Test("with no app listening, a finished download wakes the sample extension, which sees the file")
     func extensionWokenForFinished() async throws {
         let server = try await AssetServer.start()
