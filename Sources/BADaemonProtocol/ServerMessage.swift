@@ -143,11 +143,11 @@ public struct DownloadInfo: Sendable, Hashable, Codable {
     public var isForeground: Bool
     /// Bytes on disk so far.
     public var bytesOnDisk: Int64
-    /// The app the download belongs to (set in `listDownloads` answers, for the CLI).
+    /// The app it belongs to (set in answers to the CLI's `listDownloads`).
     public var appIdentifier: String?
-    /// Transfer attempts so far (set in `listDownloads` answers).
+    /// Transfer attempts so far.
     public var attempts: Int?
-    /// The last error's code and message, when an attempt failed (set in `listDownloads` answers).
+    /// Why it failed (state failed): the error's code and message.
     public var errorCode: Int?
     public var errorMessage: String?
 
