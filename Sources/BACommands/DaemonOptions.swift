@@ -22,7 +22,7 @@ struct DaemonOptions: ParsableArguments {
         do {
             return try tryConnect(onEvent: onEvent, onClose: onClose)
         } catch {
-            throw DaemonSession.exit(for: error, request: "hello", socketPath: socketPath)
+            throw DaemonSession.unavailable(error)
         }
     }
 
@@ -50,8 +50,25 @@ struct DaemonSession {
         do {
             return try client.call(request)
         } catch {
-            throw Self.exit(for: error, request: request.type, socketPath: socketPath)
+            throw failure(error, request: request)
         }
+    }
+
+    /// Prints `error`, the failure of `request` on this connection, and returns the exit code for it:
+    /// 31 when the connection is gone, 33 for an error reply.
+    func failure(_ error: DaemonClientError, request: Request) -> ExitCode {
+        // basd's own replies may carry 55 or 56 too (an unknown app, a request for another
+        // role): only a closed connection means basd went away.
+        if client.isClosed {
+            printError("lost the connection to basd at \(socketPath): \(error.message)")
+            return ExitCode(BAExitCode.daemonConnectionLost.rawValue)
+        }
+        if error.code == DaemonErrorCode.notServed.rawValue {
+            printError("this basd does not serve `\(request.type)` yet (is it older than this ba?): \(error.message)")
+        } else {
+            printError("basd refused `\(request.type)`: \(error.message) (error \(error.code))")
+        }
+        return ExitCode(BAExitCode.daemonRefused.rawValue)
     }
 
     /// Prints that basd answered `request` with something other than `expected`; the exit code to throw.
@@ -60,23 +77,11 @@ struct DaemonSession {
         return ExitCode(BAExitCode.daemonRefused.rawValue)
     }
 
-    /// Prints `error` and returns the exit code for it.
-    static func exit(for error: DaemonClientError, request: String, socketPath: String) -> ExitCode {
-        switch error.code {
-        case DaemonErrorCode.callerConnectionNotAccepted.rawValue:
-            // DaemonClient's message names the socket and how to start basd.
-            printError(error.message)
-            return ExitCode(BAExitCode.daemonUnavailable.rawValue)
-        case DaemonErrorCode.callerConnectionInvalid.rawValue:
-            printError("lost the connection to basd at \(socketPath): \(error.message)")
-            return ExitCode(BAExitCode.daemonConnectionLost.rawValue)
-        case DaemonErrorCode.notServed.rawValue:
-            printError("this basd does not serve `\(request)` yet (is it older than this ba?): \(error.message)")
-            return ExitCode(BAExitCode.daemonRefused.rawValue)
-        default:
-            printError("basd refused `\(request)`: \(error.message) (error \(error.code))")
-            return ExitCode(BAExitCode.daemonRefused.rawValue)
-        }
+    /// Prints why connecting (and `hello`) failed; exit code 30.
+    static func unavailable(_ error: DaemonClientError) -> ExitCode {
+        // DaemonClient's message names the socket and how to start basd; a refused hello says why.
+        printError(error.message)
+        return ExitCode(BAExitCode.daemonUnavailable.rawValue)
     }
 }
 

@@ -16,13 +16,13 @@ struct DownloadCommand {
         let result: ServerMessage.Result
         do {
             result = try session.client.call(request)
-        } catch where error.code == 101 {
+        } catch let error where error.code == 101 {
             printError(
                 "no active download has unique identifier \(target) (it finished, failed, was cancelled or "
                     + "never existed; `ba downloads` lists them): \(error.message)")
             throw ExitCode(BAExitCode.downloadNotActive.rawValue)
         } catch {
-            throw DaemonSession.exit(for: error, request: request.type, socketPath: session.socketPath)
+            throw session.failure(error, request: request)
         }
         guard case .ok = result else { throw session.unexpected(result, to: request) }
         print(done(target))

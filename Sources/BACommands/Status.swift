@@ -38,7 +38,7 @@ struct Status: ParsableCommand {
             session = try daemon.tryConnect()
         } catch {
             if json { print(jsonLine(Report(running: false, socket: daemon.socketPath, error: error.message))) }
-            throw DaemonSession.exit(for: error, request: "hello", socketPath: daemon.socketPath)
+            throw DaemonSession.unavailable(error)
         }
         let result = try session.call(.status)
         guard case .status(let status) = result else { throw session.unexpected(result, to: .status) }
