@@ -96,7 +96,7 @@ let package = Package(
         .target(
             name: "BACommands",
             dependencies: [
-                "BAExtensionHost", "BackgroundAssets", "BADownloadEngine", "BADaemonProtocol",
+                "BAExtensionHost", "BackgroundAssets", "BADownloadEngine", "BADaemonProtocol", "CBASystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(name: "ba", dependencies: ["BACommands"]),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BADaemonProtocol
+import CBASystem
 import Foundation
 
 #if canImport(Glibc)
@@ -46,16 +47,20 @@ struct Events: ParsableCommand {
     func run() throws {
         let printer = EventPrinter(json: json, app: app, includesProgress: !noProgress)
         let end = StreamEnd()
-        // Sources first, then ignore the default action: a signal in between is not lost.
-        let sources = [SIGINT, SIGTERM].map { number in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { end.finish(.interrupted) }
-            source.resume()
-            return source
+        // A handler in place before anything else, not a dispatch source: a source's handler is
+        // installed later on another thread, and until then a signal would kill ba (or, with
+        // SIG_IGN set, be lost) where a script expects exit 0.
+        let signals = [SIGINT, SIGTERM]
+        let signalPipe = ba_sys_signal_pipe(signals, Int32(signals.count))
+        guard signalPipe >= 0 else {
+            printError("cannot handle SIGINT and SIGTERM: \(String(cString: strerror(errno)))")
+            throw ExitCode(BAExitCode.hostFailure.rawValue)
         }
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        defer { sources.forEach { $0.cancel() } }
+        Thread {
+            var byte: UInt8 = 0
+            while read(signalPipe, &byte, 1) < 0 && errno == EINTR {}
+            end.finish(.interrupted)
+        }.start()
 
         let session = try daemon.connect(
             onEvent: { printer.write($0) }, onClose: { end.finish(.lost($0)) })

@@ -185,6 +185,41 @@ int ba_sys_file_id(const char *path, uint32_t *major_out, uint32_t *minor_out, u
     return 0;
 }
 
+static int signal_pipe[2] = {-1, -1};
+
+static void write_signal_number(int number) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)number;
+    // Non-blocking: with the pipe full, a signal is dropped rather than the handler blocked.
+    ssize_t ignored = write(signal_pipe[1], &byte, 1);
+    (void)ignored;
+    errno = saved;
+}
+
+int ba_sys_signal_pipe(const int *signals, int count) {
+    if (signal_pipe[0] < 0) {
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+        int flags = fcntl(fds[1], F_GETFL);
+        if (flags < 0 || fcntl(fds[1], F_SETFL, flags | O_NONBLOCK) != 0) {
+            close(fds[0]);
+            close(fds[1]);
+            return -1;
+        }
+        signal_pipe[0] = fds[0];
+        signal_pipe[1] = fds[1];
+    }
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = write_signal_number;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < count; i++) {
+        if (sigaction(signals[i], &action, NULL) != 0) return -1;
+    }
+    return signal_pipe[0];
+}
+
 /* Writes everything, with send(2) and `flags` on sockets or write(2) otherwise. */
 static int transfer_all(int fd, const void *bytes, size_t length, int use_send, int flags) {
     const char *p = bytes;

@@ -48,6 +48,12 @@ int ba_sys_flock_unlock(int fd);
 /// and its inode number.
 int ba_sys_file_id(const char *path, uint32_t *major_out, uint32_t *minor_out, uint64_t *inode_out);
 
+/// Installs a handler for each of `signals` that writes the signal's number (one byte) to a pipe,
+/// and returns the pipe's read end (O_CLOEXEC), or -1/errno. The handler is in place when this
+/// returns (unlike a dispatch source's, registered later on another thread), so no signal is lost
+/// or left to its default action after the call. Every call shares the one pipe.
+int ba_sys_signal_pipe(const int *signals, int count);
+
 /// Writes all of `length` bytes, retrying EINTR and short writes. 0 or -1/errno.
 int ba_sys_write_all(int fd, const void *bytes, size_t length);
 
