@@ -5,6 +5,10 @@ import BADaemonProtocol
 struct Lock: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Inspect an app group's exclusive-control lock (BAAppExtensionInfo's exclusive control).",
+        discussion: """
+            Examples:
+              ba lock status --app com.example.game
+            """,
         subcommands: [LockStatus.self])
 }
 
