@@ -85,7 +85,8 @@ let package = Package(
         .target(
             name: "BADaemon",
             dependencies: [
-                "BADaemonProtocol", "BAStore", "BAExclusiveControl",
+                "BADaemonProtocol", "BAStore", "BAExclusiveControl", "BADownloadEngine", "BAExtensionHost",
+                "BAExtensionProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -148,7 +149,9 @@ let package = Package(
         .testTarget(
             name: "BAStoreTests",
             dependencies: ["BAStore", "BAStoreCrashProbe", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "BADaemonTests", dependencies: ["BADaemonProtocol", "BADaemon", "basd", "BATestSupport"]),
+        .testTarget(
+            name: "BADaemonTests",
+            dependencies: ["BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer"]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )

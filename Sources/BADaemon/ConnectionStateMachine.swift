@@ -19,8 +19,10 @@ struct ConnectionStateMachine {
         case replyAndClose(ServerMessage.Result)
         /// Answer `status` (reads basd's state) at this protocol version.
         case status(protocolVersion: Int)
-        /// Answer `hello` with a welcome.
+        /// Answer `hello`: the service accepts the client (welcome) or refuses it (then call ``close()``).
         case greet(protocolVersion: Int, client: ClientInfo)
+        /// A request after the handshake, for the service.
+        case serve(Request, client: ClientInfo)
         /// Nothing (the connection is closing).
         case none
     }
@@ -55,14 +57,13 @@ struct ConnectionStateMachine {
                     message: "a second \"hello\" on one connection; the handshake is already done"))
         case (.ready(let version, _), .status):
             return .status(protocolVersion: version)
-        case (.ready, _):
-            // Honest refusal until the download service is wired in: never pretend it worked.
-            return .reply(
-                .error(
-                    code: DaemonErrorCode.notServed.rawValue,
-                    message: "\"\(request.type)\" is not served yet: this basd has no download service"))
+        case (.ready(_, let client), _):
+            return .serve(request, client: client)
         }
     }
+
+    /// The connection is closing (refused handshake, or closed by the peer): ignore further input.
+    mutating func close() { state = .closed }
 
     /// Input could not be read (bad frame or JSON): reply with this and close.
     mutating func failed(_ error: DaemonProtocolError) -> Action {

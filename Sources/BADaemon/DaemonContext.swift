@@ -1,14 +1,9 @@
-import BADaemonProtocol
-import BAStore
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// What every connection shares: the store, the start time, the open connections, the log.
+/// The open connections, closed together at shutdown.
 final class DaemonContext: Sendable {
-    let store: BAStore
-    let daemonVersion: String
-    let started: ContinuousClock.Instant
     let log: @Sendable (String) -> Void
     private let connections = NIOLockedValueBox<Connections>(Connections())
 
@@ -17,10 +12,7 @@ final class DaemonContext: Sendable {
         var closed = false
     }
 
-    init(store: BAStore, daemonVersion: String, log: @escaping @Sendable (String) -> Void) {
-        self.store = store
-        self.daemonVersion = daemonVersion
-        self.started = .now
+    init(log: @escaping @Sendable (String) -> Void) {
         self.log = log
     }
 
@@ -49,28 +41,5 @@ final class DaemonContext: Sendable {
             return Array(state.open.values)
         }
         for channel in open { try? await channel.close() }
-    }
-
-    /// The answer to `status`.
-    ///
-    /// Reads the store on the calling event loop: two counts on a WAL database, whose readers never
-    /// wait for the writer, cost microseconds, and answering inline keeps replies in request order.
-    /// The download service, whose store calls write, will run them off the loop.
-    func status(protocolVersion: Int) -> ServerMessage.Result {
-        do {
-            let apps = try store.apps().count
-            let active = try store.activeDownloads().count
-            let uptime = ContinuousClock.now - started
-            let seconds = Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18
-            return .status(
-                StatusInfo(
-                    protocolVersion: protocolVersion, daemonVersion: daemonVersion, pid: getpid(),
-                    uptimeSeconds: seconds, connections: connectionCount, registeredApps: apps,
-                    activeDownloads: active))
-        } catch {
-            log("status: reading the store failed: \(error)")
-            return .error(
-                code: DaemonErrorCode.internalError.rawValue, message: "basd could not read its state: \(error)")
-        }
     }
 }

@@ -9,10 +9,11 @@ import NIOPosix
 ///
 /// ``start(_:)`` takes the state directory's lock (`basd.lock`, so one basd per state directory),
 /// opens the store (`state.sqlite`), and binds the socket with mode 0600 in a 0700 folder. Each
-/// connection's peer uid is checked with `SO_PEERCRED`; the first request must be `hello`. It serves
-/// `status`; the download commands are refused with ``DaemonErrorCode/notServed`` until the download
-/// service exists. ``run()`` returns once ``shutdown()`` was called and everything is closed, the
-/// socket file removed and the lock released.
+/// connection's peer uid is checked with `SO_PEERCRED`; the first request must be `hello`. The
+/// requests are served by the download service (store + engine + extension supervisor), which
+/// resumes every active download at start. ``run()`` returns once ``shutdown()`` was called and
+/// everything is closed, the transfers stopped with their partial files kept, the socket file
+/// removed and the lock released.
 ///
 /// ```swift
 /// let server = try await DaemonServer.start(DaemonServer.Configuration(
@@ -32,6 +33,8 @@ public final class DaemonServer: Sendable {
         public var daemonVersion: String
         /// Where diagnostics go (one line per call); standard error by default.
         public var log: @Sendable (String) -> Void
+        /// The extension runner; nil finds `ba-extension-runner` next to basd or via `$BA_EXTENSION_RUNNER`.
+        public var runnerPath: String?
 
         /// Creates a configuration.
         public init(
@@ -62,13 +65,17 @@ public final class DaemonServer: Sendable {
     public let configuration: Configuration
     private let lock: ExclusiveControlLock
     private let context: DaemonContext
+    private let service: DownloadService
     private let channel: any Channel
 
-    private init(configuration: Configuration, lock: ExclusiveControlLock, context: DaemonContext, channel: any Channel)
-    {
+    private init(
+        configuration: Configuration, lock: ExclusiveControlLock, context: DaemonContext, service: DownloadService,
+        channel: any Channel
+    ) {
         self.configuration = configuration
         self.lock = lock
         self.context = context
+        self.service = service
         self.channel = channel
     }
 
@@ -88,26 +95,38 @@ public final class DaemonServer: Sendable {
             } catch {
                 throw DaemonError(.store, "cannot open basd's state at \(configuration.storePath)", cause: error)
             }
-            let context = DaemonContext(
-                store: store, daemonVersion: configuration.daemonVersion, log: configuration.log)
+            let context = DaemonContext(log: configuration.log)
+            var serviceConfiguration = DownloadService.Configuration(
+                stateDirectory: configuration.stateDirectory, daemonVersion: configuration.daemonVersion)
+            serviceConfiguration.runnerPath = configuration.runnerPath
+            let service = DownloadService(
+                store: store, configuration: serviceConfiguration, log: configuration.log,
+                connectionCount: { context.connectionCount })
+            service.start()
             let channel: any Channel
             do throws(DaemonError) {
-                channel = try await bind(configuration.socketPath, context: context)
+                channel = try await bind(configuration.socketPath, context: context, service: service)
             } catch {
+                service.shutdown()
                 try? store.close()
                 throw error
             }
-            return DaemonServer(configuration: configuration, lock: lock, context: context, channel: channel)
+            return DaemonServer(
+                configuration: configuration, lock: lock, context: context, service: service, channel: channel)
         } catch {
             try? lock.release()
             throw error
         }
     }
 
-    private static func bind(_ socketPath: String, context: DaemonContext) async throws(DaemonError) -> any Channel {
+    private static func bind(_ socketPath: String, context: DaemonContext, service: DownloadService)
+        async throws(DaemonError) -> any Channel
+    {
         let daemonUID = getuid()
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 128)
+            // A client that half-closes still gets the replies to what it sent (see ConnectionHandler).
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 PeerCredentials.of(channel).flatMapThrowing { peer in
                     guard PeerCredentials.isAllowed(peerUID: peer.uid, daemonUID: daemonUID) else {
@@ -122,7 +141,7 @@ public final class DaemonServer: Sendable {
                         return
                     }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
-                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(context: context))
+                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(session: Session(channel: channel, service: service)))
                 }
             }
         let channel: any Channel
@@ -146,9 +165,16 @@ public final class DaemonServer: Sendable {
     public func run() async throws {
         try? await channel.closeFuture.get()
         await context.closeAll()
+        // Blocking waits (engine thread, service queue): on a thread of their own, not the pool.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread { [service] in
+                service.shutdown()
+                done.resume()
+            }.start()
+        }
         unlink(configuration.socketPath)
         var failure: (any Error)?
-        do { try context.store.close() } catch { failure = error }
+        do { try service.store.close() } catch { failure = error }
         try? lock.release()
         if let failure { throw DaemonError(.store, "closing basd's state failed", cause: failure as? BAStoreError) }
     }

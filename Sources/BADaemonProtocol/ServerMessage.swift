@@ -143,15 +143,28 @@ public struct DownloadInfo: Sendable, Hashable, Codable {
     public var isForeground: Bool
     /// Bytes on disk so far.
     public var bytesOnDisk: Int64
+    /// The app it belongs to (set in answers to the CLI's `listDownloads`).
+    public var appIdentifier: String?
+    /// Transfer attempts so far.
+    public var attempts: Int?
+    /// Why it failed (state failed): the error's code and message.
+    public var errorCode: Int?
+    public var errorMessage: String?
 
     /// Creates download info.
-    public init(uniqueIdentifier: String, download: DownloadPayload, state: Int, isForeground: Bool, bytesOnDisk: Int64)
-    {
+    public init(
+        uniqueIdentifier: String, download: DownloadPayload, state: Int, isForeground: Bool, bytesOnDisk: Int64,
+        appIdentifier: String? = nil, attempts: Int? = nil, errorCode: Int? = nil, errorMessage: String? = nil
+    ) {
         self.uniqueIdentifier = uniqueIdentifier
         self.download = download
         self.state = state
         self.isForeground = isForeground
         self.bytesOnDisk = bytesOnDisk
+        self.appIdentifier = appIdentifier
+        self.attempts = attempts
+        self.errorCode = errorCode
+        self.errorMessage = errorMessage
     }
 }
 

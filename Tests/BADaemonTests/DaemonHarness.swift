@@ -6,6 +6,13 @@ import Foundation
     import Glibc
 #endif
 
+/// Bytes behind a lock.
+final class LockedData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    func withLock<T>(_ body: (inout Data) -> T) -> T { lock.withLock { body(&data) } }
+}
+
 struct HarnessError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
@@ -23,12 +30,13 @@ final class DaemonProcess: @unchecked Sendable {
     private let stderr = Pipe()
 
     /// Starts basd and returns once it printed its listening line (at most `timeout` seconds).
-    init(directory: TemporaryDirectory? = nil, timeout: Double = 20) throws {
+    init(directory: TemporaryDirectory? = nil, environment: [String: String] = [:], timeout: Double = 20) throws {
         self.directory = try directory ?? TemporaryDirectory()
         stateDirectory = self.directory.path + "/state"
         socketPath = self.directory.path + "/run/basd.sock"
         process.executableURL = URL(fileURLWithPath: BuildProducts.executable("basd"))
         process.arguments = ["--state-dir", stateDirectory, "--socket", socketPath]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = stdout
         process.standardError = stderr
         process.terminationHandler = { [exited] _ in exited.signal() }
@@ -38,7 +46,23 @@ final class DaemonProcess: @unchecked Sendable {
             kill()
             throw HarnessError("basd printed \(line.debugDescription), not its listening line")
         }
+        // Drain basd's log so a chatty basd never blocks on a full pipe; kept for failure messages.
+        let handle = stderr.fileHandleForReading
+        let log = logBuffer
+        let thread = Thread {
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                log.withLock { $0.append(data) }
+            }
+        }
+        thread.start()
     }
+
+    private let logBuffer = LockedData()
+
+    /// What basd wrote to standard error so far (after its listening line).
+    var standardError: String { logBuffer.withLock { String(decoding: $0, as: UTF8.self) } }
 
     /// Reads stdout up to the first newline, polling with a deadline (never blocks past it).
     private func readLine(timeout: Double) throws -> String {
