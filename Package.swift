@@ -135,7 +135,9 @@ let package = Package(
         .target(name: "BATestSupport", dependencies: ["BAExtensionHost"], path: "Tests/BATestSupport"),
         .testTarget(
             name: "BackgroundAssetsTests",
-            dependencies: ["BackgroundAssets", "BAExtensionProtocol", "BAExtensionABI", "CBAExtension"]),
+            dependencies: [
+                "BackgroundAssets", "BAExtensionProtocol", "BAExtensionABI", "CBAExtension", "BADaemonProtocol",
+            ]),
         .testTarget(name: "BAExtensionProtocolTests", dependencies: ["BAExtensionProtocol"]),
         .testTarget(
             name: "BAExtensionHostTests",
@@ -149,6 +151,11 @@ let package = Package(
         .testTarget(
             name: "BAStoreTests",
             dependencies: ["BAStore", "BAStoreCrashProbe", .product(name: "GRDB", package: "GRDB.swift")]),
+        // An app (public BackgroundAssets API only) driven over stdin by the app-client tests.
+        .executableTarget(name: "BATestApp", dependencies: ["BackgroundAssets", "CCrypto"], path: "Tests/BATestApp"),
+        .testTarget(
+            name: "BAAppClientTests",
+            dependencies: ["BATestSupport", "BADaemonProtocol", "BAAssetServer", "basd", "BATestApp"]),
         .testTarget(
             name: "BADaemonTests",
             dependencies: ["BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer"]),
