@@ -192,7 +192,8 @@ final class AppDaemonConnection: @unchecked Sendable {
 
     func schedule(_ record: DownloadRecord) throws(BAError) {
         let payload = DownloadPayload(
-            identifier: record.identifier, uniqueIdentifier: record.uniqueIdentifier.isEmpty ? nil : record.uniqueIdentifier,
+            identifier: record.identifier,
+            uniqueIdentifier: record.uniqueIdentifier.isEmpty ? nil : record.uniqueIdentifier,
             url: record.url, headers: record.headers, applicationGroupIdentifier: record.applicationGroupIdentifier,
             priority: record.priority, isEssential: record.isEssential,
             fileSize: record.fileSize > 0 ? record.fileSize : nil, sha256: record.sha256)
@@ -240,8 +241,7 @@ final class AppDaemonConnection: @unchecked Sendable {
         }
     }
 
-    func respondToChallenge(_ uniqueIdentifier: String, _ disposition: Int, _ user: String?, _ password: String?)
-    {
+    func respondToChallenge(_ uniqueIdentifier: String, _ disposition: Int, _ user: String?, _ password: String?) {
         do throws(BAError) {
             try call(
                 .respondToChallenge(

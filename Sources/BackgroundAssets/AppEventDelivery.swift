@@ -91,7 +91,8 @@ final class AppEventDelivery: @unchecked Sendable {
         if decision == .duplicate || decision == .skip { return }
         guard let download = Self.download(for: event) else {
             AppDaemonConnection.log(
-                "event \(event.sequence) (\(event.kind.rawValue)) of \(event.identifier) has no usable download; not delivered")
+                "event \(event.sequence) (\(event.kind.rawValue)) of \(event.identifier) has no usable download; not delivered"
+            )
             return
         }
         switch decision {

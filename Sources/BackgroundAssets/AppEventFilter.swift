@@ -53,7 +53,8 @@ struct AppEventFilter: Sendable {
             let delta = total - last
             guard delta > 0 else { return .skip }
             lastTotals[id] = total
-            let expected = [event.totalBytes, event.download?.fileSize].lazy.compactMap { $0 }.first { $0 > 0 }
+            let expected =
+                [event.totalBytes, event.download?.fileSize].lazy.compactMap { $0 }.first { $0 > 0 }
                 ?? Self.sizeUnknown
             return .progress(bytesWritten: delta, totalBytesWritten: total, totalBytesExpectedToWrite: expected)
         case .finished:
@@ -62,7 +63,8 @@ struct AppEventFilter: Sendable {
         case .failed:
             lastTotals[id] = nil
             return .failed(
-                domain: event.errorDomain ?? BAErrorDomain, code: event.errorCode ?? BAError.Code.downloadInvalid.rawValue,
+                domain: event.errorDomain ?? BAErrorDomain,
+                code: event.errorCode ?? BAError.Code.downloadInvalid.rawValue,
                 message: event.errorMessage ?? "the download failed")
         case .needsCredentials:
             return .needsCredentials(challenge: event.challenge ?? "")

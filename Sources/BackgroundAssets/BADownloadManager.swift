@@ -249,7 +249,8 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
     }
 
     /// Runs blocking `work` on a new thread and resumes the caller with its result.
-    private static func offThread<T: Sendable>(_ work: @escaping @Sendable () throws(BAError) -> T) async throws(BAError)
+    private static func offThread<T: Sendable>(_ work: @escaping @Sendable () throws(BAError) -> T)
+        async throws(BAError)
         -> T
     {
         let result: Result<T, BAError> = await withCheckedContinuation { continuation in

@@ -62,7 +62,10 @@ struct AppClientTests {
         let contents = Self.bytes(700_000, seed: 7)
         server.setFile("/a.bin", contents: contents)
         let basd = try Self.daemon()
-        defer { basd.kill(); basd.directory.remove() }
+        defer {
+            basd.kill()
+            basd.directory.remove()
+        }
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
 
@@ -99,7 +102,10 @@ struct AppClientTests {
         let contents = Self.bytes(10_000, seed: 2)
         server.setFile("/m.bin", contents: contents)
         let basd = try Self.daemon()
-        defer { basd.kill(); basd.directory.remove() }
+        defer {
+            basd.kill()
+            basd.directory.remove()
+        }
         let keep = basd.directory.path + "/kept"
         try FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: true)
         let app = try TestApp(
@@ -119,7 +125,10 @@ struct AppClientTests {
         server.setFile("/slow.bin", contents: Self.bytes(100_000, seed: 3))
         server.setBehavior(.stall(afterBytes: 1000), for: "/slow.bin")
         let basd = try Self.daemon()
-        defer { basd.kill(); basd.directory.remove() }
+        defer {
+            basd.kill()
+            basd.directory.remove()
+        }
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
         let url = server.url("/slow.bin")
@@ -135,7 +144,8 @@ struct AppClientTests {
         #expect(try app.run("cancel slow").errorCode == 101)
 
         // An app basd does not know, and a socket nobody listens on: 55, saying why.
-        let stranger = try TestApp(socketPath: basd.socketPath, bundleIdentifier: "com.example.stranger", group: Self.group)
+        let stranger = try TestApp(
+            socketPath: basd.socketPath, bundleIdentifier: "com.example.stranger", group: Self.group)
         defer { stranger.kill() }
         let refused = try stranger.run("list")
         #expect(refused.errorCode == 55)
@@ -156,7 +166,10 @@ struct AppClientTests {
         server.setFile("/big.bin", contents: contents)
         server.setBehavior(.trickle(bytesPerSecond: 300_000), for: "/big.bin")
         let basd = try Self.daemon()
-        defer { basd.kill(); basd.directory.remove() }
+        defer {
+            basd.kill()
+            basd.directory.remove()
+        }
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
         #expect(try app.run("schedule big \(server.url("/big.bin")) \(contents.count)").bool("ok") == true)
@@ -177,7 +190,10 @@ struct AppClientTests {
         server.setFile("/secret.bin", contents: contents)
         server.setBehavior(.requireBasicAuth(user: "u", password: "p"), for: "/secret.bin")
         let basd = try Self.daemon()
-        defer { basd.kill(); basd.directory.remove() }
+        defer {
+            basd.kill()
+            basd.directory.remove()
+        }
         let app = try TestApp(
             socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group,
             environment: ["BA_TEST_APP_CREDENTIAL": "u:p"])
@@ -198,7 +214,10 @@ struct AppClientTests {
         server.setFile("/r.bin", contents: contents)
         server.setBehavior(.trickle(bytesPerSecond: 200_000), for: "/r.bin")
         let basd = try Self.daemon()
-        defer { basd.kill(); basd.directory.remove() }
+        defer {
+            basd.kill()
+            basd.directory.remove()
+        }
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
         #expect(try app.run("schedule r \(server.url("/r.bin")) \(contents.count)").bool("ok") == true)
@@ -217,7 +236,10 @@ struct AppClientTests {
     @Test("two app processes never hold exclusive control at once (closure and async forms)")
     func exclusiveControlContention() throws {
         let basd = try Self.daemon()
-        defer { basd.kill(); basd.directory.remove() }
+        defer {
+            basd.kill()
+            basd.directory.remove()
+        }
         let file = basd.directory.path + "/critical.log"
         let first = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { first.kill() }
@@ -228,18 +250,22 @@ struct AppClientTests {
             first.send("lock 15 \(file)")
             second.send("alock 15 \(file)")
         }
-        try first.wait(timeout: 60, "the closure form's rounds", count: rounds) { $0.command == "lock" && $0["event"] == nil }
+        try first.wait(timeout: 60, "the closure form's rounds", count: rounds) {
+            $0.command == "lock" && $0["event"] == nil
+        }
         try second.wait(timeout: 60, "the async form's rounds", count: rounds) {
             $0.command == "alock" && $0["event"] == nil
         }
         #expect(first.lines.filter { $0.command == "lock" && $0["event"] == nil }.allSatisfy { $0.bool("ok") == true })
-        #expect(second.lines.filter { $0.command == "alock" && $0["event"] == nil }.allSatisfy { $0.bool("ok") == true })
+        #expect(
+            second.lines.filter { $0.command == "alock" && $0["event"] == nil }.allSatisfy { $0.bool("ok") == true })
         let lines = try Self.lines(of: file, count: 4 * rounds)
         #expect(lines.count == 4 * rounds)
         for pair in stride(from: 0, to: lines.count - 1, by: 2) {
             let enter = lines[pair].split(separator: " ")
             let leave = lines[pair + 1].split(separator: " ")
-            #expect(enter.first == "enter" && leave.first == "leave" && enter.last == leave.last, "interleaved: \(lines)")
+            #expect(
+                enter.first == "enter" && leave.first == "leave" && enter.last == leave.last, "interleaved: \(lines)")
         }
         // The lock file is the one in basd's container for the group (the extension's runner locks it too).
         #expect(
@@ -250,7 +276,10 @@ struct AppClientTests {
     @Test("Date() tries once and fails while another process holds the lock; SIGKILLing the holder frees it")
     func killedHolderReleases() throws {
         let basd = try Self.daemon()
-        defer { basd.kill(); basd.directory.remove() }
+        defer {
+            basd.kill()
+            basd.directory.remove()
+        }
         let file = basd.directory.path + "/critical.log"
         let holder = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { holder.kill() }

@@ -46,7 +46,9 @@ import Testing
             format: .xml)
         #expect(try resolve(nil, [:]) == "com.example.beside")
         #expect(try resolve(nil, ["BA_BUNDLE_IDENTIFIER": "com.example.env"]) == "com.example.env")
-        #expect(try resolve("com.example.configured", ["BA_BUNDLE_IDENTIFIER": "com.example.env"]) == "com.example.configured")
+        #expect(
+            try resolve("com.example.configured", ["BA_BUNDLE_IDENTIFIER": "com.example.env"])
+                == "com.example.configured")
         #expect(try resolve("", ["BA_BUNDLE_IDENTIFIER": ""]) == "com.example.beside")
     }
 
@@ -56,7 +58,8 @@ import Testing
         let executable = directory.appendingPathComponent("game").path
         func failure() -> BAError? {
             do {
-                _ = try AppIdentity.resolveBundleIdentifier(configured: nil, environment: [:], executablePath: executable)
+                _ = try AppIdentity.resolveBundleIdentifier(
+                    configured: nil, environment: [:], executablePath: executable)
                 return nil
             } catch {
                 return error
@@ -84,7 +87,8 @@ import Testing
         let old = AppDaemonConnection.map(DaemonClientError(code: 1003, message: "not served"))
         #expect(old.code == .callerConnectionNotAccepted)
         #expect(old.reason == "basd error 1003: not served")
-        #expect(AppDaemonConnection.map(DaemonClientError(code: 1002, message: "m")).code == .callerConnectionNotAccepted)
+        #expect(
+            AppDaemonConnection.map(DaemonClientError(code: 1002, message: "m")).code == .callerConnectionNotAccepted)
         #expect(AppDaemonConnection.map(DaemonClientError(code: 1001, message: "m")).code == .callerConnectionInvalid)
         #expect(AppDaemonConnection.map(DaemonClientError(code: 1004, message: "m")).code == .callerConnectionInvalid)
     }
