@@ -180,6 +180,11 @@ struct AppClientTests {
         #expect(finished.string("sha256") == (try Self.sha256Hex(contents)))
         let kinds = app.lines.compactMap(\.callback).filter { $0 != "progress" }
         #expect(kinds == ["began", "paused", "began", "finished"])
+        // Without a re-download: the foreground transfer resumed with a ranged request.
+        let requests = server.requests(for: "/big.bin")
+        #expect(requests.count == 2)
+        #expect(requests.last?.header("Range")?.hasPrefix("bytes=") == true)
+        #expect(requests.last?.header("Range") != "bytes=0-")
         try await server.shutdown()
     }
 
