@@ -41,12 +41,17 @@ let package = Package(
         // Foundation-free: the runner <-> host wire format and the download rules.
         .target(name: "BAExtensionProtocol"),
         // Foundation-free: the app group's exclusive-control lock (a kernel flock).
-        .target(name: "BAExclusiveControl", dependencies: ["CBASystem"]),
+        .target(name: "BAExclusiveControl"),
         // Foundation-free: copying values to and from the C ABI structs, shared by both sides.
         .target(name: "BAExtensionABI", dependencies: ["BAExtensionProtocol", "CBAExtension"]),
 
         // Public API (Apple's names).
-        .target(name: "BackgroundAssets", dependencies: ["BAExtensionProtocol", "BAExtensionABI", "CBAExtension"]),
+        // In an app process it talks to basd (BADaemonProtocol) and takes the app group's lock itself.
+        .target(
+            name: "BackgroundAssets",
+            dependencies: [
+                "BAExtensionProtocol", "BAExtensionABI", "CBAExtension", "BADaemonProtocol", "BAExclusiveControl",
+            ]),
 
         // The download engine: libcurl multi on one thread, resume, retries, integrity.
         // Foundation-free HTTP pieces shared by the engine and the asset server (HTTP dates).
@@ -130,7 +135,9 @@ let package = Package(
         .target(name: "BATestSupport", dependencies: ["BAExtensionHost"], path: "Tests/BATestSupport"),
         .testTarget(
             name: "BackgroundAssetsTests",
-            dependencies: ["BackgroundAssets", "BAExtensionProtocol", "BAExtensionABI", "CBAExtension"]),
+            dependencies: [
+                "BackgroundAssets", "BAExtensionProtocol", "BAExtensionABI", "CBAExtension", "BADaemonProtocol",
+            ]),
         .testTarget(name: "BAExtensionProtocolTests", dependencies: ["BAExtensionProtocol"]),
         .testTarget(name: "BAExclusiveControlTests", dependencies: ["BAExclusiveControl", "BATestSupport"]),
         .testTarget(
@@ -145,6 +152,11 @@ let package = Package(
         .testTarget(
             name: "BAStoreTests",
             dependencies: ["BAStore", "BAStoreCrashProbe", .product(name: "GRDB", package: "GRDB.swift")]),
+        // An app (public BackgroundAssets API only) driven over stdin by the app-client tests.
+        .executableTarget(name: "BATestApp", dependencies: ["BackgroundAssets", "CCrypto"], path: "Tests/BATestApp"),
+        .testTarget(
+            name: "BAAppClientTests",
+            dependencies: ["BATestSupport", "BADaemonProtocol", "BAAssetServer", "basd", "BATestApp"]),
         .testTarget(
             name: "BADaemonTests",
             dependencies: ["BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer"]),

@@ -172,7 +172,13 @@ public final class DaemonClient: @unchecked Sendable {
         guard first else { return }
         shutdownSocket()
         if Thread.current === reader {
-            closeOnReaderExit = true
+            // From onEvent/onClose, or from deinit once the read loop returned (the last
+            // reference released on the reader thread): close now if the loop is over.
+            let closeNow = lock.withLock {
+                closeOnReaderExit = !readerExited
+                return readerExited
+            }
+            if closeNow { Glibc.close(fd) }
         } else {
             readerDone.wait()
             Glibc.close(fd)
@@ -181,6 +187,7 @@ public final class DaemonClient: @unchecked Sendable {
 
     private var closing = false
     private var closeOnReaderExit = false
+    private var readerExited = false
 
     /// Whether the connection has ended.
     public var isClosed: Bool { lock.withLock { closedError != nil } }
@@ -231,8 +238,12 @@ public final class DaemonClient: @unchecked Sendable {
             slot.done.signal()
         }
         if !byClose { onClose(failure) }
+        let closeNow = lock.withLock {
+            readerExited = true
+            return closeOnReaderExit
+        }
         readerDone.signal()
-        if closeOnReaderExit { Glibc.close(fd) }
+        if closeNow { Glibc.close(fd) }
     }
 
     private func complete(_ id: UInt64, _ result: Result<ServerMessage.Result, DaemonClientError>) {

@@ -1,5 +1,3 @@
-import CBASystem
-
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -39,18 +37,26 @@ extension ExclusiveControlLock {
     /// - Throws: ``Failure/system(call:errno:)`` when the file cannot be `stat`ed (other than
     ///   `ENOENT`) or `/proc/locks` cannot be read. The corresponding C functions are `stat` and `read`.
     public static func holder(path: String) throws(Failure) -> Holder? {
-        var major: UInt32 = 0
-        var minor: UInt32 = 0
-        var inode: UInt64 = 0
-        guard ba_sys_file_id(path, &major, &minor, &inode) == 0 else {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
             if errno == ENOENT { return nil }
             throw .system(call: "stat", errno: errno)
         }
+        let (major, minor) = deviceNumbers(UInt64(status.st_dev))
+        let inode = UInt64(status.st_ino)
         let text = try readProcLocks()
         let holder = ProcLocksEntry.parse(text).first {
             $0.kind == "FLOCK" && !$0.isWaiter && $0.major == major && $0.minor == minor && $0.inode == inode
         }
         return holder.map { Holder(pid: $0.pid > 0 ? $0.pid : nil) }
+    }
+
+    /// A `dev_t`'s major and minor numbers, as glibc's `major()` and `minor()` macros split it
+    /// (`bits/sysmacros.h`; macros, so Swift cannot call them, and this module takes no C module).
+    package static func deviceNumbers(_ device: UInt64) -> (major: UInt32, minor: UInt32) {
+        let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff)
+        let minor = (device & 0xff) | ((device >> 12) & ~0xff)
+        return (UInt32(truncatingIfNeeded: major), UInt32(truncatingIfNeeded: minor))
     }
 
     /// `/proc/locks` in full (its size reads as 0, so read to the end).

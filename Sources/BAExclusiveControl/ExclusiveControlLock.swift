@@ -1,5 +1,3 @@
-import CBASystem
-
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -9,7 +7,8 @@ import CBASystem
 ///
 /// The kernel releases it when the holding process dies, however it dies. The file is opened with
 /// `O_CLOEXEC` so a spawned child never inherits (and keeps) the lock. Not Foundation-dependent,
-/// so the runner can use it.
+/// so the runner can use it, and free of C modules (Glibc's `flock` is enough), so that
+/// `BackgroundAssets` can use it without clients of that library needing another module map.
 public final class ExclusiveControlLock: @unchecked Sendable {
     /// Why the lock could not be taken.
     public enum Failure: Error, Equatable, Sendable {
@@ -52,13 +51,13 @@ public final class ExclusiveControlLock: @unchecked Sendable {
     /// The corresponding C function is `flock`.
     public func acquire(timeoutMilliseconds: Int64) throws(Failure) {
         if timeoutMilliseconds < 0 {
-            guard ba_sys_flock_wait(fd) == 0 else { throw .system(call: "flock", errno: errno) }
+            guard Self.lockFile(fd, LOCK_EX) == 0 else { throw .system(call: "flock", errno: errno) }
             return
         }
         let deadline = Self.nowMilliseconds() + timeoutMilliseconds
         var backoff: Int64 = 1
         while true {
-            if ba_sys_flock_try(fd) == 0 { return }
+            if Self.lockFile(fd, LOCK_EX | LOCK_NB) == 0 { return }
             guard errno == EWOULDBLOCK else { throw .system(call: "flock", errno: errno) }
             let left = deadline - Self.nowMilliseconds()
             guard left > 0 else { throw .notAcquired }
@@ -70,7 +69,16 @@ public final class ExclusiveControlLock: @unchecked Sendable {
 
     /// Releases the lock (a no-op if not held). The corresponding C function is `flock`.
     public func release() throws(Failure) {
-        guard ba_sys_flock_unlock(fd) == 0 else { throw .system(call: "flock", errno: errno) }
+        guard Self.lockFile(fd, LOCK_UN) == 0 else { throw .system(call: "flock", errno: errno) }
+    }
+
+    /// `flock(fd, operation)`, retrying `EINTR`: 0, or -1 with `errno` set.
+    private static func lockFile(_ fd: Int32, _ operation: Int32) -> Int32 {
+        var status: Int32
+        repeat {
+            status = flock(fd, operation)
+        } while status != 0 && errno == EINTR
+        return status
     }
 
     static func nowMilliseconds() -> Int64 {

@@ -9,8 +9,20 @@ import Foundation
 /// group container with the extension.
 ///
 /// Inside an extension call, every method goes to the host that runs the extension. In an app
-/// process, methods need the `basd` service client, which this build does not have yet: they throw
-/// ``BAError/Code/callerConnectionNotAccepted``.
+/// process, methods talk to `basd` over its unix socket (`BA_SOCKET`, else the default path),
+/// as the app whose bundle identifier ``baConfigure(bundleIdentifier:socketPath:)``,
+/// `BA_BUNDLE_IDENTIFIER` or the `Info.plist` beside the executable gives. The connection is made
+/// on first use; while basd cannot be reached, methods throw
+/// ``BAError/Code/callerConnectionNotAccepted`` with basd's socket path in the reason.
+///
+/// ```swift
+/// BADownloadManager.shared.delegate = self   // events arrive on one background thread
+/// let downloads = try BADownloadManager.shared.fetchCurrentDownloads()
+/// if let level = downloads.first(where: { $0.identifier == "level-2" }) {
+///     try BADownloadManager.shared.startForegroundDownload(level)
+/// }
+/// ```
+/// See `docs/app-client.md`.
 public final class BADownloadManager: NSObject, @unchecked Sendable {
     /// The shared manager.
     public static let shared = BADownloadManager()
@@ -19,22 +31,33 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
     private weak var _delegate: (any BADownloadManagerDelegate)?
 
     /// The delegate that receives download events (held weakly).
+    ///
+    /// In an app process, setting it connects to basd in the background and subscribes to the
+    /// app's events; the connection is re-established whenever basd restarts, for as long as a
+    /// delegate is set. Callbacks run on one dedicated thread (not the main thread, not the
+    /// Swift concurrency pool), one at a time, in the order the events happened. Events that
+    /// arrive while no delegate is set wait until one is.
     public weak var delegate: (any BADownloadManagerDelegate)? {
         get { delegateLock.withLock { _delegate } }
-        set { delegateLock.withLock { _delegate = newValue } }
+        set {
+            delegateLock.withLock { _delegate = newValue }
+            if newValue != nil && ExtensionHostConnection.active == nil {
+                AppDaemonConnection.shared.delegateWasSet()
+            }
+        }
     }
 
     private override init() {}
 
-    private func connection() throws(BAError) -> ExtensionHostConnection {
-        guard let connection = ExtensionHostConnection.active else {
-            throw BAError(
-                .callerConnectionNotAccepted,
-                reason:
-                    "this process is not an extension call and this build has no basd client yet; app processes cannot reach the download service"
-            )
-        }
-        return connection
+    /// Where calls go: the host of the running extension call, or basd for an app.
+    private enum Route {
+        case extensionHost(ExtensionHostConnection)
+        case app(AppDaemonConnection)
+    }
+
+    private func route() -> Route {
+        if let connection = ExtensionHostConnection.active { return .extensionHost(connection) }
+        return .app(AppDaemonConnection.shared)
     }
 
     private func urlDownload(_ download: BADownload) throws(BAError) -> BAURLDownload {
@@ -45,107 +68,200 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
         return download
     }
 
+    /// Linux addition: tells the manager who this app is and where basd listens, instead of
+    /// `BA_BUNDLE_IDENTIFIER`, the `Info.plist` beside the executable, and `BA_SOCKET`.
+    ///
+    /// Call it before the first other call. Calling it again drops the current connection; the
+    /// next call (or, with a delegate set, the background reconnect) uses the new values.
+    /// - Parameters:
+    ///   - bundleIdentifier: The app's `CFBundleIdentifier`, as registered with basd (`ba install`);
+    ///     nil resolves it as usual.
+    ///   - socketPath: basd's socket; nil uses `BA_SOCKET` or the default path.
+    ///
+    /// ```swift
+    /// BADownloadManager.shared.baConfigure(bundleIdentifier: "com.example.game")
+    /// ```
+    public func baConfigure(bundleIdentifier: String? = nil, socketPath: String? = nil) {
+        AppDaemonConnection.shared.configure(bundleIdentifier: bundleIdentifier, socketPath: socketPath)
+    }
+
     /// Schedules a download to run in the background.
     ///
     /// From an extension this is refused (code 50) while `downloads(for:…)` runs: return the
-    /// download from it instead. Throws 100 if the identifier is already scheduled.
+    /// download from it instead. Throws 100 if the identifier is already scheduled, 55 when basd
+    /// cannot be reached, and basd's other refusals (e.g. 202 for a host outside the allow-list).
     public func scheduleDownload(_ download: BADownload) throws {
         let download = try urlDownload(download)
-        try connection().schedule(download.record)
+        switch route() {
+        case .extensionHost(let connection): try connection.schedule(download.record)
+        case .app(let app): try app.schedule(download.record)
+        }
     }
 
-    /// Starts (or promotes) a download in the foreground, keeping bytes already downloaded.
-    /// Apps only: an extension gets code 50.
+    /// Starts (or promotes) a download in the foreground, keeping bytes already downloaded; the
+    /// delegate sees `downloadDidPause` then `downloadDidBegin` for a running download.
+    /// Apps only: an extension gets code 50. Throws 101 if the download is not scheduled.
     public func startForegroundDownload(_ download: BADownload) throws {
         _ = try urlDownload(download)
-        if ExtensionHostConnection.active != nil {
+        switch route() {
+        case .extensionHost:
             throw BAError(
                 .callFromExtensionNotAllowed,
                 reason: "startForegroundDownload is only available to the app, not to its extension")
+        case .app(let app): try app.startForeground(download.identifier)
         }
-        _ = try connection()
     }
 
     /// Cancels a scheduled download; throws 101 if it is not scheduled.
     public func cancel(_ download: BADownload) throws {
-        try connection().cancel(download.identifier)
-    }
-
-    /// The app's current downloads.
-    public func fetchCurrentDownloads() throws -> [BADownload] {
-        try connection().currentDownloads().compactMap { BAURLDownload(record: $0) }
-    }
-
-    /// The app's current downloads, delivered to a completion handler.
-    public func fetchCurrentDownloads(completionHandler: @escaping @Sendable ([BADownload], (any Error)?) -> Void) {
-        do {
-            completionHandler(try fetchCurrentDownloads(), nil)
-        } catch {
-            completionHandler([], error)
+        switch route() {
+        case .extensionHost(let connection): try connection.cancel(download.identifier)
+        case .app(let app): try app.cancel(download.identifier)
         }
     }
 
-    /// The app's current downloads.
+    /// The app's current downloads (blocks while basd answers).
+    public func fetchCurrentDownloads() throws -> [BADownload] {
+        switch route() {
+        case .extensionHost(let connection):
+            return try connection.currentDownloads().compactMap { BAURLDownload(record: $0) }
+        case .app(let app):
+            return try app.currentDownloads()
+        }
+    }
+
+    /// The app's current downloads, delivered to a completion handler.
+    ///
+    /// In an app the handler runs on a background thread; inside an extension call it runs
+    /// before this method returns.
+    public func fetchCurrentDownloads(completionHandler: @escaping @Sendable ([BADownload], (any Error)?) -> Void) {
+        let fetch = { @Sendable [self] in
+            do {
+                completionHandler(try fetchCurrentDownloads(), nil)
+            } catch {
+                completionHandler([], error)
+            }
+        }
+        switch route() {
+        case .extensionHost: fetch()
+        case .app: Thread(block: fetch).start()
+        }
+    }
+
+    /// The app's current downloads. In an app, basd is asked on a thread of its own, so the
+    /// awaiting task does not hold a thread of the concurrency pool.
     public var currentDownloads: [BADownload] {
-        get async throws { try fetchCurrentDownloads() }
+        get async throws {
+            switch route() {
+            case .extensionHost: return try fetchCurrentDownloads()
+            case .app(let app):
+                return try await Self.offThread { () throws(BAError) -> [BADownload] in try app.currentDownloads() }
+            }
+        }
     }
 
     /// Acquires exclusive control of the app group container, waiting as long as it takes, runs
     /// `performHandler` while holding it, then releases it.
     ///
-    /// The handler gets `(true, nil)` when the lock is held, or `(false, error)`.
+    /// The handler gets `(true, nil)` when the lock is held, or `(false, error)`. The lock is the
+    /// app group's kernel lock, shared with the extension (and other processes of the app): at
+    /// most one holds it; it is released when the handler returns or the holder dies.
+    /// On Linux the wait and the handler run on the calling thread, before this method returns.
     public func withExclusiveControl(_ performHandler: @escaping @Sendable (Bool, (any Error)?) -> Void) {
-        exclusiveControl(timeoutMilliseconds: -1, performHandler)
+        exclusiveControl(deadline: nil, performHandler)
     }
 
     /// Like ``withExclusiveControl(_:)`` but gives up at `date`; `Date()` tries once.
+    ///
+    /// When the lock is not acquired in time the handler gets `(false, error)` (a ``BAError``
+    /// whose reason says so). On Linux the handler runs on the calling thread, before this
+    /// method returns.
     public func withExclusiveControl(
         beforeDate date: Date, perform performHandler: @escaping @Sendable (Bool, (any Error)?) -> Void
     ) {
-        exclusiveControl(timeoutMilliseconds: Self.milliseconds(until: date), performHandler)
+        exclusiveControl(deadline: date, performHandler)
     }
 
     /// Runs `body` while holding exclusive control, waiting as long as it takes.
+    ///
+    /// In an app the wait happens on a thread of its own: the awaiting task does not block a
+    /// thread of the concurrency pool. The lock is released when `body` returns or throws.
     public func withExclusiveControl<R>(_ body: () async throws -> R) async throws -> R {
-        try await exclusiveControl(timeoutMilliseconds: -1, body)
+        try await exclusiveControl(deadline: nil, body)
     }
 
     /// Runs `body` while holding exclusive control, giving up at `date` (`Date()` tries once).
     public func withExclusiveControl<R>(before date: Date, _ body: () async throws -> R) async throws -> R {
-        try await exclusiveControl(timeoutMilliseconds: Self.milliseconds(until: date), body)
+        try await exclusiveControl(deadline: date, body)
     }
 
     /// The talks' spelling of ``scheduleDownload(_:)``.
     @available(*, deprecated, renamed: "scheduleDownload(_:)")
     public func schedule(_ download: BADownload) throws { try scheduleDownload(download) }
 
-    /// The talks' one-argument handler form of ``withExclusiveControl(_:)``.
+    /// The talks' one-argument handler form of ``withExclusiveControl(_:)``: the handler gets nil
+    /// when the lock is held, or the error.
     @available(*, deprecated, message: "use withExclusiveControl(_:) with a (Bool, Error?) handler")
     public func withExclusiveControl(_ performHandler: @escaping @Sendable ((any Error)?) -> Void) {
-        exclusiveControl(timeoutMilliseconds: -1) { acquired, error in performHandler(acquired ? nil : error) }
+        exclusiveControl(deadline: nil) { acquired, error in performHandler(acquired ? nil : error) }
     }
 
     static func milliseconds(until date: Date) -> Int64 {
         max(0, Int64((date.timeIntervalSinceNow * 1000).rounded(.up)))
     }
 
-    private func exclusiveControl(
-        timeoutMilliseconds: Int64, _ handler: @escaping @Sendable (Bool, (any Error)?) -> Void
-    ) {
-        do {
-            let connection = try connection()
-            try connection.acquireExclusiveControl(timeoutMilliseconds: timeoutMilliseconds)
+    private func exclusiveControl(deadline: Date?, _ handler: @escaping @Sendable (Bool, (any Error)?) -> Void) {
+        switch route() {
+        case .extensionHost(let connection):
+            do {
+                try connection.acquireExclusiveControl(
+                    timeoutMilliseconds: deadline.map(Self.milliseconds(until:)) ?? -1)
+                handler(true, nil)
+                connection.releaseExclusiveControl()
+            } catch {
+                handler(false, error)
+            }
+        case .app(let app):
+            do throws(BAError) {
+                try app.exclusiveControl.acquire(containerPath: try app.containerPath(), deadline: deadline)
+            } catch {
+                handler(false, error)
+                return
+            }
             handler(true, nil)
-            connection.releaseExclusiveControl()
-        } catch {
-            handler(false, error)
+            app.exclusiveControl.release()
         }
     }
 
-    private func exclusiveControl<R>(timeoutMilliseconds: Int64, _ body: () async throws -> R) async throws -> R {
-        let connection = try connection()
-        try connection.acquireExclusiveControl(timeoutMilliseconds: timeoutMilliseconds)
-        defer { connection.releaseExclusiveControl() }
-        return try await body()
+    private func exclusiveControl<R>(deadline: Date?, _ body: () async throws -> R) async throws -> R {
+        switch route() {
+        case .extensionHost(let connection):
+            try connection.acquireExclusiveControl(timeoutMilliseconds: deadline.map(Self.milliseconds(until:)) ?? -1)
+            defer { connection.releaseExclusiveControl() }
+            return try await body()
+        case .app(let app):
+            try await Self.offThread { () throws(BAError) in
+                try app.exclusiveControl.acquire(containerPath: try app.containerPath(), deadline: deadline)
+            }
+            defer { app.exclusiveControl.release() }
+            return try await body()
+        }
+    }
+
+    /// Runs blocking `work` on a new thread and resumes the caller with its result.
+    private static func offThread<T: Sendable>(_ work: @escaping @Sendable () throws(BAError) -> T)
+        async throws(BAError)
+        -> T
+    {
+        let result: Result<T, BAError> = await withCheckedContinuation { continuation in
+            Thread {
+                do throws(BAError) {
+                    continuation.resume(returning: .success(try work()))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }.start()
+        }
+        return try result.get()
     }
 }

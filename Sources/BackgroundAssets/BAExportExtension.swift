@@ -156,12 +156,12 @@ private let downloadFailedThunk: ba_download_failed_fn = { context, host, downlo
 }
 
 /// Carries an async result back to the blocked C thread.
-private final class ChallengeResult: @unchecked Sendable {
+final class ChallengeResult: @unchecked Sendable {
     var disposition = URLSession.AuthChallengeDisposition.performDefaultHandling
     var credential: URLCredential?
 }
 
-private final class IgnoringChallengeSender: NSObject, URLAuthenticationChallengeSender {
+final class IgnoringChallengeSender: NSObject, URLAuthenticationChallengeSender {
     func use(_ credential: URLCredential, for challenge: URLAuthenticationChallenge) {}
     func continueWithoutCredential(for challenge: URLAuthenticationChallenge) {}
     func cancel(_ challenge: URLAuthenticationChallenge) {}
@@ -208,7 +208,7 @@ private let willTerminateThunk: ba_extension_will_terminate_fn = { context, host
 }
 
 /// Moves a non-Sendable value into a task that is awaited synchronously right away.
-private struct UncheckedBox<T>: @unchecked Sendable {
+struct UncheckedBox<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
 }

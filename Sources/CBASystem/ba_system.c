@@ -9,8 +9,6 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -175,15 +173,6 @@ int ba_sys_flock_wait(int fd) {
 }
 
 int ba_sys_flock_unlock(int fd) { return flock(fd, LOCK_UN); }
-
-int ba_sys_file_id(const char *path, uint32_t *major_out, uint32_t *minor_out, uint64_t *inode_out) {
-    struct stat st;
-    if (stat(path, &st) != 0) return -1;
-    *major_out = major(st.st_dev);
-    *minor_out = minor(st.st_dev);
-    *inode_out = (uint64_t)st.st_ino;
-    return 0;
-}
 
 static int signal_pipe[2] = {-1, -1};
 

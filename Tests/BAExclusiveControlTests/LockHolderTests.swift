@@ -30,6 +30,14 @@ import Testing
         #expect(entries[4].kind == "LEASE" && entries[4].mode == "READ")
         #expect(entries[5].pid == 0)
     }
+
+    @Test func splitsDeviceNumbersAsGlibcDoes() {
+        #expect(ExclusiveControlLock.deviceNumbers(65024) == (0xfe, 0))  // fe:00, ext4 on /dev/vda here
+        #expect(ExclusiveControlLock.deviceNumbers(39) == (0, 0x27))  // 00:27, an overlayfs mount
+        #expect(ExclusiveControlLock.deviceNumbers(0x10301) == (259, 1))  // nvme0n1p1
+        // makedev(0x1000, 0x12345): both numbers past their 12- and 8-bit low parts.
+        #expect(ExclusiveControlLock.deviceNumbers(0x0000_1000_1230_0045) == (0x1000, 0x12345))
+    }
 }
 
 /// `ExclusiveControlLock.holder(path:)` against real locks, taken in this process and by others.

@@ -44,10 +44,6 @@ int ba_sys_flock_wait(int fd);
 /// flock(fd, LOCK_UN).
 int ba_sys_flock_unlock(int fd);
 
-/// stat(path) (following symlinks): the file's device as /proc/locks prints it (major and minor)
-/// and its inode number.
-int ba_sys_file_id(const char *path, uint32_t *major_out, uint32_t *minor_out, uint64_t *inode_out);
-
 /// Installs a handler for each of `signals` that writes the signal's number (one byte) to a pipe,
 /// and returns the pipe's read end (O_CLOEXEC), or -1/errno. The handler is in place when this
 /// returns (unlike a dispatch source's, registered later on another thread), so no signal is lost
