@@ -298,7 +298,10 @@ extension DownloadService {
         guard let group = app.appGroupIdentifier else {
             throw Refusal(ErrorCodes.downloadInvalid, "\(bundleIdentifier) has no app group, so no lock")
         }
-        _ = ExclusiveControlLock.path(inContainer: containers.container(group: group))
-        throw Refusal(.notServed, "lockStatus is not served yet: basd cannot yet tell who holds a lock")
+        let path = ExclusiveControlLock.path(inContainer: containers.container(group: group))
+        let holder = try ExclusiveControlLock.holder(path: path)
+        return LockInfo(
+            appIdentifier: bundleIdentifier, appGroupIdentifier: group, lockPath: path, held: holder != nil,
+            holderPID: holder?.pid)
     }
 }

@@ -256,7 +256,7 @@ public struct LockInfo: Sendable, Hashable, Codable {
     public var lockPath: String
     /// Whether a process holds the lock now.
     public var held: Bool
-    /// The holder's pid, as it wrote it into the lock file, when held.
+    /// The holder's pid as the kernel reports it (`/proc/locks`), when held and nameable.
     public var holderPID: Int32?
     /// Creates lock info.
     public init(appIdentifier: String, appGroupIdentifier: String, lockPath: String, held: Bool, holderPID: Int32?) {

@@ -241,12 +241,6 @@ struct CLICommandTests {
         try Self.register(daemon)
         let free = try await runProcess(
             ba, ["lock", "status", "--app", Self.app, "--json", "--socket", daemon.socketPath])
-        if free.status == 33 && free.stderr.contains("does not serve") {
-            withKnownIssue("basd does not serve lockStatus yet (ExclusiveControlLock.holder is not wired in)") {
-                Issue.record("lockStatus not served: \(free.stderr)")
-            }
-            return
-        }
         #expect(free.status == 0, "\(free.stderr)")
         let info = try #require(Self.json(free.stdout))
         #expect(info["held"] as? Bool == false && info["holderPID"] == nil)
