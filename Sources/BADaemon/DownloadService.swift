@@ -138,7 +138,7 @@ final class DownloadService: @unchecked Sendable {
     func status(protocolVersion: Int) -> ServerMessage.Result {
         do {
             let apps = try store.apps().count
-            let active = try store.activeDownloads().count
+            let active = try store.activeDownloadCount()
             let uptime = ContinuousClock.now - started
             let seconds = Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18
             return .status(

@@ -100,6 +100,14 @@ extension BAStore {
         }
     }
 
+    /// How many downloads are active (created, waiting or downloading), counted by SQLite
+    /// without reading them (for `status`).
+    public func activeDownloadCount() throws(BAStoreError) -> Int {
+        try read("counting the active downloads") { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM download WHERE state IN (0, 1, 2)") ?? 0
+        }
+    }
+
     /// Cancels the app's active download with this identifier: deletes it and, by cascade, its
     /// events (Apple delivers nothing about a cancelled download). Its partial file is the
     /// caller's to delete.
