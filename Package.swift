@@ -40,6 +40,8 @@ let package = Package(
 
         // Foundation-free: the runner <-> host wire format and the download rules.
         .target(name: "BAExtensionProtocol"),
+        // An app directory's Info.plist, read and checked (Foundation's PropertyListSerialization).
+        .target(name: "BAAppBundle", dependencies: ["BAExtensionProtocol"]),
         // Foundation-free: the app group's exclusive-control lock (a kernel flock).
         .target(name: "BAExclusiveControl"),
         // Foundation-free: copying values to and from the C ABI structs, shared by both sides.
@@ -139,6 +141,7 @@ let package = Package(
                 "BackgroundAssets", "BAExtensionProtocol", "BAExtensionABI", "CBAExtension", "BADaemonProtocol",
             ]),
         .testTarget(name: "BAExtensionProtocolTests", dependencies: ["BAExtensionProtocol"]),
+        .testTarget(name: "BAAppBundleTests", dependencies: ["BAAppBundle"]),
         .testTarget(name: "BAExclusiveControlTests", dependencies: ["BAExclusiveControl", "BATestSupport"]),
         .testTarget(
             name: "BAExtensionHostTests",
