@@ -358,4 +358,22 @@ enum Plist {
         try app.write(Data("<plist version=\"1.0\"><array/></plist>".utf8))
         _ = expectError(.malformedInfoPlist, key: nil, in: app, containing: ["dictionary", "found an array"])
     }
+
+    /// The example in docs/info-plist.md loads as the doc says, so the doc stays true to the code.
+    @Test func documentedExampleLoads() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/info-plist.md")
+        let markdown = try String(contentsOf: docs, encoding: .utf8)
+        let start = try #require(markdown.range(of: "```xml\n"))
+        let end = try #require(markdown.range(of: "```", range: start.upperBound..<markdown.endIndex))
+        let app = try TempApp()
+        defer { app.remove() }
+        try app.write(Data(markdown[start.upperBound..<end.lowerBound].utf8))
+        let bundle = try AppBundle.load(directory: app.directory)
+        #expect(bundle.extensionPath == app.directory + "/lib/libGameAssets.so")
+        #expect(bundle.version == "1.2.3")
+        #expect(bundle.downloadAllowance == 104_857_600)
+        #expect(bundle.domainAllowList == ["cdn.example.com", "*.assets.example.com"])
+        #expect(bundle.essentialMaxInstallSize == 536_870_912)
+    }
 }
