@@ -88,7 +88,9 @@ extension DownloadService {
     /// Progress between two durable records: pushed to whoever listens now, never stored.
     private func transientProgress(_ id: String, bytesWritten: Int64, totalBytes: Int64?) throws {
         guard !observers.isEmpty || !subscribers.isEmpty else { return }
-        guard let download = try store.download(uniqueIdentifier: id), download.state.isActive else { return }
+        // Read once per transfer, not for every progress tick (cancel and the end drop the mark).
+        if progress[id]?.download == nil { progress[id]?.download = try store.download(uniqueIdentifier: id) }
+        guard let download = progress[id]?.download, download.state.isActive else { return }
         var event = WireEvent(sequence: 0, downloadUniqueIdentifier: id, identifier: download.identifier, kind: .progress)
         event.bytesWritten = bytesWritten
         event.totalBytes = totalBytes
@@ -149,8 +151,14 @@ extension DownloadService {
     /// The app handled its events through `sequence`: they are delivered, and finished files it
     /// did not move are removed.
     func acknowledge(app: String, through sequence: Int64) throws {
-        let handled = try store.undeliveredEvents(app: app, after: 0, limit: 100_000).filter {
-            $0.sequence <= sequence && $0.kind == .finished
+        // The undelivered events up to `sequence`, a page at a time (they are in sequence order).
+        var handled: [StoredEvent] = []
+        var after: Int64 = 0
+        while after < sequence {
+            let page = try store.undeliveredEvents(app: app, after: after, limit: 256)
+            handled += page.prefix { $0.sequence <= sequence }.filter { $0.kind == .finished }
+            guard let last = page.last, last.sequence < sequence, page.count == 256 else { break }
+            after = last.sequence
         }
         try store.markDelivered(app: app, through: sequence)
         for event in handled {

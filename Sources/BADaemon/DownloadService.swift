@@ -55,6 +55,8 @@ final class DownloadService: @unchecked Sendable {
         var recordedAt: ContinuousClock.Instant
         var bytes: Int64 = 0
         var totalBytes: Int64?
+        /// The download as scheduled, read once per transfer for the transient progress events.
+        var download: StoredDownload?
     }
 
     init(
