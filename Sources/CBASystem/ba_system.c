@@ -6,7 +6,6 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -155,24 +154,6 @@ int ba_sys_install_crash_reporter(uint64_t memory_limit_bytes) {
     }
     return 0;
 }
-
-int ba_sys_flock_try(int fd) {
-    int rc;
-    do {
-        rc = flock(fd, LOCK_EX | LOCK_NB);
-    } while (rc != 0 && errno == EINTR);
-    return rc;
-}
-
-int ba_sys_flock_wait(int fd) {
-    int rc;
-    do {
-        rc = flock(fd, LOCK_EX);
-    } while (rc != 0 && errno == EINTR);
-    return rc;
-}
-
-int ba_sys_flock_unlock(int fd) { return flock(fd, LOCK_UN); }
 
 static int signal_pipe[2] = {-1, -1};
 

@@ -37,13 +37,6 @@ int64_t ba_sys_proc_status_bytes(const char *key);
 /// The parent uses the line to tell an allocation failure at the memory cap from a plain crash.
 int ba_sys_install_crash_reporter(uint64_t memory_limit_bytes);
 
-/// flock(fd, LOCK_EX | LOCK_NB) once; 0 when acquired, -1/EWOULDBLOCK when held elsewhere.
-int ba_sys_flock_try(int fd);
-/// flock(fd, LOCK_EX), retrying EINTR.
-int ba_sys_flock_wait(int fd);
-/// flock(fd, LOCK_UN).
-int ba_sys_flock_unlock(int fd);
-
 /// Installs a handler for each of `signals` that writes the signal's number (one byte) to a pipe,
 /// and returns the pipe's read end (O_CLOEXEC), or -1/errno. The handler is in place when this
 /// returns (unlike a dispatch source's, registered later on another thread), so no signal is lost
