@@ -42,6 +42,10 @@ let package = Package(
         .target(name: "BAExtensionProtocol"),
         // An app directory's Info.plist, read and checked (Foundation's PropertyListSerialization).
         .target(name: "BAAppBundle", dependencies: ["BAExtensionProtocol"]),
+        // When basd wakes extensions: periodic intervals, daily runtime allowance, quarantine, settings.
+        .target(name: "BAScheduling"),
+        // Purgeable finished assets: which are unmodified and unused, and what goes under disk pressure.
+        .target(name: "BAPurge", dependencies: ["CBASystem"]),
         // Foundation-free: the app group's exclusive-control lock (a kernel flock).
         .target(name: "BAExclusiveControl"),
         // Foundation-free: copying values to and from the C ABI structs, shared by both sides.
@@ -88,7 +92,7 @@ let package = Package(
             name: "BADaemon",
             dependencies: [
                 "BADaemonProtocol", "BAStore", "BAExclusiveControl", "BADownloadEngine", "BAExtensionHost",
-                "BAExtensionProtocol",
+                "BAExtensionProtocol", "BAAppBundle", "BAScheduling", "BAPurge",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -142,6 +146,8 @@ let package = Package(
             ]),
         .testTarget(name: "BAExtensionProtocolTests", dependencies: ["BAExtensionProtocol"]),
         .testTarget(name: "BAAppBundleTests", dependencies: ["BAAppBundle"]),
+        .testTarget(name: "BASchedulingTests", dependencies: ["BAScheduling"]),
+        .testTarget(name: "BAPurgeTests", dependencies: ["BAPurge"]),
         .testTarget(name: "BAExclusiveControlTests", dependencies: ["BAExclusiveControl", "BATestSupport"]),
         .testTarget(
             name: "BAExtensionHostTests",
