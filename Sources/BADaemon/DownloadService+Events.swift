@@ -10,6 +10,10 @@ typealias WireEvent = BADaemonProtocol.DownloadEvent
 // The engine's events, recorded and routed (all on the service queue).
 extension DownloadService {
     func handle(_ event: EngineEvent) {
+        if let id = Self.engineID(event), id.hasPrefix("manifest:") {
+            manifestFetches[id]?(event)
+            return
+        }
         do {
             switch event {
             case .began(let id, let offset, let isForeground):
@@ -56,6 +60,15 @@ extension DownloadService {
         }
     }
 
+    static func engineID(_ event: EngineEvent) -> String? {
+        switch event {
+        case .began(let id, _, _), .paused(let id, _), .progress(let id, _, _), .validator(let id, _),
+            .retrying(let id, _, _, _), .needsCredentials(let id, _), .finished(let id, _, _, _, _),
+            .failed(let id, _):
+            id
+        }
+    }
+
     /// How an engine failure reaches the app: Apple's domain and codes where Apple has one
     /// (`docs/downloads.md`), `NSURLErrorDomain` codes for transport failures.
     static func failure(_ error: DownloadError) -> StoredDownload.Failure {
@@ -65,6 +78,8 @@ extension DownloadService {
             switch error.code {
             case .notAllowed: (background, 202)  // sessionDownloadDisallowedByDomain
             case .sizeMismatch, .checksumMismatch: (background, 0)  // downloadInvalid
+            case .allowanceDisallowed: (background, 203)  // sessionDownloadDisallowedByAllowance
+            case .allowanceExceeded: (background, 204)  // sessionDownloadAllowanceExceeded
             case .serverStatus: (url, -1011)  // NSURLErrorBadServerResponse
             case .tls: (url, -1200)  // NSURLErrorSecureConnectionFailed
             case .authentication: (url, -1013)  // NSURLErrorUserAuthenticationRequired

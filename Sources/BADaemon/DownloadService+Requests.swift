@@ -39,6 +39,10 @@ enum ErrorCodes {
     static let callFromExtensionNotAllowed = 50
     static let downloadAlreadyScheduled = 100
     static let downloadNotScheduled = 101
+    static let downloadEssentialDownloadNotPermitted = 109
+    static let downloadBackgroundActivityProhibited = 111
+    static let downloadWouldExceedAllowance = 112
+    static let sessionDownloadDisallowedByDomain = 202
 }
 
 extension DownloadService {
@@ -73,9 +77,25 @@ extension DownloadService {
         }
     }
 
-    /// Serves one request after the handshake (service queue).
-    func serve(_ request: Request, from client: ClientInfo, session: Session) -> ServerMessage.Result {
+    /// Serves one request after the handshake (service queue): its answer, or nil when the
+    /// request answers later through `reply` (called on the service queue).
+    func serve(
+        _ request: Request, from client: ClientInfo, session: Session,
+        reply: @escaping @Sendable (ServerMessage.Result) -> Void
+    ) -> ServerMessage.Result? {
         do {
+            switch request {
+            case .installApp(let install):
+                try require(.cli, client, request)
+                self.install(install, reply: reply)
+                return nil
+            case .simulate(let app, let event):
+                try require(.cli, client, request)
+                try simulate(event, app: app, reply: reply)
+                return nil
+            default:
+                break
+            }
             return try perform(request, from: client, session: session)
         } catch let refusal as Refusal {
             return refusal.result
@@ -146,12 +166,24 @@ extension DownloadService {
         case .lockStatus(let bundleIdentifier):
             try require(.cli, client, request)
             return .lock(try lockStatus(app: bundleIdentifier))
+        case .installApp, .simulate:
+            throw Refusal(.internalError, "\(request.type) is answered later")
+        case .listApps:
+            try require(.cli, client, request)
+            return .apps(try appInfos())
+        case .clearQuarantine(let bundleIdentifier):
+            try require(.cli, client, request)
+            try clearQuarantine(app: bundleIdentifier)
+            return .ok
+        case .purge(let dryRun):
+            try require(.cli, client, request)
+            return .purge(try purge(dryRun: dryRun))
         }
     }
 
     // MARK: - Who may ask
 
-    private func require(_ role: ClientInfo.Role, _ client: ClientInfo, _ request: Request) throws {
+    func require(_ role: ClientInfo.Role, _ client: ClientInfo, _ request: Request) throws {
         guard client.role == role else {
             throw Refusal(
                 .callerConnectionInvalid,
@@ -174,22 +206,9 @@ extension DownloadService {
 
     // MARK: - Apps
 
+    /// `registerApp`: registers without reading an `Info.plist` (no manifest, no restrictions).
     private func register(_ registration: AppRegistration) throws -> ServerMessage.Result {
-        if let violation = DownloadRules.checkIdentifier(registration.bundleIdentifier, what: "bundle identifier") {
-            throw Refusal(ErrorCodes.downloadInvalid, violation.reason)
-        }
-        if let group = registration.appGroupIdentifier,
-            let violation = DownloadRules.checkIdentifier(group, what: "app group identifier")
-        {
-            throw Refusal(ErrorCodes.downloadInvalid, violation.reason)
-        }
-        try store.register(
-            StoredApp(
-                bundleIdentifier: registration.bundleIdentifier, version: registration.version,
-                appGroupIdentifier: registration.appGroupIdentifier, appDirectory: registration.appDirectory,
-                extensionPath: registration.extensionPath))
-        if let group = registration.appGroupIdentifier { try containers.prepare(group: group) }
-        log("registered \(registration.bundleIdentifier) \(registration.version)")
+        try register(registration, manifestURL: nil, restrictions: StoredApp.Restrictions())
         return .ok
     }
 
@@ -224,7 +243,22 @@ extension DownloadService {
         if let violation = DownloadRules.check(record, contentRequest: contentRequest) {
             throw Refusal(violation.code, violation.reason)
         }
-        let stored = try store.schedule(StoredDownload(record: record, appIdentifier: app.bundleIdentifier))
+        let switches = self.switches()
+        if contentRequest != 0, !switches.backgroundActivity {
+            throw Refusal(
+                ErrorCodes.downloadBackgroundActivityProhibited,
+                "background activity is off in basd's settings (backgroundActivity); the app can schedule \"\(record.identifier)\" itself while it runs")
+        }
+        if record.isEssential, !switches.inAppContent {
+            throw Refusal(
+                ErrorCodes.downloadEssentialDownloadNotPermitted,
+                "in-app content is off in basd's settings (inAppContent): no essential downloads")
+        }
+        var download = StoredDownload(record: record, appIdentifier: app.bundleIdentifier)
+        if !app.launched {
+            download.restriction = try preLaunchRestriction(for: record, of: app)
+        }
+        let stored = try store.schedule(download, chargingAllowance: !app.launched)
         if let request = engineRequest(for: stored) { engine.add(request) }
         return stored
     }

@@ -48,6 +48,11 @@ final class DownloadService: @unchecked Sendable {
     var progress: [String: ProgressMark] = [:]
     var extensionBusy: Set<String> = []
     var extensionFailures: [Int64: Int] = [:]
+    /// Manifest fetches in flight, by engine id (`manifest:UUID`): their engine events go here,
+    /// not to the store.
+    var manifestFetches: [String: (EngineEvent) -> Void] = [:]
+    /// The user's switches (basd's settings file).
+    var lifeCycleSwitches = LifeCycleSwitches()
     private var eventsTask: Task<Void, Never>?
 
     /// Where a transfer stands between two durable progress records.
@@ -131,8 +136,10 @@ final class DownloadService: @unchecked Sendable {
             id: download.uniqueIdentifier, url: download.url, destination: destination,
             partialPath: download.partialPath, headers: download.headers,
             // Only an essential download's size is a promise the file must keep (design §4).
-            expectedSize: download.isEssential ? download.expectedSize : nil, sha256: download.sha256,
-            priority: download.priority, isEssential: download.isEssential, isForeground: download.isForeground)
+            expectedSize: download.isEssential ? download.expectedSize : nil,
+            byteLimit: download.restriction?.byteLimit, sha256: download.sha256, priority: download.priority,
+            isEssential: download.isEssential, isForeground: download.isForeground,
+            allowList: download.restriction?.allowList.map(HostAllowList.init))
     }
 
     // MARK: - Status

@@ -52,7 +52,13 @@ final class Session: @unchecked Sendable {
             case .status(let version):
                 send(.response(requestId: message.id, result: service.status(protocolVersion: version)))
             case .serve(let request, let client):
-                send(.response(requestId: message.id, result: service.serve(request, from: client, session: self)))
+                // A long request (installApp, simulate) answers later, from the service queue.
+                let reply: @Sendable (ServerMessage.Result) -> Void = { [self] result in
+                    send(.response(requestId: message.id, result: result))
+                }
+                if let result = service.serve(request, from: client, session: self, reply: reply) {
+                    reply(result)
+                }
             }
         }
     }

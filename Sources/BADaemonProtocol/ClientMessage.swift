@@ -18,7 +18,7 @@ public struct ClientMessage: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case id, type, protocolVersion, client, download, identifier, throughSequence, app, uniqueIdentifier,
-            disposition, user, password
+            disposition, user, password, install, event, dryRun
     }
 
     public init(from decoder: any Decoder) throws {
@@ -52,6 +52,14 @@ public struct ClientMessage: Sendable, Hashable, Codable {
         case "cancelDownload":
             request = .cancelDownload(uniqueIdentifier: try container.decode(String.self, forKey: .uniqueIdentifier))
         case "lockStatus": request = .lockStatus(app: try container.decode(String.self, forKey: .app))
+        case "installApp": request = .installApp(try container.decode(InstallRequest.self, forKey: .install))
+        case "listApps": request = .listApps
+        case "simulate":
+            request = .simulate(
+                app: try container.decode(String.self, forKey: .app),
+                event: try container.decode(SimulatedEvent.self, forKey: .event))
+        case "clearQuarantine": request = .clearQuarantine(app: try container.decode(String.self, forKey: .app))
+        case "purge": request = .purge(dryRun: try container.decode(Bool.self, forKey: .dryRun))
         default: throw UnknownMessageType(type: type, id: id)
         }
     }
@@ -78,7 +86,13 @@ public struct ClientMessage: Sendable, Hashable, Codable {
         case .listDownloads(let app): try container.encodeIfPresent(app, forKey: .app)
         case .promoteDownload(let uniqueIdentifier), .cancelDownload(let uniqueIdentifier):
             try container.encode(uniqueIdentifier, forKey: .uniqueIdentifier)
-        case .lockStatus(let app): try container.encode(app, forKey: .app)
+        case .lockStatus(let app), .clearQuarantine(let app): try container.encode(app, forKey: .app)
+        case .installApp(let install): try container.encode(install, forKey: .install)
+        case .listApps: break
+        case .simulate(let app, let event):
+            try container.encode(app, forKey: .app)
+            try container.encode(event, forKey: .event)
+        case .purge(let dryRun): try container.encode(dryRun, forKey: .dryRun)
         }
     }
 }
@@ -122,6 +136,22 @@ public enum Request: Sendable, Hashable {
     /// Who holds the app group's exclusive-control lock (CLI only): answered with
     /// ``ServerMessage/Result/lock(_:)``.
     case lockStatus(app: String)
+    /// Installs or updates the app in `appDirectory` (CLI only): basd reads its `Info.plist`,
+    /// registers it, fetches its manifest, calls its extension with `.install` or `.update` and
+    /// schedules what it returns. Answered, when the call has ended, with
+    /// ``ServerMessage/Result/extensionRun(_:)``.
+    case installApp(InstallRequest)
+    /// Every registered app (CLI only): answered with ``ServerMessage/Result/apps(_:)``.
+    case listApps
+    /// Wakes an app's extension as if the event had happened (CLI only; `ba simulate`), outside
+    /// the daily runtime allowance but within the per-call deadline. Answered with
+    /// ``ServerMessage/Result/extensionRun(_:)``.
+    case simulate(app: String, event: SimulatedEvent)
+    /// Lets a quarantined extension run again (CLI only). Answered with `ok`.
+    case clearQuarantine(app: String)
+    /// What basd would purge to get free space back over its threshold, or purges it (CLI only):
+    /// answered with ``ServerMessage/Result/purge(_:)``.
+    case purge(dryRun: Bool)
 
     /// The wire name (`type`) of the request.
     public var type: String {
@@ -140,8 +170,18 @@ public enum Request: Sendable, Hashable {
         case .promoteDownload: "promoteDownload"
         case .cancelDownload: "cancelDownload"
         case .lockStatus: "lockStatus"
+        case .installApp: "installApp"
+        case .listApps: "listApps"
+        case .simulate: "simulate"
+        case .clearQuarantine: "clearQuarantine"
+        case .purge: "purge"
         }
     }
+}
+
+/// An event `ba simulate` can wake an extension with.
+public enum SimulatedEvent: String, Sendable, Hashable, Codable, CaseIterable {
+    case install, update, periodic
 }
 
 /// Who is connecting, sent in `hello`.

@@ -19,4 +19,7 @@ public enum DaemonErrorCode: Int, Sendable, Hashable, CaseIterable, Codable {
     case notServed = 1003
     /// basd failed to answer (e.g. its state could not be read); the message says why.
     case internalError = 1004
+    /// The app directory cannot be installed: its `Info.plist` is missing or wrong (the message
+    /// names the file and the key), or the install/update mode does not fit its registration.
+    case invalidApp = 1005
 }

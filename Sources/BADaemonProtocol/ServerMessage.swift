@@ -26,8 +26,16 @@ public enum ServerMessage: Sendable, Hashable, Codable {
         /// The request failed; `code` is a ``DaemonErrorCode`` raw value (an Int, so a client can
         /// show a code it does not know yet).
         case error(code: Int, message: String)
+        /// The outcome of `installApp` or `simulate`.
+        case extensionRun(ExtensionRunReport)
+        /// The registered apps (`listApps`).
+        case apps([AppInfo])
+        /// A purge plan, or what was purged (`purge`).
+        case purge(PurgeReport)
 
-        private enum CodingKeys: String, CodingKey { case type, status, downloads, code, message, welcome, lock }
+        private enum CodingKeys: String, CodingKey {
+            case type, status, downloads, code, message, welcome, lock, report, apps, purge
+        }
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -38,6 +46,9 @@ public enum ServerMessage: Sendable, Hashable, Codable {
             case "lock": self = .lock(try container.decode(LockInfo.self, forKey: .lock))
             case "status": self = .status(try container.decode(StatusInfo.self, forKey: .status))
             case "downloads": self = .downloads(try container.decode([DownloadInfo].self, forKey: .downloads))
+            case "extensionRun": self = .extensionRun(try container.decode(ExtensionRunReport.self, forKey: .report))
+            case "apps": self = .apps(try container.decode([AppInfo].self, forKey: .apps))
+            case "purge": self = .purge(try container.decode(PurgeReport.self, forKey: .purge))
             case "error":
                 self = .error(
                     code: try container.decode(Int.self, forKey: .code),
@@ -62,6 +73,15 @@ public enum ServerMessage: Sendable, Hashable, Codable {
             case .downloads(let downloads):
                 try container.encode("downloads", forKey: .type)
                 try container.encode(downloads, forKey: .downloads)
+            case .extensionRun(let report):
+                try container.encode("extensionRun", forKey: .type)
+                try container.encode(report, forKey: .report)
+            case .apps(let apps):
+                try container.encode("apps", forKey: .type)
+                try container.encode(apps, forKey: .apps)
+            case .purge(let report):
+                try container.encode("purge", forKey: .type)
+                try container.encode(report, forKey: .purge)
             case .error(let code, let message):
                 try container.encode("error", forKey: .type)
                 try container.encode(code, forKey: .code)

@@ -11,6 +11,10 @@ public struct DownloadError: Error, Equatable, Sendable, CustomStringConvertible
         public static let serverStatus = Code(rawValue: "serverStatus")
         /// Sizes disagree: declared, sent and expected.
         public static let sizeMismatch = Code(rawValue: "sizeMismatch")
+        /// The server declared a file larger than the download's byte limit (a pre-launch allowance).
+        public static let allowanceDisallowed = Code(rawValue: "allowanceDisallowed")
+        /// The server sent more bytes than the download's byte limit (a pre-launch allowance).
+        public static let allowanceExceeded = Code(rawValue: "allowanceExceeded")
         /// The finished file's SHA-256 is not the expected one.
         public static let checksumMismatch = Code(rawValue: "checksumMismatch")
         /// Transient failures went on past the retry budget.

@@ -42,6 +42,10 @@ public struct DownloadRequest: Sendable {
     public var partialPath: String
     /// The exact size the file must have, if known (essential downloads).
     public var expectedSize: Int64?
+    /// The most bytes the file may have (a pre-launch allowance): a response declaring more fails
+    /// with ``DownloadError/Code/allowanceDisallowed`` before its body is read, and a body that
+    /// grows past it fails with ``DownloadError/Code/allowanceExceeded``.
+    public var byteLimit: Int64?
     /// The SHA-256 (hex) the file must have, if known.
     public var sha256: String?
     /// Higher first, among background transfers of the same essential-ness.
@@ -58,9 +62,9 @@ public struct DownloadRequest: Sendable {
 
     public init(
         id: String, url: String, destination: String, partialPath: String? = nil, headers: [Header] = [],
-        expectedSize: Int64? = nil, sha256: String? = nil, priority: Int64 = 50, isEssential: Bool = false,
-        isForeground: Bool = false, allowList: HostAllowList? = nil, credential: Credential? = nil,
-        trust: Trust = Trust()
+        expectedSize: Int64? = nil, byteLimit: Int64? = nil, sha256: String? = nil, priority: Int64 = 50,
+        isEssential: Bool = false, isForeground: Bool = false, allowList: HostAllowList? = nil,
+        credential: Credential? = nil, trust: Trust = Trust()
     ) {
         self.id = id
         self.url = url
@@ -68,6 +72,7 @@ public struct DownloadRequest: Sendable {
         self.destination = destination
         self.partialPath = partialPath ?? Self.defaultPartialPath(for: destination)
         self.expectedSize = expectedSize
+        self.byteLimit = byteLimit
         self.sha256 = sha256?.lowercased()
         self.priority = priority
         self.isEssential = isEssential

@@ -4,9 +4,10 @@ internal import GRDB
 extension BAStore {
     /// Registers an app, or updates its registration (a newer version, a moved directory).
     ///
-    /// A new app starts with ``StoredApp/launched`` false and ``StoredApp/registeredAt`` now; an
-    /// update keeps both and sets ``StoredApp/updatedAt``. The timestamps and `launched` in `app`
-    /// are ignored.
+    /// A new app starts with ``StoredApp/launched`` false, nothing used of its allowances and
+    /// ``StoredApp/registeredAt`` now; an update keeps those and the scheduling state, and sets
+    /// ``StoredApp/updatedAt``. The timestamps, `launched`, the used allowances and `scheduling`
+    /// in `app` are ignored.
     ///
     /// - Returns: The registration before this call, nil when the app is new: compare versions to
     ///   tell an install from an update.
@@ -17,15 +18,16 @@ extension BAStore {
             let previous = try Self.fetchApp(db, app.bundleIdentifier)
             try db.execute(
                 sql: """
-                    INSERT INTO app (\(StoredApp.columns)) VALUES (?, ?, ?, ?, ?, 0, ?, ?)
+                    INSERT INTO app (\(StoredApp.columns)) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, 0, 0, NULL)
                     ON CONFLICT (bundle_identifier) DO UPDATE SET
                         version = excluded.version, app_group_identifier = excluded.app_group_identifier,
                         app_directory = excluded.app_directory, extension_path = excluded.extension_path,
-                        updated_at = excluded.updated_at
+                        updated_at = excluded.updated_at, manifest_url = excluded.manifest_url,
+                        restrictions = excluded.restrictions
                     """,
                 arguments: [
                     app.bundleIdentifier, app.version, app.appGroupIdentifier, app.appDirectory, app.extensionPath,
-                    now, now,
+                    now, now, app.manifestURL, try app.restrictionsJSON,
                 ])
             return previous
         }
@@ -77,6 +79,31 @@ extension BAStore {
             }
             try db.execute(sql: "DELETE FROM app WHERE bundle_identifier = ?", arguments: [bundleIdentifier])
             return app
+        }
+    }
+
+    /// Adds `bytes` to what the app has used of its pre-launch allowance (essential or not): the
+    /// manifest's size, for one.
+    /// - Throws: ``BAStoreError/Code/unknownApp``.
+    public func chargeAllowance(app bundleIdentifier: String, bytes: Int64, essential: Bool = false)
+        throws(BAStoreError)
+    {
+        let column = essential ? "essential_allowance_used" : "allowance_used"
+        try write("charging \(bundleIdentifier)'s allowance") { db in
+            try db.execute(
+                sql: "UPDATE app SET \(column) = \(column) + ? WHERE bundle_identifier = ?",
+                arguments: [max(0, bytes), bundleIdentifier])
+            guard db.changesCount == 1 else { throw Self.unknownApp(bundleIdentifier, path: path) }
+        }
+    }
+
+    /// Replaces the app's scheduling state (basd's JSON).
+    /// - Throws: ``BAStoreError/Code/unknownApp``.
+    public func setScheduling(app bundleIdentifier: String, _ json: String) throws(BAStoreError) {
+        try write("saving \(bundleIdentifier)'s scheduling state") { db in
+            try db.execute(
+                sql: "UPDATE app SET scheduling = ? WHERE bundle_identifier = ?", arguments: [json, bundleIdentifier])
+            guard db.changesCount == 1 else { throw Self.unknownApp(bundleIdentifier, path: path) }
         }
     }
 

@@ -6,7 +6,8 @@ extension BAStore {
     ///
     /// The store sets ``StoredDownload/createdAt`` and ``StoredDownload/updatedAt``; every other
     /// field is stored as given. An identifier may be scheduled again once its previous download
-    /// has finished or failed.
+    /// has finished or failed. With `chargingAllowance`, its declared size is added, in the same
+    /// transaction, to what the app has used of its pre-launch allowance (essential or not).
     ///
     /// - Returns: The download as stored.
     /// - Throws: ``BAStoreError/Code/duplicateIdentifier`` when the app already has an active
@@ -14,7 +15,9 @@ extension BAStore {
     ///   100 upstream); ``BAStoreError/Code/unknownApp``; ``BAStoreError/Code/invalidArgument``
     ///   when the state is not an active one or a size is negative.
     @discardableResult
-    public func schedule(_ download: StoredDownload) throws(BAStoreError) -> StoredDownload {
+    public func schedule(_ download: StoredDownload, chargingAllowance: Bool = false) throws(BAStoreError)
+        -> StoredDownload
+    {
         guard download.state.isActive else {
             throw BAStoreError(
                 .invalidArgument,
@@ -54,15 +57,21 @@ extension BAStore {
             }
             let failure = stored.lastError
             try db.execute(
-                sql: "INSERT INTO download (\(StoredDownload.columns)) VALUES (\(Self.placeholders(22)))",
+                sql: "INSERT INTO download (\(StoredDownload.columns)) VALUES (\(Self.placeholders(23)))",
                 arguments: [
                     stored.uniqueIdentifier, stored.appIdentifier, stored.identifier, stored.url,
                     try stored.headersJSON,
                     stored.applicationGroupIdentifier, stored.priority, stored.isEssential, stored.expectedSize,
                     stored.sha256, stored.state.rawValue, stored.isForeground, stored.bytesOnDisk, stored.validator,
                     stored.partialPath, stored.destinationPath, stored.attempts, failure?.domain, failure?.code,
-                    failure?.message, stored.createdAt, stored.updatedAt,
+                    failure?.message, stored.createdAt, stored.updatedAt, try stored.restrictionJSON,
                 ])
+            if chargingAllowance, let size = stored.expectedSize {
+                let column = stored.isEssential ? "essential_allowance_used" : "allowance_used"
+                try db.execute(
+                    sql: "UPDATE app SET \(column) = \(column) + ? WHERE bundle_identifier = ?",
+                    arguments: [size, stored.appIdentifier])
+            }
             return stored
         }
     }

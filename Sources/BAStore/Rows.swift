@@ -16,7 +16,10 @@ struct MalformedRow: Error, CustomStringConvertible {
 
 extension StoredApp {
     static let columns =
-        "bundle_identifier, version, app_group_identifier, app_directory, extension_path, launched, registered_at, updated_at"
+        """
+        bundle_identifier, version, app_group_identifier, app_directory, extension_path, launched, registered_at, \
+        updated_at, manifest_url, restrictions, allowance_used, essential_allowance_used, scheduling
+        """
 
     init(row: Row) throws {
         self.init(
@@ -27,7 +30,18 @@ extension StoredApp {
             extensionPath: try row.decode(forColumn: "extension_path"),
             launched: try row.decode(forColumn: "launched"),
             registeredAt: try row.decode(forColumn: "registered_at"),
-            updatedAt: try row.decode(forColumn: "updated_at"))
+            updatedAt: try row.decode(forColumn: "updated_at"),
+            manifestURL: try row.decode(forColumn: "manifest_url"),
+            restrictions: try JSONDecoder().decode(
+                Restrictions.self, from: Data((try row.decode(forColumn: "restrictions") as String).utf8)),
+            allowanceUsed: try row.decode(forColumn: "allowance_used"),
+            essentialAllowanceUsed: try row.decode(forColumn: "essential_allowance_used"),
+            scheduling: try row.decode(forColumn: "scheduling"))
+    }
+
+    /// The `restrictions` column.
+    var restrictionsJSON: String {
+        get throws { String(decoding: try JSONEncoder().encode(restrictions), as: UTF8.self) }
     }
 }
 
@@ -35,7 +49,7 @@ extension StoredDownload {
     static let columns = """
         unique_identifier, app_id, identifier, url, headers, app_group_identifier, priority, essential, \
         expected_size, sha256, state, foreground, bytes_on_disk, validator, partial_path, destination_path, \
-        attempts, error_domain, error_code, error_message, created_at, updated_at
+        attempts, error_domain, error_code, error_message, created_at, updated_at, restriction
         """
 
     /// The JSON shape of one header in the `headers` column.
@@ -77,7 +91,15 @@ extension StoredDownload {
             attempts: try row.decode(forColumn: "attempts"),
             lastError: failure,
             createdAt: try row.decode(forColumn: "created_at"),
-            updatedAt: try row.decode(forColumn: "updated_at"))
+            updatedAt: try row.decode(forColumn: "updated_at"),
+            restriction: try (row.decode(forColumn: "restriction") as String?).map {
+                try JSONDecoder().decode(PreLaunchRestriction.self, from: Data($0.utf8))
+            })
+    }
+
+    /// The `restriction` column.
+    var restrictionJSON: String? {
+        get throws { try restriction.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) } }
     }
 
     /// The `headers` column: a JSON array of `{"name": …, "value": …}` objects, in order.

@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 1
+    static let currentVersion = 2
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -17,6 +17,10 @@ enum Schema {
         migrator.registerMigration("v1") { db in
             try db.execute(sql: v1)
             try db.execute(sql: "PRAGMA user_version = 1")
+        }
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: v2)
+            try db.execute(sql: "PRAGMA user_version = 2")
         }
         return migrator
     }
@@ -98,5 +102,37 @@ enum Schema {
             duration_ms          INTEGER NOT NULL CHECK (duration_ms >= 0)
         );
         CREATE INDEX extension_run_app ON extension_run (app_id, started_at);
+        """
+}
+
+extension Schema {
+    /// Version 2 (issue 5, the app life cycle): an app's Info.plist restrictions and what it has
+    /// used of its pre-launch allowances, its manifest URL and basd's scheduling state; a
+    /// download's pre-launch restriction (byte limit and allow-list, JSON); the finished files
+    /// basd tracks for purging.
+    static let v2 = """
+        ALTER TABLE app ADD COLUMN manifest_url TEXT;
+        ALTER TABLE app ADD COLUMN restrictions TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(restrictions));
+        ALTER TABLE app ADD COLUMN allowance_used INTEGER NOT NULL DEFAULT 0 CHECK (allowance_used >= 0);
+        ALTER TABLE app ADD COLUMN essential_allowance_used INTEGER NOT NULL DEFAULT 0
+            CHECK (essential_allowance_used >= 0);
+        ALTER TABLE app ADD COLUMN scheduling TEXT CHECK (scheduling IS NULL OR json_valid(scheduling));
+
+        ALTER TABLE download ADD COLUMN restriction TEXT CHECK (restriction IS NULL OR json_valid(restriction));
+
+        CREATE TABLE asset (
+            download_id          TEXT    NOT NULL PRIMARY KEY
+                REFERENCES download (unique_identifier) ON DELETE CASCADE,
+            app_id               TEXT    NOT NULL REFERENCES app (bundle_identifier) ON DELETE CASCADE,
+            identifier           TEXT    NOT NULL,
+            delivered_path       TEXT    NOT NULL,
+            device               INTEGER NOT NULL,
+            inode                INTEGER NOT NULL,
+            size                 INTEGER NOT NULL CHECK (size >= 0),
+            mtime_ns             INTEGER NOT NULL,
+            sha256               TEXT    NOT NULL,
+            finished_at          TEXT    NOT NULL
+        );
+        CREATE INDEX asset_app ON asset (app_id);
         """
 }

@@ -22,12 +22,51 @@ public struct StoredApp: Sendable, Hashable {
     public var registeredAt: Date
     /// When the registration last changed (update, first launch).
     public var updatedAt: Date
+    /// `BAManifestURL`, if any.
+    public var manifestURL: String?
+    /// `BAInitialDownloadRestrictions`, `BAMaxInstallSize` and `BAEssentialMaxInstallSize`.
+    public var restrictions: Restrictions
+    /// Bytes counted against `BADownloadAllowance` before the first launch (the manifest and the
+    /// declared sizes of non-essential downloads), kept across updates.
+    public var allowanceUsed: Int64
+    /// Bytes counted against `BAEssentialDownloadAllowance` before the first launch.
+    public var essentialAllowanceUsed: Int64
+    /// basd's scheduling state (periodic times, runtime allowance, quarantine) as JSON; opaque
+    /// to the store.
+    public var scheduling: String?
+
+    /// The Info.plist restrictions of an app: nil means the key is absent (no limit).
+    public struct Restrictions: Sendable, Hashable, Codable {
+        /// `BADownloadAllowance`: bytes of non-essential downloads before the first launch.
+        public var downloadAllowance: Int64?
+        /// `BAEssentialDownloadAllowance`: bytes of essential downloads before the first launch.
+        public var essentialDownloadAllowance: Int64?
+        /// `BADownloadDomainAllowList`: hosts (or `*.` wildcards) downloads may use before the first launch.
+        public var domainAllowList: [String]?
+        /// `BAMaxInstallSize`: bytes of all downloads scheduled before the first launch.
+        public var maxInstallSize: Int64?
+        /// `BAEssentialMaxInstallSize`: bytes of essential downloads scheduled before the first launch.
+        public var essentialMaxInstallSize: Int64?
+
+        public init(
+            downloadAllowance: Int64? = nil, essentialDownloadAllowance: Int64? = nil, domainAllowList: [String]? = nil,
+            maxInstallSize: Int64? = nil, essentialMaxInstallSize: Int64? = nil
+        ) {
+            self.downloadAllowance = downloadAllowance
+            self.essentialDownloadAllowance = essentialDownloadAllowance
+            self.domainAllowList = domainAllowList
+            self.maxInstallSize = maxInstallSize
+            self.essentialMaxInstallSize = essentialMaxInstallSize
+        }
+    }
 
     /// Creates a registration to pass to ``BAStore/register(_:)``.
     public init(
         bundleIdentifier: String, version: String, appGroupIdentifier: String? = nil, appDirectory: String,
         extensionPath: String? = nil, launched: Bool = false, registeredAt: Date = Date(timeIntervalSince1970: 0),
-        updatedAt: Date = Date(timeIntervalSince1970: 0)
+        updatedAt: Date = Date(timeIntervalSince1970: 0), manifestURL: String? = nil,
+        restrictions: Restrictions = Restrictions(), allowanceUsed: Int64 = 0, essentialAllowanceUsed: Int64 = 0,
+        scheduling: String? = nil
     ) {
         self.bundleIdentifier = bundleIdentifier
         self.version = version
@@ -37,5 +76,10 @@ public struct StoredApp: Sendable, Hashable {
         self.launched = launched
         self.registeredAt = registeredAt
         self.updatedAt = updatedAt
+        self.manifestURL = manifestURL
+        self.restrictions = restrictions
+        self.allowanceUsed = allowanceUsed
+        self.essentialAllowanceUsed = essentialAllowanceUsed
+        self.scheduling = scheduling
     }
 }

@@ -88,6 +88,24 @@ public struct StoredDownload: Sendable, Hashable {
     public var createdAt: Date
     /// When it last changed.
     public var updatedAt: Date
+    /// Scheduled before the app's first launch: the pre-launch restrictions that travel with the
+    /// transfer (nil after launch).
+    public var restriction: PreLaunchRestriction?
+
+    /// What a download scheduled before the app's first launch carries to its transfer: the
+    /// bytes it may have (its share of the allowance) and the domain allow-list every redirect
+    /// hop must stay in.
+    public struct PreLaunchRestriction: Sendable, Hashable, Codable {
+        /// The most bytes the file may have, if limited.
+        public var byteLimit: Int64?
+        /// `BADownloadDomainAllowList`, if the app has one.
+        public var allowList: [String]?
+
+        public init(byteLimit: Int64? = nil, allowList: [String]? = nil) {
+            self.byteLimit = byteLimit
+            self.allowList = allowList
+        }
+    }
 
     /// Creates a download to pass to ``BAStore/schedule(_:)``.
     public init(
@@ -97,7 +115,7 @@ public struct StoredDownload: Sendable, Hashable {
         sha256: String? = nil, state: State = .waiting, isForeground: Bool = false, bytesOnDisk: Int64 = 0,
         validator: String? = nil, partialPath: String? = nil, destinationPath: String? = nil, attempts: Int = 0,
         lastError: Failure? = nil, createdAt: Date = Date(timeIntervalSince1970: 0),
-        updatedAt: Date = Date(timeIntervalSince1970: 0)
+        updatedAt: Date = Date(timeIntervalSince1970: 0), restriction: PreLaunchRestriction? = nil
     ) {
         self.uniqueIdentifier = uniqueIdentifier
         self.appIdentifier = appIdentifier
@@ -119,6 +137,7 @@ public struct StoredDownload: Sendable, Hashable {
         self.lastError = lastError
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.restriction = restriction
     }
 
     /// A new download of `app` from a record an extension or the app handed over (already checked

@@ -31,7 +31,7 @@ import Testing
                 "download_active_identifier", "download_active_order", "download_app", "event_delivered",
                 "event_download", "event_undelivered", "extension_run_app",
             ])
-        #expect(migrations == ["v1"])
+        #expect(migrations == ["v1", "v2"])
         let mode = try FileManager.default.attributesOfItem(atPath: test.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
 
@@ -43,7 +43,7 @@ import Testing
         defer { try? reopened.close() }
         #expect(try reopened.app("com.example.game")?.version == "1.0")
         #expect(try reopened.activeDownloads().map(\.identifier) == ["level-1"])
-        #expect(try reopened.connectionSettings()["user_version"] == "1")
+        #expect(try reopened.connectionSettings()["user_version"] == String(BAStore.schemaVersion))
         #expect(try reopened.integrityCheck() == ["ok"])
     }
 
@@ -53,19 +53,19 @@ import Testing
         try test.store.close()
         try test.tamper { db in
             try db.execute(sql: "CREATE TABLE later_feature (id INTEGER PRIMARY KEY)")
-            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v2')")
-            try db.execute(sql: "PRAGMA user_version = 2")
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v3')")
+            try db.execute(sql: "PRAGMA user_version = 3")
         }
         let error = #expect(throws: BAStoreError.self) { _ = try BAStore.open(path: test.path) }
         #expect(error?.code == .schemaTooNew)
-        #expect(error?.message.contains("schema version 2") == true, "\(String(describing: error))")
-        #expect(error?.message.contains("up to 1") == true, "\(String(describing: error))")
-        #expect(error?.message.contains("v2") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("schema version 3") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("up to 2") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("v3") == true, "\(String(describing: error))")
         // Refused untouched.
-        #expect(try TestStore.inspect(test.path) { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 2)
+        #expect(try TestStore.inspect(test.path) { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 3)
 
         // A newer migration alone (same user_version) is refused too.
-        try test.tamper { db in try db.execute(sql: "PRAGMA user_version = 1") }
+        try test.tamper { db in try db.execute(sql: "PRAGMA user_version = 2") }
         let again = #expect(throws: BAStoreError.self) { _ = try BAStore.open(path: test.path) }
         #expect(again?.code == .schemaTooNew)
     }

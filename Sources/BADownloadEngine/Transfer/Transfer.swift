@@ -222,6 +222,12 @@ final class Transfer: @unchecked Sendable {
         self.decision = decision
         if case .write(let offset, let total, let validator) = decision {
             self.total = total
+            if let limit = request.byteLimit, let total, total > limit {
+                abortError = DownloadError(
+                    .allowanceDisallowed,
+                    "the server declared \(total) bytes for \(machine.currentURL), more than the \(limit) allowed")
+                return
+            }
             if offset == 0 && bytesOnDisk != 0 {
                 do {
                     try truncate(to: 0)
@@ -251,6 +257,11 @@ final class Transfer: @unchecked Sendable {
         if let expected = request.expectedSize, bytesOnDisk + Int64(bytes.count) > expected {
             abortError = DownloadError(
                 .sizeMismatch, "the server sent more than the expected \(expected) bytes for \(machine.currentURL)")
+            return false
+        }
+        if let limit = request.byteLimit, bytesOnDisk + Int64(bytes.count) > limit {
+            abortError = DownloadError(
+                .allowanceExceeded, "the server sent more than the \(limit) bytes allowed for \(machine.currentURL)")
             return false
         }
         receivedBytes += Int64(bytes.count)

@@ -1,0 +1,119 @@
+import BADaemonProtocol
+import BADownloadEngine
+import BAExtensionHost
+import BAExtensionProtocol
+import BAStore
+import Foundation
+
+/// basd's user switches (`config.json`): what the user allows in the background.
+struct LifeCycleSwitches: Sendable, Equatable {
+    /// Off: extensions are not woken and cannot schedule (Apple's 111); the app itself still can.
+    var backgroundActivity = true
+    /// Off: no extension runs before the app's first launch and no essential downloads.
+    var inAppContent = true
+}
+
+// The Info.plist restrictions that apply until the app's first launch (service queue).
+extension DownloadService {
+    /// Checks a download scheduled before the app's first launch against the app's
+    /// `BAInitialDownloadRestrictions` and returns what its transfer must keep to.
+    ///
+    /// - Declared sizes count against `BADownloadAllowance` (non-essential) or
+    ///   `BAEssentialDownloadAllowance` (essential): past it, 112. A non-essential download without
+    ///   a size cannot be counted, so it is refused (112) while an allowance applies.
+    /// - The URL's host must be in `BADownloadDomainAllowList` (202); the transfer checks every
+    ///   redirect hop too.
+    /// - The transfer may not exceed the declared size: a server declaring more fails it with 203,
+    ///   one sending more with 204.
+    func preLaunchRestriction(for record: DownloadRecord, of app: StoredApp) throws -> StoredDownload
+        .PreLaunchRestriction?
+    {
+        let restrictions = app.restrictions
+        if let allowList = restrictions.domainAllowList {
+            let host = URLComponents(string: record.url)?.host?.lowercased() ?? ""
+            if !HostAllowList(allowList).allows(host: host) {
+                throw Refusal(
+                    ErrorCodes.sessionDownloadDisallowedByDomain,
+                    "\(app.bundleIdentifier) has not been launched yet, and host \"\(host)\" of \"\(record.identifier)\" "
+                        + "is not in BADownloadDomainAllowList (\(allowList.joined(separator: ", ")))")
+            }
+        }
+        let size = record.fileSize
+        let allowance = record.isEssential ? restrictions.essentialDownloadAllowance : restrictions.downloadAllowance
+        let used = record.isEssential ? app.essentialAllowanceUsed : app.allowanceUsed
+        let key = record.isEssential ? "BAEssentialDownloadAllowance" : "BADownloadAllowance"
+        if let allowance {
+            guard size > 0 else {
+                throw Refusal(
+                    ErrorCodes.downloadWouldExceedAllowance,
+                    "\(app.bundleIdentifier) has not been launched yet: \"\(record.identifier)\" must declare its fileSize "
+                        + "to be counted against \(key)")
+            }
+            guard used + size <= allowance else {
+                throw Refusal(
+                    ErrorCodes.downloadWouldExceedAllowance,
+                    "\"\(record.identifier)\" (\(size) bytes) would exceed \(app.bundleIdentifier)'s \(key) of "
+                        + "\(allowance) bytes before its first launch (\(max(0, allowance - used)) left)")
+            }
+        }
+        let byteLimit: Int64? = allowance != nil ? size : nil
+        guard byteLimit != nil || restrictions.domainAllowList != nil else { return nil }
+        return StoredDownload.PreLaunchRestriction(byteLimit: byteLimit, allowList: restrictions.domainAllowList)
+    }
+
+    /// `BAAppExtensionInfo` for a call made now: what is left of the pre-launch allowances, nil
+    /// once the app has launched or when it declares none.
+    func remainingAllowances(of app: StoredApp) -> (nonEssential: Int64?, essential: Int64?) {
+        guard !app.launched else { return (nil, nil) }
+        return (
+            app.restrictions.downloadAllowance.map { max(0, $0 - app.allowanceUsed) },
+            app.restrictions.essentialDownloadAllowance.map { max(0, $0 - app.essentialAllowanceUsed) }
+        )
+    }
+}
+
+// Gates of extension calls and their bookkeeping. (Filled in with BAScheduling.)
+extension DownloadService {
+    func switches() -> LifeCycleSwitches { lifeCycleSwitches }
+
+    /// Why the extension of `app` may not be called now, or nil.
+    func refusalToCall(_ app: StoredApp, kind: ContentRequestKind, bypassAllowance: Bool) -> String? {
+        guard app.extensionPath != nil else { return "the app has no extension (BAExtensionPath)" }
+        guard supervisor != nil else { return "basd cannot start extension runners (see its log)" }
+        guard switches().backgroundActivity else {
+            return "background activity is off in basd's settings (backgroundActivity; error 111)"
+        }
+        guard !extensionBusy.contains(app.bundleIdentifier) else {
+            return "the extension is already running a call; try again when it ends"
+        }
+        return nil
+    }
+
+    /// Bookkeeping after an extension call.
+    func extensionRan(_ app: StoredApp, verdict: BAExtensionVerdict?, hostError: String?, duration: TimeInterval) {}
+
+    func appInfos() throws -> [AppInfo] {
+        try store.apps().map { app in
+            let remaining = remainingAllowances(of: app)
+            let runs = try store.extensionRuns(app: app.bundleIdentifier, limit: 5).map {
+                ExtensionRunInfo(
+                    event: $0.event.rawValue, verdict: $0.verdict, detail: $0.detail,
+                    startedAt: $0.startedAt.timeIntervalSince1970, durationMilliseconds: $0.durationMilliseconds)
+            }
+            return AppInfo(
+                bundleIdentifier: app.bundleIdentifier, version: app.version, appGroupIdentifier: app.appGroupIdentifier,
+                appDirectory: app.appDirectory, extensionPath: app.extensionPath, launched: app.launched,
+                downloadAllowanceRemaining: remaining.nonEssential,
+                essentialDownloadAllowanceRemaining: remaining.essential, runtimeRemainingSeconds: nil,
+                nextPeriodicRun: nil, quarantine: nil, lastRuns: runs)
+        }
+    }
+
+    func clearQuarantine(app: String) throws {
+        throw Refusal(.notServed, "quarantine is not served yet")
+    }
+
+    func purge(dryRun: Bool) throws -> PurgeReport {
+        throw Refusal(.notServed, "purging is not served yet")
+    }
+}

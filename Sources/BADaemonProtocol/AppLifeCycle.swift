@@ -1,0 +1,182 @@
+/// What `ba install` / `ba update` asks: basd reads the app directory's `Info.plist` itself.
+public struct InstallRequest: Sendable, Hashable, Codable {
+    /// Which content request the extension gets.
+    public enum Mode: String, Sendable, Hashable, Codable {
+        /// `.install` for a new app, `.update` for a registered one whose version changed; a
+        /// registered app of the same version is re-registered and its extension not run.
+        case automatic
+        /// `.install` (refused for a registered app).
+        case install
+        /// `.update` (refused for an app that is not registered).
+        case update
+    }
+
+    /// The app directory, absolute.
+    public var appDirectory: String
+    public var mode: Mode
+
+    public init(appDirectory: String, mode: Mode = .automatic) {
+        self.appDirectory = appDirectory
+        self.mode = mode
+    }
+}
+
+/// A download an extension returned that basd refused, with Apple's error code.
+public struct RefusedDownload: Sendable, Hashable, Codable {
+    public var identifier: String
+    public var code: Int
+    public var reason: String
+
+    public init(identifier: String, code: Int, reason: String) {
+        self.identifier = identifier
+        self.code = code
+        self.reason = reason
+    }
+}
+
+/// The outcome of an install, update or simulated event: the registration, the extension call
+/// and the downloads it led to.
+public struct ExtensionRunReport: Sendable, Hashable, Codable {
+    public var bundleIdentifier: String
+    public var version: String
+    /// The version registered before an install or update, if any.
+    public var previousVersion: String?
+    /// `install`, `update` or `periodic`; nil when the extension was not called.
+    public var event: String?
+    /// Why the extension was not called (no extension, in-app content off, quarantined, …).
+    public var skipped: String?
+    /// The call's verdict (`ok`, `timedOut`, `crashed`, …) and detail.
+    public var verdict: String?
+    public var detail: String?
+    public var durationMilliseconds: Int64?
+    /// Bytes of the manifest fetched for the call (counted against the allowance before launch).
+    public var manifestBytes: Int64?
+    /// The downloads scheduled: essential ones first.
+    public var scheduled: [DownloadInfo]
+    /// The downloads refused, with Apple's codes (109, 112, 202, …).
+    public var refused: [RefusedDownload]
+    /// What the extension logged.
+    public var logs: [String]
+
+    public init(
+        bundleIdentifier: String, version: String, previousVersion: String? = nil, event: String? = nil,
+        skipped: String? = nil, verdict: String? = nil, detail: String? = nil, durationMilliseconds: Int64? = nil,
+        manifestBytes: Int64? = nil, scheduled: [DownloadInfo] = [], refused: [RefusedDownload] = [],
+        logs: [String] = []
+    ) {
+        self.bundleIdentifier = bundleIdentifier
+        self.version = version
+        self.previousVersion = previousVersion
+        self.event = event
+        self.skipped = skipped
+        self.verdict = verdict
+        self.detail = detail
+        self.durationMilliseconds = durationMilliseconds
+        self.manifestBytes = manifestBytes
+        self.scheduled = scheduled
+        self.refused = refused
+        self.logs = logs
+    }
+}
+
+/// One extension call, as `ba apps` shows it.
+public struct ExtensionRunInfo: Sendable, Hashable, Codable {
+    public var event: String
+    public var verdict: String
+    public var detail: String?
+    /// Seconds since the epoch.
+    public var startedAt: Double
+    public var durationMilliseconds: Int64
+
+    public init(event: String, verdict: String, detail: String?, startedAt: Double, durationMilliseconds: Int64) {
+        self.event = event
+        self.verdict = verdict
+        self.detail = detail
+        self.startedAt = startedAt
+        self.durationMilliseconds = durationMilliseconds
+    }
+}
+
+/// A registered app, as `ba apps` shows it.
+public struct AppInfo: Sendable, Hashable, Codable {
+    public var bundleIdentifier: String
+    public var version: String
+    public var appGroupIdentifier: String?
+    public var appDirectory: String
+    public var extensionPath: String?
+    public var launched: Bool
+    /// Bytes left of `BADownloadAllowance` / `BAEssentialDownloadAllowance` (nil: no limit, or launched).
+    public var downloadAllowanceRemaining: Int64?
+    public var essentialDownloadAllowanceRemaining: Int64?
+    /// Seconds of extension runtime left in the current daily window.
+    public var runtimeRemainingSeconds: Double?
+    /// Seconds since the epoch of the next periodic run, if one is scheduled.
+    public var nextPeriodicRun: Double?
+    /// Why the extension is quarantined, if it is.
+    public var quarantine: String?
+    /// The last extension calls, newest first.
+    public var lastRuns: [ExtensionRunInfo]
+
+    public init(
+        bundleIdentifier: String, version: String, appGroupIdentifier: String?, appDirectory: String,
+        extensionPath: String?, launched: Bool, downloadAllowanceRemaining: Int64?,
+        essentialDownloadAllowanceRemaining: Int64?, runtimeRemainingSeconds: Double?, nextPeriodicRun: Double?,
+        quarantine: String?, lastRuns: [ExtensionRunInfo]
+    ) {
+        self.bundleIdentifier = bundleIdentifier
+        self.version = version
+        self.appGroupIdentifier = appGroupIdentifier
+        self.appDirectory = appDirectory
+        self.extensionPath = extensionPath
+        self.launched = launched
+        self.downloadAllowanceRemaining = downloadAllowanceRemaining
+        self.essentialDownloadAllowanceRemaining = essentialDownloadAllowanceRemaining
+        self.runtimeRemainingSeconds = runtimeRemainingSeconds
+        self.nextPeriodicRun = nextPeriodicRun
+        self.quarantine = quarantine
+        self.lastRuns = lastRuns
+    }
+}
+
+/// One finished file in a purge plan.
+public struct PurgeEntry: Sendable, Hashable, Codable {
+    public var appIdentifier: String
+    public var identifier: String
+    public var path: String?
+    public var size: Int64
+    /// `purgeable`, `modified`, `inUse`, `pendingDelivery` or `missing`.
+    public var status: String
+    public var reason: String
+    public var wouldDelete: Bool
+
+    public init(
+        appIdentifier: String, identifier: String, path: String?, size: Int64, status: String, reason: String,
+        wouldDelete: Bool
+    ) {
+        self.appIdentifier = appIdentifier
+        self.identifier = identifier
+        self.path = path
+        self.size = size
+        self.status = status
+        self.reason = reason
+        self.wouldDelete = wouldDelete
+    }
+}
+
+/// What basd would purge (or purged) to get free space back over its threshold.
+public struct PurgeReport: Sendable, Hashable, Codable {
+    public var freeBytes: Int64
+    public var thresholdBytes: Int64
+    public var dryRun: Bool
+    public var entries: [PurgeEntry]
+    /// Bytes deleted (or that would be).
+    public var bytesFreed: Int64
+
+    public init(freeBytes: Int64, thresholdBytes: Int64, dryRun: Bool, entries: [PurgeEntry], bytesFreed: Int64) {
+        self.freeBytes = freeBytes
+        self.thresholdBytes = thresholdBytes
+        self.dryRun = dryRun
+        self.entries = entries
+        self.bytesFreed = bytesFreed
+    }
+}
