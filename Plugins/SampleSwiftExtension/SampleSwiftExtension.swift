@@ -46,7 +46,11 @@ struct SampleSwiftExtension: BADownloaderExtension {
                 priority: BADownload.Priority(asset.priority ?? BADownload.Priority.default.rawValue))
             downloads.insert(asset.sha256.map { download.baVerifyingSHA256($0) } ?? download)
         }
-        BAHostLog("SampleSwiftExtension: returned \(downloads.count) downloads for request \(request.rawValue)")
+        let left = extensionInfo.restrictedDownloadSizeRemaining.map(String.init) ?? "unrestricted"
+        let essentialLeft = extensionInfo.restrictedEssentialDownloadSizeRemaining.map(String.init) ?? "unrestricted"
+        BAHostLog(
+            "SampleSwiftExtension: returned \(downloads.count) downloads for request \(request.rawValue) "
+                + "(allowance left: \(left), essential: \(essentialLeft))")
         return downloads
     }
 

@@ -14,7 +14,7 @@ public struct BACommand: AsyncParsableCommand {
             """,
         subcommands: [
             RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self, Events.self,
-            Lock.self,
+            Lock.self, Install.self, Update.self,
         ])
 
     public init() {}

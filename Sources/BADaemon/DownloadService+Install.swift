@@ -124,7 +124,8 @@ extension DownloadService {
         callContentRequest(kind, of: app, bypassAllowance: true, report: report) { reply(.extensionRun($0)) }
     }
 
-    /// Registers (or re-registers) an app and prepares its container.
+    /// Registers (or re-registers) an app and prepares its container; returns the registration it replaced.
+    @discardableResult
     func register(_ registration: AppRegistration, manifestURL: String?, restrictions: StoredApp.Restrictions) throws
         -> StoredApp?
     {
@@ -170,6 +171,7 @@ extension DownloadService {
             switch outcome {
             case .failure(let failure):
                 report.skipped = "the manifest could not be fetched: \(failure.message)"
+                report.manifestError = failure.message
                 log("\(app.bundleIdentifier): \(report.skipped ?? "")")
                 done(report)
             case .success(let manifest):
@@ -355,6 +357,8 @@ extension DownloadService {
             case .failed(_, let error):
                 manifestFetches[id] = nil
                 unlink(destination)
+                unlink(destination + ".partial")
+                unlink(destination + ".partial.validator")
                 let code = Self.failure(error)
                 done(.failure(ManifestFailure("\(error.message) (\(code.domain) \(code.code))")))
             case .needsCredentials:
@@ -365,7 +369,7 @@ extension DownloadService {
         }
         engine.add(
             DownloadRequest(
-                id: id, url: url, destination: destination, byteLimit: remaining, priority: 1000, isEssential: true,
+                id: id, url: url, destination: destination, partialPath: destination + ".partial", byteLimit: remaining, priority: 1000, isEssential: true,
                 isForeground: true, allowList: allowList.map(HostAllowList.init)))
     }
 

@@ -51,6 +51,8 @@ public struct ExtensionRunReport: Sendable, Hashable, Codable {
     public var durationMilliseconds: Int64?
     /// Bytes of the manifest fetched for the call (counted against the allowance before launch).
     public var manifestBytes: Int64?
+    /// Why the manifest could not be fetched (the extension was then not called).
+    public var manifestError: String?
     /// The downloads scheduled: essential ones first.
     public var scheduled: [DownloadInfo]
     /// The downloads refused, with Apple's codes (109, 112, 202, …).

@@ -25,10 +25,10 @@ import Testing
                 try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
             )
         }
-        #expect(tables == ["app", "download", "event", "extension_run", "grdb_migrations"])
+        #expect(tables == ["app", "asset", "download", "event", "extension_run", "grdb_migrations"])
         #expect(
             indexes == [
-                "download_active_identifier", "download_active_order", "download_app", "event_delivered",
+                "asset_app", "download_active_identifier", "download_active_order", "download_app", "event_delivered",
                 "event_download", "event_undelivered", "extension_run_app",
             ])
         #expect(migrations == ["v1", "v2"])
