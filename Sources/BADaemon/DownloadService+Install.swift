@@ -263,9 +263,9 @@ extension DownloadService {
         return report
     }
 
-    /// Schedules an install/update/periodic call's downloads, essential first; those past
-    /// `BAEssentialMaxInstallSize` / `BAMaxInstallSize` (the sizes one call may add) or refused by
-    /// the pre-launch restrictions are reported with their code.
+    /// Schedules an install/update/periodic call's downloads, essential first; before the app's
+    /// first launch, those past `BAEssentialMaxInstallSize` / `BAMaxInstallSize` (the sizes one
+    /// call may add) or refused by the other pre-launch restrictions are reported with their code.
     private func schedule(
         _ downloads: [DownloadRecord], returnedBy kind: ContentRequestKind, of app: StoredApp,
         into report: inout ExtensionRunReport
@@ -277,7 +277,7 @@ extension DownloadService {
             let key = record.isEssential ? "BAEssentialMaxInstallSize" : "BAMaxInstallSize"
             let maximum = record.isEssential ? app.restrictions.essentialMaxInstallSize : app.restrictions.maxInstallSize
             let sum = (record.isEssential ? essentialTotal : total) + record.fileSize
-            if let maximum, sum > maximum {
+            if !app.launched, let maximum, sum > maximum {
                 report.refused.append(
                     RefusedDownload(
                         identifier: record.identifier, code: ErrorCodes.downloadWouldExceedAllowance,

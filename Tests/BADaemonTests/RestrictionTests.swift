@@ -1,0 +1,193 @@
+import BAAssetServer
+import BADaemonProtocol
+import BATestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The Info.plist restrictions before the app's first launch, each with Apple's error code, and
+/// gone once the app's process has connected to basd (design §3, issue 5).
+@Suite("pre-launch restrictions", .timeLimit(.minutes(3)))
+struct RestrictionTests {
+    let ba = BuildProducts.executable("ba")
+    static let app = SampleAppFixture.bundleIdentifier
+
+    /// Runs `ba ARGS --json --socket …` and returns the report of an install or simulation.
+    func report(_ daemon: DaemonProcess, _ arguments: [String]) async throws -> [String: Any] {
+        let output = try await runProcess(ba, arguments + ["--json", "--no-wait", "--socket", daemon.socketPath])
+        let first = output.stdout.split(separator: "\n").first.map(String.init) ?? ""
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(first.utf8))) as? [String: Any],
+            let report = object["report"] as? [String: Any]
+        else { throw HarnessError("ba \(arguments): \(output.status) \(output.stdout)\(output.stderr)\n\(daemon.standardError)") }
+        return report
+    }
+
+    func simulate(_ daemon: DaemonProcess, _ event: String) async throws -> [String: Any] {
+        let output = try await runProcess(ba, ["simulate", event, "--app", Self.app, "--json", "--socket", daemon.socketPath])
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8))) as? [String: Any],
+            let report = object["report"] as? [String: Any]
+        else { throw HarnessError("ba simulate \(event): \(output.status) \(output.stdout)\(output.stderr)") }
+        return report
+    }
+
+    static func refused(_ report: [String: Any]) -> [String: (code: Int, reason: String)] {
+        var result: [String: (code: Int, reason: String)] = [:]
+        for entry in report["refused"] as? [[String: Any]] ?? [] {
+            result[entry["identifier"] as? String ?? ""] = (entry["code"] as? Int ?? -1, entry["reason"] as? String ?? "")
+        }
+        return result
+    }
+
+    static func scheduled(_ report: [String: Any]) -> [String] {
+        (report["scheduled"] as? [[String: Any]] ?? []).compactMap { ($0["download"] as? [String: Any])?["identifier"] as? String }
+    }
+
+    /// The app's process connects: its first launch.
+    static func launch(_ daemon: DaemonProcess) throws {
+        let client = try DaemonClient(
+            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()))
+        client.close()
+    }
+
+    func apps(_ daemon: DaemonProcess) async throws -> [String: Any] {
+        let output = try await runProcess(ba, ["apps", "--json", "--socket", daemon.socketPath])
+        let object = (try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8))) as? [String: Any]
+        return try #require((object?["apps"] as? [[String: Any]])?.first, "\(output.stdout)\(output.stderr)")
+    }
+
+    @Test("BADownloadAllowance: 112 past it, what is left reported to the extension and by ba apps; none after launch")
+    func downloadAllowance() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let small = SampleAppFixture.bytes(1000, seed: 3)
+        let big = SampleAppFixture.bytes(50_000, seed: 4)
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [
+                .init(identifier: "small", path: "/small.bin", contents: small, essential: false),
+                .init(identifier: "big", path: "/big.bin", contents: big, essential: false),
+            ]
+        ) { info in
+            info["BAInitialDownloadRestrictions"] = ["BADownloadAllowance": 20_000]
+        }
+        defer { fixture.remove() }
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+
+        let install = try await report(daemon, ["install", fixture.appDirectory])
+        let manifestBytes = try #require(install["manifestBytes"] as? Int)
+        #expect(Self.scheduled(install) == ["small"], "\(install)")
+        let refusal = try #require(Self.refused(install)["big"], "\(install)")
+        #expect(refusal.code == 112)
+        #expect(refusal.reason.contains("BADownloadAllowance"), "\(refusal.reason)")
+        // The extension was told what was left once the manifest was counted.
+        let logs = install["logs"] as? [String] ?? []
+        #expect(logs.contains { $0.contains("allowance left: \(20_000 - manifestBytes),") }, "\(logs)")
+        var app = try await apps(daemon)
+        #expect(app["launched"] as? Bool == false)
+        #expect(app["downloadAllowanceRemaining"] as? Int == 20_000 - manifestBytes - small.count, "\(app)")
+
+        try Self.launch(daemon)
+        let periodic = try await simulate(daemon, "periodic")
+        #expect(Self.refused(periodic)["big"] == nil, "\(periodic)")
+        #expect(Self.scheduled(periodic).contains("big"), "\(periodic)")
+        #expect((periodic["logs"] as? [String] ?? []).contains { $0.contains("allowance left: unrestricted, essential: unrestricted") })
+        app = try await apps(daemon)
+        #expect(app["launched"] as? Bool == true)
+        #expect(app["downloadAllowanceRemaining"] == nil, "\(app)")
+    }
+
+    @Test("BAEssentialDownloadAllowance and BAEssentialMaxInstallSize: 112 before launch, not after")
+    func essentialLimits() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [
+                .init(identifier: "core", path: "/core.bin", contents: SampleAppFixture.bytes(4000, seed: 5), essential: true),
+                .init(identifier: "extra", path: "/extra.bin", contents: SampleAppFixture.bytes(3000, seed: 6), essential: false),
+            ]
+        ) { info in
+            info["BAInitialDownloadRestrictions"] = ["BAEssentialDownloadAllowance": 1000]
+            info["BAMaxInstallSize"] = 2000
+        }
+        defer { fixture.remove() }
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+
+        let install = try await report(daemon, ["install", fixture.appDirectory])
+        let refused = Self.refused(install)
+        #expect(refused["core"]?.code == 112 && refused["core"]?.reason.contains("BAEssentialDownloadAllowance") == true, "\(install)")
+        #expect(refused["extra"]?.code == 112 && refused["extra"]?.reason.contains("BAMaxInstallSize") == true, "\(install)")
+        #expect(Self.scheduled(install).isEmpty)
+
+        try Self.launch(daemon)
+        let update = try await simulate(daemon, "update")
+        #expect(Self.refused(update).isEmpty, "\(update)")
+        #expect(Set(Self.scheduled(update)) == ["core", "extra"], "\(update)")
+    }
+
+    @Test("BADownloadDomainAllowList: 202 for another host before launch, not after")
+    func domainAllowList() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let port = try #require(URL(string: server.baseURL)?.port)
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [
+                .init(
+                    identifier: "elsewhere", path: "/elsewhere.bin", contents: SampleAppFixture.bytes(100, seed: 7),
+                    essential: false, url: "http://localhost:\(port)/elsewhere.bin"),
+                .init(identifier: "here", path: "/here.bin", contents: SampleAppFixture.bytes(100, seed: 8), essential: false),
+            ]
+        ) { info in
+            info["BAInitialDownloadRestrictions"] = ["BADownloadDomainAllowList": ["127.0.0.1"]]
+        }
+        defer { fixture.remove() }
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+
+        let install = try await report(daemon, ["install", fixture.appDirectory])
+        let refusal = try #require(Self.refused(install)["elsewhere"], "\(install)")
+        #expect(refusal.code == 202)
+        #expect(refusal.reason.contains("localhost") && refusal.reason.contains("BADownloadDomainAllowList"))
+        #expect(Self.scheduled(install) == ["here"])
+
+        try Self.launch(daemon)
+        let periodic = try await simulate(daemon, "periodic")
+        #expect(Self.scheduled(periodic).contains("elsewhere"), "\(periodic)")
+    }
+
+    @Test("a server declaring more than the allowed size: 203 before launch; the same file downloads after")
+    func serverDeclaresMore() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let contents = SampleAppFixture.bytes(8000, seed: 9)
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [.init(identifier: "liar", path: "/liar.bin", contents: contents, essential: false, declaredSize: 1000)]
+        ) { info in
+            info["BAInitialDownloadRestrictions"] = ["BADownloadAllowance": 100_000]
+        }
+        defer { fixture.remove() }
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let install = try await report(daemon, ["install", fixture.appDirectory])
+        #expect(Self.scheduled(install) == ["liar"], "\(install)")
+        let tests = InstallCommandTests()
+        let failed = try await tests.waitForDownloads(daemon, "liar to fail") { InstallCommandTests.state($0["liar"]) == "failed" }
+        #expect(failed["liar"]?["errorCode"] as? Int == 203, "\(failed)")
+        #expect((failed["liar"]?["errorMessage"] as? String)?.contains("8000") == true, "\(failed)")
+
+        try Self.launch(daemon)
+        let periodic = try await simulate(daemon, "periodic")
+        #expect(Self.scheduled(periodic) == ["liar"], "\(periodic)")
+        let finished = try await tests.waitForDownloads(daemon, "liar to finish") {
+            InstallCommandTests.state($0["liar"]) == "finished"
+        }
+        #expect(finished["liar"]?["bytesOnDisk"] as? Int == contents.count)
+    }
+}
