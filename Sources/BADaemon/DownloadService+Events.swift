@@ -45,9 +45,11 @@ extension DownloadService {
                 log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(delay)")
             case .needsCredentials(let id, let challenge):
                 try recorded(store.recordNeedsCredentials(uniqueIdentifier: id, challenge: challenge))
-            case .finished(let id, let path, let size, _, _):
+            case .finished(let id, let path, let size, let sha256, _):
                 progress[id] = nil
-                try recorded(store.markFinished(uniqueIdentifier: id, destination: path, size: size))
+                let event = try store.markFinished(uniqueIdentifier: id, destination: path, size: size)
+                track(finished: event, path: path, sha256: sha256)
+                recorded(event)
             case .failed(let id, let error):
                 progress[id] = nil
                 guard error.code != .cancelled else { return }
@@ -57,6 +59,25 @@ extension DownloadService {
             // A late event of a cancelled or ended download: nothing to record.
         } catch {
             log("recording \(event) failed: \(error)")
+        }
+    }
+
+    /// Starts tracking a finished file for purging (by its identity now: an app that moves it
+    /// within the container keeps the inode).
+    func track(finished event: StoredEvent, path: String, sha256: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        do {
+            guard let download = try store.download(uniqueIdentifier: event.downloadUniqueIdentifier) else { return }
+            try store.recordAsset(
+                StoredAsset(
+                    downloadUniqueIdentifier: download.uniqueIdentifier, appIdentifier: download.appIdentifier,
+                    identifier: download.identifier, deliveredPath: path, device: UInt64(info.st_dev),
+                    inode: UInt64(info.st_ino), size: Int64(info.st_size),
+                    modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+                    sha256: sha256.isEmpty ? (download.sha256 ?? "") : sha256, finishedAt: Date()))
+        } catch {
+            log("tracking the finished file \(path) failed: \(error)")
         }
     }
 
