@@ -1,0 +1,48 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Why a purge operation failed, with a message that says what to do about it.
+///
+/// Codes can grow without breaking callers; switch with a `default`.
+public struct PurgeError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// A system call failed; ``PurgeError/call`` names it and ``PurgeError/errno`` says why.
+        public static let system = Code(rawValue: "system")
+        /// The path names something other than a regular file (a directory, a symlink, …).
+        public static let notARegularFile = Code(rawValue: "notARegularFile")
+
+        public var description: String { rawValue }
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// What happened and how to fix it, for a person.
+    public var message: String
+    /// The path the failure concerns.
+    public var path: String
+    /// The C function that failed (`lstat`, `statvfs`, `unlink`), if any.
+    public var call: String?
+    /// The `errno` it set, if any.
+    public var errno: Int32?
+
+    /// Creates an error.
+    public init(_ code: Code, _ message: String, path: String, call: String? = nil, errno: Int32? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.call = call
+        self.errno = errno
+    }
+
+    /// A failed system call on `path`, with `strerror`'s text.
+    static func system(_ call: String, path: String, errno value: Int32) -> PurgeError {
+        PurgeError(.system, "\(call) failed: \(String(cString: strerror(value)))", path: path, call: call, errno: value)
+    }
+
+    public var description: String { "\(code): \(message) (\(path))" }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+/// A finished download as basd recorded it when it delivered the file: who it is for and what
+/// the file was then.
+///
+/// The file's identity (device, inode, size, modification time) is what later tells whether the
+/// app still has the file untouched: a rename keeps the device and inode, a copy or a rewrite does
+/// not, and any write changes the size or the modification time. The inode's change time is
+/// deliberately not recorded: a rename updates it, and apps move their files.
+///
+/// ```swift
+/// let asset = try TrackedAsset(
+///     recordingFileAt: deliveredPath, sha256: digest, finishedAt: .now,
+///     appID: "com.example.game", downloadUniqueID: download.uniqueID, identifier: "level-1")
+/// ```
+public struct TrackedAsset: Codable, Sendable, Equatable {
+    /// The file's device and inode at delivery.
+    public var key: FileKey
+    /// Its size in bytes at delivery.
+    public var size: Int64
+    /// Its modification time at delivery, in nanoseconds since 1970.
+    public var modificationTimeNanoseconds: Int64
+    /// Its SHA-256 at delivery, lowercase hex. Recorded for the record; not checked by this module.
+    public var sha256: String
+    /// When the download finished.
+    public var finishedAt: Date
+    /// The app's bundle identifier.
+    public var appID: String
+    /// The download's unique identifier.
+    public var downloadUniqueID: String
+    /// The download's identifier, as the app named it.
+    public var identifier: String
+    /// Where basd delivered the file: `STATE/groups/GROUP/.background-assets/downloads/UNIQUEID-IDENTIFIER`.
+    public var deliveredPath: String
+
+    /// Creates a record from its parts.
+    public init(
+        key: FileKey, size: Int64, modificationTimeNanoseconds: Int64, sha256: String, finishedAt: Date,
+        appID: String, downloadUniqueID: String, identifier: String, deliveredPath: String
+    ) {
+        self.key = key
+        self.size = size
+        self.modificationTimeNanoseconds = modificationTimeNanoseconds
+        self.sha256 = sha256
+        self.finishedAt = finishedAt
+        self.appID = appID
+        self.downloadUniqueID = downloadUniqueID
+        self.identifier = identifier
+        self.deliveredPath = deliveredPath
+    }
+
+    /// Records the regular file at `path` as it is now (with `lstat`), as delivered there.
+    ///
+    /// - Throws: ``PurgeError`` when nothing is at `path` or it is not a regular file.
+    public init(
+        recordingFileAt path: String, sha256: String, finishedAt: Date, appID: String, downloadUniqueID: String,
+        identifier: String
+    ) throws(PurgeError) {
+        guard let identity = try FileIdentity.read(path: path) else {
+            throw .system("lstat", path: path, errno: ENOENT)
+        }
+        self.init(
+            key: identity.key, size: identity.size, modificationTimeNanoseconds: identity.modificationTimeNanoseconds,
+            sha256: sha256, finishedAt: finishedAt, appID: appID, downloadUniqueID: downloadUniqueID,
+            identifier: identifier, deliveredPath: path)
+    }
+}
