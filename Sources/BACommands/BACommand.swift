@@ -14,7 +14,7 @@ public struct BACommand: AsyncParsableCommand {
             """,
         subcommands: [
             RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self, Events.self,
-            Lock.self, Install.self, Update.self, Simulate.self, Apps.self,
+            Lock.self, Install.self, Update.self, Simulate.self, Apps.self, Purge.self,
         ])
 
     public init() {}

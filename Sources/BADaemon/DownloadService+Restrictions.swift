@@ -113,7 +113,4 @@ extension DownloadService {
         throw Refusal(.notServed, "quarantine is not served yet")
     }
 
-    func purge(dryRun: Bool) throws -> PurgeReport {
-        throw Refusal(.notServed, "purging is not served yet")
-    }
 }

@@ -53,6 +53,8 @@ final class DownloadService: @unchecked Sendable {
     var manifestFetches: [String: (EngineEvent) -> Void] = [:]
     /// The user's switches (basd's settings file).
     var lifeCycleSwitches = LifeCycleSwitches()
+    /// Free bytes under which basd purges finished files (basd's settings).
+    var purgeThresholdBytes: Int64 = 1 << 30
     private var eventsTask: Task<Void, Never>?
 
     /// Where a transfer stands between two durable progress records.
