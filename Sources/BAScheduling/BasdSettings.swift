@@ -1,0 +1,268 @@
+import Foundation
+
+/// basd's settings: the user's switches and the scheduling budgets, read from a JSON file
+/// (`config.json` in basd's state directory).
+///
+/// Every key is optional; a missing file means all defaults. The keys, their types and defaults:
+///
+/// | key | type | default |
+/// |---|---|---|
+/// | `backgroundActivity` | boolean | `true` |
+/// | `inAppContent` | boolean | `true` |
+/// | `dailyRuntimeAllowanceSeconds` | number ≥ 0 | 300 |
+/// | `periodicBaseIntervalSeconds` | number > 0 | 21 600 (6 h) |
+/// | `periodicMinimumIntervalSeconds` | number > 0 | 3 600 (1 h) |
+/// | `periodicMaximumIntervalSeconds` | number > 0 | 604 800 (7 days) |
+/// | `quarantineThreshold` | integer ≥ 1 | 3 |
+/// | `extensionCallTimeoutSeconds` | number > 0 | 30 |
+/// | `purgeFreeSpaceThresholdBytes` | integer ≥ 0 | 1 073 741 824 (1 GiB) |
+///
+/// ```json
+/// { "backgroundActivity": false, "dailyRuntimeAllowanceSeconds": 600 }
+/// ```
+///
+/// ```swift
+/// let settings = try BasdSettings.load(path: stateDirectory + "/config.json")
+/// let policy = settings.periodicPolicy
+/// ```
+public struct BasdSettings: Sendable, Equatable {
+    /// Whether apps may do background work at all. Off: basd refuses to schedule background
+    /// downloads (Apple's error 111, `downloadBackgroundActivityProhibited`) and runs no periodic
+    /// checks. Default true.
+    public var backgroundActivity: Bool
+    /// Whether content may be fetched before an app's first launch. Off: no extension runs before
+    /// launch (`.install`, `.update`) and no essential downloads. Default true.
+    public var inAppContent: Bool
+    /// The base daily runtime allowance per app, in seconds, before the bonus for launches.
+    /// Default 300.
+    public var dailyRuntimeAllowanceSeconds: TimeInterval
+    /// The periodic-check interval of an app in ordinary use, in seconds. Default 21 600 (6 h).
+    public var periodicBaseIntervalSeconds: TimeInterval
+    /// The shortest periodic-check interval, in seconds. Default 3 600 (1 h).
+    public var periodicMinimumIntervalSeconds: TimeInterval
+    /// The longest periodic-check interval, in seconds. Default 604 800 (7 days).
+    public var periodicMaximumIntervalSeconds: TimeInterval
+    /// Consecutive crashes or timeouts that quarantine an extension. Default 3.
+    public var quarantineThreshold: Int
+    /// The wall-clock deadline of one extension call, in seconds; the runner is killed after it.
+    /// Default 30.
+    public var extensionCallTimeoutSeconds: TimeInterval
+    /// Below this much free space on the state directory's file system, basd purges finished,
+    /// unmodified assets. Default 1 GiB.
+    public var purgeFreeSpaceThresholdBytes: Int64
+
+    /// The default settings, with any value overridden.
+    public init(
+        backgroundActivity: Bool = true,
+        inAppContent: Bool = true,
+        dailyRuntimeAllowanceSeconds: TimeInterval = 300,
+        periodicBaseIntervalSeconds: TimeInterval = 6 * 3_600,
+        periodicMinimumIntervalSeconds: TimeInterval = 3_600,
+        periodicMaximumIntervalSeconds: TimeInterval = 7 * 86_400,
+        quarantineThreshold: Int = QuarantineState.defaultThreshold,
+        extensionCallTimeoutSeconds: TimeInterval = 30,
+        purgeFreeSpaceThresholdBytes: Int64 = 1 << 30
+    ) {
+        self.backgroundActivity = backgroundActivity
+        self.inAppContent = inAppContent
+        self.dailyRuntimeAllowanceSeconds = dailyRuntimeAllowanceSeconds
+        self.periodicBaseIntervalSeconds = periodicBaseIntervalSeconds
+        self.periodicMinimumIntervalSeconds = periodicMinimumIntervalSeconds
+        self.periodicMaximumIntervalSeconds = periodicMaximumIntervalSeconds
+        self.quarantineThreshold = quarantineThreshold
+        self.extensionCallTimeoutSeconds = extensionCallTimeoutSeconds
+        self.purgeFreeSpaceThresholdBytes = purgeFreeSpaceThresholdBytes
+    }
+
+    /// The periodic-check policy these settings make: base, minimum and maximum from the settings,
+    /// the default jitter (±10 %).
+    public var periodicPolicy: PeriodicPolicy {
+        PeriodicPolicy(
+            baseInterval: periodicBaseIntervalSeconds,
+            minimumInterval: periodicMinimumIntervalSeconds,
+            maximumInterval: periodicMaximumIntervalSeconds)
+    }
+
+    /// The runtime allowance policy these settings make: the base from
+    /// ``dailyRuntimeAllowanceSeconds``, the default bonus (30 s per launch in the last 7 days, at
+    /// most 600 s) and 24-hour windows.
+    public var runtimeAllowancePolicy: RuntimeAllowancePolicy {
+        RuntimeAllowancePolicy(baseAllowance: dailyRuntimeAllowanceSeconds)
+    }
+
+    /// Every key the settings file may hold.
+    public static let keys: [String] = [
+        "backgroundActivity", "inAppContent", "dailyRuntimeAllowanceSeconds", "periodicBaseIntervalSeconds",
+        "periodicMinimumIntervalSeconds", "periodicMaximumIntervalSeconds", "quarantineThreshold",
+        "extensionCallTimeoutSeconds", "purgeFreeSpaceThresholdBytes",
+    ]
+
+    /// The largest settings file read (1 MiB); anything bigger is not a hand-written config.
+    static let maximumFileSize = 1 << 20
+
+    /// Reads a settings file.
+    ///
+    /// - Parameter path: The file, e.g. `STATE_DIR/config.json`.
+    /// - Returns: The settings; all defaults if the file does not exist.
+    /// - Throws: ``SettingsError`` naming the file (and the key, for a problem with one key) when the
+    ///   file cannot be read, is empty or not a JSON object, holds an unknown key, a value of the
+    ///   wrong type, or a value out of range (a negative number, a zero timeout, a minimum interval
+    ///   above the maximum).
+    public static func load(path: String) throws(SettingsError) -> BasdSettings {
+        guard let data = try read(path: path) else { return BasdSettings() }
+        return try parse(data, path: path)
+    }
+
+    /// The file's bytes, or nil if it does not exist.
+    static func read(path: String) throws(SettingsError) -> Data? {
+        let status: FileStatus
+        switch FileStatus.of(path) {
+        case .success(let found): status = found
+        case .failure(let failure) where failure.isMissing: return nil
+        case .failure(let failure): throw SettingsError(.unreadable, path: path, message: "cannot be read: \(failure.message)")
+        }
+        guard status.isRegularFile else {
+            throw SettingsError(.unreadable, path: path, message: "is not a regular file")
+        }
+        guard status.size <= Int64(maximumFileSize) else {
+            throw SettingsError(
+                .unreadable, path: path, message: "is \(status.size) bytes, more than the \(maximumFileSize) a settings file may have")
+        }
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch CocoaError.fileReadNoSuchFile {
+            return nil  // removed between the stat and the read
+        } catch {
+            throw SettingsError(.unreadable, path: path, message: "cannot be read: \(error.localizedDescription)")
+        }
+    }
+
+    /// Parses and checks the file's contents.
+    static func parse(_ data: Data, path: String) throws(SettingsError) -> BasdSettings {
+        if data.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
+            // An empty file is more likely an editor mid-save than a wish for defaults.
+            throw SettingsError(.malformedJSON, path: path, message: "is empty; write {} for all defaults")
+        }
+        let object: [String: JSONValue]
+        do {
+            let value = try JSONDecoder().decode(JSONValue.self, from: data)
+            guard case .object(let dictionary) = value else {
+                throw SettingsError(
+                    .malformedJSON, path: path, message: "must be a JSON object ({…}), found \(value.kindDescription)")
+            }
+            object = dictionary
+        } catch let error as SettingsError {
+            throw error
+        } catch {
+            throw SettingsError(.malformedJSON, path: path, message: "is not valid JSON: \(Self.describe(error))")
+        }
+
+        for key in object.keys.sorted() where !keys.contains(key) {
+            var message = "unknown key \"\(key)\""
+            if let suggestion = closestKey(to: key) { message += "; did you mean \"\(suggestion)\"?" }
+            message += " The keys are: \(keys.joined(separator: ", "))."
+            throw SettingsError(.unknownKey, path: path, key: key, message: message)
+        }
+
+        let reader = Reader(object: object, path: path)
+        var settings = BasdSettings()
+        settings.backgroundActivity = try reader.bool("backgroundActivity") ?? settings.backgroundActivity
+        settings.inAppContent = try reader.bool("inAppContent") ?? settings.inAppContent
+        settings.dailyRuntimeAllowanceSeconds =
+            try reader.seconds("dailyRuntimeAllowanceSeconds", allowZero: true) ?? settings.dailyRuntimeAllowanceSeconds
+        settings.periodicBaseIntervalSeconds =
+            try reader.seconds("periodicBaseIntervalSeconds") ?? settings.periodicBaseIntervalSeconds
+        settings.periodicMinimumIntervalSeconds =
+            try reader.seconds("periodicMinimumIntervalSeconds") ?? settings.periodicMinimumIntervalSeconds
+        settings.periodicMaximumIntervalSeconds =
+            try reader.seconds("periodicMaximumIntervalSeconds") ?? settings.periodicMaximumIntervalSeconds
+        settings.quarantineThreshold = try reader.integer("quarantineThreshold", minimum: 1).map { Int($0) }
+            ?? settings.quarantineThreshold
+        settings.extensionCallTimeoutSeconds =
+            try reader.seconds("extensionCallTimeoutSeconds") ?? settings.extensionCallTimeoutSeconds
+        settings.purgeFreeSpaceThresholdBytes =
+            try reader.integer("purgeFreeSpaceThresholdBytes", minimum: 0) ?? settings.purgeFreeSpaceThresholdBytes
+
+        if settings.periodicMinimumIntervalSeconds > settings.periodicMaximumIntervalSeconds {
+            throw SettingsError(
+                .invalidValue, path: path, key: "periodicMinimumIntervalSeconds",
+                message: "periodicMinimumIntervalSeconds (\(settings.periodicMinimumIntervalSeconds)) is more than "
+                    + "periodicMaximumIntervalSeconds (\(settings.periodicMaximumIntervalSeconds))")
+        }
+        return settings
+    }
+
+    /// Typed access to the object's values, throwing errors that name the key.
+    private struct Reader {
+        let object: [String: JSONValue]
+        let path: String
+
+        func bool(_ key: String) throws(SettingsError) -> Bool? {
+            guard let value = object[key] else { return nil }
+            guard case .bool(let bool) = value else { throw wrongType(key, expected: "true or false", found: value) }
+            return bool
+        }
+
+        /// A number of seconds: an integer or a fraction, more than 0 (or at least 0).
+        func seconds(_ key: String, allowZero: Bool = false) throws(SettingsError) -> TimeInterval? {
+            guard let value = object[key] else { return nil }
+            let seconds: Double
+            switch value {
+            case .integer(let integer): seconds = Double(integer)
+            case .number(let number): seconds = number
+            default: throw wrongType(key, expected: "a number of seconds", found: value)
+            }
+            if seconds < 0 || !seconds.isFinite {
+                throw SettingsError(.invalidValue, path: path, key: key, message: "\(key) must not be negative, found \(seconds)")
+            }
+            if seconds == 0 && !allowZero {
+                throw SettingsError(.invalidValue, path: path, key: key, message: "\(key) must be more than 0")
+            }
+            return seconds
+        }
+
+        func integer(_ key: String, minimum: Int64) throws(SettingsError) -> Int64? {
+            guard let value = object[key] else { return nil }
+            guard case .integer(let integer) = value else { throw wrongType(key, expected: "an integer", found: value) }
+            if integer < minimum {
+                let rule = minimum == 0 ? "must not be negative" : "must be at least \(minimum)"
+                throw SettingsError(.invalidValue, path: path, key: key, message: "\(key) \(rule), found \(integer)")
+            }
+            return integer
+        }
+
+        private func wrongType(_ key: String, expected: String, found: JSONValue) -> SettingsError {
+            var message = "\(key) must be \(expected), found \(found.kindDescription)"
+            if found == .null { message += " (leave the key out for its default)" }
+            return SettingsError(.wrongType, path: path, key: key, message: message)
+        }
+    }
+
+    /// The known key nearest to a misspelt one, if it is near enough to be a typo.
+    static func closestKey(to key: String) -> String? {
+        let lowered = key.lowercased()
+        let scored = keys.map { ($0, editDistance(Array(lowered), Array($0.lowercased()))) }
+        guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= max(2, key.count / 4) else { return nil }
+        return best.0
+    }
+
+    /// Levenshtein distance.
+    private static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        var previous = Array(0...b.count)
+        for (i, ca) in a.enumerated() {
+            var current = [i + 1] + Array(repeating: 0, count: b.count)
+            for (j, cb) in b.enumerated() {
+                current[j + 1] = Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (ca == cb ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+
+    /// A decoding error in a line: the underlying parser message when there is one.
+    private static func describe(_ error: any Error) -> String {
+        guard case DecodingError.dataCorrupted(let context) = error else { return "\(error)" }
+        if let underlying = context.underlyingError { return "\(underlying)" }
+        return context.debugDescription
+    }
+}
