@@ -119,14 +119,16 @@ public struct BasdSettings: Sendable, Equatable {
         switch FileStatus.of(path) {
         case .success(let found): status = found
         case .failure(let failure) where failure.isMissing: return nil
-        case .failure(let failure): throw SettingsError(.unreadable, path: path, message: "cannot be read: \(failure.message)")
+        case .failure(let failure):
+            throw SettingsError(.unreadable, path: path, message: "cannot be read: \(failure.message)")
         }
         guard status.isRegularFile else {
             throw SettingsError(.unreadable, path: path, message: "is not a regular file")
         }
         guard status.size <= Int64(maximumFileSize) else {
             throw SettingsError(
-                .unreadable, path: path, message: "is \(status.size) bytes, more than the \(maximumFileSize) a settings file may have")
+                .unreadable, path: path,
+                message: "is \(status.size) bytes, more than the \(maximumFileSize) a settings file may have")
         }
         do {
             return try Data(contentsOf: URL(fileURLWithPath: path))
@@ -154,7 +156,8 @@ public struct BasdSettings: Sendable, Equatable {
         } catch let error as SettingsError {
             throw error
         } catch {
-            throw SettingsError(.malformedJSON, path: path, message: "is not valid JSON: \(Self.describe(error, in: data))")
+            throw SettingsError(
+                .malformedJSON, path: path, message: "is not valid JSON: \(Self.describe(error, in: data))")
         }
 
         for key in object.keys.sorted() where !keys.contains(key) {
@@ -180,7 +183,8 @@ public struct BasdSettings: Sendable, Equatable {
             try reader.seconds("periodicMinimumIntervalSeconds") ?? settings.periodicMinimumIntervalSeconds
         settings.periodicMaximumIntervalSeconds =
             try reader.seconds("periodicMaximumIntervalSeconds") ?? settings.periodicMaximumIntervalSeconds
-        settings.quarantineThreshold = try reader.integer("quarantineThreshold", minimum: 1).map { Int($0) }
+        settings.quarantineThreshold =
+            try reader.integer("quarantineThreshold", minimum: 1).map { Int($0) }
             ?? settings.quarantineThreshold
         settings.extensionCallTimeoutSeconds =
             try reader.seconds("extensionCallTimeoutSeconds") ?? settings.extensionCallTimeoutSeconds
@@ -217,7 +221,8 @@ public struct BasdSettings: Sendable, Equatable {
             default: throw wrongType(key, expected: "a number of seconds", found: value)
             }
             if seconds < 0 || !seconds.isFinite {
-                throw SettingsError(.invalidValue, path: path, key: key, message: "\(key) must not be negative, found \(seconds)")
+                throw SettingsError(
+                    .invalidValue, path: path, key: key, message: "\(key) must not be negative, found \(seconds)")
             }
             if seconds == 0 && !allowZero {
                 throw SettingsError(.invalidValue, path: path, key: key, message: "\(key) must be more than 0")

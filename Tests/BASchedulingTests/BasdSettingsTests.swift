@@ -53,13 +53,18 @@ import Testing
             }
             """, to: "config.json")
         let settings = try BasdSettings.load(path: path)
-        #expect(settings == BasdSettings(
-            backgroundActivity: false, inAppContent: false, dailyRuntimeAllowanceSeconds: 0,
-            periodicBaseIntervalSeconds: 7_200.5, periodicMinimumIntervalSeconds: 600,
-            periodicMaximumIntervalSeconds: 86_400, quarantineThreshold: 5, extensionCallTimeoutSeconds: 12.5,
-            purgeFreeSpaceThresholdBytes: 5_000_000_000))
-        #expect(settings.periodicPolicy == PeriodicPolicy(baseInterval: 7_200.5, minimumInterval: 600,
-                                                          maximumInterval: 86_400))
+        #expect(
+            settings
+                == BasdSettings(
+                    backgroundActivity: false, inAppContent: false, dailyRuntimeAllowanceSeconds: 0,
+                    periodicBaseIntervalSeconds: 7_200.5, periodicMinimumIntervalSeconds: 600,
+                    periodicMaximumIntervalSeconds: 86_400, quarantineThreshold: 5, extensionCallTimeoutSeconds: 12.5,
+                    purgeFreeSpaceThresholdBytes: 5_000_000_000))
+        #expect(
+            settings.periodicPolicy
+                == PeriodicPolicy(
+                    baseInterval: 7_200.5, minimumInterval: 600,
+                    maximumInterval: 86_400))
         #expect(settings.runtimeAllowancePolicy.baseAllowance == 0)
         #expect(try BasdSettings.load(path: directory.write("{}", to: "empty-object.json")) == BasdSettings())
     }
@@ -69,7 +74,8 @@ import Testing
         #expect(error.code == .malformedJSON)
         #expect(error.message == "is not valid JSON: Invalid value around character 27 (line 1, column 28)")
 
-        let lines = try #require(try self.error(loading: "{\n  \"quarantineThreshold\": 3\n  \"inAppContent\": true\n}"))
+        let lines = try #require(
+            try self.error(loading: "{\n  \"quarantineThreshold\": 3\n  \"inAppContent\": true\n}"))
         #expect(lines.code == .malformedJSON)
         #expect(lines.message.contains("(line 3, column"))
 
@@ -95,13 +101,31 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{ "quarantineThreshold": "3" }"#, "quarantineThreshold", "quarantineThreshold must be an integer, found a string"),
-        (#"{ "quarantineThreshold": 2.5 }"#, "quarantineThreshold", "quarantineThreshold must be an integer, found a number with a fraction"),
-        (#"{ "backgroundActivity": 1 }"#, "backgroundActivity", "backgroundActivity must be true or false, found an integer"),
+        (
+            #"{ "quarantineThreshold": "3" }"#, "quarantineThreshold",
+            "quarantineThreshold must be an integer, found a string"
+        ),
+        (
+            #"{ "quarantineThreshold": 2.5 }"#, "quarantineThreshold",
+            "quarantineThreshold must be an integer, found a number with a fraction"
+        ),
+        (
+            #"{ "backgroundActivity": 1 }"#, "backgroundActivity",
+            "backgroundActivity must be true or false, found an integer"
+        ),
         (#"{ "inAppContent": "yes" }"#, "inAppContent", "inAppContent must be true or false, found a string"),
-        (#"{ "extensionCallTimeoutSeconds": true }"#, "extensionCallTimeoutSeconds", "extensionCallTimeoutSeconds must be a number of seconds, found a boolean"),
-        (#"{ "dailyRuntimeAllowanceSeconds": null }"#, "dailyRuntimeAllowanceSeconds", "dailyRuntimeAllowanceSeconds must be a number of seconds, found null (leave the key out for its default)"),
-        (#"{ "purgeFreeSpaceThresholdBytes": [1] }"#, "purgeFreeSpaceThresholdBytes", "purgeFreeSpaceThresholdBytes must be an integer, found an array"),
+        (
+            #"{ "extensionCallTimeoutSeconds": true }"#, "extensionCallTimeoutSeconds",
+            "extensionCallTimeoutSeconds must be a number of seconds, found a boolean"
+        ),
+        (
+            #"{ "dailyRuntimeAllowanceSeconds": null }"#, "dailyRuntimeAllowanceSeconds",
+            "dailyRuntimeAllowanceSeconds must be a number of seconds, found null (leave the key out for its default)"
+        ),
+        (
+            #"{ "purgeFreeSpaceThresholdBytes": [1] }"#, "purgeFreeSpaceThresholdBytes",
+            "purgeFreeSpaceThresholdBytes must be an integer, found an array"
+        ),
     ])
     func wrongType(text: String, key: String, message: String) throws {
         let error = try #require(try error(loading: text))
@@ -111,12 +135,28 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{ "dailyRuntimeAllowanceSeconds": -1 }"#, "dailyRuntimeAllowanceSeconds", "dailyRuntimeAllowanceSeconds must not be negative, found -1.0"),
-        (#"{ "periodicBaseIntervalSeconds": -0.5 }"#, "periodicBaseIntervalSeconds", "periodicBaseIntervalSeconds must not be negative, found -0.5"),
-        (#"{ "extensionCallTimeoutSeconds": 0 }"#, "extensionCallTimeoutSeconds", "extensionCallTimeoutSeconds must be more than 0"),
+        (
+            #"{ "dailyRuntimeAllowanceSeconds": -1 }"#, "dailyRuntimeAllowanceSeconds",
+            "dailyRuntimeAllowanceSeconds must not be negative, found -1.0"
+        ),
+        (
+            #"{ "periodicBaseIntervalSeconds": -0.5 }"#, "periodicBaseIntervalSeconds",
+            "periodicBaseIntervalSeconds must not be negative, found -0.5"
+        ),
+        (
+            #"{ "extensionCallTimeoutSeconds": 0 }"#, "extensionCallTimeoutSeconds",
+            "extensionCallTimeoutSeconds must be more than 0"
+        ),
         (#"{ "quarantineThreshold": 0 }"#, "quarantineThreshold", "quarantineThreshold must be at least 1, found 0"),
-        (#"{ "purgeFreeSpaceThresholdBytes": -1 }"#, "purgeFreeSpaceThresholdBytes", "purgeFreeSpaceThresholdBytes must not be negative, found -1"),
-        (#"{ "periodicMinimumIntervalSeconds": 7200, "periodicMaximumIntervalSeconds": 3600 }"#, "periodicMinimumIntervalSeconds", "periodicMinimumIntervalSeconds (7200.0) is more than periodicMaximumIntervalSeconds (3600.0)"),
+        (
+            #"{ "purgeFreeSpaceThresholdBytes": -1 }"#, "purgeFreeSpaceThresholdBytes",
+            "purgeFreeSpaceThresholdBytes must not be negative, found -1"
+        ),
+        (
+            #"{ "periodicMinimumIntervalSeconds": 7200, "periodicMaximumIntervalSeconds": 3600 }"#,
+            "periodicMinimumIntervalSeconds",
+            "periodicMinimumIntervalSeconds (7200.0) is more than periodicMaximumIntervalSeconds (3600.0)"
+        ),
     ])
     func invalidValue(text: String, key: String, message: String) throws {
         let error = try #require(try error(loading: text))

@@ -24,12 +24,14 @@ import Testing
         // The same from the last launch, once it is more than 7 days back.
         var usage = AppUsage()
         usage.recordLaunch(at: Clock.start)
-        let later = policy.interval(usage: usage, registeredAt: Clock.start - 100 * Clock.day,
-                                    now: Clock.start + 8 * Clock.day)
+        let later = policy.interval(
+            usage: usage, registeredAt: Clock.start - 100 * Clock.day,
+            now: Clock.start + 8 * Clock.day)
         #expect(later == 7 * Clock.day)
         // Years of idleness stay finite and at the maximum.
-        let ancient = policy.interval(usage: neverLaunched, registeredAt: Clock.start,
-                                      now: Clock.start + 10_000 * Clock.day)
+        let ancient = policy.interval(
+            usage: neverLaunched, registeredAt: Clock.start,
+            now: Clock.start + 10_000 * Clock.day)
         #expect(ancient == 7 * Clock.day)
     }
 
@@ -57,8 +59,9 @@ import Testing
         var lowest = TimeInterval.infinity
         var highest = -TimeInterval.infinity
         for _ in 0..<1_000 {
-            let next = policy.nextRun(after: Clock.start, usage: AppUsage(), registeredAt: Clock.start,
-                                      now: Clock.start, using: &rng)
+            let next = policy.nextRun(
+                after: Clock.start, usage: AppUsage(), registeredAt: Clock.start,
+                now: Clock.start, using: &rng)
             let ratio = next.timeIntervalSince(Clock.start) / interval
             lowest = min(lowest, ratio)
             highest = max(highest, ratio)
@@ -72,12 +75,14 @@ import Testing
         var busy = AppUsage()
         for hour in 0..<60 { busy.recordLaunch(at: Clock.start - Double(hour) * Clock.hour) }
         for _ in 0..<500 {
-            let idle = policy.nextRun(after: Clock.start, usage: AppUsage(), registeredAt: Clock.start - 30 * Clock.day,
-                                      now: Clock.start, using: &rng)
+            let idle = policy.nextRun(
+                after: Clock.start, usage: AppUsage(), registeredAt: Clock.start - 30 * Clock.day,
+                now: Clock.start, using: &rng)
             #expect(idle.timeIntervalSince(Clock.start) <= 7 * Clock.day)
             #expect(idle.timeIntervalSince(Clock.start) >= 0.9 * 7 * Clock.day)
-            let often = policy.nextRun(after: Clock.start, usage: busy, registeredAt: Clock.start, now: Clock.start,
-                                       using: &rng)
+            let often = policy.nextRun(
+                after: Clock.start, usage: busy, registeredAt: Clock.start, now: Clock.start,
+                using: &rng)
             #expect(often.timeIntervalSince(Clock.start) >= Clock.hour)
             #expect(often.timeIntervalSince(Clock.start) <= 1.1 * Clock.hour)
         }
@@ -87,10 +92,12 @@ import Testing
         var first = SplitMix64(seed: 1)
         var second = SplitMix64(seed: 1)
         let a = (0..<5).map { _ in
-            policy.nextRun(after: Clock.start, usage: AppUsage(), registeredAt: Clock.start, now: Clock.start, using: &first)
+            policy.nextRun(
+                after: Clock.start, usage: AppUsage(), registeredAt: Clock.start, now: Clock.start, using: &first)
         }
         let b = (0..<5).map { _ in
-            policy.nextRun(after: Clock.start, usage: AppUsage(), registeredAt: Clock.start, now: Clock.start, using: &second)
+            policy.nextRun(
+                after: Clock.start, usage: AppUsage(), registeredAt: Clock.start, now: Clock.start, using: &second)
         }
         #expect(a == b)
         #expect(Set(a).count == 5)
@@ -99,8 +106,9 @@ import Testing
     @Test func noJitterWhenZero() {
         var rng = SplitMix64(seed: 3)
         let exact = PeriodicPolicy(jitter: 0)
-        let next = exact.nextRun(after: Clock.start, usage: AppUsage(), registeredAt: Clock.start, now: Clock.start,
-                                 using: &rng)
+        let next = exact.nextRun(
+            after: Clock.start, usage: AppUsage(), registeredAt: Clock.start, now: Clock.start,
+            using: &rng)
         #expect(next == Clock.start + 6 * Clock.hour)
     }
 }

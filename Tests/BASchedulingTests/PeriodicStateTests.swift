@@ -11,8 +11,9 @@ import Testing
         var rng = SplitMix64(seed: 11)
         var state = PeriodicState()
         #expect(!state.isDue(now: Clock.start))
-        let scheduled = state.ensureScheduled(now: Clock.start, policy: policy, usage: AppUsage(),
-                                              registeredAt: registered, using: &rng)
+        let scheduled = state.ensureScheduled(
+            now: Clock.start, policy: policy, usage: AppUsage(),
+            registeredAt: registered, using: &rng)
         #expect(scheduled)
         let next = try #require(state.nextRun)
         #expect(next.timeIntervalSince(Clock.start) >= 0.9 * 6 * Clock.hour)
@@ -20,8 +21,9 @@ import Testing
         #expect(!state.isDue(now: next - 1))
         #expect(state.isDue(now: next))
         // Sound schedules are left alone.
-        let rescheduled = state.ensureScheduled(now: Clock.start + Clock.hour, policy: policy, usage: AppUsage(),
-                                                registeredAt: registered, using: &rng)
+        let rescheduled = state.ensureScheduled(
+            now: Clock.start + Clock.hour, policy: policy, usage: AppUsage(),
+            registeredAt: registered, using: &rng)
         #expect(!rescheduled)
         #expect(state.nextRun == next)
     }
@@ -37,8 +39,9 @@ import Testing
         // basd is down for 10 days (dozens of due times), then checks every minute for a day.
         let restart = missed + 10 * Clock.day
         // The overdue run is kept, not pushed into the future.
-        let changed = state.ensureScheduled(now: restart, policy: policy, usage: usage, registeredAt: registered,
-                                            using: &rng)
+        let changed = state.ensureScheduled(
+            now: restart, policy: policy, usage: usage, registeredAt: registered,
+            using: &rng)
         #expect(!changed)
         var runs: [Date] = []
         for minute in 0..<(24 * 60) {
@@ -62,8 +65,9 @@ import Testing
     @Test func aRestoredStateWithOnlyALastRunCatchesUp() {
         var rng = SplitMix64(seed: 13)
         var state = PeriodicState(nextRun: nil, lastRun: Clock.start)
-        state.ensureScheduled(now: Clock.start + 30 * Clock.day, policy: policy, usage: AppUsage(),
-                              registeredAt: registered, using: &rng)
+        state.ensureScheduled(
+            now: Clock.start + 30 * Clock.day, policy: policy, usage: AppUsage(),
+            registeredAt: registered, using: &rng)
         #expect(state.isDue(now: Clock.start + 30 * Clock.day))
     }
 
@@ -71,8 +75,9 @@ import Testing
         // Scheduled a year ahead: the clock went back.
         var rng = SplitMix64(seed: 14)
         var state = PeriodicState(nextRun: Clock.start + 365 * Clock.day, lastRun: nil)
-        let scheduled = state.ensureScheduled(now: Clock.start, policy: policy, usage: AppUsage(),
-                                              registeredAt: registered, using: &rng)
+        let scheduled = state.ensureScheduled(
+            now: Clock.start, policy: policy, usage: AppUsage(),
+            registeredAt: registered, using: &rng)
         #expect(scheduled)
         let next = try #require(state.nextRun)
         #expect(next.timeIntervalSince(Clock.start) <= 1.1 * 6 * Clock.hour)

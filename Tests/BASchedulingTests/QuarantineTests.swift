@@ -13,8 +13,9 @@ import Testing
         #expect(state.isQuarantined(currentIdentity: identity) == nil)
         #expect(state.consecutiveFailures == 2)
         state.record(outcome: .crashed("signal 11"), identity: identity, at: Clock.start + 120)
-        #expect(state.isQuarantined(currentIdentity: identity)
-            == "crashed 3 times in a row (last: signal 11) at 2025-06-15T15:08:40Z")
+        #expect(
+            state.isQuarantined(currentIdentity: identity)
+                == "crashed 3 times in a row (last: signal 11) at 2025-06-15T15:08:40Z")
         #expect(state.quarantine?.identity == identity)
         #expect(state.quarantine?.since == Clock.start + 120)
     }
@@ -22,17 +23,20 @@ import Testing
     @Test func timeoutsCountAndAreNamed() {
         var state = QuarantineState()
         for minute in 0..<3 {
-            state.record(outcome: .timedOut("no answer in 30 s"), identity: identity, at: Clock.start + Double(minute) * 60)
+            state.record(
+                outcome: .timedOut("no answer in 30 s"), identity: identity, at: Clock.start + Double(minute) * 60)
         }
-        #expect(state.isQuarantined(currentIdentity: identity)
-            == "timed out 3 times in a row (last: no answer in 30 s) at 2025-06-15T15:08:40Z")
+        #expect(
+            state.isQuarantined(currentIdentity: identity)
+                == "timed out 3 times in a row (last: no answer in 30 s) at 2025-06-15T15:08:40Z")
 
         var mixed = QuarantineState()
         mixed.record(outcome: .timedOut("no answer in 30 s"), identity: identity, at: Clock.start)
         mixed.record(outcome: .crashed("signal 11"), identity: identity, at: Clock.start)
         mixed.record(outcome: .timedOut("no answer in 30 s"), identity: identity, at: Clock.start)
-        #expect(mixed.isQuarantined(currentIdentity: identity)
-            == "crashed or timed out 3 times in a row (last: timed out: no answer in 30 s) at 2025-06-15T15:06:40Z")
+        #expect(
+            mixed.isQuarantined(currentIdentity: identity)
+                == "crashed or timed out 3 times in a row (last: timed out: no answer in 30 s) at 2025-06-15T15:06:40Z")
     }
 
     @Test func okResetsTheCountAndOtherFailuresLeaveIt() {
@@ -59,7 +63,9 @@ import Testing
         state.record(outcome: .crashed("signal 11"), identity: identity, at: Clock.start, threshold: 1)
         #expect(state.isQuarantined(currentIdentity: identity) != nil)
         var patient = QuarantineState()
-        for _ in 0..<4 { patient.record(outcome: .crashed("signal 11"), identity: identity, at: Clock.start, threshold: 5) }
+        for _ in 0..<4 {
+            patient.record(outcome: .crashed("signal 11"), identity: identity, at: Clock.start, threshold: 5)
+        }
         #expect(patient.isQuarantined(currentIdentity: identity) == nil)
     }
 

@@ -20,22 +20,28 @@ import Testing
         // The first run starts the window at Clock.start.
         allowance.record(duration: 200, at: Clock.start + 200, policy: policy)
         #expect(allowance.windowStart == Clock.start)
-        #expect(allowance.admit(now: Clock.start + Clock.hour, usage: AppUsage(), policy: policy)
-            == .allowed(remaining: 100))
+        #expect(
+            allowance.admit(now: Clock.start + Clock.hour, usage: AppUsage(), policy: policy)
+                == .allowed(remaining: 100))
         // A run that overdraws the rest (its deadline was 100 s; say the kill was late).
         allowance.record(duration: 112, at: Clock.start + 2 * Clock.hour, policy: policy)
         let admission = allowance.admit(now: Clock.start + 3 * Clock.hour, usage: AppUsage(), policy: policy)
-        #expect(admission == .refused(
-            reason: "daily runtime allowance of 300 s used up (312 s in the window since 2025-06-15T15:06:40Z); "
-                + "next window at 2025-06-16T15:06:40Z",
-            until: Clock.start + Clock.day))
+        #expect(
+            admission
+                == .refused(
+                    reason:
+                        "daily runtime allowance of 300 s used up (312 s in the window since 2025-06-15T15:06:40Z); "
+                        + "next window at 2025-06-16T15:06:40Z",
+                    until: Clock.start + Clock.day))
     }
 
     @Test func theWindowResetsAfter24Hours() {
         var allowance = RuntimeAllowance()
         allowance.record(duration: 300, at: Clock.start + 300, policy: policy)
-        guard case .refused(_, let until) = allowance.admit(now: Clock.start + Clock.day - 1, usage: AppUsage(),
-                                                            policy: policy)
+        guard
+            case .refused(_, let until) = allowance.admit(
+                now: Clock.start + Clock.day - 1, usage: AppUsage(),
+                policy: policy)
         else {
             Issue.record("expected a refusal")
             return
@@ -48,8 +54,9 @@ import Testing
         allowance.record(duration: 50, at: Clock.start + 2 * Clock.day + 50, policy: policy)
         #expect(allowance.windowStart == Clock.start + 2 * Clock.day)
         #expect(allowance.used == 50)
-        #expect(allowance.admit(now: Clock.start + 2 * Clock.day + Clock.hour, usage: AppUsage(), policy: policy)
-            == .allowed(remaining: 250))
+        #expect(
+            allowance.admit(now: Clock.start + 2 * Clock.day + Clock.hour, usage: AppUsage(), policy: policy)
+                == .allowed(remaining: 250))
     }
 
     @Test func aRunCountsInTheWindowItStartedIn() {

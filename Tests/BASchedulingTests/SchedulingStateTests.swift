@@ -9,8 +9,9 @@ import Testing
         var state = SchedulingState()
         state.usage.recordLaunch(at: Clock.start)
         state.usage.recordLaunch(at: Clock.start + 0.25)
-        state.periodic.ran(at: Clock.start + Clock.hour, policy: PeriodicPolicy(jitter: 0), usage: state.usage,
-                           registeredAt: Clock.start, using: &rng)
+        state.periodic.ran(
+            at: Clock.start + Clock.hour, policy: PeriodicPolicy(jitter: 0), usage: state.usage,
+            registeredAt: Clock.start, using: &rng)
         state.allowance.record(duration: 42.5, at: Clock.start + Clock.hour)
         let identity = ExtensionFileIdentity(path: "/apps/game/libext.so", size: 123, modificationTimeNanoseconds: 456)
         for _ in 0..<3 { state.quarantine.record(outcome: .crashed("signal 11"), identity: identity, at: Clock.start) }
