@@ -37,6 +37,8 @@ import Testing
         let periodic = try #require(json["periodic"] as? [String: Any])
         #expect(Set(periodic.keys) == ["nextRun", "lastRun"])
         #expect(periodic["lastRun"] as? Double == 1_750_003_600)
+        // 2 launches in the last 7 days: 6 h / (1 + 2/7) = 16 800 s after the run (no jitter here).
+        #expect(periodic["nextRun"] as? Double == 1_750_020_400)
         let allowance = try #require(json["allowance"] as? [String: Any])
         #expect(Set(allowance.keys) == ["windowStart", "used"])
         let quarantine = try #require(json["quarantine"] as? [String: Any])
