@@ -119,14 +119,16 @@ public struct BasdSettings: Sendable, Equatable {
         switch FileStatus.of(path) {
         case .success(let found): status = found
         case .failure(let failure) where failure.isMissing: return nil
-        case .failure(let failure): throw SettingsError(.unreadable, path: path, message: "cannot be read: \(failure.message)")
+        case .failure(let failure):
+            throw SettingsError(.unreadable, path: path, message: "cannot be read: \(failure.message)")
         }
         guard status.isRegularFile else {
             throw SettingsError(.unreadable, path: path, message: "is not a regular file")
         }
         guard status.size <= Int64(maximumFileSize) else {
             throw SettingsError(
-                .unreadable, path: path, message: "is \(status.size) bytes, more than the \(maximumFileSize) a settings file may have")
+                .unreadable, path: path,
+                message: "is \(status.size) bytes, more than the \(maximumFileSize) a settings file may have")
         }
         do {
             return try Data(contentsOf: URL(fileURLWithPath: path))
@@ -154,12 +156,17 @@ public struct BasdSettings: Sendable, Equatable {
         } catch let error as SettingsError {
             throw error
         } catch {
-            throw SettingsError(.malformedJSON, path: path, message: "is not valid JSON: \(Self.describe(error))")
+            throw SettingsError(
+                .malformedJSON, path: path, message: "is not valid JSON: \(Self.describe(error, in: data))")
         }
 
         for key in object.keys.sorted() where !keys.contains(key) {
             var message = "unknown key \"\(key)\""
-            if let suggestion = closestKey(to: key) { message += "; did you mean \"\(suggestion)\"?" }
+            if let suggestion = closestKey(to: key) {
+                message += "; did you mean \"\(suggestion)\"?"
+            } else {
+                message += "."
+            }
             message += " The keys are: \(keys.joined(separator: ", "))."
             throw SettingsError(.unknownKey, path: path, key: key, message: message)
         }
@@ -176,7 +183,8 @@ public struct BasdSettings: Sendable, Equatable {
             try reader.seconds("periodicMinimumIntervalSeconds") ?? settings.periodicMinimumIntervalSeconds
         settings.periodicMaximumIntervalSeconds =
             try reader.seconds("periodicMaximumIntervalSeconds") ?? settings.periodicMaximumIntervalSeconds
-        settings.quarantineThreshold = try reader.integer("quarantineThreshold", minimum: 1).map { Int($0) }
+        settings.quarantineThreshold =
+            try reader.integer("quarantineThreshold", minimum: 1).map { Int($0) }
             ?? settings.quarantineThreshold
         settings.extensionCallTimeoutSeconds =
             try reader.seconds("extensionCallTimeoutSeconds") ?? settings.extensionCallTimeoutSeconds
@@ -213,7 +221,8 @@ public struct BasdSettings: Sendable, Equatable {
             default: throw wrongType(key, expected: "a number of seconds", found: value)
             }
             if seconds < 0 || !seconds.isFinite {
-                throw SettingsError(.invalidValue, path: path, key: key, message: "\(key) must not be negative, found \(seconds)")
+                throw SettingsError(
+                    .invalidValue, path: path, key: key, message: "\(key) must not be negative, found \(seconds)")
             }
             if seconds == 0 && !allowZero {
                 throw SettingsError(.invalidValue, path: path, key: key, message: "\(key) must be more than 0")
@@ -259,10 +268,32 @@ public struct BasdSettings: Sendable, Equatable {
         return previous[b.count]
     }
 
-    /// A decoding error in a line: the underlying parser message when there is one.
-    private static func describe(_ error: any Error) -> String {
+    /// A JSON syntax error in a line, with where it is when the parser says.
+    ///
+    /// `JSONDecoder` only says "not valid JSON"; `JSONSerialization` names the byte offset
+    /// ("Invalid value around character 10."), turned here into a line and column.
+    private static func describe(_ error: any Error, in data: Data) -> String {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        } catch {
+            if let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String {
+                let sentence = detail.hasSuffix(".") ? String(detail.dropLast()) : detail
+                return sentence + location(in: data, describedBy: detail)
+            }
+        }
         guard case DecodingError.dataCorrupted(let context) = error else { return "\(error)" }
-        if let underlying = context.underlyingError { return "\(underlying)" }
-        return context.debugDescription
+        return context.underlyingError.map { "\($0)" } ?? context.debugDescription
+    }
+
+    /// `" (line L, column C)"` for the first "character N" in `detail` (a 0-based byte offset).
+    private static func location(in data: Data, describedBy detail: String) -> String {
+        guard let range = detail.range(of: "character ") else { return "" }
+        guard let offset = Int(detail[range.upperBound...].prefix(while: \.isNumber)), offset <= data.count else {
+            return ""
+        }
+        let before = data.prefix(offset)
+        let line = before.reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
+        let column = offset - (before.lastIndex(of: 0x0A).map { $0 - data.startIndex + 1 } ?? 0) + 1
+        return " (line \(line), column \(column))"
     }
 }

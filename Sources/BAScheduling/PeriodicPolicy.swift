@@ -22,7 +22,8 @@ import Foundation
 /// that apps installed together do not all wake at once; the minimum and maximum are hard bounds,
 /// jitter included.
 public struct PeriodicPolicy: Codable, Sendable, Equatable {
-    /// The interval for an app launched in the last day but not in the last 7 days: 6 hours.
+    /// The interval before scaling by use, that of an app with no launch in the last 7 days and
+    /// at most one idle day (a newly registered one): 6 hours.
     public var baseInterval: TimeInterval
     /// The shortest interval, however busy the app: 1 hour.
     public var minimumInterval: TimeInterval

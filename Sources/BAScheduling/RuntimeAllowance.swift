@@ -76,7 +76,8 @@ public struct RuntimeAllowance: Codable, Sendable, Equatable {
         }
         let remaining = allowance - used
         if remaining > 0 { return .allowed(remaining: remaining) }
-        let reason = "daily runtime allowance of \(Self.seconds(allowance)) used up "
+        let reason =
+            "daily runtime allowance of \(Self.seconds(allowance)) used up "
             + "(\(Self.seconds(used)) in the window since \(windowStart.formatted(.iso8601))); "
             + "next window at \(end.formatted(.iso8601))"
         return .refused(reason: reason, until: end)

@@ -27,7 +27,8 @@ public struct SchedulingState: Codable, Sendable, Equatable {
     /// The state of a newly registered app: never launched, nothing scheduled, no runtime used,
     /// not quarantined.
     public init() {
-        self.init(usage: AppUsage(), periodic: PeriodicState(), allowance: RuntimeAllowance(), quarantine: QuarantineState())
+        self.init(
+            usage: AppUsage(), periodic: PeriodicState(), allowance: RuntimeAllowance(), quarantine: QuarantineState())
     }
 
     /// Creates a state from its parts.

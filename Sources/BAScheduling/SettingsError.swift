@@ -10,7 +10,9 @@
 public struct SettingsError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The kind of problem.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, e.g. `"unknownKey"`.
         public let rawValue: String
+        /// A code from its name.
         public init(rawValue: String) { self.rawValue = rawValue }
         /// The file exists but cannot be read (permissions, a directory, too large).
         public static let unreadable = Code(rawValue: "unreadable")
@@ -23,6 +25,7 @@ public struct SettingsError: Error, Equatable, Sendable, CustomStringConvertible
         /// A key has the right type but a value the rules refuse (negative, zero where that makes
         /// no sense, a minimum above a maximum).
         public static let invalidValue = Code(rawValue: "invalidValue")
+        /// The code's name.
         public var description: String { rawValue }
     }
 

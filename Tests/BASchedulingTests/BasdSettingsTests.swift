@@ -1,0 +1,233 @@
+import Foundation
+import Testing
+
+@testable import BAScheduling
+
+@Suite struct BasdSettingsTests {
+    /// Loads `text` as a settings file and returns the error it throws, if any.
+    func error(loading text: String) throws -> SettingsError? {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = try directory.write(text, to: "config.json")
+        do {
+            _ = try BasdSettings.load(path: path)
+            return nil
+        } catch {
+            #expect(error.path == path)
+            #expect(error.description.hasPrefix(path + ": "))
+            return error
+        }
+    }
+
+    @Test func aMissingFileGivesTheDefaults() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let settings = try BasdSettings.load(path: directory.file("config.json"))
+        #expect(settings == BasdSettings())
+        #expect(settings.backgroundActivity)
+        #expect(settings.inAppContent)
+        #expect(settings.dailyRuntimeAllowanceSeconds == 300)
+        #expect(settings.periodicBaseIntervalSeconds == 21_600)
+        #expect(settings.periodicMinimumIntervalSeconds == 3_600)
+        #expect(settings.periodicMaximumIntervalSeconds == 604_800)
+        #expect(settings.quarantineThreshold == 3)
+        #expect(settings.extensionCallTimeoutSeconds == 30)
+        #expect(settings.purgeFreeSpaceThresholdBytes == 1_073_741_824)
+        #expect(settings.periodicPolicy == PeriodicPolicy())
+        #expect(settings.runtimeAllowancePolicy == RuntimeAllowancePolicy())
+        // So does a missing directory on the way.
+        #expect(try BasdSettings.load(path: directory.file("no/such/config.json")) == BasdSettings())
+    }
+
+    @Test func everyKeyIsRead() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = try directory.write(
+            """
+            {
+              "backgroundActivity": false, "inAppContent": false,
+              "dailyRuntimeAllowanceSeconds": 0, "periodicBaseIntervalSeconds": 7200.5,
+              "periodicMinimumIntervalSeconds": 600, "periodicMaximumIntervalSeconds": 86400,
+              "quarantineThreshold": 5, "extensionCallTimeoutSeconds": 12.5,
+              "purgeFreeSpaceThresholdBytes": 5000000000
+            }
+            """, to: "config.json")
+        let settings = try BasdSettings.load(path: path)
+        #expect(
+            settings
+                == BasdSettings(
+                    backgroundActivity: false, inAppContent: false, dailyRuntimeAllowanceSeconds: 0,
+                    periodicBaseIntervalSeconds: 7_200.5, periodicMinimumIntervalSeconds: 600,
+                    periodicMaximumIntervalSeconds: 86_400, quarantineThreshold: 5, extensionCallTimeoutSeconds: 12.5,
+                    purgeFreeSpaceThresholdBytes: 5_000_000_000))
+        #expect(
+            settings.periodicPolicy
+                == PeriodicPolicy(
+                    baseInterval: 7_200.5, minimumInterval: 600,
+                    maximumInterval: 86_400))
+        #expect(settings.runtimeAllowancePolicy.baseAllowance == 0)
+        #expect(try BasdSettings.load(path: directory.write("{}", to: "empty-object.json")) == BasdSettings())
+    }
+
+    @Test func malformedJSON() throws {
+        let error = try #require(try error(loading: #"{ "backgroundActivity": tru }"#))
+        #expect(error.code == .malformedJSON)
+        #expect(error.message == "is not valid JSON: Invalid value around character 27 (line 1, column 28)")
+
+        let lines = try #require(
+            try self.error(loading: "{\n  \"quarantineThreshold\": 3\n  \"inAppContent\": true\n}"))
+        #expect(lines.code == .malformedJSON)
+        #expect(lines.message.contains("(line 3, column"))
+
+        let empty = try #require(try self.error(loading: "\n"))
+        #expect(empty.code == .malformedJSON)
+        #expect(empty.message == "is empty; write {} for all defaults")
+
+        let array = try #require(try self.error(loading: "[1, 2]"))
+        #expect(array.code == .malformedJSON)
+        #expect(array.message == "must be a JSON object ({…}), found an array")
+    }
+
+    @Test func unknownKey() throws {
+        let error = try #require(try error(loading: #"{ "backgroundActivty": false }"#))
+        #expect(error.code == .unknownKey)
+        #expect(error.key == "backgroundActivty")
+        #expect(error.message.hasPrefix(#"unknown key "backgroundActivty"; did you mean "backgroundActivity"?"#))
+
+        let far = try #require(try self.error(loading: #"{ "colour": "blue" }"#))
+        #expect(far.key == "colour")
+        #expect(far.message.hasPrefix(#"unknown key "colour". The keys are: backgroundActivity, "#))
+        #expect(far.message.contains("quarantineThreshold"))
+    }
+
+    @Test(arguments: [
+        (
+            #"{ "quarantineThreshold": "3" }"#, "quarantineThreshold",
+            "quarantineThreshold must be an integer, found a string"
+        ),
+        (
+            #"{ "quarantineThreshold": 2.5 }"#, "quarantineThreshold",
+            "quarantineThreshold must be an integer, found a number with a fraction"
+        ),
+        (
+            #"{ "backgroundActivity": 1 }"#, "backgroundActivity",
+            "backgroundActivity must be true or false, found an integer"
+        ),
+        (#"{ "inAppContent": "yes" }"#, "inAppContent", "inAppContent must be true or false, found a string"),
+        (
+            #"{ "extensionCallTimeoutSeconds": true }"#, "extensionCallTimeoutSeconds",
+            "extensionCallTimeoutSeconds must be a number of seconds, found a boolean"
+        ),
+        (
+            #"{ "dailyRuntimeAllowanceSeconds": null }"#, "dailyRuntimeAllowanceSeconds",
+            "dailyRuntimeAllowanceSeconds must be a number of seconds, found null (leave the key out for its default)"
+        ),
+        (
+            #"{ "purgeFreeSpaceThresholdBytes": [1] }"#, "purgeFreeSpaceThresholdBytes",
+            "purgeFreeSpaceThresholdBytes must be an integer, found an array"
+        ),
+    ])
+    func wrongType(text: String, key: String, message: String) throws {
+        let error = try #require(try error(loading: text))
+        #expect(error.code == .wrongType)
+        #expect(error.key == key)
+        #expect(error.message == message)
+    }
+
+    @Test(arguments: [
+        (
+            #"{ "dailyRuntimeAllowanceSeconds": -1 }"#, "dailyRuntimeAllowanceSeconds",
+            "dailyRuntimeAllowanceSeconds must not be negative, found -1.0"
+        ),
+        (
+            #"{ "periodicBaseIntervalSeconds": -0.5 }"#, "periodicBaseIntervalSeconds",
+            "periodicBaseIntervalSeconds must not be negative, found -0.5"
+        ),
+        (
+            #"{ "extensionCallTimeoutSeconds": 0 }"#, "extensionCallTimeoutSeconds",
+            "extensionCallTimeoutSeconds must be more than 0"
+        ),
+        (#"{ "quarantineThreshold": 0 }"#, "quarantineThreshold", "quarantineThreshold must be at least 1, found 0"),
+        (
+            #"{ "purgeFreeSpaceThresholdBytes": -1 }"#, "purgeFreeSpaceThresholdBytes",
+            "purgeFreeSpaceThresholdBytes must not be negative, found -1"
+        ),
+        (
+            #"{ "periodicMinimumIntervalSeconds": 7200, "periodicMaximumIntervalSeconds": 3600 }"#,
+            "periodicMinimumIntervalSeconds",
+            "periodicMinimumIntervalSeconds (7200.0) is more than periodicMaximumIntervalSeconds (3600.0)"
+        ),
+    ])
+    func invalidValue(text: String, key: String, message: String) throws {
+        let error = try #require(try error(loading: text))
+        #expect(error.code == .invalidValue)
+        #expect(error.key == key)
+        #expect(error.message == message)
+    }
+
+    @Test func aDirectoryIsUnreadable() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        #expect(throws: SettingsError(.unreadable, path: directory.path, message: "is not a regular file")) {
+            try BasdSettings.load(path: directory.path)
+        }
+    }
+}
+
+@Suite struct SettingsFileTests {
+    @Test func reloadPicksUpEditsAndKeepsTheLastGoodOnABadOne() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("config.json")
+        var file = SettingsFile(path: path)
+
+        // No file: the defaults, once.
+        #expect(file.check() == .loaded(BasdSettings()))
+        #expect(file.check() == .unchanged)
+
+        try directory.write(#"{ "quarantineThreshold": 5 }"#, to: "config.json")
+        #expect(file.check() == .loaded(BasdSettings(quarantineThreshold: 5)))
+        #expect(file.check() == .unchanged)
+
+        try directory.write(#"{ "quarantineThreshold": 5, "backgroundActivity": false }"#, to: "config.json")
+        let edited = BasdSettings(backgroundActivity: false, quarantineThreshold: 5)
+        #expect(file.check() == .loaded(edited))
+        #expect(file.settings == edited)
+
+        // A bad edit is reported once; the last good settings stay.
+        try directory.write(#"{ "quarantineThreshold": "five" }"#, to: "config.json")
+        guard case .rejected(let error) = file.check() else {
+            Issue.record("expected the bad edit to be rejected")
+            return
+        }
+        #expect(error.code == .wrongType)
+        #expect(error.key == "quarantineThreshold")
+        #expect(file.settings == edited)
+        #expect(file.lastError == error)
+        #expect(file.check() == .unchanged)
+        #expect(file.settings == edited)
+
+        // Fixed, in place (same inode, different size).
+        try directory.write(#"{ "quarantineThreshold": 7 }"#, to: "config.json", atomically: false)
+        #expect(file.check() == .loaded(BasdSettings(quarantineThreshold: 7)))
+        #expect(file.lastError == nil)
+
+        // Removed: back to the defaults.
+        try FileManager.default.removeItem(atPath: path)
+        #expect(file.check() == .loaded(BasdSettings()))
+        #expect(file.check() == .unchanged)
+    }
+
+    @Test func aBadFileAtStartKeepsTheDefaults() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = try directory.write("{", to: "config.json")
+        var file = SettingsFile(path: path)
+        guard case .rejected(let error) = file.check() else {
+            Issue.record("expected a rejection")
+            return
+        }
+        #expect(error.code == .malformedJSON)
+        #expect(file.settings == BasdSettings())
+    }
+}
