@@ -12,6 +12,8 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
         case store
         /// The lock file could not be opened or locked.
         case lock
+        /// The settings file (`STATE_DIR/config.json`) is malformed; the message names the key.
+        case settings
     }
 
     /// What went wrong.

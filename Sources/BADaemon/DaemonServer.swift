@@ -1,4 +1,5 @@
 import BADaemonProtocol
+import BAScheduling
 import BAExclusiveControl
 import BAStore
 import Foundation
@@ -95,6 +96,11 @@ public final class DaemonServer: Sendable {
             } catch {
                 throw DaemonError(.store, "cannot open basd's state at \(configuration.storePath)", cause: error)
             }
+            var settings = SettingsFile(path: configuration.stateDirectory + "/config.json")
+            if case .rejected(let error) = settings.check() {
+                try? store.close()
+                throw DaemonError(.settings, "basd's settings are not usable: \(error.description)")
+            }
             let context = DaemonContext(log: configuration.log)
             var serviceConfiguration = DownloadService.Configuration(
                 stateDirectory: configuration.stateDirectory, daemonVersion: configuration.daemonVersion)
@@ -102,6 +108,7 @@ public final class DaemonServer: Sendable {
             let service = DownloadService(
                 store: store, configuration: serviceConfiguration, log: configuration.log,
                 connectionCount: { context.connectionCount })
+            service.adopt(settings)
             service.start()
             let channel: any Channel
             do throws(DaemonError) {

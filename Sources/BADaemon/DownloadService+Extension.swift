@@ -32,6 +32,14 @@ extension DownloadService {
                     guard extensionFailures[event.sequence, default: 0] < configuration.extensionAttempts else {
                         return
                     }
+                    if let reason = refusalToCall(storedApp, kind: nil, bypassAllowance: false) {
+                        // Kept for the app, or for a later try (the scheduler retries held-back apps).
+                        if heldBack.insert(app).inserted {
+                            log("events of \(app) wait: not waking its extension: \(reason)")
+                        }
+                        return
+                    }
+                    heldBack.remove(app)
                     guard let download = try store.download(uniqueIdentifier: event.downloadUniqueIdentifier) else {
                         try store.markDelivered(app: app, through: event.sequence)
                         continue
@@ -71,7 +79,7 @@ extension DownloadService {
         }
         let current = (try? store.downloads(app: app.bundleIdentifier).filter { $0.state.isActive }.map(self.record))
         let invocation = BAExtensionInvocation(
-            libraryPath: libraryPath, event: runnerEvent, timeout: configuration.extensionTimeout,
+            libraryPath: libraryPath, event: runnerEvent, timeout: callTimeout(for: app, bypassAllowance: false),
             appGroupContainerPath: app.appGroupIdentifier.map { containers.container(group: $0) },
             currentDownloads: current ?? [])
         extensionBusy.insert(app.bundleIdentifier)
@@ -112,6 +120,11 @@ extension DownloadService {
             StoredExtensionRun(
                 appIdentifier: app.bundleIdentifier, event: kind, verdict: verdict, detail: detail,
                 startedAt: startedAt, durationMilliseconds: milliseconds))
+        var outcomeVerdict: BAExtensionVerdict?
+        if case .success(let result) = outcome { outcomeVerdict = result.verdict }
+        extensionRan(
+            app, verdict: outcomeVerdict, hostError: outcomeVerdict == nil ? detail : nil,
+            duration: TimeInterval(milliseconds) / 1000)
         if verdict == "ok" {
             extensionFailures[event.sequence] = nil
             pump(app.bundleIdentifier)

@@ -121,7 +121,11 @@ extension DownloadService {
             case .periodic: .periodic
             }
         let report = ExtensionRunReport(bundleIdentifier: app.bundleIdentifier, version: app.version)
-        callContentRequest(kind, of: app, bypassAllowance: true, report: report) { reply(.extensionRun($0)) }
+        callContentRequest(kind, of: app, bypassAllowance: true, report: report) { [self] report in
+            // A simulated periodic run resets the schedule like any run.
+            if kind == .periodic, report.event != nil { periodicRan(app.bundleIdentifier) }
+            reply(.extensionRun(report))
+        }
     }
 
     /// Registers (or re-registers) an app and prepares its container; returns the registration it replaced.
@@ -186,13 +190,16 @@ extension DownloadService {
                         log("charging the manifest of \(app.bundleIdentifier) to its allowance failed: \(error)")
                     }
                 }
-                run(kind, of: current, manifestPath: manifest.path, report: report, done: done)
+                run(
+                    kind, of: current, manifestPath: manifest.path, bypassAllowance: bypassAllowance, report: report,
+                    done: done)
             }
         }
     }
 
     private func run(
-        _ kind: ContentRequestKind, of app: StoredApp, manifestPath: String, report: ExtensionRunReport,
+        _ kind: ContentRequestKind, of app: StoredApp, manifestPath: String, bypassAllowance: Bool,
+        report: ExtensionRunReport,
         done: @escaping @Sendable (ExtensionRunReport) -> Void
     ) {
         guard let libraryPath = app.extensionPath, let supervisor else { return }
@@ -203,7 +210,7 @@ extension DownloadService {
                 request: kind.rawValue32, manifestPath: manifestPath, manifestURL: "file://" + manifestPath,
                 restrictedRemaining: remaining.nonEssential ?? -1, restrictedEssentialRemaining: remaining.essential ?? -1
             ),
-            timeout: configuration.extensionTimeout,
+            timeout: callTimeout(for: app, bypassAllowance: bypassAllowance),
             appGroupContainerPath: app.appGroupIdentifier.map { containers.container(group: $0) },
             currentDownloads: (try? store.downloads(app: app.bundleIdentifier).filter { $0.state.isActive }.map(record))
                 ?? [])

@@ -26,7 +26,7 @@ extension DownloadService {
             throw Refusal(.internalError, "cannot read the free space of \(configuration.stateDirectory): \(error)")
         }
         let plan = PurgePlanner().plan(
-            assets: assets, roots: roots, freeBytes: free, thresholdBytes: purgeThresholdBytes)
+            assets: assets, roots: roots, freeBytes: free, thresholdBytes: settingsFile.settings.purgeFreeSpaceThresholdBytes)
         var deleted: [String: Int64] = [:]
         var outcomes: [String: String] = [:]
         if !dryRun {
@@ -58,7 +58,7 @@ extension DownloadService {
                 wouldDelete: dryRun ? entry.willDelete : deleted[entry.asset.downloadUniqueID] != nil)
         }
         return PurgeReport(
-            freeBytes: free, thresholdBytes: purgeThresholdBytes, dryRun: dryRun, entries: entries,
+            freeBytes: free, thresholdBytes: settingsFile.settings.purgeFreeSpaceThresholdBytes, dryRun: dryRun, entries: entries,
             bytesFreed: dryRun ? plan.plannedBytes : deleted.values.reduce(0, +))
     }
 }

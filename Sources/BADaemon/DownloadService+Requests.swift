@@ -61,8 +61,9 @@ extension DownloadService {
                         .callerConnectionNotAccepted,
                         "app \(bundleIdentifier) is not registered with basd; install it first (ba install APP_DIR)"))
             }
-            if client.role == .app, try store.markLaunched(app: bundleIdentifier) {
-                log("\(bundleIdentifier) launched for the first time")
+            if client.role == .app {
+                if try store.markLaunched(app: bundleIdentifier) { log("\(bundleIdentifier) launched for the first time") }
+                recordLaunch(of: bundleIdentifier)
             }
             welcome.bundleIdentifier = bundleIdentifier
             if let group = app.appGroupIdentifier {

@@ -72,45 +72,10 @@ extension DownloadService {
     }
 }
 
-// Gates of extension calls and their bookkeeping. (Filled in with BAScheduling.)
 extension DownloadService {
-    func switches() -> LifeCycleSwitches { lifeCycleSwitches }
-
-    /// Why the extension of `app` may not be called now, or nil.
-    func refusalToCall(_ app: StoredApp, kind: ContentRequestKind, bypassAllowance: Bool) -> String? {
-        guard app.extensionPath != nil else { return "the app has no extension (BAExtensionPath)" }
-        guard supervisor != nil else { return "basd cannot start extension runners (see its log)" }
-        guard switches().backgroundActivity else {
-            return "background activity is off in basd's settings (backgroundActivity; error 111)"
-        }
-        guard !extensionBusy.contains(app.bundleIdentifier) else {
-            return "the extension is already running a call; try again when it ends"
-        }
-        return nil
+    /// The user's switches, from basd's settings.
+    func switches() -> LifeCycleSwitches {
+        LifeCycleSwitches(
+            backgroundActivity: settingsFile.settings.backgroundActivity, inAppContent: settingsFile.settings.inAppContent)
     }
-
-    /// Bookkeeping after an extension call.
-    func extensionRan(_ app: StoredApp, verdict: BAExtensionVerdict?, hostError: String?, duration: TimeInterval) {}
-
-    func appInfos() throws -> [AppInfo] {
-        try store.apps().map { app in
-            let remaining = remainingAllowances(of: app)
-            let runs = try store.extensionRuns(app: app.bundleIdentifier, limit: 5).map {
-                ExtensionRunInfo(
-                    event: $0.event.rawValue, verdict: $0.verdict, detail: $0.detail,
-                    startedAt: $0.startedAt.timeIntervalSince1970, durationMilliseconds: $0.durationMilliseconds)
-            }
-            return AppInfo(
-                bundleIdentifier: app.bundleIdentifier, version: app.version, appGroupIdentifier: app.appGroupIdentifier,
-                appDirectory: app.appDirectory, extensionPath: app.extensionPath, launched: app.launched,
-                downloadAllowanceRemaining: remaining.nonEssential,
-                essentialDownloadAllowanceRemaining: remaining.essential, runtimeRemainingSeconds: nil,
-                nextPeriodicRun: nil, quarantine: nil, lastRuns: runs)
-        }
-    }
-
-    func clearQuarantine(app: String) throws {
-        throw Refusal(.notServed, "quarantine is not served yet")
-    }
-
 }

@@ -2,6 +2,7 @@ import BADaemonProtocol
 import BADownloadEngine
 import BAExtensionHost
 import BAExtensionProtocol
+import BAScheduling
 import BAStore
 import Foundation
 
@@ -24,8 +25,8 @@ final class DownloadService: @unchecked Sendable {
         var engine = DownloadEngine.Configuration()
         /// The runner for extension calls; nil finds it next to basd (or `$BA_EXTENSION_RUNNER`).
         var runnerPath: String?
-        /// Deadline of one extension call woken for an event.
-        var extensionTimeout: Duration = .seconds(30)
+        /// basd's wall clock (the scheduler's "now"); tests may move it.
+        var clock: @Sendable () -> Date = { Date() }
         /// Extension calls for one event that may fail before basd keeps the event for the app.
         var extensionAttempts = 3
         /// At most one durable progress record per download per this interval (each is an fsync).
@@ -51,10 +52,15 @@ final class DownloadService: @unchecked Sendable {
     /// Manifest fetches in flight, by engine id (`manifest:UUID`): their engine events go here,
     /// not to the store.
     var manifestFetches: [String: (EngineEvent) -> Void] = [:]
-    /// The user's switches (basd's settings file).
-    var lifeCycleSwitches = LifeCycleSwitches()
-    /// Free bytes under which basd purges finished files (basd's settings).
-    var purgeThresholdBytes: Int64 = 1 << 30
+    /// basd's settings file (`STATE_DIR/config.json`), re-read when it changes.
+    var settingsFile: SettingsFile
+    /// The periodic scheduler's timer.
+    var schedulerTimer: (any DispatchSourceTimer)?
+    /// When free space was last checked against the purge threshold.
+    var lastPurgeCheck: Date?
+    var random = SystemRandomNumberGenerator()
+    /// Apps whose events wait because their extension may not be woken now (scheduler retries).
+    var heldBack: Set<String> = []
     private var eventsTask: Task<Void, Never>?
 
     /// Where a transfer stands between two durable progress records.
@@ -75,6 +81,7 @@ final class DownloadService: @unchecked Sendable {
         self.log = log
         self.connectionCount = connectionCount
         self.containers = AppContainers(stateDirectory: configuration.stateDirectory)
+        self.settingsFile = SettingsFile(path: configuration.stateDirectory + "/config.json")
         self.engine = DownloadEngine(configuration: configuration.engine)
         do {
             self.supervisor = try BAExtensionSupervisor(runnerPath: configuration.runnerPath)
@@ -105,6 +112,7 @@ final class DownloadService: @unchecked Sendable {
                 // ones are never pruned.
                 try store.pruneDeliveredEvents(olderThan: Date(timeIntervalSinceNow: -7 * 86_400))
                 for app in try store.apps() { pump(app.bundleIdentifier) }
+                startScheduler()
             } catch {
                 log("could not resume downloads: \(error)")
             }
@@ -113,6 +121,7 @@ final class DownloadService: @unchecked Sendable {
 
     /// Stops the engine (transfers keep their partial files) and waits until queued work is done.
     func shutdown() {
+        queue.sync { schedulerTimer?.cancel() }
         engine.shutdown()
         eventsTask?.cancel()
         queue.sync {}

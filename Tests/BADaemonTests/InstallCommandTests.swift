@@ -89,7 +89,10 @@ struct InstallCommandTests {
             let object = (try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8))) as? [String: Any],
             let rows = object["downloads"] as? [[String: Any]]
         else { throw HarnessError("ba downloads --json: \(output.status) \(output.stdout)\(output.stderr)") }
-        return Dictionary(rows.map { (($0["identifier"] as? String) ?? "", $0) }, uniquingKeysWith: { $1 })
+        // An identifier scheduled again after a failure: the new download wins over the failed one.
+        return Dictionary(rows.map { (($0["identifier"] as? String) ?? "", $0) }) { first, second in
+            (second["state"] as? String) == "failed" ? first : second
+        }
     }
 
     /// Polls `ba downloads` until `condition` holds (bounded).

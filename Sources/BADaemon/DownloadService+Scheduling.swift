@@ -1,0 +1,261 @@
+import BADaemonProtocol
+import BAExtensionHost
+import BAScheduling
+import BAStore
+import Foundation
+
+// When extensions may run: periodic runs, the daily runtime allowance, quarantine, the user's
+// switches (docs/scheduling.md). All on the service queue.
+extension DownloadService {
+    /// Takes the settings basd started with (already checked).
+    func adopt(_ settings: SettingsFile) {
+        queue.sync { settingsFile = settings }
+    }
+
+    /// Re-reads the settings file if it changed; a bad edit is logged and the last good settings stay.
+    func refreshSettings() {
+        switch settingsFile.check() {
+        case .unchanged: break
+        case .loaded: log("settings: \(settingsFile.path) loaded")
+        case .rejected(let error): log("settings: ignoring the edit of \(settingsFile.path), keeping the last good ones: \(error)")
+        }
+    }
+
+    var now: Date { configuration.clock() }
+
+    // MARK: - Per-app state
+
+    func schedulingState(_ app: StoredApp) -> SchedulingState {
+        guard let json = app.scheduling else { return SchedulingState() }
+        do {
+            return try SchedulingState(jsonData: Data(json.utf8))
+        } catch {
+            log("the scheduling state of \(app.bundleIdentifier) is unreadable (\(error)); starting afresh")
+            return SchedulingState()
+        }
+    }
+
+    func save(_ state: SchedulingState, of app: String) {
+        do {
+            try store.setScheduling(app: app, String(decoding: try state.jsonData(), as: UTF8.self))
+        } catch {
+            log("saving the scheduling state of \(app) failed: \(error)")
+        }
+    }
+
+    /// The app's process connected: a launch (the first one lifts the pre-launch restrictions).
+    func recordLaunch(of bundleIdentifier: String) {
+        guard let app = try? store.app(bundleIdentifier) else { return }
+        var state = schedulingState(app)
+        state.usage.recordLaunch(at: now)
+        save(state, of: bundleIdentifier)
+    }
+
+    // MARK: - Gates
+
+    /// Why the extension of `app` may not be called now (for `kind`), or nil. `bypassAllowance`
+    /// (`ba simulate`) skips the daily runtime allowance, nothing else.
+    func refusalToCall(_ app: StoredApp, kind: ContentRequestKind?, bypassAllowance: Bool) -> String? {
+        guard let libraryPath = app.extensionPath else { return "the app has no extension (BAExtensionPath)" }
+        guard supervisor != nil else { return "basd cannot start extension runners (see its log)" }
+        let settings = settingsFile.settings
+        guard settings.backgroundActivity else {
+            return "background activity is off in basd's settings (backgroundActivity; error 111)"
+        }
+        if !app.launched, !settings.inAppContent {
+            return "in-app content is off in basd's settings (inAppContent): no extension runs before the app's first launch"
+        }
+        guard !extensionBusy.contains(app.bundleIdentifier) else {
+            return "the extension is already running a call; try again when it ends"
+        }
+        var state = schedulingState(app)
+        let identity = ExtensionFileIdentity.current(path: libraryPath)
+        if state.quarantine.releaseIfChanged(currentIdentity: identity) {
+            log("\(app.bundleIdentifier): the extension file changed; its quarantine is lifted")
+            save(state, of: app.bundleIdentifier)
+        }
+        if let reason = state.quarantine.isQuarantined(currentIdentity: identity) {
+            return "the extension is quarantined: \(reason); replace its file or run `ba apps --clear-quarantine \(app.bundleIdentifier)`"
+        }
+        if !bypassAllowance,
+            case .refused(let reason, _) = state.allowance.admit(
+                now: now, usage: state.usage, policy: settingsFile.settings.runtimeAllowancePolicy)
+        {
+            return reason
+        }
+        return nil
+    }
+
+    /// The deadline of a call: the per-call timeout, or less when less is left of the app's daily
+    /// runtime allowance.
+    func callTimeout(for app: StoredApp, bypassAllowance: Bool) -> Duration {
+        let settings = settingsFile.settings
+        var seconds = settings.extensionCallTimeoutSeconds
+        if !bypassAllowance {
+            let state = schedulingState(app)
+            if case .allowed(let remaining) = state.allowance.admit(
+                now: now, usage: state.usage, policy: settings.runtimeAllowancePolicy)
+            {
+                seconds = min(seconds, max(1, remaining))
+            }
+        }
+        return .milliseconds(Int64(seconds * 1000))
+    }
+
+    /// Bookkeeping after any extension call: its runtime counts against the allowance, and a
+    /// crash or timeout toward quarantine.
+    func extensionRan(_ app: StoredApp, verdict: BAExtensionVerdict?, hostError: String?, duration: TimeInterval) {
+        guard let current = try? store.app(app.bundleIdentifier) else { return }
+        var state = schedulingState(current)
+        let settings = settingsFile.settings
+        state.allowance.record(duration: duration, at: now, policy: settings.runtimeAllowancePolicy)
+        let outcome: RunOutcome =
+            switch verdict {
+            case .ok: .ok
+            case .crashed: .crashed(verdict?.detail ?? "a signal")
+            case .timedOut: .timedOut("no answer within the call's deadline")
+            case .some(let other): .otherFailure(other.description)
+            case nil: .otherFailure(hostError ?? "the runner could not be started")
+            }
+        let wasQuarantined = state.quarantine.quarantine != nil
+        state.quarantine.record(
+            outcome: outcome, identity: current.extensionPath.flatMap(ExtensionFileIdentity.current(path:)), at: now,
+            threshold: settings.quarantineThreshold)
+        if !wasQuarantined, let quarantine = state.quarantine.quarantine {
+            log("\(app.bundleIdentifier): extension quarantined: \(quarantine.reason)")
+        }
+        save(state, of: app.bundleIdentifier)
+    }
+
+    // MARK: - Periodic runs
+
+    /// Starts the scheduler: a timer on the service queue that re-reads the settings, starts due
+    /// periodic runs, retries events held back, and checks free space against the purge threshold.
+    func startScheduler() {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let interval = schedulerTick
+        timer.schedule(deadline: .now() + .milliseconds(50), repeating: interval)
+        timer.setEventHandler { [weak self] in self?.tick() }
+        timer.resume()
+        schedulerTimer = timer
+    }
+
+    /// How often the scheduler looks: a quarter of the minimum periodic interval, between 0.1 s and 30 s.
+    var schedulerTick: DispatchTimeInterval {
+        let seconds = min(30, max(0.1, settingsFile.settings.periodicMinimumIntervalSeconds / 4))
+        return .milliseconds(Int(seconds * 1000))
+    }
+
+    /// One look at every app (service queue).
+    func tick() {
+        refreshSettings()
+        let settings = settingsFile.settings
+        let now = self.now
+        let apps: [StoredApp]
+        do {
+            apps = try store.apps()
+        } catch {
+            log("scheduler: reading the apps failed: \(error)")
+            return
+        }
+        for app in apps where app.extensionPath != nil {
+            var state = schedulingState(app)
+            if state.periodic.ensureScheduled(
+                now: now, policy: settings.periodicPolicy, usage: state.usage, registeredAt: app.registeredAt,
+                using: &random)
+            {
+                save(state, of: app.bundleIdentifier)
+            }
+            guard state.periodic.isDue(now: now), !extensionBusy.contains(app.bundleIdentifier) else { continue }
+            if let reason = refusalToCall(app, kind: .periodic, bypassAllowance: false) {
+                // Not now: try again in a while (at the window's end when the allowance is used up).
+                var until = now.addingTimeInterval(settings.periodicMinimumIntervalSeconds)
+                if case .refused(_, let end) = state.allowance.admit(
+                    now: now, usage: state.usage, policy: settings.runtimeAllowancePolicy)
+                {
+                    until = end
+                }
+                state.periodic.postpone(until: until)
+                save(state, of: app.bundleIdentifier)
+                log("\(app.bundleIdentifier): periodic run refused: \(reason)")
+                continue
+            }
+            runPeriodic(app)
+        }
+        for app in heldBack { pump(app) }
+        checkFreeSpace()
+    }
+
+    /// A periodic `downloads(for: .periodic)` call; the next run is scheduled from its end.
+    func runPeriodic(_ app: StoredApp) {
+        log("\(app.bundleIdentifier): periodic run")
+        let report = ExtensionRunReport(bundleIdentifier: app.bundleIdentifier, version: app.version)
+        callContentRequest(.periodic, of: app, bypassAllowance: false, report: report) { [self] _ in
+            periodicRan(app.bundleIdentifier)
+        }
+    }
+
+    /// After a periodic run (or a simulated one): the next is one interval from now.
+    func periodicRan(_ bundleIdentifier: String) {
+        guard let current = try? store.app(bundleIdentifier) else { return }
+        var state = schedulingState(current)
+        state.periodic.ran(
+            at: now, policy: settingsFile.settings.periodicPolicy, usage: state.usage,
+            registeredAt: current.registeredAt, using: &random)
+        save(state, of: bundleIdentifier)
+    }
+
+    /// Purges when free space is under the threshold (at most once a minute).
+    func checkFreeSpace() {
+        let now = self.now
+        if let last = lastPurgeCheck, now.timeIntervalSince(last) < 60, now >= last { return }
+        lastPurgeCheck = now
+        do {
+            let report = try purge(dryRun: true)
+            guard report.freeBytes < report.thresholdBytes, report.bytesFreed > 0 else { return }
+            let done = try purge(dryRun: false)
+            log("free space \(report.freeBytes) bytes is under \(report.thresholdBytes): purged \(done.bytesFreed) bytes")
+        } catch {
+            log("checking free space failed: \(error)")
+        }
+    }
+
+    // MARK: - Requests
+
+    func appInfos() throws -> [AppInfo] {
+        let settings = settingsFile.settings
+        return try store.apps().map { app in
+            let remaining = remainingAllowances(of: app)
+            let state = schedulingState(app)
+            let runs = try store.extensionRuns(app: app.bundleIdentifier, limit: 5).map {
+                ExtensionRunInfo(
+                    event: $0.event.rawValue, verdict: $0.verdict, detail: $0.detail,
+                    startedAt: $0.startedAt.timeIntervalSince1970, durationMilliseconds: $0.durationMilliseconds)
+            }
+            let policy = settings.runtimeAllowancePolicy
+            let runtimeLeft = max(
+                0, policy.allowance(usage: state.usage, now: now) - state.allowance.used(now: now, policy: policy))
+            return AppInfo(
+                bundleIdentifier: app.bundleIdentifier, version: app.version, appGroupIdentifier: app.appGroupIdentifier,
+                appDirectory: app.appDirectory, extensionPath: app.extensionPath, launched: app.launched,
+                downloadAllowanceRemaining: remaining.nonEssential,
+                essentialDownloadAllowanceRemaining: remaining.essential,
+                runtimeRemainingSeconds: app.extensionPath == nil ? nil : runtimeLeft,
+                nextPeriodicRun: app.extensionPath == nil ? nil : state.periodic.nextRun?.timeIntervalSince1970,
+                quarantine: state.quarantine.isQuarantined(
+                    currentIdentity: app.extensionPath.flatMap(ExtensionFileIdentity.current(path:))),
+                lastRuns: runs)
+        }
+    }
+
+    func clearQuarantine(app bundleIdentifier: String) throws {
+        guard let app = try store.app(bundleIdentifier) else {
+            throw Refusal(.callerConnectionNotAccepted, "app \(bundleIdentifier) is not registered with basd")
+        }
+        var state = schedulingState(app)
+        state.quarantine.clear()
+        save(state, of: bundleIdentifier)
+        log("\(bundleIdentifier): quarantine cleared by `ba apps --clear-quarantine`")
+        pump(bundleIdentifier)
+    }
+}
