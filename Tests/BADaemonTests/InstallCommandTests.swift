@@ -31,7 +31,8 @@ struct SampleAppFixture {
     /// Copies the sample app, points its manifest URL at `server`, links the sample extension
     /// into `lib/`, applies `plist` changes, and serves `assets` and their manifest.
     init(
-        server: AssetServer, assets: [Asset], plist: (inout [String: Any]) -> Void = { _ in }
+        server: AssetServer, assets: [Asset], extensionLibrary: String? = nil,
+        plist: (inout [String: Any]) -> Void = { _ in }
     ) throws {
         directory = try TemporaryDirectory()
         self.server = server
@@ -46,9 +47,15 @@ struct SampleAppFixture {
         plist(&info)
         try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
             .write(to: URL(fileURLWithPath: appDirectory + "/Info.plist"))
-        try fileManager.createSymbolicLink(
-            atPath: appDirectory + "/lib/libSampleSwiftExtension.so",
-            withDestinationPath: BuildProducts.library("SampleSwiftExtension"))
+        if let extensionLibrary {
+            // A copy, so a test can replace the file.
+            try fileManager.copyItem(
+                atPath: BuildProducts.library(extensionLibrary), toPath: appDirectory + "/lib/libSampleSwiftExtension.so")
+        } else {
+            try fileManager.createSymbolicLink(
+                atPath: appDirectory + "/lib/libSampleSwiftExtension.so",
+                withDestinationPath: BuildProducts.library("SampleSwiftExtension"))
+        }
         var entries: [[String: Any]] = []
         for asset in assets {
             server.setFile(asset.path, contents: asset.contents)
@@ -109,6 +116,21 @@ struct InstallCommandTests {
     }
 
     static func state(_ row: [String: Any]?) -> String? { row?["state"] as? String }
+
+    /// Polls `ba downloads --json --app APP` until `condition` holds on its rows (bounded).
+    func downloadsOf(_ daemon: DaemonProcess, app: String, until condition: ([[String: Any]]) -> Bool) async throws
+        -> [[String: Any]]
+    {
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while true {
+            let output = try await runProcess(ba, ["downloads", "--json", "--app", app, "--socket", daemon.socketPath])
+            let object = (try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8))) as? [String: Any]
+            let rows = object?["downloads"] as? [[String: Any]] ?? []
+            if condition(rows) { return rows }
+            guard Date() < deadline else { throw HarnessError("timed out: \(rows)\n\(daemon.standardError)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
 
     @Test("ba install of the sample app: essentials with progress before it returns, the rest in basd, no manifest left")
     func installSampleApp() async throws {
