@@ -74,7 +74,10 @@ struct CLICommandTests {
         #expect(events.stderr.contains("--follow"))
         #expect(try await runProcess(ba, ["lock", "status"]).status == 64)
         #expect(try await runProcess(ba, ["promote"]).status == 64)
-        for command in [["status"], ["downloads"], ["promote"], ["cancel"], ["events"], ["lock", "status"]] {
+        for command in [
+            ["status"], ["downloads"], ["promote"], ["cancel"], ["events"], ["lock", "status"], ["install"], ["update"],
+            ["simulate"], ["apps"], ["purge"],
+        ] {
             let help = try await runProcess(ba, command + ["--help"])
             #expect(help.status == 0)
             #expect(help.stdout.contains("Examples:") && help.stdout.contains("--socket"), "\(command)")
