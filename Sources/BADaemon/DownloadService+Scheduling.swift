@@ -1,5 +1,6 @@
 import BADaemonProtocol
 import BAExtensionHost
+import BAPurge
 import BAScheduling
 import BAStore
 import Foundation
@@ -211,10 +212,14 @@ extension DownloadService {
         if let last = lastPurgeCheck, now.timeIntervalSince(last) < 60, now >= last { return }
         lastPurgeCheck = now
         do {
-            let report = try purge(dryRun: true)
-            guard report.freeBytes < report.thresholdBytes, report.bytesFreed > 0 else { return }
+            // statvfs first: the plan walks the containers and /proc, only worth it under pressure.
+            let threshold = settingsFile.settings.purgeFreeSpaceThresholdBytes
+            guard let free = try? PurgePlanner.freeBytes(path: configuration.stateDirectory), free < threshold else {
+                return
+            }
             let done = try purge(dryRun: false)
-            log("free space \(report.freeBytes) bytes is under \(report.thresholdBytes): purged \(done.bytesFreed) bytes")
+            guard done.bytesFreed > 0 else { return }
+            log("free space \(free) bytes is under \(threshold): purged \(done.bytesFreed) bytes")
         } catch {
             log("checking free space failed: \(error)")
         }
