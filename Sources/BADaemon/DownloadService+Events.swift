@@ -10,8 +10,8 @@ typealias WireEvent = BADaemonProtocol.DownloadEvent
 // The engine's events, recorded and routed (all on the service queue).
 extension DownloadService {
     func handle(_ event: EngineEvent) {
-        if let id = Self.engineID(event), id.hasPrefix("manifest:") {
-            manifestFetches[id]?(event)
+        if event.id.hasPrefix("manifest:") {
+            manifestFetches[event.id]?(event)
             return
         }
         do {
@@ -78,15 +78,6 @@ extension DownloadService {
                     sha256: sha256.isEmpty ? (download.sha256 ?? "") : sha256, finishedAt: Date()))
         } catch {
             log("tracking the finished file \(path) failed: \(error)")
-        }
-    }
-
-    static func engineID(_ event: EngineEvent) -> String? {
-        switch event {
-        case .began(let id, _, _), .paused(let id, _), .progress(let id, _, _), .validator(let id, _),
-            .retrying(let id, _, _, _), .needsCredentials(let id, _), .finished(let id, _, _, _, _),
-            .failed(let id, _):
-            id
         }
     }
 

@@ -95,6 +95,16 @@ extension DownloadRequest {
 
 /// What the engine reports. Events of one transfer arrive in order.
 public enum DownloadEvent: Sendable, Equatable {
+    /// The transfer the event is about (its request's ``DownloadRequest/id``).
+    public var id: String {
+        switch self {
+        case .began(let id, _, _), .paused(let id, _), .progress(let id, _, _), .validator(let id, _),
+            .retrying(let id, _, _, _), .needsCredentials(let id, _), .finished(let id, _, _, _, _),
+            .failed(let id, _):
+            id
+        }
+    }
+
     /// A request started; `offset` bytes were already on disk and are kept.
     case began(id: String, offset: Int64, isForeground: Bool)
     /// The transfer stopped with `bytesOnDisk` kept (before a promotion, or paused).
