@@ -106,9 +106,8 @@ public final class DaemonServer: Sendable {
                 stateDirectory: configuration.stateDirectory, daemonVersion: configuration.daemonVersion)
             serviceConfiguration.runnerPath = configuration.runnerPath
             let service = DownloadService(
-                store: store, configuration: serviceConfiguration, log: configuration.log,
+                store: store, configuration: serviceConfiguration, settings: settings, log: configuration.log,
                 connectionCount: { context.connectionCount })
-            service.adopt(settings)
             service.start()
             let channel: any Channel
             do throws(DaemonError) {

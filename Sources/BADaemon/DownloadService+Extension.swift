@@ -106,8 +106,7 @@ extension DownloadService {
         case .success(let result):
             verdict = result.verdict.name
             detail = result.verdict.detail
-            milliseconds = Int64(result.duration.components.seconds * 1000)
-                + Int64(result.duration.components.attoseconds / 1_000_000_000_000_000)
+            milliseconds = Self.milliseconds(result.duration)
             for line in result.logs { log("[\(app.bundleIdentifier) extension] \(line.message)") }
             if result.verdict == .ok {
                 apply(result, of: app, event: event)

@@ -100,11 +100,7 @@ extension DownloadService {
             }
             kind = .update
         }
-        if !app.launched, !switches().inAppContent {
-            report.skipped = "in-app content is off in basd's settings (inAppContent): no extension run before launch"
-            reply(.extensionRun(report))
-            return
-        }
+        // The switches, quarantine and the rest are `refusalToCall`'s: the report says which.
         callContentRequest(kind, of: app, bypassAllowance: false, report: report) { reply(.extensionRun($0)) }
     }
 
@@ -350,11 +346,8 @@ extension DownloadService {
                         "BADownloadAllowance is used up before the app's first launch (error 203)")))
             return
         }
+        // The engine checks the URL (and the allow-list) before it connects, and every redirect hop.
         let allowList = app.launched ? nil : app.restrictions.domainAllowList
-        if let violation = URLPolicyCheck.check(url, allowList: allowList) {
-            done(.failure(ManifestFailure(violation)))
-            return
-        }
         manifestFetches[id] = { [self] event in
             switch event {
             case .finished(_, let path, let size, _, _):
@@ -376,26 +369,12 @@ extension DownloadService {
         }
         engine.add(
             DownloadRequest(
-                id: id, url: url, destination: destination, partialPath: destination + ".partial", byteLimit: remaining, priority: 1000, isEssential: true,
-                isForeground: true, allowList: allowList.map(HostAllowList.init)))
+                id: id, url: url, destination: destination, partialPath: destination + ".partial", byteLimit: remaining,
+                priority: 1000, isEssential: true, isForeground: true, allowList: allowList.map(HostAllowList.init)))
     }
 
     struct ManifestFailure: Error, Sendable {
         var message: String
         init(_ message: String) { self.message = message }
-    }
-}
-
-/// The URL rules of the engine, for a check before a fetch starts.
-enum URLPolicyCheck {
-    static func check(_ url: String, allowList: [String]?) -> String? {
-        if let violation = DownloadRules.checkURL(url) { return violation.reason }
-        if let allowList {
-            let host = URLComponents(string: url)?.host?.lowercased() ?? ""
-            if !HostAllowList(allowList).allows(host: host) {
-                return "host \"\(host)\" is not in BADownloadDomainAllowList (\(allowList.joined(separator: ", "))) (error 202)"
-            }
-        }
-        return nil
     }
 }

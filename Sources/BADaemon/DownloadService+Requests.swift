@@ -244,13 +244,13 @@ extension DownloadService {
         if let violation = DownloadRules.check(record, contentRequest: contentRequest) {
             throw Refusal(violation.code, violation.reason)
         }
-        let switches = self.switches()
-        if contentRequest != 0, !switches.backgroundActivity {
+        let settings = settingsFile.settings
+        if contentRequest != 0, !settings.backgroundActivity {
             throw Refusal(
                 ErrorCodes.downloadBackgroundActivityProhibited,
                 "background activity is off in basd's settings (backgroundActivity); the app can schedule \"\(record.identifier)\" itself while it runs")
         }
-        if record.isEssential, !switches.inAppContent {
+        if record.isEssential, !settings.inAppContent {
             throw Refusal(
                 ErrorCodes.downloadEssentialDownloadNotPermitted,
                 "in-app content is off in basd's settings (inAppContent): no essential downloads")

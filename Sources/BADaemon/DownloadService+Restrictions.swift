@@ -5,14 +5,6 @@ import BAExtensionProtocol
 import BAStore
 import Foundation
 
-/// basd's user switches (`config.json`): what the user allows in the background.
-struct LifeCycleSwitches: Sendable, Equatable {
-    /// Off: extensions are not woken and cannot schedule (Apple's 111); the app itself still can.
-    var backgroundActivity = true
-    /// Off: no extension runs before the app's first launch and no essential downloads.
-    var inAppContent = true
-}
-
 // The Info.plist restrictions that apply until the app's first launch (service queue).
 extension DownloadService {
     /// Checks a download scheduled before the app's first launch against the app's
@@ -30,7 +22,8 @@ extension DownloadService {
     {
         let restrictions = app.restrictions
         if let allowList = restrictions.domainAllowList {
-            let host = URLComponents(string: record.url)?.host?.lowercased() ?? ""
+            // Parsed as the engine parses it (`DownloadRules` already accepted the URL).
+            let host = ParsedURL(record.url)?.host ?? ""
             if !HostAllowList(allowList).allows(host: host) {
                 throw Refusal(
                     ErrorCodes.sessionDownloadDisallowedByDomain,
@@ -69,13 +62,5 @@ extension DownloadService {
             app.restrictions.downloadAllowance.map { max(0, $0 - app.allowanceUsed) },
             app.restrictions.essentialDownloadAllowance.map { max(0, $0 - app.essentialAllowanceUsed) }
         )
-    }
-}
-
-extension DownloadService {
-    /// The user's switches, from basd's settings.
-    func switches() -> LifeCycleSwitches {
-        LifeCycleSwitches(
-            backgroundActivity: settingsFile.settings.backgroundActivity, inAppContent: settingsFile.settings.inAppContent)
     }
 }

@@ -8,11 +8,6 @@ import Foundation
 // When extensions may run: periodic runs, the daily runtime allowance, quarantine, the user's
 // switches (docs/scheduling.md). All on the service queue.
 extension DownloadService {
-    /// Takes the settings basd started with (already checked).
-    func adopt(_ settings: SettingsFile) {
-        queue.sync { settingsFile = settings }
-    }
-
     /// Re-reads the settings file if it changed; a bad edit is logged and the last good settings stay.
     func refreshSettings() {
         switch settingsFile.check() {

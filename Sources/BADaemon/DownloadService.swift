@@ -72,16 +72,17 @@ final class DownloadService: @unchecked Sendable {
         var download: StoredDownload?
     }
 
+    /// - Parameter settings: basd's settings file, already read (a malformed one stops basd at start).
     init(
-        store: BAStore, configuration: Configuration, log: @escaping @Sendable (String) -> Void,
-        connectionCount: @escaping @Sendable () -> Int
+        store: BAStore, configuration: Configuration, settings: SettingsFile,
+        log: @escaping @Sendable (String) -> Void, connectionCount: @escaping @Sendable () -> Int
     ) {
         self.store = store
         self.configuration = configuration
         self.log = log
         self.connectionCount = connectionCount
         self.containers = AppContainers(stateDirectory: configuration.stateDirectory)
-        self.settingsFile = SettingsFile(path: configuration.stateDirectory + "/config.json")
+        self.settingsFile = settings
         self.engine = DownloadEngine(configuration: configuration.engine)
         do {
             self.supervisor = try BAExtensionSupervisor(runnerPath: configuration.runnerPath)
