@@ -46,4 +46,20 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
         case .protocolError: .protocolError
         }
     }
+
+    /// The code for a verdict that came by name (`BAExtensionVerdict.name`, in basd's reports);
+    /// an unknown name (basd's `hostError`) is a host failure.
+    static func code(forVerdictNamed name: String) -> BAExitCode {
+        switch name {
+        case "ok": .ok
+        case "timedOut": .timedOut
+        case "exceededMemory": .exceededMemory
+        case "crashed": .crashed
+        case "abiMismatch": .abiMismatch
+        case "notALibrary": .notALibrary
+        case "missingEntryPoint": .missingEntryPoint
+        case "protocolError": .protocolError
+        default: .hostFailure
+        }
+    }
 }

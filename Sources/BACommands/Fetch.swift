@@ -210,11 +210,9 @@ struct FetchReporter {
         let done = written.values.reduce(0, +)
         let total = totals.values.reduce(0, +)
         let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 0
-        let width = 30
-        let filled = Int(fraction * Double(width))
         let elapsed = (now - started).seconds
         let rate = elapsed > 0 ? Double(done) / elapsed : 0
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        let bar = HumanReadable.bar(fraction)
         let line = String(
             format: "\r\u{1B}[K[%@] %3.0f%%  %@ / %@  %d of %d files  %@/s", bar, fraction * 100, Self.size(done),
             Self.size(total),

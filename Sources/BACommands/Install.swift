@@ -94,7 +94,7 @@ struct InstallFlow {
             throw ExitCode(BAExitCode.downloadFailed.rawValue)
         }
         if let verdict = report.verdict, verdict != "ok" {
-            throw ExitCode(Self.exitCode(verdict: verdict))
+            throw ExitCode(BAExitCode.code(forVerdictNamed: verdict).rawValue)
         }
         let essentials = report.scheduled.filter { $0.download.isEssential }
         guard !noWait, !essentials.isEmpty else { return }
@@ -109,19 +109,6 @@ struct InstallFlow {
             printError("lost basd while waiting for the essential downloads: \(error.message); they continue in basd "
                 + "(see `ba downloads --app \(report.bundleIdentifier)`)")
             throw ExitCode(BAExitCode.daemonConnectionLost.rawValue)
-        }
-    }
-
-    static func exitCode(verdict: String) -> Int32 {
-        switch verdict {
-        case "timedOut": BAExitCode.timedOut.rawValue
-        case "exceededMemory": BAExitCode.exceededMemory.rawValue
-        case "crashed": BAExitCode.crashed.rawValue
-        case "abiMismatch": BAExitCode.abiMismatch.rawValue
-        case "notALibrary": BAExitCode.notALibrary.rawValue
-        case "missingEntryPoint": BAExitCode.missingEntryPoint.rawValue
-        case "protocolError": BAExitCode.protocolError.rawValue
-        default: BAExitCode.hostFailure.rawValue
         }
     }
 }
@@ -277,9 +264,7 @@ final class EssentialWatcher: @unchecked Sendable {
         let now = ContinuousClock.now
         guard force || now - lastDraw >= .milliseconds(100) else { return }
         lastDraw = now
-        let width = 30
-        let filled = Int(fraction * Double(width))
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+        let bar = HumanReadable.bar(fraction)
         let line = String(
             format: "\r\u{1B}[Kessential [%@] %3.0f%%  %@ / %@  %d of %d", bar, fraction * 100,
             HumanReadable.bytes(done), HumanReadable.bytes(total), finished.count, watching.count)

@@ -66,7 +66,7 @@ struct Simulate: ParsableCommand {
         InstallReportPrinter(json: json).print(report)
         if report.manifestError != nil { throw ExitCode(BAExitCode.downloadFailed.rawValue) }
         if report.event == nil { throw ExitCode(BAExitCode.daemonRefused.rawValue) }
-        if let verdict = report.verdict, verdict != "ok" { throw ExitCode(InstallFlow.exitCode(verdict: verdict)) }
+        if let verdict = report.verdict, verdict != "ok" { throw ExitCode(BAExitCode.code(forVerdictNamed: verdict).rawValue) }
     }
 }
 

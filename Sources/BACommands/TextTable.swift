@@ -43,6 +43,12 @@ enum HumanReadable {
         return "\(tenths / 10).\(tenths % 10) \(units[unit])"
     }
 
+    /// A progress bar of `width` characters, `#` for the done `fraction` (0…1) and `-` for the rest.
+    static func bar(_ fraction: Double, width: Int = 30) -> String {
+        let filled = Int(min(1, max(0, fraction)) * Double(width))
+        return String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+    }
+
     /// `45s`, `3m 2s`, `4h 3m`, `2d 4h`.
     static func duration(seconds: Double) -> String {
         let total = Int(seconds.rounded(.down))
