@@ -88,14 +88,9 @@ struct SampleAppFixture {
 struct InstallCommandTests {
     let ba = BuildProducts.executable("ba")
 
-    /// `ba downloads --json --app`'s rows, by identifier.
+    /// `ba downloads --json --app`'s rows for the sample app, by identifier.
     func downloads(_ daemon: DaemonProcess) async throws -> [String: [String: Any]] {
-        let output = try await runProcess(
-            ba, ["downloads", "--json", "--app", SampleAppFixture.bundleIdentifier, "--socket", daemon.socketPath])
-        guard output.status == 0,
-            let object = (try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8))) as? [String: Any],
-            let rows = object["downloads"] as? [[String: Any]]
-        else { throw HarnessError("ba downloads --json: \(output.status) \(output.stdout)\(output.stderr)") }
+        let rows = try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier)
         // An identifier scheduled again after a failure: the new download wins over the failed one.
         return Dictionary(rows.map { (($0["identifier"] as? String) ?? "", $0) }) { first, second in
             (second["state"] as? String) == "failed" ? first : second
@@ -106,31 +101,10 @@ struct InstallCommandTests {
     func waitForDownloads(
         _ daemon: DaemonProcess, _ what: String, until condition: ([String: [String: Any]]) -> Bool
     ) async throws -> [String: [String: Any]] {
-        let deadline = Date(timeIntervalSinceNow: 60)
-        while true {
-            let rows = try await downloads(daemon)
-            if condition(rows) { return rows }
-            guard Date() < deadline else { throw HarnessError("timed out waiting for \(what): \(rows)\n\(daemon.standardError)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await CLIQueries.poll(what, daemon, timeout: 60, read: { try await downloads(daemon) }, until: condition)
     }
 
     static func state(_ row: [String: Any]?) -> String? { row?["state"] as? String }
-
-    /// Polls `ba downloads --json --app APP` until `condition` holds on its rows (bounded).
-    func downloadsOf(_ daemon: DaemonProcess, app: String, until condition: ([[String: Any]]) -> Bool) async throws
-        -> [[String: Any]]
-    {
-        let deadline = Date(timeIntervalSinceNow: 30)
-        while true {
-            let output = try await runProcess(ba, ["downloads", "--json", "--app", app, "--socket", daemon.socketPath])
-            let object = (try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8))) as? [String: Any]
-            let rows = object?["downloads"] as? [[String: Any]] ?? []
-            if condition(rows) { return rows }
-            guard Date() < deadline else { throw HarnessError("timed out: \(rows)\n\(daemon.standardError)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
 
     @Test("ba install of the sample app: essentials with progress before it returns, the rest in basd, no manifest left")
     func installSampleApp() async throws {

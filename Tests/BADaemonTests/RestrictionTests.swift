@@ -45,19 +45,6 @@ struct RestrictionTests {
         (report["scheduled"] as? [[String: Any]] ?? []).compactMap { ($0["download"] as? [String: Any])?["identifier"] as? String }
     }
 
-    /// The app's process connects: its first launch.
-    static func launch(_ daemon: DaemonProcess) throws {
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()))
-        client.close()
-    }
-
-    func apps(_ daemon: DaemonProcess) async throws -> [String: Any] {
-        let output = try await runProcess(ba, ["apps", "--json", "--socket", daemon.socketPath])
-        let object = (try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8))) as? [String: Any]
-        return try #require((object?["apps"] as? [[String: Any]])?.first, "\(output.stdout)\(output.stderr)")
-    }
-
     @Test("BADownloadAllowance: 112 past it, what is left reported to the extension and by ba apps; none after launch")
     func downloadAllowance() async throws {
         let server = try await AssetServer.start()
@@ -86,16 +73,16 @@ struct RestrictionTests {
         // The extension was told what was left once the manifest was counted.
         let logs = install["logs"] as? [String] ?? []
         #expect(logs.contains { $0.contains("allowance left: \(20_000 - manifestBytes),") }, "\(logs)")
-        var app = try await apps(daemon)
+        var app = try await CLIQueries.app(daemon)
         #expect(app["launched"] as? Bool == false)
         #expect(app["downloadAllowanceRemaining"] as? Int == 20_000 - manifestBytes - small.count, "\(app)")
 
-        try Self.launch(daemon)
+        try CLIQueries.launch(daemon, app: Self.app)
         let periodic = try await simulate(daemon, "periodic")
         #expect(Self.refused(periodic)["big"] == nil, "\(periodic)")
         #expect(Self.scheduled(periodic).contains("big"), "\(periodic)")
         #expect((periodic["logs"] as? [String] ?? []).contains { $0.contains("allowance left: unrestricted, essential: unrestricted") })
-        app = try await apps(daemon)
+        app = try await CLIQueries.app(daemon)
         #expect(app["launched"] as? Bool == true)
         #expect(app["downloadAllowanceRemaining"] == nil, "\(app)")
     }
@@ -124,7 +111,7 @@ struct RestrictionTests {
         #expect(refused["extra"]?.code == 112 && refused["extra"]?.reason.contains("BAMaxInstallSize") == true, "\(install)")
         #expect(Self.scheduled(install).isEmpty)
 
-        try Self.launch(daemon)
+        try CLIQueries.launch(daemon, app: Self.app)
         let update = try await simulate(daemon, "update")
         #expect(Self.refused(update).isEmpty, "\(update)")
         #expect(Set(Self.scheduled(update)) == ["core", "extra"], "\(update)")
@@ -156,7 +143,7 @@ struct RestrictionTests {
         #expect(refusal.reason.contains("localhost") && refusal.reason.contains("BADownloadDomainAllowList"))
         #expect(Self.scheduled(install) == ["here"])
 
-        try Self.launch(daemon)
+        try CLIQueries.launch(daemon, app: Self.app)
         let periodic = try await simulate(daemon, "periodic")
         #expect(Self.scheduled(periodic).contains("elsewhere"), "\(periodic)")
     }
@@ -182,7 +169,7 @@ struct RestrictionTests {
         #expect(failed["liar"]?["errorCode"] as? Int == 203, "\(failed)")
         #expect((failed["liar"]?["errorMessage"] as? String)?.contains("8000") == true, "\(failed)")
 
-        try Self.launch(daemon)
+        try CLIQueries.launch(daemon, app: Self.app)
         let periodic = try await simulate(daemon, "periodic")
         #expect(Self.scheduled(periodic) == ["liar"], "\(periodic)")
         let finished = try await tests.waitForDownloads(daemon, "liar to finish") {

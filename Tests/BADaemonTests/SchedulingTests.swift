@@ -25,23 +25,11 @@ struct SchedulingTests {
         return try DaemonProcess(directory: directory)
     }
 
-    func apps(_ daemon: DaemonProcess) async throws -> [String: Any] {
-        let output = try await runProcess(ba, ["apps", "--json", "--socket", daemon.socketPath])
-        let object = (try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8))) as? [String: Any]
-        return try #require((object?["apps"] as? [[String: Any]])?.first, "\(output.stdout)\(output.stderr)")
-    }
-
     /// Polls `ba apps` until `condition` holds (bounded).
     func waitForApp(_ daemon: DaemonProcess, _ what: String, until condition: ([String: Any]) -> Bool) async throws
         -> [String: Any]
     {
-        let deadline = Date(timeIntervalSinceNow: 30)
-        while true {
-            let app = try await apps(daemon)
-            if condition(app) { return app }
-            guard Date() < deadline else { throw HarnessError("timed out waiting for \(what): \(app)\n\(daemon.standardError)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await CLIQueries.poll(what, daemon, timeout: 30, read: { try await CLIQueries.app(daemon) }, until: condition)
     }
 
     static func runs(_ app: [String: Any]) -> [(event: String, verdict: String)] {
@@ -76,12 +64,10 @@ struct SchedulingTests {
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
 
         // The install used up the (tiny) allowance; a periodic run is due within a second and refused.
-        let deadline = Date(timeIntervalSinceNow: 30)
-        while !daemon.standardError.contains("periodic run refused: daily runtime allowance") {
-            guard Date() < deadline else { throw HarnessError("no refusal logged:\n\(daemon.standardError)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        let app = try await apps(daemon)
+        _ = try await CLIQueries.poll(
+            "the refusal in basd's log", daemon, timeout: 30, read: { daemon.standardError },
+            until: { $0.contains("periodic run refused: daily runtime allowance") })
+        let app = try await CLIQueries.app(daemon)
         #expect(Self.runs(app).map(\.event) == ["install"], "no periodic run went past the allowance: \(app)")
         #expect((app["runtimeRemainingSeconds"] as? Double ?? -1) == 0, "\(app)")
         #expect(app["nextPeriodicRun"] as? Double != nil)
@@ -135,9 +121,7 @@ struct SchedulingTests {
         #expect(skipped.stdout.contains("in-app content is off"), "\(skipped.stdout)")
         #expect(server.requests(for: "/manifest.json").isEmpty, "no manifest fetched for a run that does not happen")
         // After launch the extension runs, but an essential download is still refused.
-        let client = try DaemonClient(
-            socketPath: noContent.socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.app, pid: getpid()))
-        client.close()
+        try CLIQueries.launch(noContent, app: Self.app)
         let update = try await runProcess(ba, ["simulate", "update", "--app", Self.app, "--socket", noContent.socketPath])
         #expect(update.stdout.contains("refused core") && update.stdout.contains("error 109"), "\(update.stdout)")
     }
@@ -162,7 +146,7 @@ struct SchedulingTests {
         let third = try await runProcess(ba, ["simulate", "update", "--app", Self.app, "--socket", daemon.socketPath])
         #expect(third.status == 33, "\(third.stdout)\(third.stderr)")
         #expect(third.stdout.contains("quarantined") && third.stdout.contains("crashed 2 times"), "\(third.stdout)")
-        let listed = try await apps(daemon)
+        let listed = try await CLIQueries.app(daemon)
         #expect((listed["quarantine"] as? String)?.contains("signal 11") == true, "\(listed)")
         let text = try await runProcess(ba, ["apps", "--socket", daemon.socketPath])
         #expect(text.stdout.contains("QUARANTINED"), "\(text.stdout)")
@@ -174,13 +158,13 @@ struct SchedulingTests {
         let fixed = try await runProcess(ba, ["simulate", "update", "--app", Self.app, "--socket", daemon.socketPath])
         #expect(fixed.status == 0, "\(fixed.stdout)\(fixed.stderr)")
         #expect(fixed.stdout.contains("extension update: ok"), "\(fixed.stdout)")
-        #expect(try await apps(daemon)["quarantine"] == nil)
+        #expect(try await CLIQueries.app(daemon)["quarantine"] == nil)
 
         // --clear-quarantine releases without a new file.
         try FileManager.default.removeItem(atPath: library)
         try FileManager.default.copyItem(atPath: BuildProducts.library("BATestCrash"), toPath: library)
         for _ in 0..<2 { _ = try await runProcess(ba, ["simulate", "update", "--app", Self.app, "--socket", daemon.socketPath]) }
-        #expect(try await apps(daemon)["quarantine"] != nil)
+        #expect(try await CLIQueries.app(daemon)["quarantine"] != nil)
         let cleared = try await runProcess(ba, ["apps", "--clear-quarantine", Self.app, "--socket", daemon.socketPath])
         #expect(cleared.status == 0 && cleared.stdout.contains("quarantine cleared"), "\(cleared.stdout)\(cleared.stderr)")
         let again = try await runProcess(ba, ["simulate", "update", "--app", Self.app, "--socket", daemon.socketPath])
@@ -212,10 +196,10 @@ struct SchedulingTests {
         for name in ["a", "b"] {
             _ = try app.call(.schedule(DownloadPayload(identifier: name, url: server.url("/\(name).bin"))))
         }
-        let tests = InstallCommandTests()
-        let rows = try await tests.downloadsOf(daemon, app: "com.example.purge", until: { rows in
-            rows.count == 2 && rows.allSatisfy { $0["state"] as? String == "finished" }
-        })
+        let rows = try await CLIQueries.poll(
+            "both downloads to finish", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: "com.example.purge") },
+            until: { rows in rows.count == 2 && rows.allSatisfy { $0["state"] as? String == "finished" } })
         app.close()
         let delivered = rows.compactMap { row -> (String, String)? in
             guard let id = row["uniqueIdentifier"] as? String, let name = row["identifier"] as? String else { return nil }
