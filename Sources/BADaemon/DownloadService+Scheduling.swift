@@ -12,7 +12,9 @@ extension DownloadService {
     func refreshSettings() {
         switch settingsFile.check() {
         case .unchanged: break
-        case .loaded: log("settings: \(settingsFile.path) loaded")
+        case .loaded:
+            log("settings: \(settingsFile.path) loaded")
+            engine.setBackgroundConcurrency(settingsFile.settings.backgroundDownloadConcurrency)
         case .rejected(let error): log("settings: ignoring the edit of \(settingsFile.path), keeping the last good ones: \(error)")
         }
     }

@@ -83,7 +83,9 @@ final class DownloadService: @unchecked Sendable {
         self.connectionCount = connectionCount
         self.containers = AppContainers(stateDirectory: configuration.stateDirectory)
         self.settingsFile = settings
-        self.engine = DownloadEngine(configuration: configuration.engine)
+        var engineConfiguration = configuration.engine
+        engineConfiguration.backgroundConcurrency = settings.settings.backgroundDownloadConcurrency
+        self.engine = DownloadEngine(configuration: engineConfiguration)
         do {
             self.supervisor = try BAExtensionSupervisor(runnerPath: configuration.runnerPath)
         } catch {

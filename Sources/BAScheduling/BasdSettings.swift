@@ -16,6 +16,7 @@ import Foundation
 /// | `quarantineThreshold` | integer ≥ 1 | 3 |
 /// | `extensionCallTimeoutSeconds` | number > 0 | 30 |
 /// | `purgeFreeSpaceThresholdBytes` | integer ≥ 0 | 1 073 741 824 (1 GiB) |
+/// | `backgroundDownloadConcurrency` | integer ≥ 1 | 4 |
 ///
 /// ```json
 /// { "backgroundActivity": false, "dailyRuntimeAllowanceSeconds": 600 }
@@ -50,6 +51,9 @@ public struct BasdSettings: Sendable, Equatable {
     /// Below this much free space on the state directory's file system, basd purges finished,
     /// unmodified assets. Default 1 GiB.
     public var purgeFreeSpaceThresholdBytes: Int64
+    /// How many background-priority transfers run at once; more wait in the queue (essential first,
+    /// then priority, then arrival). Foreground transfers are not counted. Default 4.
+    public var backgroundDownloadConcurrency: Int
 
     /// The default settings, with any value overridden.
     public init(
@@ -61,7 +65,8 @@ public struct BasdSettings: Sendable, Equatable {
         periodicMaximumIntervalSeconds: TimeInterval = 7 * 86_400,
         quarantineThreshold: Int = QuarantineState.defaultThreshold,
         extensionCallTimeoutSeconds: TimeInterval = 30,
-        purgeFreeSpaceThresholdBytes: Int64 = 1 << 30
+        purgeFreeSpaceThresholdBytes: Int64 = 1 << 30,
+        backgroundDownloadConcurrency: Int = 4
     ) {
         self.backgroundActivity = backgroundActivity
         self.inAppContent = inAppContent
@@ -72,6 +77,7 @@ public struct BasdSettings: Sendable, Equatable {
         self.quarantineThreshold = quarantineThreshold
         self.extensionCallTimeoutSeconds = extensionCallTimeoutSeconds
         self.purgeFreeSpaceThresholdBytes = purgeFreeSpaceThresholdBytes
+        self.backgroundDownloadConcurrency = backgroundDownloadConcurrency
     }
 
     /// The periodic-check policy these settings make: base, minimum and maximum from the settings,
@@ -94,7 +100,7 @@ public struct BasdSettings: Sendable, Equatable {
     public static let keys: [String] = [
         "backgroundActivity", "inAppContent", "dailyRuntimeAllowanceSeconds", "periodicBaseIntervalSeconds",
         "periodicMinimumIntervalSeconds", "periodicMaximumIntervalSeconds", "quarantineThreshold",
-        "extensionCallTimeoutSeconds", "purgeFreeSpaceThresholdBytes",
+        "extensionCallTimeoutSeconds", "purgeFreeSpaceThresholdBytes", "backgroundDownloadConcurrency",
     ]
 
     /// The largest settings file read (1 MiB); anything bigger is not a hand-written config.
@@ -190,6 +196,9 @@ public struct BasdSettings: Sendable, Equatable {
             try reader.seconds("extensionCallTimeoutSeconds") ?? settings.extensionCallTimeoutSeconds
         settings.purgeFreeSpaceThresholdBytes =
             try reader.integer("purgeFreeSpaceThresholdBytes", minimum: 0) ?? settings.purgeFreeSpaceThresholdBytes
+        settings.backgroundDownloadConcurrency =
+            try reader.integer("backgroundDownloadConcurrency", minimum: 1).map { Int(clamping: $0) }
+            ?? settings.backgroundDownloadConcurrency
 
         if settings.periodicMinimumIntervalSeconds > settings.periodicMaximumIntervalSeconds {
             throw SettingsError(

@@ -33,6 +33,7 @@ import Testing
         #expect(settings.quarantineThreshold == 3)
         #expect(settings.extensionCallTimeoutSeconds == 30)
         #expect(settings.purgeFreeSpaceThresholdBytes == 1_073_741_824)
+        #expect(settings.backgroundDownloadConcurrency == 4)
         #expect(settings.periodicPolicy == PeriodicPolicy())
         #expect(settings.runtimeAllowancePolicy == RuntimeAllowancePolicy())
         // So does a missing directory on the way.
@@ -49,7 +50,7 @@ import Testing
               "dailyRuntimeAllowanceSeconds": 0, "periodicBaseIntervalSeconds": 7200.5,
               "periodicMinimumIntervalSeconds": 600, "periodicMaximumIntervalSeconds": 86400,
               "quarantineThreshold": 5, "extensionCallTimeoutSeconds": 12.5,
-              "purgeFreeSpaceThresholdBytes": 5000000000
+              "purgeFreeSpaceThresholdBytes": 5000000000, "backgroundDownloadConcurrency": 1
             }
             """, to: "config.json")
         let settings = try BasdSettings.load(path: path)
@@ -59,7 +60,7 @@ import Testing
                     backgroundActivity: false, inAppContent: false, dailyRuntimeAllowanceSeconds: 0,
                     periodicBaseIntervalSeconds: 7_200.5, periodicMinimumIntervalSeconds: 600,
                     periodicMaximumIntervalSeconds: 86_400, quarantineThreshold: 5, extensionCallTimeoutSeconds: 12.5,
-                    purgeFreeSpaceThresholdBytes: 5_000_000_000))
+                    purgeFreeSpaceThresholdBytes: 5_000_000_000, backgroundDownloadConcurrency: 1))
         #expect(
             settings.periodicPolicy
                 == PeriodicPolicy(
@@ -148,6 +149,10 @@ import Testing
             "extensionCallTimeoutSeconds must be more than 0"
         ),
         (#"{ "quarantineThreshold": 0 }"#, "quarantineThreshold", "quarantineThreshold must be at least 1, found 0"),
+        (
+            #"{ "backgroundDownloadConcurrency": 0 }"#, "backgroundDownloadConcurrency",
+            "backgroundDownloadConcurrency must be at least 1, found 0"
+        ),
         (
             #"{ "purgeFreeSpaceThresholdBytes": -1 }"#, "purgeFreeSpaceThresholdBytes",
             "purgeFreeSpaceThresholdBytes must not be negative, found -1"
