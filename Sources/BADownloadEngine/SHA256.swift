@@ -1,23 +1,25 @@
 import CCrypto
 
+import Foundation
+
 /// Streaming SHA-256 (OpenSSL's EVP interface).
-final class SHA256Hasher {
+package final class SHA256Hasher {
     private let context: OpaquePointer?
 
-    init() {
+    package init() {
         context = EVP_MD_CTX_new()
         EVP_DigestInit_ex(context, EVP_sha256(), nil)
     }
 
     deinit { EVP_MD_CTX_free(context) }
 
-    func update(_ bytes: UnsafeRawBufferPointer) {
+    package func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         EVP_DigestUpdate(context, base, bytes.count)
     }
 
     /// The digest as lowercase hex; the hasher is done after this.
-    func finalizeHex() -> String {
+    package func finalizeHex() -> String {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         EVP_DigestFinal_ex(context, &digest, &length)
@@ -29,5 +31,25 @@ final class SHA256Hasher {
             out.append(hex[Int(byte & 0x0f)])
         }
         return out
+    }
+}
+
+extension SHA256Hasher {
+    /// The SHA-256 of `bytes`, as lowercase hex.
+    package static func hex(of bytes: [UInt8]) -> String {
+        let hasher = SHA256Hasher()
+        bytes.withUnsafeBytes { hasher.update($0) }
+        return hasher.finalizeHex()
+    }
+
+    /// The SHA-256 of the file at `path` (read 1 MiB at a time), as lowercase hex.
+    package static func hex(ofFileAt path: String) throws -> String {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        let hasher = SHA256Hasher()
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            chunk.withUnsafeBytes { hasher.update($0) }
+        }
+        return hasher.finalizeHex()
     }
 }
