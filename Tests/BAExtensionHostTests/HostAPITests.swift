@@ -99,22 +99,6 @@ import Testing
             #expect(result.credential?.user == "user" && result.credential?.password == "secret", "\(library)")
         }
     }
-
-    @Test func swiftAndCSamplesWriteFinishedFilesUnderExclusiveControl() async throws {
-        let inbox = try TemporaryDirectory()
-        defer { inbox.remove() }
-        for library in ["SampleCExtension", "SampleSwiftExtension"] {
-            let download = DownloadRecord(
-                identifier: "catalog-\(library)", uniqueIdentifier: "u", url: "https://example.com/c", state: 3)
-            let result = try await supervisor.run(
-                BAExtensionInvocation(
-                    libraryPath: BuildProducts.library(library), event: .finished(download, filePath: "/tmp/catalog"),
-                    appGroupContainerPath: inbox.path, environment: ["BA_SAMPLE_INBOX": inbox.path]))
-            #expect(result.verdict == .ok, "\(library): \(result.verdict) \(result.output)")
-        }
-        let lines = try String(contentsOfFile: inbox.url.appendingPathComponent("finished.log").path, encoding: .utf8)
-        #expect(lines == "catalog-SampleCExtension\t/tmp/catalog\ncatalog-SampleSwiftExtension\t/tmp/catalog\n")
-    }
 }
 
 /// BackgroundAssetsTesting, the helper for extension authors.
