@@ -674,7 +674,8 @@ static int validate_document(jparser *jp, document_layout *layout)
     /* Skip a UTF-8 byte-order mark, as Foundation does. */
     if (jp->end - jp->cur >= 3 && memcmp(jp->cur, "\xEF\xBB\xBF", 3) == 0) jp->cur += 3;
     jws(jp);
-    if (jpeek(jp) != '{') return jfail(jp, jpeek(jp) < 0 ? "the document is empty" : "the document is not a JSON object");
+    if (jpeek(jp) != '{')
+        return jfail(jp, jpeek(jp) < 0 ? "the document is empty" : "the document is not a JSON object");
     jp->cur++;
     int first = 1, r;
     char key[KEY_CAPACITY];
@@ -724,7 +725,8 @@ static char *load_document(const ba_host_api *host, const char *what, const char
     }
     *jp = (jparser){.base = text, .cur = text, .end = text + length};
     if (!validate_document(jp, layout)) {
-        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot read the %s %.*s: %s", what, SV(path, path_length), jp->error);
+        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot read the %s %.*s: %s", what, SV(path, path_length),
+                 jp->error);
         free(text);
         return NULL;
     }
@@ -815,8 +817,9 @@ static void sample_downloads_for_request(void *context, const ba_host_api *host,
     if (request->restricted_essential_download_size_remaining >= 0)
         snprintf(essential_left, sizeof essential_left, "%lld",
                  (long long)request->restricted_essential_download_size_remaining);
-    host_log(host, BA_LOG_INFO, SAMPLE_NAME ": returned %zu downloads for request %d (allowance left: %s, essential: %s)",
-             returned, (int)kind, left, essential_left);
+    host_log(host, BA_LOG_INFO,
+             SAMPLE_NAME ": returned %zu downloads for request %d (allowance left: %s, essential: %s)", returned,
+             (int)kind, left, essential_left);
 }
 
 /* ---- Paths and URLs ---------------------------------------------------------------------- */

@@ -166,8 +166,8 @@ struct SampleSwiftExtension: BADownloaderExtension {
 
     func backgroundDownload(_ failedDownload: BADownload, failedWithError error: any Error) {
         BAHostLog(
-            "\(Self.name): failed \(failedDownload.identifier): \(error.localizedDescription) (code \((error as NSError).code))"
-        )
+            "\(Self.name): failed \(failedDownload.identifier): \(error.localizedDescription) "
+                + "(code \((error as NSError).code))")
         // As in the WWDC23 session: the app cannot launch without an essential asset, so one that
         // failed is tried again in the background, where it is no longer essential.
         guard failedDownload.isEssential else { return }

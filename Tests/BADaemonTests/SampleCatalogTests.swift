@@ -103,7 +103,8 @@ struct SampleCatalogTests {
             let kept = FileManager.default.contents(atPath: Self.container(daemon) + "/Assets/" + identifier)
             #expect(kept == Data(bytes), "\(identifier): \(kept?.count ?? -1) bytes")
         }
-        #expect(daemon.standardError.contains("\(library): scheduled 3 assets from the catalog"), "\(daemon.standardError)")
+        #expect(
+            daemon.standardError.contains("\(library): scheduled 3 assets from the catalog"), "\(daemon.standardError)")
         // One download per asset, each finished: the catalog's are non-essential, checked by
         // SHA-256, with their URLs resolved against the catalog's own URL.
         let rows = try await Self.rows(daemon)

@@ -195,8 +195,8 @@ import Testing
         let container = directory.path + "/groups/group.test"
         try FileManager.default.createDirectory(atPath: container, withIntermediateDirectories: true)
         let download = DownloadRecord(
-            identifier: "done", uniqueIdentifier: "u-10", url: "https://e.com/d", applicationGroupIdentifier: "group.test",
-            state: 3)
+            identifier: "done", uniqueIdentifier: "u-10", url: "https://e.com/d",
+            applicationGroupIdentifier: "group.test", state: 3)
         func run(container: String?, inherited: String? = nil) async throws -> [String] {
             let result = try await supervisor.run(
                 BAExtensionInvocation(

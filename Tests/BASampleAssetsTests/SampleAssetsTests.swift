@@ -107,7 +107,8 @@ import Testing
                 "\(entry["identifier"] ?? "?") has no bytes")
         }
         // The catalog keeps its title.
-        let document = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.assets.appendingPathComponent("catalog.json")))
+        let document = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: Self.assets.appendingPathComponent("catalog.json")))
         #expect((document as? [String: Any])?["title"] as? String == "Sample catalog")
     }
 }

@@ -93,7 +93,9 @@ import Testing
         let group = "group.com.example.ba.sample"
         let container = directory.path + "/groups/" + group
         try FileManager.default.createDirectory(atPath: container, withIntermediateDirectories: true)
-        let catalog = #"{"title": "Sample catalog", "assets": [{"identifier": "level-2", "url": "levels/level-2.pak", "fileSize": 4194304, "priority": 10}]}"#
+        let catalog =
+            #"{"title": "Sample catalog", "assets": [{"identifier": "level-2", "url": "levels/level-2.pak", "#
+            + #""fileSize": 4194304, "priority": 10}]}"#
         let download =
             #"{"identifier": "catalog", "url": "https://cdn.example.com/sample/catalog.json", "fileSize": 2, "applicationGroupIdentifier": "group.com.example.ba.sample"}"#
         for library in ["SampleCExtension", "SampleSwiftExtension"] {
@@ -121,7 +123,8 @@ import Testing
             #expect(failed.stdout.contains("failed catalog: server said 503 (code 102)"))
             #expect((try json(failed)["scheduled"] as? [Any])?.isEmpty == true, "not essential: not re-queued")
 
-            let essential = download.replacingOccurrences(of: #""fileSize": 2"#, with: #""fileSize": 2, "essential": true"#)
+            let essential = download.replacingOccurrences(
+                of: #""fileSize": 2"#, with: #""fileSize": 2, "essential": true"#)
             let requeued = try await run([
                 BuildProducts.library(library), "--event", "failed", "--download-json", essential, "--json",
             ])
