@@ -10,11 +10,11 @@ import Foundation
         /// lives there (see ``BADownloadManager/withExclusiveControl(_:)``); what an app keeps,
         /// it keeps there too. Where the answer comes from:
         ///
-        /// - **In an extension's process**: the runner names the call's container in the
-        ///   `BA_APP_GROUP_CONTAINER` environment variable. The container is returned when the
-        ///   variable's last path component is `groupIdentifier` (containers are
-        ///   `…/groups/<group identifier>`); a call without a container, or another group, gives nil.
-        ///   basd is never asked from an extension.
+        /// - **In an extension's process** (or any process with `BA_APP_GROUP_CONTAINER` set, such as
+        ///   one the extension started): the runner names the call's container in that environment
+        ///   variable. The container is returned when the variable's last path component is
+        ///   `groupIdentifier` (containers are `…/groups/<group identifier>`); a call without a
+        ///   container, or another group, gives nil. basd is never asked from an extension.
         /// - **In an app's process**: basd names the app's group and container when the app
         ///   connects (connecting now if needed, as any ``BADownloadManager`` call does); the
         ///   container is returned when `groupIdentifier` is the app's `BAAppGroupID`. An unknown
