@@ -132,6 +132,9 @@ let package = Package(
             name: "ba-asset-server",
             dependencies: ["BAAssetServer", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
+        // The sample app's generated asset bytes (Examples/SampleApp): for `ba demo` and the tests.
+        .target(name: "BASampleAssets"),
+
         // Benchmarks (not tests): Benchmarks/run.sh.
         .executableTarget(
             name: "ExtensionHostBenchmark", dependencies: ["BAExtensionHost", "BackgroundAssets", "CBASystem"],
@@ -154,6 +157,7 @@ let package = Package(
             dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport", "BAAssetServer"]),
         .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer", "BAHTTP"]),
+        .testTarget(name: "BASampleAssetsTests", dependencies: ["BASampleAssets", "CCrypto"]),
         .testTarget(
             name: "BADownloadEngineTests", dependencies: ["BADownloadEngine", "BAAssetServer", "BATestSupport"]),
         // A child process the crash-safety test kills with SIGKILL mid-write.
@@ -168,7 +172,7 @@ let package = Package(
             dependencies: ["BATestSupport", "BADaemonProtocol", "BAAssetServer", "basd", "BATestApp"]),
         .testTarget(
             name: "BADaemonTests",
-            dependencies: ["BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer"]),
+            dependencies: ["BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets"]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )

@@ -1,17 +1,28 @@
 /*
  * SampleCExtension: the C sample extension. It does through the C ABI exactly what
- * Plugins/SampleSwiftExtension does in Swift: reads the app's JSON manifest (the format of
- * Examples/Manifests/sample-manifest.json) and returns its assets, essential ones only for
- * install and update requests; logs finished and failed downloads, appends finished ones to
- * $BA_SAMPLE_INBOX/finished.log under the app group's exclusive control, and answers
- * authentication challenges with $BA_SAMPLE_USER / $BA_SAMPLE_PASSWORD when both are set.
+ * Plugins/SampleSwiftExtension does in Swift (the catalog scenario of Apple's WWDC22 and WWDC23
+ * Background Assets talks), with the same log lines:
+ *
+ * - downloads_for_request: reads the app's JSON manifest (the format of
+ *   Examples/SampleApp/manifest.template.json) and returns its assets, essential ones only for
+ *   install and update requests.
+ * - download_finished: under the app group's exclusive control, moves the file into the app group
+ *   container ($BA_APP_GROUP_CONTAINER, set by the runner) as Assets/<identifier>. For the catalog
+ *   (identifier "catalog") it then reads the catalog there and schedules every asset it lists that
+ *   is neither in Assets/ nor already scheduled, with a relative URL resolved against the catalog
+ *   download's own URL (RFC 3986, as Foundation's URL(string:relativeTo:) does).
+ * - download_failed: logs the error; an essential download is scheduled again with the essential
+ *   flag cleared (the app still gets it, in the background).
+ * - download_received_challenge: answers with $BA_SAMPLE_USER / $BA_SAMPLE_PASSWORD when both are set.
  *
  * It carries its own small JSON parser: bounded (16 MiB of input, 64 levels of nesting), strict
  * (RFC 8259 syntax, valid UTF-8, paired surrogates) and allocation-free apart from the file
- * buffer. The manifest is parsed twice: a first pass validates all of it (a manifest with any
- * error returns no downloads, as in Swift, where JSONDecoder fails as a whole); a second pass
- * decodes strings in place and returns the downloads one by one.
+ * buffer. A document is parsed twice: a first pass validates all of it (a document with any
+ * error gives no downloads, as in Swift, where JSONDecoder fails as a whole); a second pass
+ * decodes strings in place and hands out the assets one by one.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include "ba_extension.h"
 
 #include <errno.h>
@@ -21,11 +32,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #define SAMPLE_NAME "SampleCExtension"
-#define MANIFEST_MAX_BYTES ((size_t)16 * 1024 * 1024)
+#define JSON_MAX_BYTES ((size_t)16 * 1024 * 1024)
+#define CATALOG_IDENTIFIER "catalog"
 #define JSON_MAX_DEPTH 64
-#define LOCK_TIMEOUT_MS 5000
 
 #if defined(__GNUC__) || defined(__clang__)
 #define SAMPLE_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -95,19 +108,19 @@ static const char *host_last_error(const ba_host_api *host, size_t *length_out)
     return message;
 }
 
-/* ---- Reading the manifest file ----------------------------------------------------------- */
+/* ---- Reading a JSON file ----------------------------------------------------------------- */
 
 /* Reads the whole file at `path` (length-delimited) into a new buffer. On failure returns NULL
- * and writes the reason to `why`. Refuses files larger than MANIFEST_MAX_BYTES. */
-static char *read_manifest(const char *path, size_t path_length, size_t *length_out, char *why, size_t why_size)
+ * and writes the reason to `why`. Refuses files larger than JSON_MAX_BYTES. */
+static char *read_json_file(const char *path, size_t path_length, size_t *length_out, char *why, size_t why_size)
 {
     *length_out = 0;
     if (path == NULL || path_length == 0) {
-        snprintf(why, why_size, "no manifest path");
+        snprintf(why, why_size, "no path");
         return NULL;
     }
     if (memchr(path, '\0', path_length) != NULL || path_length > 65536) {
-        snprintf(why, why_size, "the manifest path is not a valid path");
+        snprintf(why, why_size, "not a valid path");
         return NULL;
     }
     char *cpath = malloc(path_length + 1);
@@ -128,13 +141,13 @@ static char *read_manifest(const char *path, size_t path_length, size_t *length_
     char *buffer = NULL;
     for (;;) {
         if (length == capacity) {
-            if (capacity > MANIFEST_MAX_BYTES) {
-                snprintf(why, why_size, "the manifest is larger than %zu bytes", MANIFEST_MAX_BYTES);
+            if (capacity > JSON_MAX_BYTES) {
+                snprintf(why, why_size, "the file is larger than %zu bytes", JSON_MAX_BYTES);
                 goto fail;
             }
-            /* Grow up to MANIFEST_MAX_BYTES + 1: one byte more than allowed tells "too large". */
+            /* Grow up to JSON_MAX_BYTES + 1: one byte more than allowed tells "too large". */
             size_t next = capacity == 0 ? 65536 : capacity * 2;
-            if (next > MANIFEST_MAX_BYTES + 1) next = MANIFEST_MAX_BYTES + 1;
+            if (next > JSON_MAX_BYTES + 1) next = JSON_MAX_BYTES + 1;
             char *grown = realloc(buffer, next);
             if (grown == NULL) {
                 snprintf(why, why_size, "out of memory");
@@ -151,8 +164,8 @@ static char *read_manifest(const char *path, size_t path_length, size_t *length_
         snprintf(why, why_size, "read error: %s", strerror(errno));
         goto fail;
     }
-    if (length > MANIFEST_MAX_BYTES) {
-        snprintf(why, why_size, "the manifest is larger than %zu bytes", MANIFEST_MAX_BYTES);
+    if (length > JSON_MAX_BYTES) {
+        snprintf(why, why_size, "the file is larger than %zu bytes", JSON_MAX_BYTES);
         goto fail;
     }
     fclose(file);
@@ -256,7 +269,7 @@ static size_t utf8_sequence(const unsigned char *p, const unsigned char *end)
  */
 static int jstring(jparser *jp, char *dst, size_t capacity, size_t *length_out)
 {
-    if (jpeek(jp) != '"') return jfail(jp, jpeek(jp) < 0 ? "unexpected end of the manifest" : "expected a string");
+    if (jpeek(jp) != '"') return jfail(jp, jpeek(jp) < 0 ? "unexpected end of the document" : "expected a string");
     jp->cur++;
     size_t n = 0;
 #define EMIT(byte)                                          \
@@ -478,7 +491,7 @@ static int jskip(jparser *jp, int depth)
         int64_t value;
         return jnumber(jp, &is_int64, &value);
     }
-    return jfail(jp, c < 0 ? "unexpected end of the manifest" : "unexpected character");
+    return jfail(jp, c < 0 ? "unexpected end of the document" : "unexpected character");
 }
 
 /*
@@ -592,7 +605,10 @@ static int jopt_bool(jparser *jp, const char *field, int *out, int *present)
     return jfail(jp, "%s is not a boolean", field);
 }
 
-/* ---- The manifest ------------------------------------------------------------------------ */
+/* ---- Manifests and catalogs -------------------------------------------------------------- */
+
+/* Both are {"assets": [asset, ...]}; a manifest also names its "applicationGroupIdentifier", a
+ * catalog its "title" (ignored here). */
 
 typedef struct {
     const char *identifier;
@@ -649,16 +665,17 @@ typedef struct {
     char *group_at;  /* the applicationGroupIdentifier string, or NULL when absent or null */
     char *assets_at; /* the '[' of the assets array */
     size_t asset_count;
-} manifest_layout;
+} document_layout;
 
 /* First pass: validates the whole document without changing it. */
-static int validate_manifest(jparser *jp, manifest_layout *layout)
+static int validate_document(jparser *jp, document_layout *layout)
 {
     memset(layout, 0, sizeof *layout);
     /* Skip a UTF-8 byte-order mark, as Foundation does. */
     if (jp->end - jp->cur >= 3 && memcmp(jp->cur, "\xEF\xBB\xBF", 3) == 0) jp->cur += 3;
     jws(jp);
-    if (jpeek(jp) != '{') return jfail(jp, jpeek(jp) < 0 ? "the manifest is empty" : "the manifest is not a JSON object");
+    if (jpeek(jp) != '{')
+        return jfail(jp, jpeek(jp) < 0 ? "the document is empty" : "the document is not a JSON object");
     jp->cur++;
     int first = 1, r;
     char key[KEY_CAPACITY];
@@ -689,15 +706,47 @@ static int validate_manifest(jparser *jp, manifest_layout *layout)
     }
     if (r < 0) return 0;
     jws(jp);
-    if (jp->cur != jp->end) return jfail(jp, "unexpected data after the manifest");
-    if (layout->assets_at == NULL) return jfail(jp, "the manifest has no assets array");
+    if (jp->cur != jp->end) return jfail(jp, "unexpected data after the document");
+    if (layout->assets_at == NULL) return jfail(jp, "there is no assets array");
     return 1;
+}
+
+/* Reads and validates the JSON document at `path`; NULL (after logging "cannot read the `what`
+ * PATH: REASON") on failure. The caller frees the buffer, which `jp` and `layout` point into. */
+static char *load_document(const ba_host_api *host, const char *what, const char *path, size_t path_length,
+                           jparser *jp, document_layout *layout)
+{
+    char why[200];
+    size_t length;
+    char *text = read_json_file(path, path_length, &length, why, sizeof why);
+    if (text == NULL) {
+        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot read the %s %.*s: %s", what, SV(path, path_length), why);
+        return NULL;
+    }
+    *jp = (jparser){.base = text, .cur = text, .end = text + length};
+    if (!validate_document(jp, layout)) {
+        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot read the %s %.*s: %s", what, SV(path, path_length),
+                 jp->error);
+        free(text);
+        return NULL;
+    }
+    jp->cur = layout->assets_at + 1;
+    return text;
+}
+
+/* Second pass over a validated document: the next asset (strings decoded in place), 1 while
+ * there is one, 0 at the end. `*first` must start at 1, and jp->cur at the assets array
+ * (load_document leaves it there). */
+static int next_asset(jparser *jp, int *first, size_t index, manifest_asset *asset)
+{
+    if (jelement(jp, first) != 1) return 0;
+    return parse_asset(jp, 1, index, asset);
 }
 
 static void sample_downloads_for_request(void *context, const ba_host_api *host, const ba_content_request_info *request)
 {
     (void)context;
-    if (!COVERS(request, ba_content_request_info, manifest_path_length)) {
+    if (!COVERS(request, ba_content_request_info, restricted_essential_download_size_remaining)) {
         host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": no request information");
         return;
     }
@@ -708,24 +757,11 @@ static void sample_downloads_for_request(void *context, const ba_host_api *host,
     }
     const char *path = request->manifest_path;
     size_t path_length = path != NULL ? request->manifest_path_length : 0;
+    jparser jp;
+    document_layout layout;
+    char *text = load_document(host, "manifest", path, path_length, &jp, &layout);
+    if (text == NULL) return;
 
-    char why[200];
-    size_t length;
-    char *text = read_manifest(path, path_length, &length, why, sizeof why);
-    if (text == NULL) {
-        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot read the manifest %.*s: %s", SV(path, path_length), why);
-        return;
-    }
-
-    jparser jp = {.base = text, .cur = text, .end = text + length};
-    manifest_layout layout;
-    if (!validate_manifest(&jp, &layout)) {
-        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot read the manifest %.*s: %s", SV(path, path_length), jp.error);
-        free(text);
-        return;
-    }
-
-    /* Second pass over the parts that matter, decoding strings in place. */
     const char *group = NULL;
     size_t group_length = 0;
     if (layout.group_at != NULL) {
@@ -735,18 +771,15 @@ static void sample_downloads_for_request(void *context, const ba_host_api *host,
             group = NULL;
             group_length = 0;
         }
+        jp.cur = layout.assets_at + 1;
     }
 
-    size_t returned = 0;
-    jp.cur = layout.assets_at + 1;
-    int first = 1, e;
-    size_t index = 0;
-    while ((e = jelement(&jp, &first)) == 1) {
-        manifest_asset asset;
-        if (!parse_asset(&jp, 1, index, &asset)) break;
+    size_t returned = 0, index = 0;
+    int first = 1;
+    manifest_asset asset;
+    for (; next_asset(&jp, &first, index, &asset); index++) {
         if (!asset.has_identifier || !asset.has_url || asset.url_length == 0) {
             host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": asset %zu has no identifier or url; skipped", index);
-            index++;
             continue;
         }
         ba_download download = {
@@ -773,84 +806,397 @@ static void sample_downloads_for_request(void *context, const ba_host_api *host,
                          SV(download.identifier, download.identifier_length), SV(message, message_length), (int)code);
             }
         }
-        index++;
     }
     if (jp.failed) /* cannot happen after the first pass; never add half a manifest silently */
         host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": internal error re-reading the manifest: %s", jp.error);
     free(text);
-    host_log(host, BA_LOG_INFO, SAMPLE_NAME ": returned %zu downloads for request %d", returned, (int)kind);
+
+    char left[32] = "unrestricted", essential_left[32] = "unrestricted";
+    if (request->restricted_download_size_remaining >= 0)
+        snprintf(left, sizeof left, "%lld", (long long)request->restricted_download_size_remaining);
+    if (request->restricted_essential_download_size_remaining >= 0)
+        snprintf(essential_left, sizeof essential_left, "%lld",
+                 (long long)request->restricted_essential_download_size_remaining);
+    host_log(host, BA_LOG_INFO,
+             SAMPLE_NAME ": returned %zu downloads for request %d (allowance left: %s, essential: %s)", returned,
+             (int)kind, left, essential_left);
+}
+
+/* ---- Paths and URLs ---------------------------------------------------------------------- */
+
+/* A new NUL-terminated copy of a length-delimited string, or NULL when out of memory. */
+static char *copy_string(const char *p, size_t length)
+{
+    char *copy = malloc(length + 1);
+    if (copy == NULL) return NULL;
+    if (length > 0) memcpy(copy, p, length);
+    copy[length] = '\0';
+    return copy;
+}
+
+/* A new NUL-terminated string: `a` + "/" + `b` (both length-delimited), or NULL when out of memory. */
+static char *join_path(const char *a, size_t a_length, const char *b, size_t b_length)
+{
+    if (a_length > 65536 || b_length > 65536) return NULL;
+    char *path = malloc(a_length + 1 + b_length + 1);
+    if (path == NULL) return NULL;
+    memcpy(path, a, a_length);
+    path[a_length] = '/';
+    if (b_length > 0) memcpy(path + a_length + 1, b, b_length);
+    path[a_length + 1 + b_length] = '\0';
+    return path;
+}
+
+/* The app group container of `group`: $BA_APP_GROUP_CONTAINER when its last path component is
+ * the group identifier (containers are .../groups/<group identifier>), else NULL. Like
+ * FileManager.containerURL(forSecurityApplicationGroupIdentifier:) in an extension.
+ * *length_out is the length without trailing slashes. */
+static const char *container_for_group(const char *group, size_t group_length, size_t *length_out)
+{
+    const char *container = getenv("BA_APP_GROUP_CONTAINER");
+    if (container == NULL || group == NULL || group_length == 0) return NULL;
+    size_t length = strlen(container);
+    while (length > 1 && container[length - 1] == '/') length--;
+    size_t start = length;
+    while (start > 0 && container[start - 1] != '/') start--;
+    if (length - start != group_length || memcmp(container + start, group, group_length) != 0) return NULL;
+    *length_out = length;
+    return container;
+}
+
+/* Whether an identifier can name a file in Assets/ (the host's rules forbid these anyway). */
+static int is_file_name(const char *identifier, size_t length)
+{
+    if (identifier == NULL || length == 0) return 0;
+    if ((length == 1 && identifier[0] == '.') || (length == 2 && memcmp(identifier, "..", 2) == 0)) return 0;
+    return memchr(identifier, '/', length) == NULL && memchr(identifier, '\0', length) == NULL;
+}
+
+/* The parts of a URL reference (RFC 3986 section 3); absent parts have a NULL pointer. */
+typedef struct {
+    const char *scheme, *authority, *path, *query, *fragment;
+    size_t scheme_length, authority_length, path_length, query_length, fragment_length;
+} url_parts;
+
+static void split_url(const char *url, size_t length, url_parts *parts)
+{
+    memset(parts, 0, sizeof *parts);
+    const char *end = url + length, *p = url;
+    /* scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), then ':' */
+    const char *q = p;
+    if (q < end && ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z'))) {
+        while (q < end && ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '+'
+                           || *q == '-' || *q == '.'))
+            q++;
+        if (q < end && *q == ':') {
+            parts->scheme = p;
+            parts->scheme_length = (size_t)(q - p);
+            p = q + 1;
+        }
+    }
+    if (end - p >= 2 && p[0] == '/' && p[1] == '/') {
+        p += 2;
+        parts->authority = p;
+        while (p < end && *p != '/' && *p != '?' && *p != '#') p++;
+        parts->authority_length = (size_t)(p - parts->authority);
+    }
+    parts->path = p;
+    while (p < end && *p != '?' && *p != '#') p++;
+    parts->path_length = (size_t)(p - parts->path);
+    if (p < end && *p == '?') {
+        parts->query = ++p;
+        while (p < end && *p != '#') p++;
+        parts->query_length = (size_t)(p - parts->query);
+    }
+    if (p < end && *p == '#') {
+        parts->fragment = ++p;
+        parts->fragment_length = (size_t)(end - p);
+    }
+}
+
+static int starts_with(const char *p, size_t n, const char *prefix)
+{
+    size_t k = strlen(prefix);
+    return n >= k && memcmp(p, prefix, k) == 0;
+}
+
+/* RFC 3986 section 5.2.4: writes `path` without its "." and ".." segments to `out` (which has
+ * room for `length` bytes: the result is never longer); returns the new length. */
+static size_t remove_dot_segments(const char *path, size_t length, char *out)
+{
+    size_t i = 0, o = 0;
+    while (i < length) {
+        const char *p = path + i;
+        size_t n = length - i;
+        if (starts_with(p, n, "../")) {
+            i += 3;
+        } else if (starts_with(p, n, "./")) {
+            i += 2;
+        } else if (starts_with(p, n, "/./")) {
+            i += 2; /* leaves "/" */
+        } else if (n == 2 && starts_with(p, n, "/.")) {
+            out[o++] = '/';
+            i += 2;
+        } else if (starts_with(p, n, "/../") || (n == 3 && starts_with(p, n, "/.."))) {
+            while (o > 0 && out[o - 1] != '/') o--; /* drop the last output segment */
+            if (o > 0) o--;
+            if (n == 3) {
+                out[o++] = '/';
+                i += 3;
+            } else {
+                i += 3; /* leaves "/" */
+            }
+        } else if ((n == 1 && p[0] == '.') || (n == 2 && starts_with(p, n, ".."))) {
+            i = length;
+        } else {
+            size_t k = p[0] == '/' ? 1 : 0;
+            while (k < n && p[k] != '/') k++;
+            memcpy(out + o, p, k);
+            o += k;
+            i += k;
+        }
+    }
+    return o;
+}
+
+/* RFC 3986 section 5.2.2: `reference` resolved against the absolute URL `base`, as a new
+ * NUL-terminated string; NULL when `base` has no scheme (and the reference none either) or out of
+ * memory. */
+static char *resolve_url(const char *base, size_t base_length, const char *reference, size_t reference_length)
+{
+    url_parts b, r, t;
+    split_url(base != NULL ? base : "", base != NULL ? base_length : 0, &b);
+    split_url(reference, reference_length, &r);
+    if (r.scheme == NULL && b.scheme == NULL) return NULL;
+
+    /* The merged path before removing dot segments is at most base path + reference path + 1. */
+    char *merged = malloc(b.path_length + r.path_length + 2);
+    char *path = malloc(b.path_length + r.path_length + 2);
+    if (merged == NULL || path == NULL) {
+        free(merged);
+        free(path);
+        return NULL;
+    }
+    const char *from = r.path;
+    size_t from_length = r.path_length;
+    t = r;
+    if (r.scheme == NULL) {
+        t.scheme = b.scheme;
+        t.scheme_length = b.scheme_length;
+        if (r.authority == NULL) {
+            t.authority = b.authority;
+            t.authority_length = b.authority_length;
+            if (r.path_length == 0) {
+                from = b.path;
+                from_length = b.path_length;
+                if (r.query == NULL) {
+                    t.query = b.query;
+                    t.query_length = b.query_length;
+                }
+            } else if (r.path[0] != '/') {
+                size_t keep = 0; /* the base path up to and including its last '/' */
+                for (size_t k = 0; k < b.path_length; k++)
+                    if (b.path[k] == '/') keep = k + 1;
+                size_t m = 0;
+                if (b.authority != NULL && b.path_length == 0) merged[m++] = '/';
+                memcpy(merged + m, b.path, keep);
+                m += keep;
+                memcpy(merged + m, r.path, r.path_length);
+                m += r.path_length;
+                from = merged;
+                from_length = m;
+            }
+        }
+    }
+    size_t path_length = remove_dot_segments(from, from_length, path);
+
+    size_t total = t.scheme_length + 1 + (t.authority != NULL ? 2 + t.authority_length : 0) + path_length
+                   + (t.query != NULL ? 1 + t.query_length : 0) + (t.fragment != NULL ? 1 + t.fragment_length : 0);
+    char *url = malloc(total + 1);
+    if (url != NULL) {
+        size_t n = 0;
+#define APPEND(pointer, count)                                  \
+    do {                                                        \
+        if ((count) > 0) memcpy(url + n, (pointer), (count));  \
+        n += (count);                                           \
+    } while (0)
+        APPEND(t.scheme, t.scheme_length);
+        APPEND(":", 1);
+        if (t.authority != NULL) {
+            APPEND("//", 2);
+            APPEND(t.authority, t.authority_length);
+        }
+        APPEND(path, path_length);
+        if (t.query != NULL) {
+            APPEND("?", 1);
+            APPEND(t.query, t.query_length);
+        }
+        if (t.fragment != NULL) {
+            APPEND("#", 1);
+            APPEND(t.fragment, t.fragment_length);
+        }
+#undef APPEND
+        url[n] = '\0';
+    }
+    free(merged);
+    free(path);
+    return url;
 }
 
 /* ---- The other entry points -------------------------------------------------------------- */
 
-/* Appends "<identifier>\t<path>\n" to <inbox>/finished.log. */
-static void append_finished_line(const ba_host_api *host, const char *inbox, const char *identifier, size_t identifier_length,
-                                 const char *path, size_t path_length)
+/* For current_downloads: sets *found when a download has the identifier looked for. */
+typedef struct {
+    const char *identifier;
+    size_t identifier_length;
+    int found;
+} scheduled_search;
+
+static void find_scheduled(void *user_data, const ba_download *download)
 {
-    static const char file_name[] = "finished.log";
-    size_t inbox_length = strlen(inbox);
-    if (inbox_length > 65536 || identifier_length > 65536 || path_length > 65536) {
-        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": finished.log line too long; not written");
-        return;
-    }
-    char *log_path = malloc(inbox_length + 1 + sizeof file_name);
-    char *line = malloc(identifier_length + path_length + 2);
-    if (log_path == NULL || line == NULL) {
-        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": out of memory writing finished.log");
-        goto done;
-    }
-    memcpy(log_path, inbox, inbox_length);
-    size_t at = inbox_length;
-    if (at == 0 || log_path[at - 1] != '/') log_path[at++] = '/';
-    memcpy(log_path + at, file_name, sizeof file_name); /* with its NUL */
-
-    size_t n = 0;
-    if (identifier_length > 0) memcpy(line + n, identifier, identifier_length);
-    n += identifier_length;
-    line[n++] = '\t';
-    if (path_length > 0) memcpy(line + n, path, path_length);
-    n += path_length;
-    line[n++] = '\n';
-
-    FILE *file = fopen(log_path, "ab");
-    if (file == NULL) {
-        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot open %s: %s", log_path, strerror(errno));
-        goto done;
-    }
-    size_t written = fwrite(line, 1, n, file);
-    int closed = fclose(file);
-    if (written != n || closed != 0) host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot write %s", log_path);
-done:
-    free(log_path);
-    free(line);
+    scheduled_search *search = user_data;
+    if (COVERS(download, ba_download, identifier_length) && download->identifier != NULL
+        && download->identifier_length == search->identifier_length
+        && memcmp(download->identifier, search->identifier, search->identifier_length) == 0)
+        search->found = 1;
 }
 
+static int is_scheduled(const ba_host_api *host, const char *identifier, size_t identifier_length)
+{
+    if (!HOST_HAS(host, current_downloads)) return 0;
+    scheduled_search search = {identifier, identifier_length, 0};
+    int32_t code = 0;
+    host->current_downloads(find_scheduled, &search, &code);
+    return search.found;
+}
+
+/* Schedules every asset of the catalog at `catalog_path` that is neither in `assets_folder` nor
+ * already scheduled, non-essential, its URL resolved against `catalog->url`. */
+static void schedule_catalog_assets(const ba_host_api *host, const ba_download *catalog, const char *catalog_path,
+                                    const char *assets_folder)
+{
+    jparser jp;
+    document_layout layout;
+    char *text = load_document(host, "catalog", catalog_path, strlen(catalog_path), &jp, &layout);
+    if (text == NULL) return;
+    size_t scheduled = 0, index = 0;
+    int first = 1;
+    manifest_asset asset;
+    for (; next_asset(&jp, &first, index, &asset); index++) {
+        if (!asset.has_identifier || !asset.has_url || asset.url_length == 0) {
+            host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": catalog asset %zu has no identifier or url; skipped", index);
+            continue;
+        }
+        char *file = join_path(assets_folder, strlen(assets_folder), asset.identifier, asset.identifier_length);
+        struct stat info;
+        int have = file != NULL && is_file_name(asset.identifier, asset.identifier_length) && stat(file, &info) == 0;
+        free(file);
+        if (have || is_scheduled(host, asset.identifier, asset.identifier_length)) continue;
+
+        char *url = resolve_url(catalog->url, catalog->url_length, asset.url, asset.url_length);
+        ba_download download = {
+            .struct_size = (uint32_t)sizeof(ba_download),
+            .flags = 0u,
+            .identifier = asset.identifier,
+            .identifier_length = asset.identifier_length,
+            .url = url != NULL ? url : asset.url, /* unresolvable: the host says why it refuses it */
+            .url_length = url != NULL ? strlen(url) : asset.url_length,
+            .application_group_identifier = catalog->application_group_identifier,
+            .application_group_identifier_length =
+                catalog->application_group_identifier != NULL ? catalog->application_group_identifier_length : 0,
+            .file_size = asset.has_file_size ? asset.file_size : 0,
+            .priority = asset.has_priority ? asset.priority : BA_PRIORITY_DEFAULT,
+            .sha256_hex = asset.has_sha256 && asset.sha256_length > 0 ? asset.sha256 : NULL,
+            .sha256_hex_length = asset.has_sha256 ? asset.sha256_length : 0,
+        };
+        int32_t code = 0;
+        if (HOST_HAS(host, schedule_download) && host->schedule_download(&download, &code) == BA_OK) {
+            scheduled++;
+        } else {
+            size_t message_length;
+            const char *message = host_last_error(host, &message_length);
+            host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot schedule %.*s: %.*s (code %d)",
+                     SV(asset.identifier, asset.identifier_length), SV(message, message_length), (int)code);
+        }
+        free(url);
+    }
+    free(text);
+    host_log(host, BA_LOG_INFO, SAMPLE_NAME ": scheduled %zu assets from the catalog", scheduled);
+}
+
+/* Moves the finished file to <container>/Assets/<identifier> (replacing an older one) while
+ * holding exclusive control; for the catalog, schedules its assets before letting go. */
 static void sample_download_finished(void *context, const ba_host_api *host, const ba_download *download,
                                      const char *file_path, size_t file_path_length)
 {
     (void)context;
-    const char *identifier = NULL;
-    size_t identifier_length = 0;
-    if (COVERS(download, ba_download, identifier_length) && download->identifier != NULL) {
-        identifier = download->identifier;
-        identifier_length = download->identifier_length;
+    if (!COVERS(download, ba_download, application_group_identifier_length)) {
+        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": no download information");
+        return;
     }
+    const char *identifier = download->identifier;
+    size_t identifier_length = identifier != NULL ? download->identifier_length : 0;
     if (file_path == NULL) file_path_length = 0;
     host_log(host, BA_LOG_INFO, SAMPLE_NAME ": finished %.*s at %.*s", SV(identifier, identifier_length),
              SV(file_path, file_path_length));
 
-    if (!HOST_HAS(host, acquire_exclusive_control)) return;
-    int32_t code = 0;
-    if (host->acquire_exclusive_control(LOCK_TIMEOUT_MS, &code) != BA_OK) {
-        host_log(host, BA_LOG_NOTICE, SAMPLE_NAME ": exclusive control not acquired (code %d)", (int)code);
+    const char *group = download->application_group_identifier;
+    size_t group_length = group != NULL ? download->application_group_identifier_length : 0;
+    size_t container_length = 0;
+    const char *container = container_for_group(group, group_length, &container_length);
+    if (container == NULL) {
+        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": no app group container for \"%.*s\"; %.*s is not kept",
+                 SV(group, group_length), SV(identifier, identifier_length));
         return;
     }
-    const char *inbox = getenv("BA_SAMPLE_INBOX");
-    if (inbox != NULL && inbox[0] != '\0')
-        append_finished_line(host, inbox, identifier, identifier_length, file_path, file_path_length);
+    if (!is_file_name(identifier, identifier_length) || file_path_length == 0
+        || memchr(file_path, '\0', file_path_length) != NULL) {
+        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot keep %.*s: not a file name, or no file",
+                 SV(identifier, identifier_length));
+        return;
+    }
+    char *assets_folder = join_path(container, container_length, "Assets", 6);
+    char *destination = assets_folder != NULL
+                            ? join_path(assets_folder, strlen(assets_folder), identifier, identifier_length)
+                            : NULL;
+    char *source = copy_string(file_path, file_path_length);
+    if (destination == NULL || source == NULL) {
+        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": out of memory");
+        goto done;
+    }
+
+    /* The app reads Assets/ too: change it only while holding exclusive control. The wait has no
+     * timeout of its own (as withExclusiveControl without a date); the call's deadline bounds it. */
+    int32_t code = 0;
+    if (!HOST_HAS(host, acquire_exclusive_control) || host->acquire_exclusive_control(-1, &code) != BA_OK) {
+        size_t message_length;
+        const char *message = host_last_error(host, &message_length);
+        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": exclusive control not acquired: %.*s", SV(message, message_length));
+        goto done;
+    }
+    if (mkdir(assets_folder, 0777) != 0 && errno != EEXIST) {
+        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot move %.*s to %s: mkdir %s: %s",
+                 SV(identifier, identifier_length), destination, assets_folder, strerror(errno));
+    } else if (rename(source, destination) != 0) { /* replaces an older file atomically */
+        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot move %.*s to %s: %s", SV(identifier, identifier_length),
+                 destination, strerror(errno));
+    } else {
+        host_log(host, BA_LOG_INFO, SAMPLE_NAME ": moved %.*s to %s", SV(identifier, identifier_length), destination);
+        /* Still under exclusive control: the app never sees a catalog whose assets are not
+         * scheduled yet. */
+        if (identifier_length == sizeof(CATALOG_IDENTIFIER) - 1
+            && memcmp(identifier, CATALOG_IDENTIFIER, identifier_length) == 0)
+            schedule_catalog_assets(host, download, destination, assets_folder);
+    }
     if (HOST_HAS(host, release_exclusive_control)) host->release_exclusive_control(&code);
+done:
+    free(assets_folder);
+    free(destination);
+    free(source);
 }
 
+/* Logs the failure; an essential download is scheduled again as a non-essential one (as in the
+ * WWDC23 session: the app still gets it, in the background). */
 static void sample_download_failed(void *context, const ba_host_api *host, const ba_download *download, const ba_error *error)
 {
     (void)context;
@@ -868,6 +1214,27 @@ static void sample_download_failed(void *context, const ba_host_api *host, const
     }
     host_log(host, BA_LOG_INFO, SAMPLE_NAME ": failed %.*s: %.*s (code %d)", SV(identifier, identifier_length),
              SV(message, message_length), code);
+
+    if (!COVERS(download, ba_download, flags) || !(download->flags & BA_DOWNLOAD_FLAG_ESSENTIAL)) return;
+    /* A copy of what the host handed over (as much of it as it wrote), no longer essential. */
+    ba_download copy;
+    memset(&copy, 0, sizeof copy);
+    memcpy(&copy, download, download->struct_size < sizeof copy ? download->struct_size : sizeof copy);
+    copy.struct_size = (uint32_t)sizeof copy;
+    copy.flags &= ~(uint32_t)BA_DOWNLOAD_FLAG_ESSENTIAL;
+    copy.unique_identifier = NULL; /* a new download: the system assigns it a new one */
+    copy.unique_identifier_length = 0;
+    copy.state = 0;
+    int32_t schedule_code = 0;
+    if (HOST_HAS(host, schedule_download) && host->schedule_download(&copy, &schedule_code) == BA_OK) {
+        host_log(host, BA_LOG_INFO, SAMPLE_NAME ": re-queued %.*s as a non-essential download",
+                 SV(identifier, identifier_length));
+    } else {
+        size_t reason_length;
+        const char *reason = host_last_error(host, &reason_length);
+        host_log(host, BA_LOG_ERROR, SAMPLE_NAME ": cannot re-queue %.*s: %.*s (code %d)",
+                 SV(identifier, identifier_length), SV(reason, reason_length), (int)schedule_code);
+    }
 }
 
 static ba_challenge_disposition sample_download_received_challenge(void *context, const ba_host_api *host,

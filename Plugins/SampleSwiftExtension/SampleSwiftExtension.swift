@@ -1,6 +1,15 @@
-// The Swift sample extension: reads the app's JSON manifest and returns its assets, essential
-// ones only for install and update. Plugins/SampleCExtension does the same through the C ABI;
-// for the same manifest both return the same downloads.
+// The Swift sample extension: the catalog scenario of Apple's Background Assets talks (WWDC22, WWDC23).
+//
+// - On install and update it returns the assets of the app's manifest, the essential ones (the
+//   catalog and the first level) marked essential; on periodic checks none are essential.
+// - When a download finishes while the app is not running, it moves the file into the app group
+//   container, as `Assets/<identifier>`, under exclusive control (the app may be reading the folder).
+//   The catalog is read there and every asset it lists that the app does not have yet is scheduled.
+// - When an essential download fails, it is re-queued as a non-essential one, so the app still gets
+//   it in the background.
+//
+// Plugins/SampleCExtension does the same through the C ABI, with the same log lines; for the same
+// manifest both return the same downloads. Examples/SampleApp/README.md describes the asset set.
 import BackgroundAssets
 import Foundation
 
@@ -8,7 +17,8 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The manifest format of Examples/Manifests/sample-manifest.json.
+/// The manifest format of Examples/Manifests/sample-manifest.json and
+/// Examples/SampleApp/manifest.template.json.
 struct Manifest: Decodable {
     struct Asset: Decodable {
         var identifier: String?
@@ -22,7 +32,18 @@ struct Manifest: Decodable {
     var assets: [Asset]
 }
 
+/// The catalog format of Examples/SampleApp/assets/catalog.json: its assets are the manifest's
+/// kind of entry, and a relative `url` is relative to where the catalog was downloaded from.
+struct Catalog: Decodable {
+    var title: String?
+    var assets: [Manifest.Asset]
+}
+
 struct SampleSwiftExtension: BADownloaderExtension {
+    static let name = "SampleSwiftExtension"
+    /// The identifier of the catalog download.
+    static let catalogIdentifier = "catalog"
+
     func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<
         BADownload
     > {
@@ -30,13 +51,13 @@ struct SampleSwiftExtension: BADownloaderExtension {
         do {
             manifest = try JSONDecoder().decode(Manifest.self, from: Data(contentsOf: manifestURL))
         } catch {
-            BAHostLog("SampleSwiftExtension: cannot read the manifest \(manifestURL.path): \(error)", level: .error)
+            BAHostLog("\(Self.name): cannot read the manifest \(manifestURL.path): \(error)", level: .error)
             return []
         }
         var downloads = Set<BADownload>()
         for (index, asset) in manifest.assets.enumerated() {
             guard let identifier = asset.identifier, let string = asset.url, let url = URL(string: string) else {
-                BAHostLog("SampleSwiftExtension: asset \(index) has no identifier or url; skipped", level: .error)
+                BAHostLog("\(Self.name): asset \(index) has no identifier or url; skipped", level: .error)
                 continue
             }
             let download = BAURLDownload(
@@ -49,31 +70,115 @@ struct SampleSwiftExtension: BADownloaderExtension {
         let left = extensionInfo.restrictedDownloadSizeRemaining.map(String.init) ?? "unrestricted"
         let essentialLeft = extensionInfo.restrictedEssentialDownloadSizeRemaining.map(String.init) ?? "unrestricted"
         BAHostLog(
-            "SampleSwiftExtension: returned \(downloads.count) downloads for request \(request.rawValue) "
+            "\(Self.name): returned \(downloads.count) downloads for request \(request.rawValue) "
                 + "(allowance left: \(left), essential: \(essentialLeft))")
         return downloads
     }
 
     func backgroundDownload(_ finishedDownload: BADownload, finishedWithFileURL fileURL: URL) {
-        BAHostLog("SampleSwiftExtension: finished \(finishedDownload.identifier) at \(fileURL.path)")
-        BADownloadManager.shared.withExclusiveControl(beforeDate: Date(timeIntervalSinceNow: 5)) { acquired, error in
-            guard acquired, let inbox = ProcessInfo.processInfo.environment["BA_SAMPLE_INBOX"] else { return }
-            let line = "\(finishedDownload.identifier)\t\(fileURL.path)\n"
-            let logURL = URL(fileURLWithPath: inbox).appendingPathComponent("finished.log")
-            if let handle = try? FileHandle(forWritingTo: logURL) {
-                handle.seekToEndOfFile()
-                handle.write(Data(line.utf8))
-                try? handle.close()
-            } else {
-                try? Data(line.utf8).write(to: logURL)
+        BAHostLog("\(Self.name): finished \(finishedDownload.identifier) at \(fileURL.path)")
+        let group = finishedDownload.applicationGroupIdentifier
+        guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: group) else {
+            BAHostLog(
+                "\(Self.name): no app group container for \"\(group)\"; \(finishedDownload.identifier) is not kept",
+                level: .error)
+            return
+        }
+        let assetsFolder = container.appendingPathComponent("Assets", isDirectory: true)
+        let destination = assetsFolder.appendingPathComponent(finishedDownload.identifier)
+
+        // The app reads Assets/ too: change it only while holding exclusive control.
+        BADownloadManager.shared.withExclusiveControl { acquired, error in
+            guard acquired else {
+                BAHostLog(
+                    "\(Self.name): exclusive control not acquired: \(error?.localizedDescription ?? "unknown error")",
+                    level: .error)
+                return
+            }
+            do {
+                let fileManager = FileManager.default
+                try fileManager.createDirectory(at: assetsFolder, withIntermediateDirectories: true)
+                if fileManager.fileExists(atPath: destination.path) {
+                    try fileManager.removeItem(at: destination)  // an older version of the asset
+                }
+                try fileManager.moveItem(at: fileURL, to: destination)
+            } catch {
+                BAHostLog(
+                    "\(Self.name): cannot move \(finishedDownload.identifier) to \(destination.path): \(error)",
+                    level: .error)
+                return
+            }
+            BAHostLog("\(Self.name): moved \(finishedDownload.identifier) to \(destination.path)")
+
+            if finishedDownload.identifier == Self.catalogIdentifier {
+                // Still under exclusive control: the app never sees a catalog whose assets are not
+                // scheduled yet.
+                scheduleAssets(
+                    ofCatalogAt: destination, downloadedFrom: (finishedDownload as? BAURLDownload)?.request.url,
+                    applicationGroupIdentifier: group, assetsFolder: assetsFolder)
             }
         }
     }
 
+    /// Schedules every asset of the catalog that is neither in `assetsFolder` nor already
+    /// scheduled, as a non-essential download.
+    func scheduleAssets(
+        ofCatalogAt catalogURL: URL, downloadedFrom baseURL: URL?, applicationGroupIdentifier group: String,
+        assetsFolder: URL
+    ) {
+        let catalog: Catalog
+        do {
+            catalog = try JSONDecoder().decode(Catalog.self, from: Data(contentsOf: catalogURL))
+        } catch {
+            BAHostLog("\(Self.name): cannot read the catalog \(catalogURL.path): \(error)", level: .error)
+            return
+        }
+        let current = (try? BADownloadManager.shared.fetchCurrentDownloads()) ?? []
+        let scheduledAlready = Set(current.map(\.identifier))
+        var scheduled = 0
+        for (index, asset) in catalog.assets.enumerated() {
+            guard let identifier = asset.identifier, let string = asset.url,
+                let url = URL(string: string, relativeTo: baseURL)?.absoluteURL
+            else {
+                BAHostLog("\(Self.name): catalog asset \(index) has no identifier or url; skipped", level: .error)
+                continue
+            }
+            let file = assetsFolder.appendingPathComponent(identifier)
+            if FileManager.default.fileExists(atPath: file.path) || scheduledAlready.contains(identifier) {
+                continue
+            }
+            var download = BAURLDownload(
+                identifier: identifier, request: URLRequest(url: url), essential: false,
+                fileSize: asset.fileSize ?? 0, applicationGroupIdentifier: group,
+                priority: BADownload.Priority(asset.priority ?? BADownload.Priority.default.rawValue))
+            if let sha256 = asset.sha256 { download = download.baVerifyingSHA256(sha256) }
+            do {
+                try BADownloadManager.shared.scheduleDownload(download)
+                scheduled += 1
+            } catch {
+                BAHostLog(
+                    "\(Self.name): cannot schedule \(identifier): \(error.localizedDescription) "
+                        + "(code \((error as NSError).code))", level: .error)
+            }
+        }
+        BAHostLog("\(Self.name): scheduled \(scheduled) assets from the catalog")
+    }
+
     func backgroundDownload(_ failedDownload: BADownload, failedWithError error: any Error) {
         BAHostLog(
-            "SampleSwiftExtension: failed \(failedDownload.identifier): \(error.localizedDescription) (code \((error as NSError).code))"
-        )
+            "\(Self.name): failed \(failedDownload.identifier): \(error.localizedDescription) "
+                + "(code \((error as NSError).code))")
+        // As in the WWDC23 session: the app cannot launch without an essential asset, so one that
+        // failed is tried again in the background, where it is no longer essential.
+        guard failedDownload.isEssential else { return }
+        do {
+            try BADownloadManager.shared.scheduleDownload(failedDownload.removingEssential())
+            BAHostLog("\(Self.name): re-queued \(failedDownload.identifier) as a non-essential download")
+        } catch {
+            BAHostLog(
+                "\(Self.name): cannot re-queue \(failedDownload.identifier): \(error.localizedDescription) "
+                    + "(code \((error as NSError).code))", level: .error)
+        }
     }
 
     func backgroundDownload(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
@@ -87,7 +192,7 @@ struct SampleSwiftExtension: BADownloaderExtension {
     }
 
     func extensionWillTerminate() {
-        BAHostLog("SampleSwiftExtension: terminating")
+        BAHostLog("\(Self.name): terminating")
     }
 }
 

@@ -26,6 +26,16 @@ public final class ExclusiveControlLock: @unchecked Sendable {
         containerPath.hasSuffix("/") ? containerPath + fileName : containerPath + "/" + fileName
     }
 
+    /// The app group container whose lock file is `lockPath`: the inverse of
+    /// ``path(inContainer:)`` (without a trailing slash), or nil when `lockPath` does not end in
+    /// ``fileName``. The runner uses it to tell the extension where its container is.
+    public static func containerPath(ofLockPath lockPath: String) -> String? {
+        let suffix = "/" + fileName
+        guard lockPath.hasSuffix(suffix) else { return nil }
+        let container = String(lockPath.dropLast(suffix.count))
+        return container.isEmpty ? "/" : container
+    }
+
     private let fd: Int32
     /// The lock file.
     public let path: String

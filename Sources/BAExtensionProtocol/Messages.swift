@@ -10,6 +10,10 @@ public enum RunnerProtocol {
     public static let version: UInt32 = 2
     /// Largest frame either side accepts.
     public static let maximumFrameLength = 4 << 20
+    /// The environment variable in which the runner names the call's app group container to the
+    /// extension (set before the library is loaded; absent when the call has no container).
+    /// Not part of the C ABI: see docs/c-abi.md.
+    public static let appGroupContainerVariable = "BA_APP_GROUP_CONTAINER"
 }
 
 /// What went wrong before the entry point could be called.

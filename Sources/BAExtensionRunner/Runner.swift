@@ -1,3 +1,4 @@
+import BAExclusiveControl
 import BAExtensionABI
 import BAExtensionProtocol
 import CBAExtension
@@ -43,6 +44,7 @@ public enum ExtensionRunner {
         }
         // Whatever the extension prints to stdout goes to stderr, never into the protocol.
         dup2(2, 1)
+        exportAppGroupContainer(lockPath: request.lockPath)
         if let failure = prepare(memoryLimit: request.memoryLimitBytes) {
             channel.send(.failure(failure))
             exit(0)
@@ -68,6 +70,18 @@ public enum ExtensionRunner {
                 kind: .invalidRequest, message: "cannot set RLIMIT_DATA to \(memoryLimit) bytes (errno \(errno))")
         }
         return nil
+    }
+
+    /// Names the call's app group container in `BA_APP_GROUP_CONTAINER` for the extension's code
+    /// (`FileManager.containerURL(forSecurityApplicationGroupIdentifier:)`, `getenv` in C), before
+    /// the library is loaded. A call without a container removes the variable, so a value inherited
+    /// from whoever started basd never names a container that is not this call's.
+    static func exportAppGroupContainer(lockPath: String) {
+        if let container = ExclusiveControlLock.containerPath(ofLockPath: lockPath) {
+            setenv(RunnerProtocol.appGroupContainerVariable, container, 1)
+        } else {
+            unsetenv(RunnerProtocol.appGroupContainerVariable)
+        }
     }
 
     static func call(_ request: RunRequest, channel: Channel, decoder: FrameDecoder) -> Result<

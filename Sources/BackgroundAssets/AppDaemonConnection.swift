@@ -35,6 +35,8 @@ final class AppDaemonConnection: @unchecked Sendable {
     private var subscribedClient: ObjectIdentifier?
     /// The app group container from basd's welcome (kept across reconnects).
     private var container: String?
+    /// The app group (`BAAppGroupID`) that container belongs to, from the same welcome.
+    private var containerGroup: String?
     private var maintaining = false
     private var maintenanceRequested = false
 
@@ -62,6 +64,7 @@ final class AppDaemonConnection: @unchecked Sendable {
                 client = nil
                 subscribedClient = nil
                 container = nil
+                containerGroup = nil
             }
             return client
         }
@@ -105,7 +108,10 @@ final class AppDaemonConnection: @unchecked Sendable {
             state.withLock {
                 client = live
                 subscribedClient = nil
-                if let path = welcome.appGroupContainer { container = path }
+                if let path = welcome.appGroupContainer {
+                    container = path
+                    containerGroup = welcome.appGroupIdentifier
+                }
             }
         }
         if delegateProvider() != nil && state.withLock({ subscribedClient }) != ObjectIdentifier(live) {
@@ -229,6 +235,31 @@ final class AppDaemonConnection: @unchecked Sendable {
                     + "register it again (ba install)")
         }
         return path
+    }
+
+    /// The app group container when `group` is the app's group (connecting once if it is not
+    /// known yet), else nil: `FileManager.containerURL(forSecurityApplicationGroupIdentifier:)`.
+    func containerPath(forGroup group: String) -> String? {
+        guard !group.isEmpty else { return nil }
+        if let known = state.withLock({ container.map { ($0, containerGroup) } }) {
+            return Self.container(known.0, ofGroup: known.1, matches: group)
+        }
+        let client: DaemonClient
+        do {
+            client = try connectedClient()
+        } catch {
+            Self.log("no app group container for \(group): \(error.reason)")
+            return nil
+        }
+        guard let path = client.welcome.appGroupContainer else { return nil }
+        return Self.container(path, ofGroup: client.welcome.appGroupIdentifier, matches: group)
+    }
+
+    /// `path` if it is `group`'s container: by the group basd named, else (an older basd) by the
+    /// container's folder name, which is the group identifier.
+    static func container(_ path: String, ofGroup named: String?, matches group: String) -> String? {
+        let owner = named ?? URL(fileURLWithPath: path).lastPathComponent
+        return owner == group ? path : nil
     }
 
     func acknowledge(throughSequence sequence: Int64) {

@@ -306,6 +306,30 @@ struct AppClientTests {
         #expect(lines.prefix(3) == ["enter \(holder.pid)", "enter \(waiter.pid)", "leave \(waiter.pid)"])
     }
 
+    @Test("containerURL(forSecurityApplicationGroupIdentifier:): basd's container for the app's group, nil otherwise")
+    func containerURLForTheAppGroup() throws {
+        let basd = try Self.daemon()
+        defer {
+            basd.kill()
+            basd.directory.remove()
+        }
+        let container = basd.stateDirectory + "/groups/" + Self.group
+        let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
+        defer { app.kill() }
+        #expect(try app.run("container \(Self.group)").string("path") == container)
+        #expect(try app.run("container group.com.example.other")["path"] is NSNull)
+        // Remembered once known: still answered while basd is away.
+        basd.kill()
+        #expect(try app.run("container \(Self.group)").string("path") == container)
+
+        // An app registered without an app group has no container.
+        try basd.restart()
+        try basd.register("com.example.nogroup", group: nil)
+        let loner = try TestApp(socketPath: basd.socketPath, bundleIdentifier: "com.example.nogroup", group: Self.group)
+        defer { loner.kill() }
+        #expect(try loner.run("container \(Self.group)")["path"] is NSNull)
+    }
+
     static func waitUntil(_ what: String, timeout: Double = 30, _ condition: () -> Bool) throws {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while !condition() {

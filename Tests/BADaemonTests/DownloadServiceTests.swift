@@ -232,42 +232,37 @@ struct DownloadServiceTests {
         try await server.shutdown()
     }
 
-    @Test("with no app listening, a finished download wakes the sample extension, which sees the file")
+    @Test("with no app listening, a finished download wakes the sample extension, which moves it into Assets/")
     func extensionWokenForFinished() async throws {
         let server = try await AssetServer.start()
-        server.setFile("/catalog.json", contents: Array("{\"levels\": 3}".utf8))
-        let inboxDirectory = try TemporaryDirectory()
-        defer { inboxDirectory.remove() }
-        let daemon = try DaemonProcess(environment: ["BA_SAMPLE_INBOX": inboxDirectory.path])
+        let catalog = Array(#"{"title": "Sample catalog", "assets": []}"#.utf8)
+        server.setFile("/catalog.json", contents: catalog)
+        let daemon = try DaemonProcess()
         defer { daemon.kill() }
         try Self.register(daemon, extensionPath: BuildProducts.library("SampleSwiftExtension"))
         let client = try Self.appClient(daemon)
         try client.call(.schedule(DownloadPayload(identifier: "catalog", url: server.url("/catalog.json"))))
         client.close()  // nobody listens: the extension gets the event
-        let log = inboxDirectory.path + "/finished.log"
-        let deadline = Date(timeIntervalSinceNow: 60)
-        var text = ""
-        while Date() < deadline {
-            text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            if !text.isEmpty { break }
-            try await Task.sleep(for: .milliseconds(20))  // polling a file another process writes
-        }
-        let fields = text.split(separator: "\t").map(String.init)
-        #expect(fields.first == "catalog", "basd log: \(daemon.standardError)")
-        // After the call the event is delivered and the unmoved file removed: a new app connection
-        // hears nothing about it.
-        let path = fields.count > 1 ? fields[1].trimmingCharacters(in: .whitespacesAndNewlines) : ""
-        let gone = Date(timeIntervalSinceNow: 30)
-        while FileManager.default.fileExists(atPath: path) && Date() < gone {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(!FileManager.default.fileExists(atPath: path))
+        // basd records the run once the call's effects are applied (the event acknowledged).
+        _ = try await CLIQueries.poll(
+            "the extension's finished run", daemon, timeout: 60, read: { try await CLIQueries.app(daemon) },
+            until: { app in
+                (app["lastRuns"] as? [[String: Any]] ?? []).contains {
+                    $0["event"] as? String == "finished" && $0["verdict"] as? String == "ok"
+                }
+            })
+        let kept = daemon.stateDirectory + "/groups/" + Self.group + "/Assets/catalog"
+        #expect(FileManager.default.contents(atPath: kept) == Data(catalog), "basd log: \(daemon.standardError)")
+        #expect(daemon.standardError.contains("SampleSwiftExtension: scheduled 0 assets from the catalog"))
+        // The event is delivered: a new app connection hears nothing about it, and basd leaves the
+        // moved file alone.
         let inbox = EventInbox()
         let again = try Self.appClient(daemon, inbox: inbox)
         defer { again.close() }
         try again.call(.subscribeEvents)
         try again.call(.status)
         #expect(inbox.all.filter { $0.sequence > 0 }.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: kept))
         try await server.shutdown()
     }
 }

@@ -34,6 +34,26 @@ struct SampleAppFixture {
         server: AssetServer, assets: [Asset], extensionLibrary: String? = nil,
         plist: (inout [String: Any]) -> Void = { _ in }
     ) throws {
+        var entries: [[String: Any]] = []
+        for asset in assets {
+            server.setFile(asset.path, contents: asset.contents)
+            entries.append([
+                "identifier": asset.identifier, "url": asset.url ?? server.url(asset.path),
+                "fileSize": asset.declaredSize ?? asset.contents.count, "essential": asset.essential,
+            ])
+        }
+        let manifest = try JSONSerialization.data(
+            withJSONObject: ["applicationGroupIdentifier": Self.group, "assets": entries], options: [.sortedKeys])
+        try self.init(server: server, manifest: Array(manifest), extensionLibrary: extensionLibrary, plist: plist)
+    }
+
+    /// Copies the sample app, points its manifest URL at `server`, links the extension library
+    /// (default: the Swift sample) into `lib/`, applies `plist` changes, and serves `manifest` at
+    /// `/manifest.json`; the assets are the server's business.
+    init(
+        server: AssetServer, manifest: [UInt8], extensionLibrary: String? = nil,
+        plist: (inout [String: Any]) -> Void = { _ in }
+    ) throws {
         directory = try TemporaryDirectory()
         self.server = server
         appDirectory = directory.path + "/SampleApp"
@@ -56,17 +76,7 @@ struct SampleAppFixture {
                 atPath: appDirectory + "/lib/libSampleSwiftExtension.so",
                 withDestinationPath: BuildProducts.library("SampleSwiftExtension"))
         }
-        var entries: [[String: Any]] = []
-        for asset in assets {
-            server.setFile(asset.path, contents: asset.contents)
-            entries.append([
-                "identifier": asset.identifier, "url": asset.url ?? server.url(asset.path),
-                "fileSize": asset.declaredSize ?? asset.contents.count, "essential": asset.essential,
-            ])
-        }
-        let manifest = try JSONSerialization.data(
-            withJSONObject: ["applicationGroupIdentifier": Self.group, "assets": entries], options: [.sortedKeys])
-        server.setFile("/manifest.json", contents: Array(manifest))
+        server.setFile("/manifest.json", contents: manifest)
     }
 
     func remove() { directory.remove() }
@@ -76,10 +86,10 @@ struct SampleAppFixture {
         (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
     }
 
-    /// The catalog of the sample app, as checked in.
-    static var catalog: [UInt8] {
-        get throws { Array(try Data(contentsOf: URL(fileURLWithPath: BuildProducts.source("Examples/SampleApp/assets/catalog.json")))) }
-    }
+    /// A catalog in the sample's format that lists nothing: the extension's wake for the finished
+    /// catalog schedules nothing, so a test sees only its manifest's downloads. (The checked-in
+    /// catalog and its assets: `SampleCatalogTests`.)
+    static let catalog = Array(#"{"title": "Sample catalog", "assets": []}"#.utf8)
 }
 
 /// `ba install` / `ba update` end to end: a real basd, the real sample extension in a runner, a
@@ -115,7 +125,7 @@ struct InstallCommandTests {
         let fixture = try SampleAppFixture(
             server: server,
             assets: [
-                .init(identifier: "catalog", path: "/catalog.json", contents: try SampleAppFixture.catalog, essential: true),
+                .init(identifier: "catalog", path: "/catalog.json", contents: SampleAppFixture.catalog, essential: true),
                 .init(identifier: "level-1", path: "/levels/level-1.pak", contents: level1, essential: true),
                 .init(identifier: "level-2", path: "/levels/level-2.pak", contents: level2, essential: false),
             ])
@@ -160,7 +170,7 @@ struct InstallCommandTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(
             server: server,
-            assets: [.init(identifier: "catalog", path: "/catalog.json", contents: try SampleAppFixture.catalog, essential: true)])
+            assets: [.init(identifier: "catalog", path: "/catalog.json", contents: SampleAppFixture.catalog, essential: true)])
         defer { fixture.remove() }
         let daemon = try DaemonProcess()
         defer { daemon.kill() }

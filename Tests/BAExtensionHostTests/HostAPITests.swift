@@ -99,22 +99,6 @@ import Testing
             #expect(result.credential?.user == "user" && result.credential?.password == "secret", "\(library)")
         }
     }
-
-    @Test func swiftAndCSamplesWriteFinishedFilesUnderExclusiveControl() async throws {
-        let inbox = try TemporaryDirectory()
-        defer { inbox.remove() }
-        for library in ["SampleCExtension", "SampleSwiftExtension"] {
-            let download = DownloadRecord(
-                identifier: "catalog-\(library)", uniqueIdentifier: "u", url: "https://example.com/c", state: 3)
-            let result = try await supervisor.run(
-                BAExtensionInvocation(
-                    libraryPath: BuildProducts.library(library), event: .finished(download, filePath: "/tmp/catalog"),
-                    appGroupContainerPath: inbox.path, environment: ["BA_SAMPLE_INBOX": inbox.path]))
-            #expect(result.verdict == .ok, "\(library): \(result.verdict) \(result.output)")
-        }
-        let lines = try String(contentsOfFile: inbox.url.appendingPathComponent("finished.log").path, encoding: .utf8)
-        #expect(lines == "catalog-SampleCExtension\t/tmp/catalog\ncatalog-SampleSwiftExtension\t/tmp/catalog\n")
-    }
 }
 
 /// BackgroundAssetsTesting, the helper for extension authors.
@@ -203,5 +187,30 @@ import Testing
         #expect(log.contains { $0.hasPrefix("cancel-unknown: 101 ") }, "\(log)")
         #expect(log.contains("finished: done essential=false state=3"))
         #expect(result.scheduled.map(\.identifier) == ["swift-scheduled"])
+    }
+
+    @Test func containerURLInAnExtensionComesFromTheRunner() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let container = directory.path + "/groups/group.test"
+        try FileManager.default.createDirectory(atPath: container, withIntermediateDirectories: true)
+        let download = DownloadRecord(
+            identifier: "done", uniqueIdentifier: "u-10", url: "https://e.com/d",
+            applicationGroupIdentifier: "group.test", state: 3)
+        func run(container: String?, inherited: String? = nil) async throws -> [String] {
+            let result = try await supervisor.run(
+                BAExtensionInvocation(
+                    libraryPath: BuildProducts.library("BATestSwiftManager"),
+                    event: .finished(download, filePath: "/tmp/d"), appGroupContainerPath: container,
+                    environment: inherited.map { ["BA_APP_GROUP_CONTAINER": $0] } ?? [:]))
+            #expect(result.verdict == .ok, "\(result.verdict) \(result.output)")
+            return result.logs.map(\.message)
+        }
+        let inside = try await run(container: container)
+        #expect(inside.contains("container group.test: \(container)"), "\(inside)")
+        #expect(inside.contains("container group.other: nil"), "\(inside)")
+        // No container for the call: nil, even with a value inherited from the host's environment.
+        let without = try await run(container: nil, inherited: container)
+        #expect(without.contains("container group.test: nil"), "\(without)")
     }
 }

@@ -10,6 +10,7 @@
 //   lock HOLD_MS FILE                              withExclusiveControl { … } (closure form, waits)
 //   alock HOLD_MS FILE                             try await withExclusiveControl { … } (async form)
 //   trylock                                        withExclusiveControl(beforeDate: Date()) (try once)
+//   container GROUP                                FileManager.containerURL(forSecurityApplicationGroupIdentifier:)
 //   quit
 //
 // While it holds the lock it appends "enter PID" and, HOLD_MS later, "leave PID" to FILE, so a
@@ -223,6 +224,9 @@ func run(_ words: [String]) -> Bool {
         manager.withExclusiveControl(beforeDate: Date()) { acquired, error in
             emit(["command": command, "ok": acquired, "error": error.map(describe) ?? NSNull()])
         }
+    case ("container", 2):
+        let url = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: words[1])
+        emit(["command": command, "ok": true, "group": words[1], "path": url?.path ?? NSNull()])
     case ("quit", _):
         return false
     default:

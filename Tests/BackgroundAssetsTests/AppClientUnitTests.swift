@@ -226,4 +226,26 @@ import Testing
         mine.release()
         #expect(FileManager.default.fileExists(atPath: directory.path + "/.background-assets-exclusive-control.lock"))
     }
+
+    // MARK: App group container
+
+    @Test func extensionSideContainerComesFromTheEnvironmentWhenTheGroupMatches() {
+        let group = "group.com.example.game"
+        let container = "/home/u/.local/share/background-assets/groups/" + group
+        #expect(AppGroupContainer.path(forGroup: group, environmentValue: container) == container)
+        #expect(AppGroupContainer.path(forGroup: group, environmentValue: container + "/") == container)
+        #expect(AppGroupContainer.path(forGroup: "group.other", environmentValue: container) == nil)
+        #expect(AppGroupContainer.path(forGroup: "", environmentValue: container) == nil)
+        #expect(AppGroupContainer.path(forGroup: group, environmentValue: "") == nil)
+        #expect(AppGroupContainer.path(forGroup: "game", environmentValue: "/x/group.com.example.game") == nil)
+    }
+
+    @Test func appSideContainerMatchesTheGroupBasdNamed() {
+        let container = "/state/groups/group.a"
+        #expect(AppDaemonConnection.container(container, ofGroup: "group.a", matches: "group.a") == container)
+        #expect(AppDaemonConnection.container(container, ofGroup: "group.a", matches: "group.b") == nil)
+        // No group in the welcome (an older basd): the folder name is the group.
+        #expect(AppDaemonConnection.container(container, ofGroup: nil, matches: "group.a") == container)
+        #expect(AppDaemonConnection.container(container, ofGroup: nil, matches: "group.b") == nil)
+    }
 }

@@ -90,27 +90,51 @@ import Testing
     @Test func finishedAndFailedEntryPoints() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let file = try directory.write("catalog.json", "{}")
-        let download = #"{"identifier": "catalog", "url": "https://cdn.example.com/catalog.json", "fileSize": 2}"#
+        let group = "group.com.example.ba.sample"
+        let container = directory.path + "/groups/" + group
+        try FileManager.default.createDirectory(atPath: container, withIntermediateDirectories: true)
+        let catalog =
+            #"{"title": "Sample catalog", "assets": [{"identifier": "level-2", "url": "levels/level-2.pak", "#
+            + #""fileSize": 4194304, "priority": 10}]}"#
+        let download =
+            #"{"identifier": "catalog", "url": "https://cdn.example.com/sample/catalog.json", "fileSize": 2, "applicationGroupIdentifier": "group.com.example.ba.sample"}"#
         for library in ["SampleCExtension", "SampleSwiftExtension"] {
-            let finished = try await run(
-                [
-                    BuildProducts.library(library), "--event", "finished", "--download-json", download, "--file", file,
-                    "--json",
-                ],
-                environment: ["BA_SAMPLE_INBOX": directory.path])
+            let file = try directory.write("catalog-\(library).json", catalog)
+            let finished = try await run([
+                BuildProducts.library(library), "--event", "finished", "--download-json", download, "--file", file,
+                "--app-group-container", container, "--json",
+            ])
             #expect(finished.status == 0, "\(finished.stdout)")
             #expect(finished.stdout.contains("finished catalog at \(file)"))
-            let failed = try await run(
-                [
-                    BuildProducts.library(library), "--event", "failed", "--download-json", download, "--error-message",
-                    "server said 503", "--json",
-                ])
+            // Moved into the container's Assets/ (replacing the previous library's copy).
+            #expect(!FileManager.default.fileExists(atPath: file), "\(library)")
+            #expect(try String(contentsOfFile: container + "/Assets/catalog", encoding: .utf8) == catalog, "\(library)")
+            #expect(finished.stdout.contains("scheduled 1 assets from the catalog"), "\(finished.stdout)")
+            let scheduled = try #require(try json(finished)["scheduled"] as? [[String: Any]], "\(finished.stdout)")
+            #expect(scheduled.map { $0["url"] as? String } == ["https://cdn.example.com/sample/levels/level-2.pak"])
+            #expect(scheduled.first?["essential"] as? Bool == false)
+            #expect(scheduled.first?["priority"] as? Int == 10)
+
+            let failed = try await run([
+                BuildProducts.library(library), "--event", "failed", "--download-json", download, "--error-message",
+                "server said 503", "--json",
+            ])
             #expect(failed.status == 0, "\(failed.stdout)")
             #expect(failed.stdout.contains("failed catalog: server said 503 (code 102)"))
+            #expect((try json(failed)["scheduled"] as? [Any])?.isEmpty == true, "not essential: not re-queued")
+
+            let essential = download.replacingOccurrences(
+                of: #""fileSize": 2"#, with: #""fileSize": 2, "essential": true"#)
+            let requeued = try await run([
+                BuildProducts.library(library), "--event", "failed", "--download-json", essential, "--json",
+            ])
+            #expect(requeued.status == 0, "\(requeued.stdout)")
+            #expect(requeued.stdout.contains("re-queued catalog as a non-essential download"), "\(requeued.stdout)")
+            let copy = try #require((try json(requeued)["scheduled"] as? [[String: Any]])?.first, "\(requeued.stdout)")
+            #expect(copy["identifier"] as? String == "catalog")
+            #expect(copy["essential"] as? Bool == false)
+            #expect(copy["fileSize"] as? Int == 2)
         }
-        let log = try String(contentsOfFile: directory.url.appendingPathComponent("finished.log").path, encoding: .utf8)
-        #expect(log.components(separatedBy: "\n").filter { $0.hasPrefix("catalog\t") }.count == 2)
     }
 
     @Test func terminateCallsExtensionWillTerminate() async throws {

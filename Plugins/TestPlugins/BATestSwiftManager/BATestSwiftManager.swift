@@ -1,7 +1,7 @@
 // For tests only: a Swift extension that uses BADownloadManager from inside its entry points, to
 // check the Swift side of the host-API table (schedule refused during downloads(for:), allowed
 // after; startForegroundDownload refused from an extension; current downloads; cancel;
-// exclusive control).
+// exclusive control; the app group container).
 import BackgroundAssets
 import Foundation
 
@@ -46,6 +46,10 @@ struct BATestSwiftManager: BADownloaderExtension {
         BAHostLog(
             "finished: \(finishedDownload.identifier) essential=\(finishedDownload.isEssential) state=\(finishedDownload.state.rawValue)"
         )
+        for group in [finishedDownload.applicationGroupIdentifier, "group.other"] {
+            let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: group)
+            BAHostLog("container \(group): \(container?.path ?? "nil")")
+        }
     }
 }
 

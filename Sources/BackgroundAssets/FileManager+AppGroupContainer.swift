@@ -1,0 +1,64 @@
+internal import BAExtensionProtocol
+import Foundation
+
+#if !canImport(Darwin)
+    extension FileManager {
+        /// Linux addition (Foundation has it on Apple platforms; swift-corelibs-foundation does not):
+        /// the app group container shared by an app and its extension, or nil.
+        ///
+        /// Finished downloads are delivered inside the container, and its exclusive-control lock
+        /// lives there (see ``BADownloadManager/withExclusiveControl(_:)``); what an app keeps,
+        /// it keeps there too. Where the answer comes from:
+        ///
+        /// - **In an extension's process** (or any process with `BA_APP_GROUP_CONTAINER` set, such as
+        ///   one the extension started): the runner names the call's container in that environment
+        ///   variable. The container is returned when the variable's last path component is
+        ///   `groupIdentifier` (containers are `…/groups/<group identifier>`); a call without a
+        ///   container, or another group, gives nil. basd is never asked from an extension.
+        /// - **In an app's process**: basd names the app's group and container when the app
+        ///   connects (connecting now if needed, as any ``BADownloadManager`` call does); the
+        ///   container is returned when `groupIdentifier` is the app's `BAAppGroupID`. An unknown
+        ///   group, an app without a group, or basd unreachable on the first use give nil. Once
+        ///   known, the answer is remembered, so it keeps working while basd restarts.
+        ///
+        /// The folder exists (basd creates it when the app is registered); nothing is created here.
+        ///
+        /// ```swift
+        /// let download: BADownload = …
+        /// if let container = FileManager.default.containerURL(
+        ///     forSecurityApplicationGroupIdentifier: download.applicationGroupIdentifier) {
+        ///     let assets = container.appendingPathComponent("Assets", isDirectory: true)
+        ///     …
+        /// }
+        /// ```
+        /// - Parameter groupIdentifier: The app group, e.g. `group.com.example.game`.
+        /// - Returns: The container's URL (a directory), or nil.
+        public func containerURL(forSecurityApplicationGroupIdentifier groupIdentifier: String) -> URL? {
+            AppGroupContainer.path(forGroup: groupIdentifier).map { URL(fileURLWithPath: $0, isDirectory: true) }
+        }
+    }
+#endif
+
+/// Where an app group's container is, in this process (see
+/// `FileManager.containerURL(forSecurityApplicationGroupIdentifier:)`).
+enum AppGroupContainer {
+    static func path(forGroup group: String) -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        // Set by the runner for a call with a container; an extension call without one has the
+        // variable removed, and an extension never connects to basd as an app.
+        if let named = environment[RunnerProtocol.appGroupContainerVariable] {
+            return path(forGroup: group, environmentValue: named)
+        }
+        if ExtensionHostConnection.active != nil { return nil }
+        return AppDaemonConnection.shared.containerPath(forGroup: group)
+    }
+
+    /// The extension side: `value` when its last path component is `group`.
+    static func path(forGroup group: String, environmentValue value: String) -> String? {
+        guard !group.isEmpty, !value.isEmpty else { return nil }
+        var trimmed = Substring(value)
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        let last = trimmed.split(separator: "/", omittingEmptySubsequences: true).last
+        return last.map(String.init) == group ? String(trimmed) : nil
+    }
+}
