@@ -54,6 +54,19 @@ extension DaemonServer {
             return lock
         }
 
+        /// Logs a warning when a socket-activated socket's file lets other users connect (basd
+        /// still refuses their connections by `SO_PEERCRED`). The file is systemd's: basd leaves
+        /// its mode alone.
+        static func checkActivatedSocketMode(_ socketPath: String, log: (String) -> Void) {
+            var info = stat()
+            guard stat(socketPath, &info) == 0 else { return }
+            let mode = info.st_mode & 0o777
+            guard mode & 0o077 != 0 else { return }
+            log(
+                "the socket-activated socket \(socketPath) has mode 0\(String(mode, radix: 8)); set SocketMode=0600 in basd.socket (connections from other users are refused either way)"
+            )
+        }
+
         /// Creates the socket's folder and removes a stale socket there. Call with the lock held:
         /// only then is a socket file at the path a leftover of a dead basd, never a live one's.
         static func prepareSocketPath(_ socketPath: String) throws(DaemonError) {
