@@ -168,7 +168,7 @@ let package = Package(
             dependencies: ["BATestSupport", "BADaemonProtocol", "BAAssetServer", "basd", "BATestApp"]),
         .testTarget(
             name: "BADaemonTests",
-            dependencies: ["BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer"]),
+            dependencies: ["BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "CBASystem"]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )
