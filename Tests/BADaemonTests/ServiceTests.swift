@@ -133,6 +133,22 @@ struct ServiceTests {
         #expect(FileManager.default.fileExists(atPath: directory.path + "/passed.sock"))
     }
 
+    @Test("basd started by hand never unlinks a socket something listens on (basd.socket's): exit 1, socket kept")
+    func liveSocketKept() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let socketPath = directory.path + "/basd.sock"
+        let live = try UnixSocket(path: socketPath, listen: true)
+        let run = try runDaemonToExit(stateDirectory: directory.path + "/state", socketPath: socketPath)
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("something already listens on \(socketPath)"), "\(run.stderr)")
+        var info = stat()
+        #expect(lstat(socketPath, &info) == 0)
+        // Still the same socket: a client reaches it (queued in its backlog).
+        #expect(throws: Never.self) { try TestClient(socketPath: socketPath) }
+        _ = live
+    }
+
     // MARK: - ba service
 
     @Test("install --no-systemctl writes both units; --print writes nothing; status; uninstall removes them")
