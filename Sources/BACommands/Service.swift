@@ -30,6 +30,8 @@ struct ServiceOptions: ParsableArguments {
     @Flag(name: .customLong("no-systemctl"), help: "Do not run systemctl; print what to run instead.")
     var noSystemctl = false
 
+    func validate() throws { try checkPath(unitDirectory, flag: "--unit-directory") }
+
     /// The unit directory, absolute.
     var directory: String {
         if let unitDirectory { return absolutePath(unitDirectory) }
@@ -172,13 +174,8 @@ struct ServiceInstall: ParsableCommand {
     var print = false
 
     func validate() throws {
-        for (flag, value) in [
-            ("--basd", basd), ("--state-dir", stateDirectory), ("--unit-directory", options.unitDirectory),
-        ] {
-            if let value, value.isEmpty || value.contains("\n") {
-                throw ValidationError("\(flag) must be a non-empty path without newlines")
-            }
-        }
+        try checkPath(basd, flag: "--basd")
+        try checkPath(stateDirectory, flag: "--state-dir")
     }
 
     func run() throws {
@@ -217,6 +214,9 @@ struct ServiceInstall: ParsableCommand {
             Swift.print("wrote \(path)")
         }
         Swift.print("  ExecStart=\(units.execStart)")
+        if changed {
+            Swift.print("the units changed: if basd is running, restart it: systemctl --user restart basd.service")
+        }
         let steps = [["daemon-reload"], ["enable", "--now", ServiceUnits.socketName, ServiceUnits.serviceName]]
         guard let systemctl = options.systemctl else {
             Swift.print("\(options.whyNoSystemctl); to start basd now and at every login, run:")
@@ -237,10 +237,6 @@ struct ServiceInstall: ParsableCommand {
             }
         }
         Swift.print("basd.socket and basd.service are enabled and started (check: ba service status, ba status)")
-        if changed {
-            Swift.print(
-                "the units changed: if basd was already running, restart it: systemctl --user restart basd.service")
-        }
         printLingerHint()
     }
 
@@ -426,6 +422,13 @@ struct ServiceStatus: ParsableCommand {
         }
         table.rows.append(["systemctl", systemctlState == "ran" ? "is-active shown in parentheses" : systemctlState])
         print(table.render(header: false))
+    }
+}
+
+/// Throws a usage error when `value` is an empty path or holds a newline (no unit file can say it).
+func checkPath(_ value: String?, flag: String) throws {
+    if let value, value.isEmpty || value.contains("\n") {
+        throw ValidationError("\(flag) must be a non-empty path without newlines")
     }
 }
 

@@ -397,7 +397,7 @@ final class ActivatedDaemon: @unchecked Sendable {
     ) -> R {
         var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
         pointers.append(nil)
-        defer { pointers.forEach { free($0) } }
+        defer { for pointer in pointers { free(pointer) } }
         return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 }
