@@ -172,7 +172,9 @@ let package = Package(
             dependencies: ["BATestSupport", "BADaemonProtocol", "BAAssetServer", "basd", "BATestApp"]),
         .testTarget(
             name: "BADaemonTests",
-            dependencies: ["BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets"]),
+            dependencies: [
+                "BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets", "CBASystem",
+            ]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )

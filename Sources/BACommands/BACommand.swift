@@ -11,10 +11,11 @@ public struct BACommand: AsyncParsableCommand {
                  --manifest Examples/Manifests/sample-manifest.json
               ba status
               ba events --follow
+              ba service install
             """,
         subcommands: [
             RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self, Events.self,
-            Lock.self, Install.self, Update.self, Simulate.self, Apps.self, Purge.self,
+            Lock.self, Install.self, Update.self, Simulate.self, Apps.self, Purge.self, Service.self,
         ])
 
     public init() {}

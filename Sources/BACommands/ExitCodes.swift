@@ -26,12 +26,20 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
     /// Commands that talk to basd: basd answered with another error (printed with its code), or
     /// with a reply this `ba` does not expect.
     case daemonRefused = 33
+    /// `ba service install`, `uninstall`: a file at a unit's path was not written by `ba service`
+    /// (it lacks the marker line); it was left alone.
+    case foreignUnitFile = 40
+    /// `ba service install`, `uninstall`: the unit files were written or removed, but `systemctl
+    /// --user` failed; what to run by hand is printed.
+    case systemctlFailed = 41
     /// Bad arguments (EX_USAGE).
     case usage = 64
     /// An input file is missing or unreadable (EX_NOINPUT).
     case noInput = 66
     /// The host itself failed, e.g. the runner could not start (EX_SOFTWARE).
     case hostFailure = 70
+    /// A file or folder could not be created, written or removed (EX_CANTCREAT), e.g. a unit file.
+    case cannotWrite = 73
 
     /// The code for an extension run's result.
     public static func code(for result: BAExtensionRunResult) -> BAExitCode {

@@ -54,6 +54,37 @@ extension DaemonServer {
             return lock
         }
 
+        /// Whether a listening unix socket is bound to `path`, from `/proc/net/unix` (without
+        /// connecting: a connection to systemd's socket would start basd.service). False when
+        /// `/proc/net/unix` cannot be read.
+        static func isListening(_ path: String) -> Bool {
+            guard let handle = FileHandle(forReadingAtPath: "/proc/net/unix") else { return false }
+            defer { try? handle.close() }
+            // procfs reports size 0: read to the end rather than by size.
+            let table = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+            let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+            // "Num RefCount Protocol Flags Type St Inode Path"; the path may hold spaces.
+            return table.split(separator: "\n").dropFirst().contains { line in
+                let fields = line.split(separator: " ", maxSplits: 7, omittingEmptySubsequences: true)
+                guard fields.count == 8, let flags = UInt32(fields[3], radix: 16) else { return false }
+                let bound = String(fields[7])
+                return flags & 0x10000 != 0 && (bound == path || bound == absolute)  // __SO_ACCEPTCON
+            }
+        }
+
+        /// Logs a warning when a socket-activated socket's file lets other users connect (basd
+        /// still refuses their connections by `SO_PEERCRED`). The file is systemd's: basd leaves
+        /// its mode alone.
+        static func checkActivatedSocketMode(_ socketPath: String, log: (String) -> Void) {
+            var info = stat()
+            guard stat(socketPath, &info) == 0 else { return }
+            let mode = info.st_mode & 0o777
+            guard mode & 0o077 != 0 else { return }
+            log(
+                "the socket-activated socket \(socketPath) has mode 0\(String(mode, radix: 8)); set SocketMode=0600 in basd.socket (connections from other users are refused either way)"
+            )
+        }
+
         /// Creates the socket's folder and removes a stale socket there. Call with the lock held:
         /// only then is a socket file at the path a leftover of a dead basd, never a live one's.
         static func prepareSocketPath(_ socketPath: String) throws(DaemonError) {
@@ -69,6 +100,14 @@ extension DaemonServer {
             guard lstat(socketPath, &info) == 0 else { return }
             guard (info.st_mode & S_IFMT) == S_IFSOCK else {
                 throw DaemonError(.socket, "\(socketPath) exists and is not a socket; remove it or choose another path")
+            }
+            // Our lock only proves no basd of *this* state directory serves it: systemd's basd.socket
+            // or a basd of another state directory may, and unlinking would silently cut them off.
+            guard !isListening(socketPath) else {
+                throw DaemonError(
+                    .socket,
+                    "something already listens on \(socketPath) (systemd's basd.socket, or a basd with another state directory); stop it (systemctl --user stop basd.socket basd.service) or use another --socket"
+                )
             }
             guard unlink(socketPath) == 0 else {
                 throw DaemonError(

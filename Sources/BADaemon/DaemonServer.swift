@@ -1,6 +1,6 @@
 import BADaemonProtocol
-import BAScheduling
 import BAExclusiveControl
+import BAScheduling
 import BAStore
 import Foundation
 import NIOCore
@@ -9,12 +9,13 @@ import NIOPosix
 /// basd's transport: a unix-socket server speaking ``DaemonProtocol`` to clients of the same user.
 ///
 /// ``start(_:)`` takes the state directory's lock (`basd.lock`, so one basd per state directory),
-/// opens the store (`state.sqlite`), and binds the socket with mode 0600 in a 0700 folder. Each
+/// opens the store (`state.sqlite`), and binds the socket with mode 0600 in a 0700 folder (or,
+/// socket-activated, serves on the listening socket systemd passed: ``ActivatedSocket``). Each
 /// connection's peer uid is checked with `SO_PEERCRED`; the first request must be `hello`. The
 /// requests are served by the download service (store + engine + extension supervisor), which
 /// resumes every active download at start. ``run()`` returns once ``shutdown()`` was called and
 /// everything is closed, the transfers stopped with their partial files kept, the socket file
-/// removed and the lock released.
+/// removed (unless systemd created it) and the lock released.
 ///
 /// ```swift
 /// let server = try await DaemonServer.start(DaemonServer.Configuration(
@@ -28,8 +29,12 @@ public final class DaemonServer: Sendable {
     public struct Configuration: Sendable {
         /// basd's state folder (created 0700): `state.sqlite` and `basd.lock` live there.
         public var stateDirectory: String
-        /// The unix socket to listen on; its folder is created 0700 if missing.
+        /// The unix socket to listen on; its folder is created 0700 if missing. With
+        /// ``activatedSocket`` set, ``DaemonServer/start(_:)`` replaces it with that socket's path.
         public var socketPath: String
+        /// A listening socket to serve on instead of binding ``socketPath`` (systemd socket
+        /// activation); basd then never creates, chmods or unlinks a socket file. Nil by default.
+        public var activatedSocket: ActivatedSocket?
         /// Reported by `status`.
         public var daemonVersion: String
         /// Where diagnostics go (one line per call); standard error by default.
@@ -86,10 +91,16 @@ public final class DaemonServer: Sendable {
     ///   when another basd uses the state directory; `.directory`, `.lock`, `.store`, `.socket`
     ///   for the step that failed. Nothing is left locked or bound when it throws.
     public static func start(_ configuration: Configuration) async throws(DaemonError) -> DaemonServer {
+        var configuration = configuration
+        if let activated = configuration.activatedSocket { configuration.socketPath = activated.path }
         try Setup.makePrivateDirectory(configuration.stateDirectory, what: "state directory")
         let lock = try Setup.takeLock(at: configuration.lockPath)
         do throws(DaemonError) {
-            try Setup.prepareSocketPath(configuration.socketPath)
+            if let activated = configuration.activatedSocket {
+                Setup.checkActivatedSocketMode(activated.path, log: configuration.log)
+            } else {
+                try Setup.prepareSocketPath(configuration.socketPath)
+            }
             let store: BAStore
             do {
                 store = try BAStore.open(path: configuration.storePath)
@@ -111,7 +122,7 @@ public final class DaemonServer: Sendable {
             service.start()
             let channel: any Channel
             do throws(DaemonError) {
-                channel = try await bind(configuration.socketPath, context: context, service: service)
+                channel = try await listen(configuration, context: context, service: service)
             } catch {
                 service.shutdown()
                 try? store.close()
@@ -125,9 +136,10 @@ public final class DaemonServer: Sendable {
         }
     }
 
-    private static func bind(_ socketPath: String, context: DaemonContext, service: DownloadService)
+    private static func listen(_ configuration: Configuration, context: DaemonContext, service: DownloadService)
         async throws(DaemonError) -> any Channel
     {
+        let socketPath = configuration.socketPath
         let daemonUID = getuid()
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 128)
@@ -147,9 +159,21 @@ public final class DaemonServer: Sendable {
                         return
                     }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
-                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(session: Session(channel: channel, service: service)))
+                    try channel.pipeline.syncOperations.addHandler(
+                        ConnectionHandler(session: Session(channel: channel, service: service)))
                 }
             }
+        if let activated = configuration.activatedSocket {
+            do {
+                // NIO takes the descriptor over (non-blocking, listen again with its backlog) and
+                // closes it with the channel; systemd keeps its own copy, so the socket lives on.
+                return try await bootstrap.withBoundSocket(activated.fileDescriptor).get()
+            } catch {
+                throw DaemonError(
+                    .socket, "cannot serve on the socket-activated fd \(activated.fileDescriptor) (\(socketPath))",
+                    cause: error)
+            }
+        }
         let channel: any Channel
         do {
             channel = try await bootstrap.bind(unixDomainSocketPath: socketPath).get()
@@ -166,8 +190,8 @@ public final class DaemonServer: Sendable {
         return channel
     }
 
-    /// Serves until ``shutdown()``, then closes every connection, removes the socket file, closes
-    /// the store and releases the lock.
+    /// Serves until ``shutdown()``, then closes every connection, removes the socket file (not an
+    /// activated socket's: systemd owns that one), closes the store and releases the lock.
     public func run() async throws {
         try? await channel.closeFuture.get()
         await context.closeAll()
@@ -178,7 +202,7 @@ public final class DaemonServer: Sendable {
                 done.resume()
             }.start()
         }
-        unlink(configuration.socketPath)
+        if configuration.activatedSocket == nil { unlink(configuration.socketPath) }
         var failure: (any Error)?
         do { try service.store.close() } catch { failure = error }
         try? lock.release()

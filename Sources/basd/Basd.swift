@@ -13,6 +13,14 @@ struct Basd: AsyncParsableCommand {
         discussion: """
             Prints "basd listening on PATH" once clients can connect. Exits 0 after a graceful shutdown \
             on SIGTERM or SIGINT, 1 when it cannot start (e.g. another basd holds the state directory).
+
+            Socket activation: started by systemd's basd.socket (LISTEN_PID is basd's pid, LISTEN_FDS >= 1), \
+            basd serves on the listening unix socket passed as fd 3 instead of binding --socket, and leaves \
+            the socket file to systemd. `ba service install` writes the units (docs/operations.md).
+
+            Examples:
+              basd
+              basd --state-dir /srv/assets/state --socket /run/user/1000/ba.sock
             """,
         version: DaemonServer.version)
 
@@ -32,11 +40,16 @@ struct Basd: AsyncParsableCommand {
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
-        let configuration = DaemonServer.Configuration(
+        var configuration = DaemonServer.Configuration(
             stateDirectory: stateDirectory ?? DaemonProtocol.defaultStateDirectory(environment),
             socketPath: socketPath ?? DaemonProtocol.defaultSocketPath(environment))
         let server: DaemonServer
         do {
+            // First, before anything could start a child that inherits LISTEN_* or fd 3.
+            configuration.activatedSocket = try DaemonServer.ActivatedSocket.fromEnvironment()
+            if let activated = configuration.activatedSocket, let socketPath, socketPath != activated.path {
+                configuration.log("socket-activated on \(activated.path): --socket \(socketPath) is not used")
+            }
             server = try await DaemonServer.start(configuration)
         } catch {
             FileHandle.standardError.write(Data("basd: \(error)\n".utf8))
@@ -52,7 +65,7 @@ struct Basd: AsyncParsableCommand {
             return source
         }
         // FileHandle writes unbuffered: the line is out before anyone waits for it.
-        FileHandle.standardOutput.write(Data("basd listening on \(configuration.socketPath)\n".utf8))
+        FileHandle.standardOutput.write(Data("basd listening on \(server.configuration.socketPath)\n".utf8))
         do {
             try await server.run()
         } catch {

@@ -82,6 +82,12 @@ struct CLICommandTests {
             #expect(help.status == 0)
             #expect(help.stdout.contains("Examples:") && help.stdout.contains("--socket"), "\(command)")
         }
+        // Commands that do not talk to basd: an example, no --socket.
+        for command in [["service"], ["service", "install"], ["service", "uninstall"], ["service", "status"]] {
+            let help = try await runProcess(ba, command + ["--help"])
+            #expect(help.status == 0)
+            #expect(help.stdout.contains("Examples:"), "\(command)")
+        }
     }
 
     @Test("status: version, pid, connections, apps and active downloads of the running basd")

@@ -1,0 +1,403 @@
+import BADaemon
+import BATestSupport
+import CBASystem
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// basd started by a socket it did not create (systemd's socket activation, done here by hand),
+/// and `ba service install|uninstall|status` writing, reading and removing the user units
+/// (docs/operations.md, docs/cli.md). systemd itself is not needed.
+@Suite("socket activation and ba service", .timeLimit(.minutes(2)))
+struct ServiceTests {
+    let ba = BuildProducts.executable("ba")
+
+    // MARK: - Socket activation
+
+    @Test("LISTEN_PID/LISTEN_FDS: only a LISTEN_PID equal to the pid counts; malformed values are errors")
+    func passedDescriptorCount() throws {
+        typealias Activated = DaemonServer.ActivatedSocket
+        #expect(try Activated.passedDescriptorCount([:], pid: 42) == 0)
+        #expect(try Activated.passedDescriptorCount(["LISTEN_FDS": "1"], pid: 42) == 0)
+        #expect(try Activated.passedDescriptorCount(["LISTEN_PID": "41", "LISTEN_FDS": "1"], pid: 42) == 0)
+        #expect(try Activated.passedDescriptorCount(["LISTEN_PID": "42"], pid: 42) == 0)
+        #expect(try Activated.passedDescriptorCount(["LISTEN_PID": "42", "LISTEN_FDS": "0"], pid: 42) == 0)
+        #expect(try Activated.passedDescriptorCount(["LISTEN_PID": "42", "LISTEN_FDS": "2"], pid: 42) == 2)
+        for bad in [["LISTEN_PID": "x", "LISTEN_FDS": "1"], ["LISTEN_PID": "42", "LISTEN_FDS": "-1"]] {
+            #expect(throws: DaemonError.self) { try Activated.passedDescriptorCount(bad, pid: 42) }
+        }
+    }
+
+    @Test("a listening unix socket's path is read back; a file, a datagram socket and a non-listening one are refused")
+    func inspectDescriptor() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/s.sock"
+        let listening = try UnixSocket(path: path, listen: true)
+        #expect(try DaemonServer.ActivatedSocket(fileDescriptor: listening.fd).path == path)
+
+        let bound = try UnixSocket(path: directory.path + "/b.sock", listen: false)
+        let file = open(try directory.write("plain", "x"), O_RDONLY | O_CLOEXEC)
+        defer { close(file) }
+        let datagram = try UnixSocket(path: directory.path + "/d.sock", listen: false, type: SOCK_DGRAM)
+        for (descriptor, expected) in [
+            (bound.fd, "not listening"), (file, "is not a socket (a regular file)"),
+            (datagram.fd, "is not a stream socket"),
+        ] {
+            do {
+                _ = try DaemonServer.ActivatedSocket(fileDescriptor: descriptor)
+                Issue.record("fd \(descriptor) was accepted")
+            } catch {
+                #expect(error.code == .socket)
+                #expect(error.message.contains(expected), "\(error.message)")
+            }
+        }
+    }
+
+    @Test("socket-activated basd serves on fd 3, leaves the socket file, and a restarted basd takes waiting clients")
+    func socketActivation() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(
+            atPath: directory.path + "/run", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let socketPath = directory.path + "/run/basd.sock"
+        let listening = try UnixSocket(path: socketPath, listen: true)
+        chmod(socketPath, 0o600)
+        let unused = directory.path + "/unused.sock"
+        let arguments = ["--state-dir", directory.path + "/state", "--socket", unused]
+
+        let first = try ActivatedDaemon(fd3: listening.fd, arguments: arguments)
+        defer { first.kill() }
+        try first.wait("its listening line") { $0.contains("basd listening on \(socketPath)\n") }
+        #expect(first.output.contains("--socket \(unused) is not used"), "\(first.output)")
+        let status = try await runProcess(ba, ["status", "--json", "--socket", socketPath])
+        #expect(status.status == 0, "\(status.stderr)")
+        let object = try #require(CLICommandTests.json(status.stdout), "\(status.stdout)")
+        #expect(object["pid"] as? Int == Int(first.pid))
+        #expect(!FileManager.default.fileExists(atPath: unused))
+
+        // SIGTERM: a graceful exit that leaves the socket it did not create, still listening.
+        first.send(SIGTERM)
+        #expect(first.waitForExit() == 0, "\(first.output)")
+        var info = stat()
+        #expect(lstat(socketPath, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK)
+
+        // Like systemd between two basds: a client connects while none runs and waits in the
+        // backlog; the next basd, given the same socket, answers it.
+        let early = try TestClient(socketPath: socketPath)
+        let second = try ActivatedDaemon(fd3: listening.fd, arguments: arguments)
+        defer { second.kill() }
+        try second.wait("its listening line") { $0.contains("basd listening on \(socketPath)\n") }
+        try early.handshake()
+        #expect(try early.status().pid == second.pid)
+        second.send(SIGTERM)
+        #expect(second.waitForExit() == 0, "\(second.output)")
+        #expect(lstat(socketPath, &info) == 0)
+    }
+
+    @Test("socket activation with fd 3 not a listening unix socket: one clear line, exit 1")
+    func activationRefused() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = open(try directory.write("plain", "x"), O_RDONLY | O_CLOEXEC)
+        defer { close(file) }
+        let bound = try UnixSocket(path: directory.path + "/b.sock", listen: false)
+        for (descriptor, expected) in [(file, "fd 3 is not a socket (a regular file)"), (bound.fd, "not listening")] {
+            let daemon = try ActivatedDaemon(
+                fd3: descriptor,
+                arguments: ["--state-dir", directory.path + "/state", "--socket", directory.path + "/x"])
+            defer { daemon.kill() }
+            #expect(daemon.waitForExit() == 1, "\(daemon.output)")
+            #expect(daemon.output.contains("basd: socket activation: fd 3 "), "\(daemon.output)")
+            #expect(daemon.output.contains(expected), "\(daemon.output)")
+            #expect(!daemon.output.contains("listening on"), "\(daemon.output)")
+        }
+    }
+
+    @Test("LISTEN_PID of another process: basd binds --socket itself, and removes it at exit")
+    func activationForSomeoneElse() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let passed = try UnixSocket(path: directory.path + "/passed.sock", listen: true)
+        let own = directory.path + "/own.sock"
+        let daemon = try ActivatedDaemon(
+            fd3: passed.fd, arguments: ["--state-dir", directory.path + "/state", "--socket", own], listenPID: "1")
+        defer { daemon.kill() }
+        try daemon.wait("its listening line") { $0.contains("basd listening on \(own)\n") }
+        daemon.send(SIGTERM)
+        #expect(daemon.waitForExit() == 0, "\(daemon.output)")
+        #expect(!FileManager.default.fileExists(atPath: own))
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/passed.sock"))
+    }
+
+    @Test("basd started by hand never unlinks a socket something listens on (basd.socket's): exit 1, socket kept")
+    func liveSocketKept() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let socketPath = directory.path + "/basd.sock"
+        let live = try UnixSocket(path: socketPath, listen: true)
+        let run = try runDaemonToExit(stateDirectory: directory.path + "/state", socketPath: socketPath)
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("something already listens on \(socketPath)"), "\(run.stderr)")
+        var info = stat()
+        #expect(lstat(socketPath, &info) == 0)
+        // Still the same socket: a client reaches it (queued in its backlog).
+        #expect(throws: Never.self) { try TestClient(socketPath: socketPath) }
+        _ = live
+    }
+
+    // MARK: - ba service
+
+    @Test("install --no-systemctl writes both units; --print writes nothing; status; uninstall removes them")
+    func installAndUninstall() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let units = directory.path + "/units"
+        let basd = URL(fileURLWithPath: BuildProducts.executable("basd")).resolvingSymlinksInPath().path
+
+        let printed = try await runProcess(ba, ["service", "install", "--print", "--unit-directory", units])
+        #expect(printed.status == 0, "\(printed.stderr)")
+        #expect(
+            printed.stdout.contains("# \(units)/basd.service\n") && printed.stdout.contains("# \(units)/basd.socket\n"))
+        #expect(printed.stdout.contains("ExecStart=\(basd)\n"), "\(printed.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: units))
+
+        let install = try await runProcess(
+            ba, ["service", "install", "--unit-directory", units, "--no-systemctl", "--state-dir", "my state"],
+            currentDirectory: directory.path)
+        #expect(install.status == 0, "\(install.stderr)")
+        #expect(install.stdout.contains("systemctl --user daemon-reload\n"))
+        #expect(
+            install.stdout.contains("systemctl --user enable --now basd.socket basd.service\n"), "\(install.stdout)")
+        let service = try String(contentsOfFile: units + "/basd.service", encoding: .utf8)
+        let socket = try String(contentsOfFile: units + "/basd.socket", encoding: .utf8)
+        #expect(service.contains("\nExecStart=\(basd) --state-dir \"\(directory.path)/my state\"\n"), "\(service)")
+        #expect(service.contains("\nRequires=basd.socket\n") && service.contains("\nNoNewPrivileges=yes\n"))
+        #expect(socket.contains("\nListenStream=%t/background-assets/basd.sock\n"))
+        #expect(socket.contains("\nSocketMode=0600\n") && socket.contains("\nDirectoryMode=0700\n"))
+
+        let status = try await runProcess(
+            ba, ["service", "status", "--json", "--no-systemctl", "--unit-directory", units])
+        #expect(status.status == 0, "\(status.stderr)")
+        let report = try #require(CLICommandTests.json(status.stdout))
+        #expect(report["unitDirectory"] as? String == units)
+        #expect(report["systemctl"] as? String == "skipped")
+        let states = (report["units"] as? [[String: Any]] ?? []).map { $0["state"] as? String }
+        #expect(states == ["installed", "installed"], "\(status.stdout)")
+
+        let uninstall = try await runProcess(ba, ["service", "uninstall", "--unit-directory", units, "--no-systemctl"])
+        #expect(uninstall.status == 0, "\(uninstall.stderr)")
+        #expect(uninstall.stdout.contains("removed \(units)/basd.service"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: units).isEmpty)
+        let again = try await runProcess(ba, ["service", "uninstall", "--unit-directory", units, "--no-systemctl"])
+        #expect(again.status == 0 && again.stdout.contains("nothing to remove"), "\(again.stdout)")
+
+        // The default directory follows XDG_CONFIG_HOME.
+        let config = directory.path + "/config"
+        let byDefault = try await runProcess(
+            ba, ["service", "install", "--no-systemctl"], environment: ["XDG_CONFIG_HOME": config])
+        #expect(byDefault.status == 0, "\(byDefault.stderr)")
+        #expect(FileManager.default.fileExists(atPath: config + "/systemd/user/basd.socket"))
+    }
+
+    @Test("a unit file without the marker is never overwritten or removed (exit 40); no basd is exit 66")
+    func foreignFiles() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let units = directory.path + "/units"
+        let install = ["service", "install", "--unit-directory", units, "--no-systemctl"]
+        #expect(try await runProcess(ba, install).status == 0)
+        let mine = "[Socket]\nListenStream=/run/mine.sock\n"
+        try mine.write(toFile: units + "/basd.socket", atomically: true, encoding: .utf8)
+
+        let uninstall = try await runProcess(ba, ["service", "uninstall", "--unit-directory", units, "--no-systemctl"])
+        #expect(uninstall.status == 40)
+        #expect(
+            uninstall.stderr.contains("\(units)/basd.socket has no `ba service` marker line"), "\(uninstall.stderr)")
+        #expect(FileManager.default.fileExists(atPath: units + "/basd.service"))
+        let reinstall = try await runProcess(ba, install)
+        #expect(reinstall.status == 40, "\(reinstall.stderr)")
+        #expect(try String(contentsOfFile: units + "/basd.socket", encoding: .utf8) == mine)
+        let status = try await runProcess(ba, ["service", "status", "--unit-directory", units, "--no-systemctl"])
+        #expect(status.stdout.contains("basd.socket     foreign: has no `ba service` marker line"), "\(status.stdout)")
+
+        let missing = try await runProcess(ba, install + ["--basd", directory.path + "/no-basd"])
+        #expect(missing.status == 66)
+        #expect(missing.stderr.contains("no executable basd at \(directory.path)/no-basd"), "\(missing.stderr)")
+        #expect(try await runProcess(ba, ["service", "install", "--state-dir", ""]).status == 64)
+    }
+
+    @Test("with systemctl on PATH: daemon-reload and enable --now, disable --now; a failing systemctl is exit 41")
+    func systemctlCalls() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let units = directory.path + "/units"
+        let log = directory.path + "/systemctl.log"
+        try FileManager.default.createDirectory(atPath: directory.path + "/bin", withIntermediateDirectories: false)
+        let fake = try directory.write(
+            "bin/systemctl",
+            """
+            #!/bin/sh
+            echo "$*" >> '\(log)'
+            if [ "$2" = is-active ]; then echo active; echo inactive; exit 3; fi
+            exit ${FAKE_SYSTEMCTL_STATUS:-0}
+
+            """)
+        chmod(fake, 0o755)
+        let path = ["PATH": directory.path + "/bin:" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")]
+
+        let install = try await runProcess(ba, ["service", "install", "--unit-directory", units], environment: path)
+        #expect(install.status == 0, "\(install.stderr)")
+        let status = try await runProcess(ba, ["service", "status", "--unit-directory", units], environment: path)
+        #expect(status.stdout.contains("(active)") && status.stdout.contains("(inactive)"), "\(status.stdout)")
+        let uninstall = try await runProcess(
+            ba, ["service", "uninstall", "--unit-directory", units], environment: path)
+        #expect(uninstall.status == 0, "\(uninstall.stderr)")
+        #expect(
+            try String(contentsOfFile: log, encoding: .utf8)
+                == """
+                --user daemon-reload
+                --user enable --now basd.socket basd.service
+                --user is-active basd.service basd.socket
+                --user disable --now basd.socket basd.service
+                --user daemon-reload
+
+                """)
+
+        var failing = path
+        failing["FAKE_SYSTEMCTL_STATUS"] = "1"
+        let failed = try await runProcess(ba, ["service", "install", "--unit-directory", units], environment: failing)
+        #expect(failed.status == 41)
+        #expect(failed.stderr.contains("the units are written"), "\(failed.stderr)")
+        #expect(failed.stderr.contains("  systemctl --user enable --now basd.socket basd.service"))
+        #expect(FileManager.default.fileExists(atPath: units + "/basd.service"))
+    }
+}
+
+/// A unix stream socket bound to `path` (listening or not), closed on deinit.
+final class UnixSocket {
+    let fd: Int32
+
+    init(path: String, listen listens: Bool, type: __socket_type = SOCK_STREAM) throws {
+        fd = socket(AF_UNIX, Int32(type.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw HarnessError("socket: errno \(errno)") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw HarnessError("path too long") }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, !listens || Glibc.listen(fd, 16) == 0 else {
+            let code = errno
+            close(fd)
+            throw HarnessError("bind/listen \(path): errno \(code)")
+        }
+    }
+
+    deinit { close(fd) }
+}
+
+/// basd started the way systemd starts a socket-activated service: `descriptor` as fd 3 and
+/// `LISTEN_FDS=1`, `LISTEN_PID` = basd's pid (set by a shell that then execs basd, so the pid is
+/// the same). Its stdout and stderr go to one pipe, drained into ``output``.
+final class ActivatedDaemon: @unchecked Sendable {
+    let pid: pid_t
+    private let buffer = LockedData()
+    private let reader: Thread
+
+    init(fd3 descriptor: Int32, arguments: [String], listenPID: String = "$$") throws {
+        var pipe: [Int32] = [-1, -1]
+        guard ba_sys_pipe_cloexec(&pipe) == 0 else { throw HarnessError("pipe: errno \(errno)") }
+        let script = "LISTEN_PID=\(listenPID) LISTEN_FDS=1; export LISTEN_PID LISTEN_FDS; exec \"$0\" \"$@\""
+        let argv = ["/bin/sh", "-c", script, BuildProducts.executable("basd")] + arguments
+        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LISTEN_") }
+        let envp = environment.map { "\($0.key)=\($0.value)" }
+        var pid: pid_t = 0
+        // ba_sys_spawn: fd 3 = descriptor, 1 and 2 = the pipe, everything else closed (O_CLOEXEC).
+        let status = Self.withCStrings(argv) { argvPointer in
+            Self.withCStrings(envp) { envPointer in
+                ba_sys_spawn("/bin/sh", argvPointer, envPointer, descriptor, pipe[1], &pid)
+            }
+        }
+        close(pipe[1])
+        guard status == 0 else {
+            close(pipe[0])
+            throw HarnessError("spawn: \(String(cString: strerror(status)))")
+        }
+        self.pid = pid
+        let readEnd = pipe[0]
+        reader = Thread { [buffer] in
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(readEnd, &chunk, chunk.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                buffer.withLock { $0.append(contentsOf: chunk[0..<count]) }
+            }
+            close(readEnd)
+        }
+        reader.start()
+    }
+
+    /// Everything basd wrote so far.
+    var output: String { buffer.withLock { String(decoding: $0, as: UTF8.self) } }
+
+    /// Polls until `condition` holds on the output; throws after `timeout` seconds or if basd exits.
+    func wait(_ what: String, timeout: Double = 20, until condition: (String) -> Bool) throws {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while !condition(output) {
+            if exitStatus != nil { throw HarnessError("basd exited before \(what): \(output)") }
+            guard Date() < deadline else { throw HarnessError("timed out waiting for \(what): \(output)") }
+            usleep(2000)
+        }
+    }
+
+    func send(_ signal: Int32) { Glibc.kill(pid, signal) }
+
+    private let status = NSLock()
+    private var reaped: Int32?
+
+    /// The exit status once basd exited (reaping it), else nil; 128+N for a death by signal N.
+    private var exitStatus: Int32? {
+        status.withLock {
+            if reaped == nil {
+                var raw: Int32 = 0
+                if waitpid(pid, &raw, WNOHANG) == pid {
+                    reaped = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+                }
+            }
+            return reaped
+        }
+    }
+
+    /// Waits for basd to exit (bounded); its status, or nil after `timeout` seconds.
+    func waitForExit(timeout: Double = 20) -> Int32? {
+        _ = eventually(timeout: timeout) { exitStatus != nil }
+        return exitStatus
+    }
+
+    /// SIGKILLs basd if it still runs, and reaps it.
+    func kill() {
+        if exitStatus == nil { send(SIGKILL) }
+        _ = waitForExit(timeout: 10)
+    }
+
+    private static func withCStrings<R>(
+        _ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R
+    ) -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+        pointers.append(nil)
+        defer { for pointer in pointers { free(pointer) } }
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}
