@@ -108,6 +108,7 @@ let package = Package(
             name: "BACommands",
             dependencies: [
                 "BAExtensionHost", "BackgroundAssets", "BADownloadEngine", "BADaemonProtocol", "CBASystem",
+                "BAAssetServer", "BASampleAssets",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(name: "ba", dependencies: ["BACommands"]),
@@ -115,6 +116,8 @@ let package = Package(
         // Sample extensions.
         .target(name: "SampleSwiftExtension", dependencies: ["BackgroundAssets"], path: "Plugins/SampleSwiftExtension"),
         .target(name: "SampleCExtension", dependencies: ["CBAExtension"], path: "Plugins/SampleCExtension"),
+        // The sample app (`ba demo` runs it).
+        .executableTarget(name: "SampleApp", dependencies: ["BackgroundAssets"], path: "Examples/SampleApp/Sources"),
         .target(
             name: "BATestSwiftManager", dependencies: ["BackgroundAssets"],
             path: "Plugins/TestPlugins/BATestSwiftManager"),

@@ -7,6 +7,7 @@ public struct BACommand: AsyncParsableCommand {
         abstract: "Background Assets for Linux: run extensions, fetch assets, watch and steer basd.",
         discussion: """
             Exit codes are documented in docs/cli.md. Examples:
+              ba demo
               ba run-extension .build/debug/libSampleSwiftExtension.so --event install \\
                  --manifest Examples/Manifests/sample-manifest.json
               ba status
@@ -14,8 +15,8 @@ public struct BACommand: AsyncParsableCommand {
               ba service install
             """,
         subcommands: [
-            RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self, Events.self,
-            Lock.self, Install.self, Update.self, Simulate.self, Apps.self, Purge.self, Service.self,
+            Demo.self, RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self,
+            Events.self, Lock.self, Install.self, Update.self, Simulate.self, Apps.self, Purge.self, Service.self,
         ])
 
     public init() {}

@@ -32,6 +32,8 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
     /// `ba service install`, `uninstall`: the unit files were written or removed, but `systemctl
     /// --user` failed; what to run by hand is printed.
     case systemctlFailed = 41
+    /// `ba demo`: a step failed, or an asset is missing or differs from what the server sent.
+    case demoFailed = 42
     /// Bad arguments (EX_USAGE).
     case usage = 64
     /// An input file is missing or unreadable (EX_NOINPUT).

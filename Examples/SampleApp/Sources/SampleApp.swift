@@ -1,0 +1,79 @@
+// The sample app: a command-line app that uses Background Assets the way Apple's sample app does.
+//
+//   SampleApp APP_DIR
+//
+// It reads its own Info.plist (APP_DIR/Info.plist) for its bundle identifier, app group and
+// manifest URL, then hands over to ``AssetLibrary``: set a delegate, fetch the current downloads,
+// promote them to the foreground, move finished files into the app group container under
+// exclusive control, and download again whatever is still missing. It exits 0 once every asset
+// of the catalog is in `CONTAINER/Assets/`, 1 if one cannot be had, 64 on bad usage.
+import BackgroundAssets
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@main
+struct SampleApp {
+    static func main() async {
+        let arguments = CommandLine.arguments
+        guard arguments.count == 2 else {
+            FileHandle.standardError.write(Data("usage: SampleApp APP_DIR\n".utf8))
+            exit(64)
+        }
+        let bundle: AppBundle
+        do {
+            bundle = try AppBundle(directory: URL(fileURLWithPath: arguments[1]))
+        } catch {
+            FileHandle.standardError.write(Data("SampleApp: \(error)\n".utf8))
+            exit(64)
+        }
+        // On Apple's systems the bundle identifier comes from the app's own bundle; here the
+        // Info.plist sits in the app directory we were given (a Linux addition, docs/app-client.md).
+        BADownloadManager.shared.baConfigure(bundleIdentifier: bundle.bundleIdentifier)
+        guard
+            let container = FileManager.default.containerURL(
+                forSecurityApplicationGroupIdentifier: bundle.appGroupIdentifier)
+        else {
+            FileHandle.standardError.write(
+                Data("SampleApp: basd knows no container for \(bundle.appGroupIdentifier); is the app installed?\n".utf8))
+            exit(1)
+        }
+        let library = AssetLibrary(bundle: bundle, assetsFolder: container.appendingPathComponent("Assets"))
+        let ready = await library.makeEverythingAvailable(deadline: Date(timeIntervalSinceNow: 120))
+        exit(ready ? 0 : 1)
+    }
+}
+
+/// What the app knows about itself, from its Info.plist.
+struct AppBundle {
+    var bundleIdentifier: String
+    var appGroupIdentifier: String
+    /// Where the app's content lives on the server: the folder of `BAManifestURL`.
+    var contentBaseURL: URL
+
+    struct Missing: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    init(directory: URL) throws {
+        let path = directory.appendingPathComponent("Info.plist")
+        let plist = try PropertyListSerialization.propertyList(from: Data(contentsOf: path), format: nil)
+        guard let info = plist as? [String: Any],
+            let bundleIdentifier = info["CFBundleIdentifier"] as? String,
+            let group = info["BAAppGroupID"] as? String,
+            let manifest = (info["BAManifestURL"] as? String).flatMap(URL.init(string:))
+        else {
+            throw Missing(description: "\(path.path) needs CFBundleIdentifier, BAAppGroupID and BAManifestURL")
+        }
+        self.bundleIdentifier = bundleIdentifier
+        self.appGroupIdentifier = group
+        self.contentBaseURL = manifest.deletingLastPathComponent()
+    }
+}
+
+/// Prints one line of the app's story.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data("  app: \(line)\n".utf8))
+}
