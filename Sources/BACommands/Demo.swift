@@ -1,0 +1,113 @@
+import ArgumentParser
+import BAAssetServer
+import BADaemonProtocol
+import BADownloadEngine
+import Foundation
+
+/// `ba demo`: the whole system at work on a loopback asset server, with the sample app and its
+/// extension, in a temporary folder that is removed afterwards.
+struct Demo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the whole system: the sample app installed, downloaded and launched on a loopback server.",
+        discussion: """
+            In a temporary folder: serves Examples/SampleApp's assets on a loopback HTTP server, starts \
+            basd, installs the sample app (its essential downloads with a progress bar), lets the rest \
+            download in the background (the extension schedules the catalog's assets when the catalog \
+            arrives), launches the sample app (which promotes what is still downloading to the \
+            foreground and moves finished files under exclusive control), then prints where every \
+            asset is, verified by SHA-256, and removes the folder. Needs `swift build` first: it runs \
+            the basd, ba-extension-runner, SampleApp and libSampleSwiftExtension.so built next to this ba.
+
+            Exit codes: 0 every asset verified; 42 a step failed or an asset is missing or wrong (the \
+            folder is kept for a look); 66 the build products or Examples/ are missing; 21 interrupted.
+
+            Examples:
+              ba demo
+              ba demo --keep --rate 524288     # slower link, keep the folder afterwards
+            """)
+
+    @Option(help: ArgumentHelp("The Examples folder of this checkout (default: found from ba's location).", valueName: "dir"))
+    var examples: String?
+
+    @Option(help: "Bytes per second per connection the server sends the non-essential assets at, like a slow link.")
+    var rate: Int = 2 << 20
+
+    @Flag(help: "Keep the temporary folder (basd's state, the app's container) afterwards.")
+    var keep = false
+
+    func validate() throws {
+        guard rate >= 16 << 10 else { throw ValidationError("--rate must be at least 16384 bytes per second") }
+    }
+
+    func run() async throws {
+        let products: DemoProducts
+        do {
+            products = try DemoProducts.locate(examples: examples)
+        } catch {
+            printError("\(error)")
+            throw ExitCode(BAExitCode.noInput.rawValue)
+        }
+        let stage = try DemoStage(products: products, rate: rate)
+        let interrupt = stage.cleanUpOnInterrupt()
+        defer { interrupt.cancel() }
+        var succeeded = false
+        do {
+            try await stage.run()
+            succeeded = true
+        } catch let failure as DemoFailure {
+            printError(failure.message)
+        }
+        await stage.stop()
+        if succeeded && !keep {
+            stage.removeFolder()
+        } else {
+            DemoStage.say("the demo's folder is kept: \(stage.folder)")
+        }
+        if !succeeded { throw ExitCode(BAExitCode.demoFailed.rawValue) }
+    }
+}
+
+/// A step of the demo that failed, with what to look at.
+struct DemoFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
+
+/// Where the demo finds what `swift build` made and the sample app's sources.
+struct DemoProducts {
+    var ba: String
+    var basd: String
+    var sampleApp: String
+    var sampleExtension: String
+    var examples: String
+
+    static func locate(examples: String?) throws -> DemoProducts {
+        let ba = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let build = (ba as NSString).deletingLastPathComponent
+        let products = DemoProducts(
+            ba: ba, basd: build + "/basd", sampleApp: build + "/SampleApp",
+            sampleExtension: build + "/libSampleSwiftExtension.so",
+            examples: try examples ?? findExamples(from: build))
+        for path in [products.basd, build + "/ba-extension-runner", products.sampleApp, products.sampleExtension]
+        where !FileManager.default.isExecutableFile(atPath: path) && !FileManager.default.fileExists(atPath: path) {
+            throw DemoFailure(message: "\(path) is missing: run `swift build` in the checkout first")
+        }
+        guard FileManager.default.fileExists(atPath: products.examples + "/SampleApp/Info.plist") else {
+            throw DemoFailure(message: "\(products.examples)/SampleApp/Info.plist is missing: pass --examples DIR")
+        }
+        return products
+    }
+
+    /// `Examples/` in the first folder above `build` that has one (`.build/debug` is two below the checkout).
+    private static func findExamples(from build: String) throws -> String {
+        var folder = URL(fileURLWithPath: build).standardizedFileURL
+        for _ in 0..<6 {
+            let candidate = folder.appendingPathComponent("Examples/SampleApp/Info.plist").path
+            if FileManager.default.fileExists(atPath: candidate) { return folder.appendingPathComponent("Examples").path }
+            folder.deleteLastPathComponent()
+        }
+        let current = FileManager.default.currentDirectoryPath + "/Examples"
+        if FileManager.default.fileExists(atPath: current + "/SampleApp/Info.plist") { return current }
+        throw DemoFailure(message: "cannot find Examples/SampleApp above \(build) or here: pass --examples DIR")
+    }
+}

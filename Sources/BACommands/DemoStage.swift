@@ -1,0 +1,277 @@
+import BAAssetServer
+import BADaemonProtocol
+import BADownloadEngine
+import Foundation
+import Synchronization
+
+/// The demo's moving parts, in a temporary folder: the asset server (in this process), basd and
+/// the sample app (child processes), and the steps that drive them.
+final class DemoStage: Sendable {
+    let products: DemoProducts
+    let rate: Int
+    let folder: String
+    var stateDirectory: String { folder + "/state" }
+    var socketPath: String { folder + "/basd.sock" }
+    var appDirectory: String { folder + "/SampleApp" }
+    var basdLog: String { folder + "/basd.log" }
+    let started = Date()
+
+    static let bundleIdentifier = "com.example.ba.sample"
+    static let appGroupIdentifier = "group.com.example.ba.sample"
+    static let steps = 6
+
+    private struct Parts {
+        var server: AssetServer?
+        var basd: DemoChild?
+        var children: [DemoChild] = []
+    }
+    private let parts = Mutex(Parts())
+
+    init(products: DemoProducts, rate: Int) throws {
+        self.products = products
+        self.rate = rate
+        var template = Array((NSTemporaryDirectory() + "/ba-demo-XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw DemoFailure(message: "cannot create a temporary folder in \(NSTemporaryDirectory())")
+        }
+        folder = URL(fileURLWithPath: String(cString: made)).standardizedFileURL.path
+    }
+
+    // MARK: - The steps
+
+    func run() async throws {
+        let (server, assets) = try await serve()
+        try await startBasd()
+        try await install(server: server)
+        try await waitForTheCatalog(assets)
+        try await launchTheApp()
+        try verify(assets)
+    }
+
+    /// Step 1: the loopback asset server, with the manifest made for its port.
+    private func serve() async throws -> (AssetServer, DemoAssets) {
+        let server: AssetServer
+        let assets: DemoAssets
+        do {
+            server = try await AssetServer.start()
+            parts.withLock { $0.server = server }
+            assets = try DemoAssets(appDirectory: products.examples + "/SampleApp", baseURL: server.baseURL)
+        } catch {
+            throw DemoFailure(message: "cannot serve the sample app's assets: \(error)")
+        }
+        server.setFile("/manifest.json", contents: assets.manifest)
+        for asset in assets.assets {
+            server.setFile(asset.path, contents: asset.bytes)
+            if !asset.essential { server.setBehavior(.trickle(bytesPerSecond: rate), for: asset.path) }
+        }
+        step(1, "Serving the sample app on \(server.baseURL) (loopback HTTP)")
+        note("non-essential assets go at \(HumanReadable.bytes(Int64(rate)))/s per connection, like a slow link")
+        var table = TextTable(["ASSET", "SIZE", "LISTED IN", "URL PATH"])
+        for asset in assets.assets {
+            table.append([
+                asset.identifier, HumanReadable.bytes(Int64(asset.bytes.count)),
+                asset.fromCatalog ? "catalog" : asset.essential ? "manifest (essential)" : "manifest",
+                asset.path,
+            ])
+        }
+        Self.say(table.render().split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+        return (server, assets)
+    }
+
+    /// Step 2: basd as a child, one background transfer at a time so there is a queue to see.
+    private func startBasd() async throws {
+        let manager = FileManager.default
+        try manager.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+        try Data(#"{"backgroundDownloadConcurrency": 1}"#.utf8)
+            .write(to: URL(fileURLWithPath: stateDirectory + "/config.json"))
+        _ = manager.createFile(atPath: basdLog, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: basdLog))
+        let basd = try DemoChild(
+            products.basd, ["--state-dir", stateDirectory, "--socket", socketPath], output: log, error: log)
+        parts.withLock { $0.basd = basd }
+        // Bounded: basd either answers, exits, or is given up on after 20 s.
+        let deadline = Date(timeIntervalSinceNow: 20)
+        while (try? connect())?.client.close() == nil {
+            guard basd.isRunning, Date() < deadline else {
+                throw DemoFailure(message: "basd did not start; its log: \(basdLog)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        step(2, "basd is running (pid \(basd.pid))")
+        note("state: \(stateDirectory)/state.sqlite, settings: \(stateDirectory)/config.json, log: \(basdLog)")
+        note("config.json: one background transfer at a time, so there is a queue to promote from")
+    }
+
+    /// Step 3: `ba install` of a copy of the sample app whose manifest URL points at the server.
+    private func install(server: AssetServer) async throws {
+        let manager = FileManager.default
+        try manager.createDirectory(atPath: appDirectory + "/lib", withIntermediateDirectories: true)
+        let source = URL(fileURLWithPath: products.examples + "/SampleApp/Info.plist")
+        guard
+            var info = try PropertyListSerialization.propertyList(from: Data(contentsOf: source), format: nil)
+                as? [String: Any]
+        else { throw DemoFailure(message: "\(source.path) is not a dictionary") }
+        info["BAManifestURL"] = server.url("/manifest.json")
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
+            .write(to: URL(fileURLWithPath: appDirectory + "/Info.plist"))
+        try manager.createSymbolicLink(
+            atPath: appDirectory + "/lib/libSampleSwiftExtension.so", withDestinationPath: products.sampleExtension)
+
+        step(3, "ba install \(appDirectory)")
+        note("basd fetches the manifest, runs the extension's downloads(for: .install) in a runner process,")
+        note("and ba waits for the essential downloads:")
+        let install = try spawn(products.ba, ["install", appDirectory, "--socket", socketPath])
+        guard let status = await install.wait(seconds: 120), status == 0 else {
+            throw DemoFailure(message: "ba install failed; basd's log: \(basdLog)")
+        }
+    }
+
+    /// Step 4: the catalog finished while no app was running, so basd woke the extension, which
+    /// read it under exclusive control and scheduled the catalog's assets.
+    private func waitForTheCatalog(_ assets: DemoAssets) async throws {
+        let wanted = Set(assets.assets.filter(\.fromCatalog).map(\.identifier))
+        let deadline = Date(timeIntervalSinceNow: 30)
+        var rows: [Downloads.Row] = []
+        while !wanted.isSubset(of: Set(rows.map(\.identifier))) {
+            guard Date() < deadline else {
+                throw DemoFailure(
+                    message: "the extension did not schedule the catalog's assets (\(wanted.sorted().joined(separator: ", "))) "
+                        + "within 30 s; basd's log: \(basdLog)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            rows = try downloads()
+        }
+        step(4, "The catalog arrived; basd woke the extension, which scheduled the catalog's assets")
+        note("the extension's calls since the install, from basd's log:")
+        for line in extensionLog().dropFirst() { note("  " + line) }
+        printDownloads(rows)
+    }
+
+    /// What the app's extension logged, in order, from basd's log (paths in the container shortened).
+    private func extensionLog() -> [String] {
+        let prefix = "[\(Self.bundleIdentifier) extension] "
+        let container = stateDirectory + "/groups/" + Self.appGroupIdentifier + "/"
+        let text = (try? String(contentsOfFile: basdLog, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            guard let range = line.range(of: prefix) else { return nil }
+            return line[range.upperBound...].replacingOccurrences(of: container, with: "CONTAINER/")
+        }
+    }
+
+    /// Step 5: the sample app, which promotes and collects.
+    private func launchTheApp() async throws {
+        step(5, "Launching the sample app (\(products.sampleApp))")
+        let app = try spawn(products.sampleApp, [appDirectory], environment: ["BA_SOCKET": socketPath])
+        guard let status = await app.wait(seconds: 150) else {
+            await app.stop()
+            throw DemoFailure(message: "the sample app did not finish within 150 s")
+        }
+        guard status == 0 else { throw DemoFailure(message: "the sample app exited \(status); basd's log: \(basdLog)") }
+        printDownloads(try downloads())
+    }
+
+    /// Step 6: every asset in the app group container, checked against what the server sent.
+    private func verify(_ assets: DemoAssets) throws {
+        let container = stateDirectory + "/groups/" + Self.appGroupIdentifier
+        step(6, "Where everything is: \(container)")
+        var table = TextTable(["FILE", "SIZE", "SHA-256", "CHECK"])
+        var problems: [String] = []
+        for asset in assets.assets {
+            let path = container + "/Assets/" + asset.identifier
+            let relative = "Assets/" + asset.identifier
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+                let size = (attributes[.size] as? NSNumber)?.int64Value
+            else {
+                table.append([relative, "-", "-", "MISSING"])
+                problems.append("\(relative) is missing")
+                continue
+            }
+            let digest = (try? SHA256Hasher.hex(ofFileAt: path)) ?? "unreadable"
+            let good = size == Int64(asset.bytes.count) && digest == asset.sha256
+            table.append([relative, HumanReadable.bytes(size), String(digest.prefix(16)) + "…", good ? "ok" : "WRONG"])
+            if !good { problems.append("\(relative) differs from what the server sent") }
+        }
+        Self.say(table.render().split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+        guard problems.isEmpty else { throw DemoFailure(message: problems.joined(separator: "; ")) }
+        let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
+        Self.say(
+            "\n\(assets.assets.count) of \(assets.assets.count) assets verified by SHA-256 in the app group container "
+                + "(\(seconds) s).")
+    }
+
+    // MARK: - Parts
+
+    private func spawn(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> DemoChild {
+        let child = try DemoChild(path, arguments, environment: environment)
+        parts.withLock { $0.children.append(child) }
+        return child
+    }
+
+    private func connect() throws -> DaemonSession {
+        DaemonSession(
+            client: try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid())))
+    }
+
+    private func downloads() throws -> [Downloads.Row] {
+        do {
+            let session = try connect()
+            defer { session.client.close() }
+            guard case .downloads(let infos) = try session.client.call(.listDownloads(app: Self.bundleIdentifier))
+            else { throw DemoFailure(message: "basd answered listDownloads with something else") }
+            return infos.map(Downloads.Row.init).sorted { $0.identifier < $1.identifier }
+        } catch let failure as DemoFailure {
+            throw failure
+        } catch {
+            throw DemoFailure(message: "cannot list basd's downloads: \(error); basd's log: \(basdLog)")
+        }
+    }
+
+    private func printDownloads(_ rows: [Downloads.Row]) {
+        var table = TextTable(["DOWNLOAD", "STATE", "BYTES", "ESSENTIAL", "FOREGROUND"])
+        for row in rows {
+            table.append([
+                row.identifier, row.state,
+                HumanReadable.bytes(row.bytesOnDisk) + " / " + (row.fileSize.map(HumanReadable.bytes) ?? "?"),
+                row.essential ? "yes" : "no", row.foreground ? "yes" : "no",
+            ])
+        }
+        Self.say(table.render().split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+    }
+
+    private func step(_ number: Int, _ title: String) {
+        let seconds = String(format: "%5.1f s", Date().timeIntervalSince(started))
+        Self.say("\n==> \(number)/\(Self.steps) \(title)   [\(seconds)]")
+    }
+
+    private func note(_ line: String) { Self.say("    " + line) }
+
+    /// Writes a line to stdout at once (unbuffered), so the demo's lines and its children's, which
+    /// share the terminal or pipe, come out in the order they happen.
+    static func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+    /// Stops the app (if still running) and basd, and the server.
+    func stop() async {
+        let (server, basd, children) = parts.withLock { ($0.server, $0.basd, $0.children) }
+        for child in children { await child.stop() }
+        await basd?.stop()
+        try? await server?.shutdown()
+    }
+
+    func removeFolder() { try? FileManager.default.removeItem(atPath: folder) }
+
+    /// On Ctrl-C (which the children get too): wait for basd, remove the folder, exit 21.
+    func cleanUpOnInterrupt() -> any DispatchSourceSignal {
+        signal(SIGINT, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        source.setEventHandler { [self] in
+            FileHandle.standardError.write(Data("\nba: interrupted; stopping basd and removing \(folder)\n".utf8))
+            let (basd, children) = parts.withLock { ($0.basd, $0.children) }
+            for child in children { child.stopBlocking() }
+            basd?.stopBlocking()
+            removeFolder()
+            exit(BAExitCode.interrupted.rawValue)
+        }
+        source.resume()
+        return source
+    }
+}
