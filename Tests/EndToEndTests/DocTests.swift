@@ -35,10 +35,12 @@ import Testing
 // - writing-an-extension-{swift,c}.md and cli.md, "build the checkout and set BA": the test is
 //   running inside that built checkout and sets BA itself.
 //
-// Cost, measured on the 2-core machine with the rest of the suite idle: the Swift guide ~15 s, 13 s
-// of it the `swift build` of the guide's test package (it compiles BackgroundAssetsTesting and its
-// dependencies from the checkout, about 20 s of CPU); the C guide ~1 s; cli.md ~1.5 s (a 1 s
-// deadline example among them).
+// Cost, measured on the 2-core machine: the Swift guide ~15 s alone, ~28 s beside the basd and
+// app-client suites, most of it the `swift build` of the guide's test package (it compiles
+// BackgroundAssetsTesting and its dependencies from the checkout, about 20 s of CPU); the C guide
+// and cli.md 1-6 s each (cli.md has a 1 s deadline example).
+
+/// The extension guides and cli.md, run literally (the convention is above).
 @Suite struct DocTests {
     /// The docs name the build folder `$BA/.build/debug`; they can be followed only when the tests
     /// were built there (not with `-c release` or another `--scratch-path`).
