@@ -4,7 +4,7 @@ import PackageDescription
 // C plugins used only by the tests: each is a misbehaving extension (see Plugins/TestPlugins).
 let testPlugins = [
     "BATestHang", "BATestCrash", "BATestHog", "BATestWrongABI", "BATestNoDescriptor",
-    "BATestFlood", "BATestBadIdentifiers", "BATestHostAPI", "BATestExit",
+    "BATestFlood", "BATestBadIdentifiers", "BATestHostAPI", "BATestExit", "BATestDescriptors",
 ]
 
 let package = Package(

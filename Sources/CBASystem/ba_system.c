@@ -39,6 +39,10 @@ int ba_sys_spawn(const char *path, char *const argv[], char *const envp[], int p
     if ((rc = posix_spawn_file_actions_adddup2(&actions, out_high, 1)) != 0) goto done;
     if ((rc = posix_spawn_file_actions_adddup2(&actions, out_high, 2)) != 0) goto done;
     if ((rc = posix_spawn_file_actions_adddup2(&actions, proto_high, 3)) != 0) goto done;
+    // Nothing else of the parent reaches the child: not every descriptor of a host (basd's
+    // listening socket, its clients' connections, its database) is O_CLOEXEC, and an extension
+    // must not be able to accept or answer basd's connections (docs/threat-model.md).
+    if ((rc = posix_spawn_file_actions_addclosefrom_np(&actions, 4)) != 0) goto done;
 
     sigset_t all, none;
     sigfillset(&all);

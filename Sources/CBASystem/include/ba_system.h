@@ -15,8 +15,8 @@ int ba_sys_socketpair_cloexec(int fds[2]);
 
 /// Spawns `path` with posix_spawn in a new process group (pgid = its pid), with every signal at
 /// its default disposition and an empty signal mask. In the child: fd 0 is /dev/null, fds 1 and
-/// 2 are `output_fd`, and `protocol_fd` becomes fd 3. All other descriptors are closed by their
-/// O_CLOEXEC flag. Returns 0 and the pid in *pid_out, or an errno value.
+/// 2 are `output_fd`, and `protocol_fd` becomes fd 3. Every other descriptor is closed in the
+/// child, O_CLOEXEC or not (closefrom 4). Returns 0 and the pid in *pid_out, or an errno value.
 int ba_sys_spawn(const char *path, char *const argv[], char *const envp[], int protocol_fd, int output_fd,
                  pid_t *pid_out);
 
