@@ -98,7 +98,6 @@ extension DownloadService {
         _ app: StoredApp, event: StoredEvent, kind: StoredExtensionRun.Event, startedAt: Date,
         outcome: Result<BAExtensionRunResult, BAExtensionHostError>
     ) {
-        extensionBusy.remove(app.bundleIdentifier)
         let verdict: String
         var detail: String?
         var milliseconds: Int64 = 0
@@ -126,8 +125,9 @@ extension DownloadService {
             duration: TimeInterval(milliseconds) / 1000)
         if verdict == "ok" {
             extensionFailures[event.sequence] = nil
-            pump(app.bundleIdentifier)
+            extensionFreed(app.bundleIdentifier)
         } else {
+            extensionFreed(app.bundleIdentifier, routeEvents: false)
             let failures = extensionFailures[event.sequence, default: 0] + 1
             extensionFailures[event.sequence] = failures
             if failures < configuration.extensionAttempts {

@@ -155,6 +155,15 @@ extension DownloadService {
         done: @escaping @Sendable (ExtensionRunReport) -> Void
     ) {
         var report = report
+        guard !extensionBusy.contains(app.bundleIdentifier) else {
+            // One call at a time per app: this one starts when the current one ends.
+            log("\(app.bundleIdentifier): \(kind.rawValue) waits for the extension's current call to end")
+            waitingCalls[app.bundleIdentifier, default: []].append { [self] in
+                let current = (try? store.app(app.bundleIdentifier)) ?? app
+                callContentRequest(kind, of: current, bypassAllowance: bypassAllowance, report: report, done: done)
+            }
+            return
+        }
         if let reason = refusalToCall(app, kind: kind, bypassAllowance: bypassAllowance) {
             report.skipped = reason
             log("not calling the extension of \(app.bundleIdentifier) for \(kind.rawValue): \(reason)")
@@ -166,6 +175,8 @@ extension DownloadService {
             done(report)
             return
         }
+        // Busy from the manifest fetch on, so no other call (or event wake) starts meanwhile.
+        extensionBusy.insert(app.bundleIdentifier)
         fetchManifest(manifestURL, for: app) { [self, report] outcome in
             var report = report
             switch outcome {
@@ -174,6 +185,7 @@ extension DownloadService {
                 report.manifestError = failure.message
                 log("\(app.bundleIdentifier): \(report.skipped ?? "")")
                 done(report)
+                extensionFreed(app.bundleIdentifier)
             case .success(let manifest):
                 report.manifestBytes = manifest.size
                 var current = app
@@ -198,7 +210,10 @@ extension DownloadService {
         report: ExtensionRunReport,
         done: @escaping @Sendable (ExtensionRunReport) -> Void
     ) {
-        guard let libraryPath = app.extensionPath, let supervisor else { return }
+        guard let libraryPath = app.extensionPath, let supervisor else {
+            extensionFreed(app.bundleIdentifier)
+            return
+        }
         let remaining = remainingAllowances(of: app)
         let invocation = BAExtensionInvocation(
             libraryPath: libraryPath,
@@ -210,7 +225,6 @@ extension DownloadService {
             appGroupContainerPath: app.appGroupIdentifier.map { containers.container(group: $0) },
             currentDownloads: (try? store.downloads(app: app.bundleIdentifier).filter { $0.state.isActive }.map(record))
                 ?? [])
-        extensionBusy.insert(app.bundleIdentifier)
         let startedAt = Date()
         let thread = Thread { [self] in
             let outcome = Result<BAExtensionRunResult, BAExtensionHostError>(catching: {
@@ -219,9 +233,8 @@ extension DownloadService {
             // The manifest is the call's alone: deleted as soon as it ends, whatever the outcome.
             unlink(manifestPath)
             queue.async {
-                self.extensionBusy.remove(app.bundleIdentifier)
                 done(self.ran(kind, of: app, startedAt: startedAt, outcome: outcome, report: report))
-                self.pump(app.bundleIdentifier)
+                self.extensionFreed(app.bundleIdentifier)
             }
         }
         thread.name = "basd-extension-call"

@@ -51,6 +51,18 @@ extension DownloadService {
 
     // MARK: - Gates
 
+    /// The extension of `app` is free again: the first content request that waited for it starts;
+    /// then (unless `routeEvents` is false) its undelivered events are routed.
+    func extensionFreed(_ app: String, routeEvents: Bool = true) {
+        extensionBusy.remove(app)
+        if var waiting = waitingCalls[app], !waiting.isEmpty {
+            let next = waiting.removeFirst()
+            waitingCalls[app] = waiting.isEmpty ? nil : waiting
+            next()
+        }
+        if routeEvents { pump(app) }
+    }
+
     /// Why the extension of `app` may not be called now (for `kind`), or nil. `bypassAllowance`
     /// (`ba simulate`) skips the daily runtime allowance, nothing else.
     func refusalToCall(_ app: StoredApp, kind: ContentRequestKind?, bypassAllowance: Bool) -> String? {
@@ -62,9 +74,6 @@ extension DownloadService {
         }
         if !app.launched, !settings.inAppContent {
             return "in-app content is off in basd's settings (inAppContent): no extension runs before the app's first launch"
-        }
-        guard !extensionBusy.contains(app.bundleIdentifier) else {
-            return "the extension is already running a call; try again when it ends"
         }
         var state = schedulingState(app)
         let identity = ExtensionFileIdentity.current(path: libraryPath)

@@ -47,7 +47,11 @@ final class DownloadService: @unchecked Sendable {
     var subscribers: [String: [ObjectIdentifier: Session]] = [:]
     var observers: [ObjectIdentifier: Session] = [:]
     var progress: [String: ProgressMark] = [:]
+    /// Apps whose extension is in a call (from the manifest fetch to the call's end): one at a time.
     var extensionBusy: Set<String> = []
+    /// Content requests (`ba install`, `ba update`, `ba simulate`) waiting for the app's current
+    /// extension call to end, in arrival order.
+    var waitingCalls: [String: [() -> Void]] = [:]
     var extensionFailures: [Int64: Int] = [:]
     /// Manifest fetches in flight, by engine id (`manifest:UUID`): their engine events go here,
     /// not to the store.

@@ -102,6 +102,30 @@ struct SchedulingTests {
         }
     }
 
+    @Test("a content request made while the extension is in a call waits for it, then runs")
+    func oneCallAtATime() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try SampleAppFixture(server: server, assets: [], extensionLibrary: "BATestHang")
+        defer { fixture.remove() }
+        let daemon = try Self.daemon(settings: ["extensionCallTimeoutSeconds": 1])
+        defer { daemon.kill() }
+        // The install's call hangs until its 1 s deadline; basd marks the extension busy before it
+        // fetches the manifest, so once the server saw that request the simulation must wait.
+        async let install = runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        _ = try await CLIQueries.poll(
+            "the install's manifest request", daemon, timeout: 30, read: { server.requests(for: "/manifest.json").count },
+            until: { $0 >= 1 })
+        let simulated = try await runProcess(ba, ["simulate", "periodic", "--app", Self.app, "--socket", daemon.socketPath])
+        let installed = try await install
+        #expect(installed.stdout.contains("extension install: timedOut"), "\(installed.stdout)\(installed.stderr)")
+        #expect(simulated.status == 11, "a real run that timed out: \(simulated.stdout)\(simulated.stderr)")
+        #expect(simulated.stdout.contains("extension periodic: timedOut"), "\(simulated.stdout)")
+        #expect(daemon.standardError.contains("periodic waits for the extension's current call to end"))
+        let runs = Self.runs(try await CLIQueries.app(daemon)).map(\.event)
+        #expect(runs.prefix(2) == ["periodic", "install"], "newest first: \(runs)")
+    }
+
     @Test("backgroundActivity off: no extension run (111); inAppContent off: no run before launch, no essentials (109)")
     func userSwitches() async throws {
         let server = try await AssetServer.start()
