@@ -16,7 +16,10 @@ import Testing
 //                          `bash -euo pipefail` process started in that folder, so a variable,
 //                          function or `&` job of one block is there for the next, as in one
 //                          terminal. Each must succeed: show an expected failure as
-//                          `cmd || [ $? -eq 16 ]`. A block that starts a process with `&` must
+//                          `status=0; cmd || status=$?; [ "$status" -eq 16 ]` (or a function
+//                          like cli.md's `expect_exit`); `cmd || [ $? -eq 16 ]` passes when cmd
+//                          succeeds too, and `noOtherDocHasCommandsToRun` refuses it in any doc.
+//                          A block that starts a process with `&` must
 //                          also stop it, even on failure (`trap … EXIT`): the harness fails a doc
 //                          whose background processes outlive it.
 // - ```sh norun            commands shown but not run; say why next to the block.
@@ -89,7 +92,8 @@ import Testing
         "docs/writing-an-extension-swift.md", "docs/writing-an-extension-c.md", "docs/cli.md",
     ]
 
-    /// Every doc's fences follow the convention, and only the docs run above have commands to run.
+    /// Every doc's fences follow the convention, only the docs run above have commands to run, and no
+    /// expected failure is written in a form that passes when the command succeeds.
     @Test func noOtherDocHasCommandsToRun() throws {
         let folder = BuildProducts.source("docs")
         let names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".md") }.sorted()
@@ -98,6 +102,11 @@ import Testing
             let document = "docs/" + name
             let markdown = try String(contentsOfFile: folder + "/" + name, encoding: .utf8)
             let blocks = try DocBlocks.parse(markdown, file: document)
+            for block in blocks where block.kind == .run && block.text.contains("|| [ $? -eq") {
+                Issue.record(
+                    "\(document):\(block.line): `cmd || [ $? -eq N ]` also passes when cmd exits 0; write `status=0; cmd || status=$?; [ \"$status\" -eq N ]`"
+                )
+            }
             guard !Self.runDocuments.contains(document) else { continue }
             for block in blocks {
                 switch block.kind {
