@@ -135,6 +135,9 @@ struct Fetch: AsyncParsableCommand {
             if pending.isEmpty { break }
         }
         engine.shutdown()
+        // The engine's partial files live in OUTPUT/.ba-partial; once nothing is left to resume,
+        // the folder goes too (rmdir removes it only when empty, so a kept partial file keeps it).
+        _ = rmdir((output as NSString).appendingPathComponent(".ba-partial"))
         reporter.finish(interrupted: !pending.isEmpty)
         if !pending.isEmpty { throw ExitCode(BAExitCode.interrupted.rawValue) }
         if reporter.failures > 0 { throw ExitCode(BAExitCode.downloadFailed.rawValue) }

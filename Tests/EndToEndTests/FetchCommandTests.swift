@@ -27,6 +27,9 @@ import Testing
         #expect(
             FileManager.default.contents(atPath: directory.url.appendingPathComponent("asset.bin").path) == Data(data))
         #expect(server.requests(for: "/asset.bin").count == 1)
+        #expect(
+            !FileManager.default.fileExists(atPath: directory.url.appendingPathComponent(".ba-partial").path),
+            "nothing left to resume, so no partial folder")
 
         // A resumed run: cut the finished file back into a partial file with its validator.
         let partialDirectory = directory.url.appendingPathComponent("resume/.ba-partial")
@@ -45,6 +48,7 @@ import Testing
         #expect(
             FileManager.default.contents(atPath: directory.url.appendingPathComponent("resume/asset.bin").path)
                 == Data(data))
+        #expect(!FileManager.default.fileExists(atPath: partialDirectory.path))
     }
 
     @Test func failuresSayWhatTheServerDidAndExit20() async throws {
