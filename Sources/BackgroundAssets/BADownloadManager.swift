@@ -1,4 +1,5 @@
 internal import BAExtensionProtocol
+internal import CBAExtension
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -37,11 +38,22 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
     /// delegate is set. Callbacks run on one dedicated thread (not the main thread, not the
     /// Swift concurrency pool), one at a time, in the order the events happened. Events that
     /// arrive while no delegate is set wait until one is.
+    ///
+    /// In an extension it is not used: basd wakes the extension for its downloads' events and
+    /// calls its `BADownloaderExtension` methods (`backgroundDownload(_:finishedWithFileURL:)`, …)
+    /// instead, because an extension keeps nothing between calls. Setting it there logs a notice
+    /// saying so.
     public weak var delegate: (any BADownloadManagerDelegate)? {
         get { delegateLock.withLock { _delegate } }
         set {
             delegateLock.withLock { _delegate = newValue }
-            if newValue != nil && ExtensionHostConnection.active == nil {
+            guard newValue != nil else { return }
+            if let extensionCall = ExtensionHostConnection.active {
+                extensionCall.log(
+                    BA_LOG_NOTICE,
+                    "BADownloadManager.delegate is not used in an extension: its downloads' events arrive "
+                        + "through the BADownloaderExtension methods, each in a call of its own")
+            } else {
                 AppDaemonConnection.shared.delegateWasSet()
             }
         }
