@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job, for now: build, then run the Swift sample extension's install entry point on the
-# sample manifest, in a budgeted runner process, with no daemon.
+# Build, then run the Swift sample extension's install entry point on the sample manifest, in a
+# budgeted runner process, with no daemon (the README's tour starts the same way).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
