@@ -29,21 +29,22 @@ import Testing
 // root: what a reader has after building the checkout and `export BA=/path/to/checkout` (the
 // docs' own norun setup block). Anything else, PATH included, the docs set up themselves.
 //
-// Docs that are run: the three below. Every other doc in docs/ must have no unmarked sh block
-// (`noOtherDocHasCommandsToRun`), so a command added anywhere is either run here or marked.
+// Docs that are run: the three below and the top README's tour. Every other doc in docs/ must have
+// no unmarked sh block (`noOtherDocHasCommandsToRun`), so a command added anywhere is either run
+// here or marked.
 //
 // `DOC_TESTS_VERBOSE=1 swift test --filter DocTests` prints each doc's whole output.
 //
 // The norun blocks, and why:
-// - writing-an-extension-{swift,c}.md and cli.md, "build the checkout and set BA": the test is
-//   running inside that built checkout and sets BA itself.
+// - writing-an-extension-{swift,c}.md, cli.md and README.md, "build the checkout and set BA": the
+//   test is running inside that built checkout and sets BA itself.
 //
 // Cost, measured on the 2-core machine: the Swift guide ~15 s alone, ~28 s beside the basd and
 // app-client suites, most of it the `swift build` of the guide's test package (it compiles
 // BackgroundAssetsTesting and its dependencies from the checkout, about 20 s of CPU); the C guide
 // and cli.md 1-6 s each (cli.md has a 1 s deadline example).
 
-/// The extension guides and cli.md, run literally (the convention is above).
+/// The extension guides, cli.md and the README's tour, run literally (the convention is above).
 @Suite struct DocTests {
     /// The docs name the build folder `$BA/.build/debug`; they can be followed only when the tests
     /// were built there (not with `-c release` or another `--scratch-path`).
@@ -88,8 +89,13 @@ import Testing
         try await run("docs/cli.md", timeout: .seconds(180))
     }
 
+    @Test(.enabled(if: builtWhereTheDocsSay, "the docs use $BA/.build/debug"))
+    func readmeTour() async throws {
+        try await run("README.md", timeout: .seconds(120))
+    }
+
     static let runDocuments: Set<String> = [
-        "docs/writing-an-extension-swift.md", "docs/writing-an-extension-c.md", "docs/cli.md",
+        "docs/writing-an-extension-swift.md", "docs/writing-an-extension-c.md", "docs/cli.md", "README.md",
     ]
 
     /// Every doc's fences follow the convention, only the docs run above have commands to run, and no
