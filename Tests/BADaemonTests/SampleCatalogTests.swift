@@ -122,14 +122,17 @@ struct SampleCatalogTests {
         #expect(left.isEmpty, "\(left)")
     }
 
-    @Test("a failed essential download (404 once) is re-queued by the extension as non-essential and arrives")
-    func aFailedEssentialComesBackNonEssential() async throws {
+    @Test(
+        "a failed essential download (404 once) is re-queued by the extension as non-essential and arrives",
+        arguments: libraries)
+    func aFailedEssentialComesBackNonEssential(library: String) async throws {
         let assets = try SampleAssetSet()
         defer { assets.remove() }
         let server = try await AssetServer.start(root: assets.root.url)
         defer { Task { try? await server.shutdown() } }
         server.setBehavior(.status(404, times: 1), for: "/levels/level-1.pak")
-        let fixture = try SampleAppFixture(server: server, manifest: assets.manifest(baseURL: server.baseURL))
+        let fixture = try SampleAppFixture(
+            server: server, manifest: assets.manifest(baseURL: server.baseURL), extensionLibrary: library)
         defer { fixture.remove() }
         let daemon = try DaemonProcess()
         defer { daemon.kill() }
@@ -142,7 +145,7 @@ struct SampleCatalogTests {
         let kept = FileManager.default.contents(atPath: Self.container(daemon) + "/Assets/level-1")
         #expect(kept == Data(assets.contents["level-1"] ?? []))
         #expect(
-            daemon.standardError.contains("SampleSwiftExtension: re-queued level-1 as a non-essential download"),
+            daemon.standardError.contains("\(library): re-queued level-1 as a non-essential download"),
             "\(daemon.standardError)")
         #expect(server.requests(for: "/levels/level-1.pak").count == 2)
         let level1 = try await Self.rows(daemon).filter { $0["identifier"] as? String == "level-1" }
