@@ -186,6 +186,7 @@ import Testing
         #expect(log.contains("schedule-after-finish: ok"), "\(log)")
         #expect(log.contains { $0.hasPrefix("cancel-unknown: 101 ") }, "\(log)")
         #expect(log.contains("finished: done essential=false state=3"))
+        #expect(log.contains { $0.hasPrefix("BADownloadManager.delegate is not used in an extension") }, "\(log)")
         #expect(result.scheduled.map(\.identifier) == ["swift-scheduled"])
     }
 

@@ -1,7 +1,7 @@
 // For tests only: a Swift extension that uses BADownloadManager from inside its entry points, to
 // check the Swift side of the host-API table (schedule refused during downloads(for:), allowed
 // after; startForegroundDownload refused from an extension; current downloads; cancel;
-// exclusive control; the app group container).
+// exclusive control; the app group container; a delegate set in an extension).
 import BackgroundAssets
 import Foundation
 
@@ -46,12 +46,18 @@ struct BATestSwiftManager: BADownloaderExtension {
         BAHostLog(
             "finished: \(finishedDownload.identifier) essential=\(finishedDownload.isEssential) state=\(finishedDownload.state.rawValue)"
         )
+        // A delegate set in an extension is never called (the extension's methods are); basd logs why.
+        let listener = Listener()
+        BADownloadManager.shared.delegate = listener
+        BADownloadManager.shared.delegate = nil
         for group in [finishedDownload.applicationGroupIdentifier, "group.other"] {
             let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: group)
             BAHostLog("container \(group): \(container?.path ?? "nil")")
         }
     }
 }
+
+final class Listener: BADownloadManagerDelegate {}
 
 @_cdecl("ba_extension_descriptor")
 public func baExtensionDescriptor() -> UnsafeRawPointer { BAExportExtension(BATestSwiftManager.self) }
