@@ -100,8 +100,10 @@ extension DownloadService {
             }
             kind = .update
         }
-        // The switches, quarantine and the rest are `refusalToCall`'s: the report says which.
-        callContentRequest(kind, of: app, bypassAllowance: false, report: report) { reply(.extensionRun($0)) }
+        // A one-off event the installer triggered: like `ba simulate`, outside the daily runtime
+        // allowance (its runtime still counts) but under the per-call deadline. The switches,
+        // quarantine and the rest are `refusalToCall`'s: the report says which.
+        callContentRequest(kind, of: app, bypassAllowance: true, report: report) { reply(.extensionRun($0)) }
     }
 
     /// `simulate`: wakes the extension as if `event` had happened, outside the daily runtime
@@ -164,14 +166,21 @@ extension DownloadService {
             }
             return
         }
-        if let reason = refusalToCall(app, kind: kind, bypassAllowance: bypassAllowance) {
-            report.skipped = reason
-            log("not calling the extension of \(app.bundleIdentifier) for \(kind.rawValue): \(reason)")
+        // Nothing to call is not a refusal: an app may come without an extension or a manifest.
+        guard app.extensionPath != nil else {
+            report.skipped = "the app has no extension (BAExtensionPath)"
             done(report)
             return
         }
         guard let manifestURL = app.manifestURL else {
             report.skipped = "the app's Info.plist has no BAManifestURL, so there is no manifest to hand the extension"
+            done(report)
+            return
+        }
+        if let reason = refusalToCall(app, kind: kind, bypassAllowance: bypassAllowance) {
+            report.skipped = reason
+            report.callRefused = true
+            log("not calling the extension of \(app.bundleIdentifier) for \(kind.rawValue): \(reason)")
             done(report)
             return
         }
@@ -258,7 +267,9 @@ extension DownloadService {
             report.logs = result.logs.map(\.message)
             for line in result.logs { log("[\(app.bundleIdentifier) extension] \(line.message)") }
             report.refused = result.rejected.map {
-                RefusedDownload(identifier: $0.download.identifier, code: $0.code, reason: $0.reason)
+                RefusedDownload(
+                    identifier: $0.download.identifier, code: $0.code, reason: $0.reason,
+                    isEssential: $0.download.isEssential)
             }
             if result.verdict == .ok {
                 schedule(result.downloads, returnedBy: kind, of: app, into: &report)
@@ -298,7 +309,9 @@ extension DownloadService {
                     RefusedDownload(
                         identifier: record.identifier, code: ErrorCodes.downloadWouldExceedAllowance,
                         reason: "\"\(record.identifier)\" (\(record.fileSize) bytes) would take the \(kind.rawValue)'s "
-                            + "\(record.isEssential ? "essential " : "")downloads to \(sum) bytes, over \(key) (\(maximum))"))
+                            + "\(record.isEssential ? "essential " : "")downloads to \(sum) bytes, "
+                            + "over \(key) (\(maximum))",
+                        isEssential: record.isEssential))
                 continue
             }
             let payload = DownloadPayload(
@@ -312,14 +325,17 @@ extension DownloadService {
                 let stored = try schedule(payload, for: current, contentRequest: kind.rawValue32)
                 if record.isEssential { essentialTotal = sum } else { total = sum }
                 report.scheduled.append(info(stored))
-            } catch let refusal as Refusal {
-                report.refused.append(RefusedDownload(identifier: record.identifier, code: refusal.code, reason: refusal.message))
-            } catch let error as BAStoreError {
-                let refusal = Refusal(error)
-                report.refused.append(RefusedDownload(identifier: record.identifier, code: refusal.code, reason: refusal.message))
             } catch {
+                let refusal =
+                    switch error {
+                    case let refusal as Refusal: refusal
+                    case let error as BAStoreError: Refusal(error)
+                    default: Refusal(ErrorCodes.downloadInvalid, "\(error)")
+                    }
                 report.refused.append(
-                    RefusedDownload(identifier: record.identifier, code: ErrorCodes.downloadInvalid, reason: "\(error)"))
+                    RefusedDownload(
+                        identifier: record.identifier, code: refusal.code, reason: refusal.message,
+                        isEssential: record.isEssential))
             }
         }
     }
