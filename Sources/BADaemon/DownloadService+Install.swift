@@ -220,6 +220,14 @@ extension DownloadService {
         done: @escaping @Sendable (ExtensionRunReport) -> Void
     ) {
         guard let libraryPath = app.extensionPath, let supervisor else {
+            // `callContentRequest` checked both; a re-registration during the manifest fetch may
+            // have dropped the extension. The call still ends: manifest gone, reply sent.
+            unlink(manifestPath)
+            var report = report
+            report.skipped = "the app's extension went away while its manifest was fetched"
+            report.callRefused = true
+            log("\(app.bundleIdentifier) \(kind.rawValue): \(report.skipped ?? "")")
+            done(report)
             extensionFreed(app.bundleIdentifier)
             return
         }
@@ -352,12 +360,30 @@ extension DownloadService {
         var size: Int64
     }
 
+    /// Where fetched manifests live while their call runs.
+    var manifestsDirectory: String { configuration.stateDirectory + "/manifests" }
+
+    /// Deletes what a basd that died mid-call left in the manifests folder (manifests and their
+    /// partial files): a manifest belongs to one call, and no call survives a restart. Call at
+    /// start, before serving.
+    func removeLeftoverManifests() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: manifestsDirectory) else { return }
+        for name in names {
+            let path = manifestsDirectory + "/" + name
+            if unlink(path) == 0 {
+                log("removed \(path), left by a call that did not end")
+            } else {
+                log("cannot remove \(path), left by a call that did not end: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
     /// Fetches `url` through the engine (at once, ahead of the queue) into a read-only file;
     /// before the app's first launch the fetch keeps to the allowance and the allow-list.
     func fetchManifest(
         _ url: String, for app: StoredApp, done: @escaping @Sendable (Result<FetchedManifest, ManifestFailure>) -> Void
     ) {
-        let directory = configuration.stateDirectory + "/manifests"
+        let directory = manifestsDirectory
         do {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

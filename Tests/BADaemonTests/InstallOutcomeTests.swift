@@ -10,7 +10,8 @@ import Testing
 
 /// What `ba install` / `ba update` tell an installer when things do not go to plan: the daily
 /// runtime allowance does not stop them, a call basd will not make and an essential download
-/// refused or failed make them exit non-zero (docs/lifecycle.md, docs/cli.md).
+/// refused or failed make them exit non-zero; and manifests never outlive their call
+/// (docs/lifecycle.md, docs/cli.md).
 @Suite("ba install and update outcomes", .timeLimit(.minutes(3)))
 struct InstallOutcomeTests {
     let ba = BuildProducts.executable("ba")
@@ -140,5 +141,51 @@ struct InstallOutcomeTests {
         #expect(install.stderr.contains("essential download \"core\" failed"), "\(install.stderr)")
         #expect(install.stderr.contains("5000") && install.stderr.contains("4000"), "\(install.stderr)")
         #expect(install.stderr.contains("stays installed"), "\(install.stderr)")
+    }
+
+    @Test("an extension removed while its manifest is fetched: the install ends (exit 33), no manifest left, basd free")
+    func extensionGoneDuringFetch() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try SampleAppFixture(server: server, assets: [])
+        defer { fixture.remove() }
+        // A manifest of about 70 bytes at 20 bytes/s: over 3 s to re-register the app meanwhile.
+        server.setBehavior(.trickle(bytesPerSecond: 20), for: "/manifest.json")
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+
+        async let install = run(daemon, ["install", fixture.appDirectory])
+        _ = try await CLIQueries.poll(
+            "the install's manifest request", daemon, timeout: 30, read: { server.requests(for: "/manifest.json").count },
+            until: { $0 >= 1 })
+        // The same version without its extension: only re-registered, while the first call waits.
+        try Self.editPlist(fixture) { $0["BAExtensionPath"] = nil }
+        let reregistered = try await run(daemon, ["install", fixture.appDirectory])
+        #expect(reregistered.status == 0 && reregistered.stdout.contains("already installed"), "\(reregistered.stdout)")
+
+        let installed = try await install
+        #expect(installed.status == 33, "\(installed.stdout)\(installed.stderr)\n\(daemon.standardError)")
+        #expect(installed.stderr.contains("went away"), "\(installed.stderr)")
+        let manifests = try FileManager.default.contentsOfDirectory(atPath: daemon.stateDirectory + "/manifests")
+        #expect(manifests.isEmpty, "\(manifests)")
+        // The extension is free again: the next request is answered, not queued forever.
+        let simulated = try await run(daemon, ["simulate", "periodic", "--app", Self.app])
+        #expect(simulated.status == 33 && simulated.stdout.contains("no extension"), "\(simulated.stdout)")
+    }
+
+    @Test("manifests left by a basd that died mid-call are removed when basd starts")
+    func leftoverManifestsRemovedAtStart() throws {
+        let directory = try TemporaryDirectory()
+        let manifests = directory.path + "/state/manifests"
+        try FileManager.default.createDirectory(atPath: manifests, withIntermediateDirectories: true)
+        let left = manifests + "/com.example.ba.sample-0E6A.manifest"
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: left))
+        chmod(left, 0o444)
+        try Data("{".utf8).write(to: URL(fileURLWithPath: left + ".partial"))
+        let daemon = try DaemonProcess(directory: directory)
+        defer { daemon.kill() }
+        // basd removes them before it listens, so they are gone once it printed its listening line.
+        let remaining = try FileManager.default.contentsOfDirectory(atPath: manifests)
+        #expect(remaining.isEmpty, "\(remaining)")
     }
 }
