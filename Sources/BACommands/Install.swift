@@ -169,6 +169,7 @@ struct InstallReportPrinter {
         for refused in report.refused {
             Swift.print("  refused \(refused.identifier): \(refused.reason) (error \(refused.code))")
         }
+        for identifier in report.cancelled ?? [] { Swift.print("  cancelled \(identifier) (by the extension)") }
         for line in report.logs { Swift.print("  log: \(line)") }
     }
 

@@ -280,6 +280,10 @@ extension DownloadService {
                     isEssential: $0.download.isEssential)
             }
             if result.verdict == .ok {
+                // Cancelled first (an `.update` dropping stale downloads), so a download returned
+                // again under the same identifier is scheduled afresh.
+                let cancelled = applyCancellations(result.cancelled, of: app.bundleIdentifier)
+                if !cancelled.isEmpty { report.cancelled = cancelled }
                 schedule(result.downloads, returnedBy: kind, of: app, into: &report)
             }
         case .failure(let error):

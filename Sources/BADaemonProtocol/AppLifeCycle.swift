@@ -65,6 +65,8 @@ public struct ExtensionRunReport: Sendable, Hashable, Codable {
     public var scheduled: [DownloadInfo]
     /// The downloads refused, with Apple's codes (109, 112, 202, …).
     public var refused: [RefusedDownload]
+    /// The identifiers of the app's downloads the extension cancelled during the call (nil when none).
+    public var cancelled: [String]?
     /// What the extension logged.
     public var logs: [String]
 

@@ -10,8 +10,8 @@ import Testing
 
 /// What `ba install` / `ba update` tell an installer when things do not go to plan: the daily
 /// runtime allowance does not stop them, a call basd will not make and an essential download
-/// refused or failed make them exit non-zero; and manifests never outlive their call
-/// (docs/lifecycle.md, docs/cli.md).
+/// refused or failed make them exit non-zero; what a content request cancels takes effect; and
+/// manifests never outlive their call (docs/lifecycle.md, docs/cli.md).
 @Suite("ba install and update outcomes", .timeLimit(.minutes(3)))
 struct InstallOutcomeTests {
     let ba = BuildProducts.executable("ba")
@@ -141,6 +141,41 @@ struct InstallOutcomeTests {
         #expect(install.stderr.contains("essential download \"core\" failed"), "\(install.stderr)")
         #expect(install.stderr.contains("5000") && install.stderr.contains("4000"), "\(install.stderr)")
         #expect(install.stderr.contains("stays installed"), "\(install.stderr)")
+    }
+
+    @Test("downloads an extension cancels during an update call are cancelled; the others go on")
+    func updateCancelsStaleDownloads() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try SampleAppFixture(
+            server: server, manifest: Array("cancel stale\n".utf8), extensionLibrary: "BATestSwiftManager")
+        defer { fixture.remove() }
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let install = try await run(daemon, ["install", fixture.appDirectory, "--no-wait"])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
+
+        // The app schedules two downloads that stay active (the server stalls them).
+        for name in ["stale", "keep"] {
+            server.setFile("/\(name).bin", contents: SampleAppFixture.bytes(10_000, seed: 5))
+            server.setBehavior(.stall(afterBytes: 100), for: "/\(name).bin")
+        }
+        let client = try DaemonClient(
+            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.app, pid: getpid()))
+        for name in ["stale", "keep"] {
+            _ = try client.call(.schedule(DownloadPayload(identifier: name, url: server.url("/\(name).bin"))))
+        }
+        client.close()
+
+        let update = try await run(daemon, ["update", fixture.appDirectory, "--no-wait"])
+        #expect(update.stdout.contains("extension update: ok"), "\(update.stdout)\(update.stderr)")
+        #expect(update.stdout.contains("log: cancel stale: ok"), "the runner accepted it: \(update.stdout)")
+        #expect(update.stdout.contains("cancelled stale"), "\(update.stdout)")
+        let rows = try await CLIQueries.downloadRows(daemon, app: Self.app)
+        let identifiers = rows.compactMap { $0["identifier"] as? String }
+        #expect(!identifiers.contains("stale"), "\(rows)")
+        #expect(identifiers.contains("keep"), "\(rows)")
+        #expect(daemon.standardError.contains("cancelled \"stale\""), "\(daemon.standardError)")
     }
 
     @Test("an extension removed while its manifest is fetched: the install ends (exit 33), no manifest left, basd free")
