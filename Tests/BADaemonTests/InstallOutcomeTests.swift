@@ -223,4 +223,27 @@ struct InstallOutcomeTests {
         let remaining = try FileManager.default.contentsOfDirectory(atPath: manifests)
         #expect(remaining.isEmpty, "\(remaining)")
     }
+
+    @Test("Apple's spellings: -s --app-install --app-bundle-id, --simulate --app-update -b")
+    func appleSpellings() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try SampleAppFixture(server: server, assets: [])
+        defer { fixture.remove() }
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let install = try await run(daemon, ["install", fixture.appDirectory])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+
+        let spellings: [(arguments: [String], event: String)] = [
+            (["simulate", "-s", "--app-install", "--app-bundle-id", Self.app], "install"),
+            (["simulate", "--simulate", "--app-update", "-b", Self.app], "update"),
+            (["simulate", "-s", "--periodic", "--app-bundle-id", Self.app], "periodic"),
+        ]
+        for (arguments, event) in spellings {
+            let simulated = try await run(daemon, arguments)
+            #expect(simulated.status == 0, "\(arguments): \(simulated.stdout)\(simulated.stderr)")
+            #expect(simulated.stdout.contains("extension \(event): ok"), "\(arguments): \(simulated.stdout)")
+        }
+    }
 }
