@@ -74,7 +74,8 @@ struct InstallOutcomeTests {
         for arguments in [["update", fixture.appDirectory], ["update", fixture.appDirectory, "--no-wait", "--json"]] {
             let update = try await run(daemon, arguments)
             #expect(update.status == 33, "\(arguments): \(update.stdout)\(update.stderr)")
-            #expect(update.stderr.contains("was not called") && update.stderr.contains("quarantined"), "\(update.stderr)")
+            #expect(
+                update.stderr.contains("was not called") && update.stderr.contains("quarantined"), "\(update.stderr)")
             #expect(update.stderr.contains("stays registered"), "\(update.stderr)")
         }
         #expect(try await CLIQueries.app(daemon)["bundleIdentifier"] as? String == Self.app)
@@ -84,11 +85,15 @@ struct InstallOutcomeTests {
         defer { quiet.kill() }
         let off = try await run(quiet, ["install", fixture.appDirectory])
         #expect(off.status == 33, "\(off.stdout)\(off.stderr)")
-        #expect(off.stderr.contains("background activity is off") && off.stderr.contains("stays registered"), "\(off.stderr)")
+        #expect(
+            off.stderr.contains("background activity is off") && off.stderr.contains("stays registered"),
+            "\(off.stderr)")
         #expect(try await CLIQueries.app(quiet)["bundleIdentifier"] as? String == Self.app)
     }
 
-    @Test("an essential download refused when scheduled fails ba install (exit 20, naming it and the code), --no-wait too")
+    @Test(
+        "an essential download refused when scheduled fails ba install (exit 20, naming it and the code), --no-wait too"
+    )
     func refusedEssential() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
@@ -96,11 +101,15 @@ struct InstallOutcomeTests {
         let fixture = try SampleAppFixture(
             server: server,
             assets: [
-                .init(identifier: "core", path: "/core.bin", contents: SampleAppFixture.bytes(1000, seed: 1), essential: true),
+                .init(
+                    identifier: "core", path: "/core.bin", contents: SampleAppFixture.bytes(1000, seed: 1),
+                    essential: true),
                 .init(
                     identifier: "elsewhere", path: "/elsewhere.bin", contents: SampleAppFixture.bytes(100, seed: 2),
                     essential: true, url: "http://localhost:\(port)/elsewhere.bin"),
-                .init(identifier: "extra", path: "/extra.bin", contents: SampleAppFixture.bytes(100, seed: 3), essential: false),
+                .init(
+                    identifier: "extra", path: "/extra.bin", contents: SampleAppFixture.bytes(100, seed: 3),
+                    essential: false),
             ]
         ) { info in
             info["BAInitialDownloadRestrictions"] = ["BADownloadDomainAllowList": ["127.0.0.1"]]
@@ -112,13 +121,18 @@ struct InstallOutcomeTests {
         let install = try await run(daemon, ["install", fixture.appDirectory])
         #expect(install.status == 20, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
         #expect(install.stderr.contains("essential download \"elsewhere\" was refused"), "\(install.stderr)")
-        #expect(install.stderr.contains("BADownloadDomainAllowList") && install.stderr.contains("error 202"), "\(install.stderr)")
-        #expect(!install.stderr.contains("\"core\""), "the other essential was waited for and finished: \(install.stderr)")
+        #expect(
+            install.stderr.contains("BADownloadDomainAllowList") && install.stderr.contains("error 202"),
+            "\(install.stderr)")
+        #expect(
+            !install.stderr.contains("\"core\""), "the other essential was waited for and finished: \(install.stderr)")
         #expect(install.stdout.contains("finished core"), "\(install.stdout)")
 
         let update = try await run(daemon, ["update", fixture.appDirectory, "--no-wait"])
         #expect(update.status == 20, "\(update.stdout)\(update.stderr)")
-        #expect(update.stderr.contains("\"elsewhere\" was refused") && update.stderr.contains("error 202"), "\(update.stderr)")
+        #expect(
+            update.stderr.contains("\"elsewhere\" was refused") && update.stderr.contains("error 202"),
+            "\(update.stderr)")
     }
 
     @Test("an essential download whose size differs from its fileSize fails ba install (exit 20, naming it and why)")
@@ -129,7 +143,8 @@ struct InstallOutcomeTests {
             server: server,
             assets: [
                 .init(
-                    identifier: "core", path: "/core.bin", contents: SampleAppFixture.bytes(5000, seed: 4), essential: true,
+                    identifier: "core", path: "/core.bin", contents: SampleAppFixture.bytes(5000, seed: 4),
+                    essential: true,
                     declaredSize: 4000)
             ])
         defer { fixture.remove() }
@@ -191,7 +206,8 @@ struct InstallOutcomeTests {
 
         async let install = run(daemon, ["install", fixture.appDirectory])
         _ = try await CLIQueries.poll(
-            "the install's manifest request", daemon, timeout: 30, read: { server.requests(for: "/manifest.json").count },
+            "the install's manifest request", daemon, timeout: 30,
+            read: { server.requests(for: "/manifest.json").count },
             until: { $0 >= 1 })
         // The same version without its extension: only re-registered, while the first call waits.
         try Self.editPlist(fixture) { $0["BAExtensionPath"] = nil }
