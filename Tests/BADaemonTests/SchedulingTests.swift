@@ -108,9 +108,11 @@ struct SchedulingTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(server: server, assets: [], extensionLibrary: "BATestHang")
         defer { fixture.remove() }
-        let daemon = try Self.daemon(settings: ["extensionCallTimeoutSeconds": 1])
+        // 3 s: the simulation's `ba` must reach basd before the install's call ends, also on a
+        // loaded machine (1 s was missed under the whole suite).
+        let daemon = try Self.daemon(settings: ["extensionCallTimeoutSeconds": 3])
         defer { daemon.kill() }
-        // The install's call hangs until its 1 s deadline; basd marks the extension busy before it
+        // The install's call hangs until its deadline; basd marks the extension busy before it
         // fetches the manifest, so once the server saw that request the simulation must wait.
         async let install = runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         _ = try await CLIQueries.poll(
