@@ -11,8 +11,10 @@ struct Install: ParsableCommand {
             read-only file, calls the extension's downloads(for: .install) (.update when a different version \
             is registered), schedules what it returns, and deletes the manifest. ba then shows one progress bar \
             for the essential downloads (total = the sum of their fileSize) and returns when all are done \
-            (exit 0) or one failed (exit 20, naming it; the app stays installed). Non-essential downloads \
-            continue in basd. Ctrl-C stops waiting, not the downloads.
+            (exit 0) or one failed or was refused (exit 20, naming it; the app stays installed). When basd \
+            would not call the extension (quarantined, background activity or in-app content off), ba says \
+            why and exits 33; the app stays registered. Non-essential downloads continue in basd. Ctrl-C \
+            stops waiting, not the downloads.
 
             Examples:
               ba install /opt/example-game
@@ -93,23 +95,44 @@ struct InstallFlow {
             // The app is registered; its extension could not be called without its manifest.
             throw ExitCode(BAExitCode.downloadFailed.rawValue)
         }
+        if report.callRefused == true {
+            // Registered, but nothing was fetched for it: the installer must hear about it.
+            printError(
+                "the extension of \(report.bundleIdentifier) was not called: "
+                    + "\(report.skipped ?? "basd refused the call"); \(report.bundleIdentifier) stays registered "
+                    + "(run `ba update \(appDirectory)` once it may run)")
+            throw ExitCode(BAExitCode.daemonRefused.rawValue)
+        }
         if let verdict = report.verdict, verdict != "ok" {
             throw ExitCode(BAExitCode.code(forVerdictNamed: verdict).rawValue)
         }
         let essentials = report.scheduled.filter { $0.download.isEssential }
-        guard !noWait, !essentials.isEmpty else { return }
-        switch watcher.wait(for: essentials) {
-        case .finished:
-            return
-        case .failed(let identifier, let message, let code):
-            printError("essential download \"\(identifier)\" failed: \(message)\(code.map { " (error \($0))" } ?? ""); "
-                + "\(report.bundleIdentifier) stays installed")
-            throw ExitCode(BAExitCode.downloadFailed.rawValue)
-        case .lost(let error):
-            printError("lost basd while waiting for the essential downloads: \(error.message); they continue in basd "
-                + "(see `ba downloads --app \(report.bundleIdentifier)`)")
-            throw ExitCode(BAExitCode.daemonConnectionLost.rawValue)
+        var failed = false
+        if !noWait, !essentials.isEmpty {
+            switch watcher.wait(for: essentials) {
+            case .finished:
+                break
+            case .failed(let identifier, let message, let code):
+                printError(
+                    "essential download \"\(identifier)\" failed: \(message)\(code.map { " (error \($0))" } ?? ""); "
+                        + "\(report.bundleIdentifier) stays installed")
+                failed = true
+            case .lost(let error):
+                printError(
+                    "lost basd while waiting for the essential downloads: \(error.message); they continue in basd "
+                        + "(see `ba downloads --app \(report.bundleIdentifier)`)")
+                throw ExitCode(BAExitCode.daemonConnectionLost.rawValue)
+            }
         }
+        // An essential download refused when scheduled never comes: as much a failure as one
+        // that failed to download (the report printed them too; this is the verdict on stderr).
+        for refused in report.refused where refused.isEssential == true {
+            printError(
+                "essential download \"\(refused.identifier)\" was refused: \(refused.reason) (error \(refused.code)); "
+                    + "\(report.bundleIdentifier) stays installed")
+            failed = true
+        }
+        if failed { throw ExitCode(BAExitCode.downloadFailed.rawValue) }
     }
 }
 
@@ -146,6 +169,7 @@ struct InstallReportPrinter {
         for refused in report.refused {
             Swift.print("  refused \(refused.identifier): \(refused.reason) (error \(refused.code))")
         }
+        for identifier in report.cancelled ?? [] { Swift.print("  cancelled \(identifier) (by the extension)") }
         for line in report.logs { Swift.print("  log: \(line)") }
     }
 

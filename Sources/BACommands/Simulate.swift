@@ -16,6 +16,7 @@ struct Simulate: ParsableCommand {
               ba simulate periodic --app com.example.game
               ba simulate install --app com.example.game --json
               ba simulate -s --app-update -b com.example.game
+              ba simulate --simulate --app-install --app-bundle-id com.example.game
             """)
 
     @OptionGroup var daemon: DaemonOptions
@@ -23,7 +24,9 @@ struct Simulate: ParsableCommand {
     @Argument(help: ArgumentHelp("install, update or periodic.", valueName: "event"))
     var event: SimulatedEvent?
 
-    @Option(name: [.customLong("app"), .customShort("b")], help: "The app's bundle identifier (-b as in Apple's tool).")
+    @Option(
+        name: [.customLong("app"), .customShort("b"), .customLong("app-bundle-id")],
+        help: "The app's bundle identifier (-b or --app-bundle-id as in Apple's tool).")
     var app: String
 
     @Flag(name: [.customShort("s"), .customLong("simulate")], help: "Apple's spelling; implied.")

@@ -160,13 +160,7 @@ extension DownloadService {
         default:
             break
         }
-        for identifier in result.cancelled {
-            do {
-                try cancel(app: app.bundleIdentifier, identifier: identifier)
-            } catch {
-                log("the extension of \(app.bundleIdentifier) cancelled \"\(identifier)\": \(error)")
-            }
-        }
+        applyCancellations(result.cancelled, of: app.bundleIdentifier)
         for record in result.scheduled {
             let payload = DownloadPayload(
                 identifier: record.identifier, uniqueIdentifier: record.uniqueIdentifier, url: record.url,
@@ -179,6 +173,24 @@ extension DownloadService {
                 log("the extension of \(app.bundleIdentifier) scheduled \"\(record.identifier)\": refused: \(error)")
             }
         }
+    }
+
+    /// Cancels what an extension's `ok` call cancelled through `BADownloadManager.cancel` (an event
+    /// wake or a content request); returns the identifiers cancelled. One that ended meanwhile is
+    /// logged and skipped.
+    @discardableResult
+    func applyCancellations(_ identifiers: [String], of app: String) -> [String] {
+        var cancelled: [String] = []
+        for identifier in identifiers {
+            do {
+                try cancel(app: app, identifier: identifier)
+                cancelled.append(identifier)
+                log("the extension of \(app) cancelled \"\(identifier)\"")
+            } catch {
+                log("the extension of \(app) cancelled \"\(identifier)\": \(error)")
+            }
+        }
+        return cancelled
     }
 
     /// The protection space of a `WWW-Authenticate` challenge for `url`.

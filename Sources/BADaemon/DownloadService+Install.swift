@@ -100,8 +100,10 @@ extension DownloadService {
             }
             kind = .update
         }
-        // The switches, quarantine and the rest are `refusalToCall`'s: the report says which.
-        callContentRequest(kind, of: app, bypassAllowance: false, report: report) { reply(.extensionRun($0)) }
+        // A one-off event the installer triggered: like `ba simulate`, outside the daily runtime
+        // allowance (its runtime still counts) but under the per-call deadline. The switches,
+        // quarantine and the rest are `refusalToCall`'s: the report says which.
+        callContentRequest(kind, of: app, bypassAllowance: true, report: report) { reply(.extensionRun($0)) }
     }
 
     /// `simulate`: wakes the extension as if `event` had happened, outside the daily runtime
@@ -164,14 +166,21 @@ extension DownloadService {
             }
             return
         }
-        if let reason = refusalToCall(app, kind: kind, bypassAllowance: bypassAllowance) {
-            report.skipped = reason
-            log("not calling the extension of \(app.bundleIdentifier) for \(kind.rawValue): \(reason)")
+        // Nothing to call is not a refusal: an app may come without an extension or a manifest.
+        guard app.extensionPath != nil else {
+            report.skipped = "the app has no extension (BAExtensionPath)"
             done(report)
             return
         }
         guard let manifestURL = app.manifestURL else {
             report.skipped = "the app's Info.plist has no BAManifestURL, so there is no manifest to hand the extension"
+            done(report)
+            return
+        }
+        if let reason = refusalToCall(app, kind: kind, bypassAllowance: bypassAllowance) {
+            report.skipped = reason
+            report.callRefused = true
+            log("not calling the extension of \(app.bundleIdentifier) for \(kind.rawValue): \(reason)")
             done(report)
             return
         }
@@ -211,6 +220,14 @@ extension DownloadService {
         done: @escaping @Sendable (ExtensionRunReport) -> Void
     ) {
         guard let libraryPath = app.extensionPath, let supervisor else {
+            // `callContentRequest` checked both; a re-registration during the manifest fetch may
+            // have dropped the extension. The call still ends: manifest gone, reply sent.
+            unlink(manifestPath)
+            var report = report
+            report.skipped = "the app's extension went away while its manifest was fetched"
+            report.callRefused = true
+            log("\(app.bundleIdentifier) \(kind.rawValue): \(report.skipped ?? "")")
+            done(report)
             extensionFreed(app.bundleIdentifier)
             return
         }
@@ -258,9 +275,15 @@ extension DownloadService {
             report.logs = result.logs.map(\.message)
             for line in result.logs { log("[\(app.bundleIdentifier) extension] \(line.message)") }
             report.refused = result.rejected.map {
-                RefusedDownload(identifier: $0.download.identifier, code: $0.code, reason: $0.reason)
+                RefusedDownload(
+                    identifier: $0.download.identifier, code: $0.code, reason: $0.reason,
+                    isEssential: $0.download.isEssential)
             }
             if result.verdict == .ok {
+                // Cancelled first (an `.update` dropping stale downloads), so a download returned
+                // again under the same identifier is scheduled afresh.
+                let cancelled = applyCancellations(result.cancelled, of: app.bundleIdentifier)
+                if !cancelled.isEmpty { report.cancelled = cancelled }
                 schedule(result.downloads, returnedBy: kind, of: app, into: &report)
             }
         case .failure(let error):
@@ -298,7 +321,9 @@ extension DownloadService {
                     RefusedDownload(
                         identifier: record.identifier, code: ErrorCodes.downloadWouldExceedAllowance,
                         reason: "\"\(record.identifier)\" (\(record.fileSize) bytes) would take the \(kind.rawValue)'s "
-                            + "\(record.isEssential ? "essential " : "")downloads to \(sum) bytes, over \(key) (\(maximum))"))
+                            + "\(record.isEssential ? "essential " : "")downloads to \(sum) bytes, "
+                            + "over \(key) (\(maximum))",
+                        isEssential: record.isEssential))
                 continue
             }
             let payload = DownloadPayload(
@@ -312,14 +337,17 @@ extension DownloadService {
                 let stored = try schedule(payload, for: current, contentRequest: kind.rawValue32)
                 if record.isEssential { essentialTotal = sum } else { total = sum }
                 report.scheduled.append(info(stored))
-            } catch let refusal as Refusal {
-                report.refused.append(RefusedDownload(identifier: record.identifier, code: refusal.code, reason: refusal.message))
-            } catch let error as BAStoreError {
-                let refusal = Refusal(error)
-                report.refused.append(RefusedDownload(identifier: record.identifier, code: refusal.code, reason: refusal.message))
             } catch {
+                let refusal =
+                    switch error {
+                    case let refusal as Refusal: refusal
+                    case let error as BAStoreError: Refusal(error)
+                    default: Refusal(ErrorCodes.downloadInvalid, "\(error)")
+                    }
                 report.refused.append(
-                    RefusedDownload(identifier: record.identifier, code: ErrorCodes.downloadInvalid, reason: "\(error)"))
+                    RefusedDownload(
+                        identifier: record.identifier, code: refusal.code, reason: refusal.message,
+                        isEssential: record.isEssential))
             }
         }
     }
@@ -336,12 +364,30 @@ extension DownloadService {
         var size: Int64
     }
 
+    /// Where fetched manifests live while their call runs.
+    var manifestsDirectory: String { configuration.stateDirectory + "/manifests" }
+
+    /// Deletes what a basd that died mid-call left in the manifests folder (manifests and their
+    /// partial files): a manifest belongs to one call, and no call survives a restart. Call at
+    /// start, before serving.
+    func removeLeftoverManifests() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: manifestsDirectory) else { return }
+        for name in names {
+            let path = manifestsDirectory + "/" + name
+            if unlink(path) == 0 {
+                log("removed \(path), left by a call that did not end")
+            } else {
+                log("cannot remove \(path), left by a call that did not end: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
     /// Fetches `url` through the engine (at once, ahead of the queue) into a read-only file;
     /// before the app's first launch the fetch keeps to the allowance and the allow-list.
     func fetchManifest(
         _ url: String, for app: StoredApp, done: @escaping @Sendable (Result<FetchedManifest, ManifestFailure>) -> Void
     ) {
-        let directory = configuration.stateDirectory + "/manifests"
+        let directory = manifestsDirectory
         do {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

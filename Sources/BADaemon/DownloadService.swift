@@ -98,8 +98,8 @@ final class DownloadService: @unchecked Sendable {
         }
     }
 
-    /// Resumes every active download (from its partial file) and routes undelivered events; then
-    /// follows the engine. Call once, before serving.
+    /// Removes manifests left by a previous basd, resumes every active download (from its partial
+    /// file) and routes undelivered events; then follows the engine. Call once, before serving.
     func start() {
         let events = engine.events
         eventsTask = Task { [self] in
@@ -108,6 +108,7 @@ final class DownloadService: @unchecked Sendable {
             }
         }
         queue.sync {
+            removeLeftoverManifests()
             do {
                 let active = try store.activeDownloads()
                 for download in active {

@@ -26,11 +26,15 @@ public struct RefusedDownload: Sendable, Hashable, Codable {
     public var identifier: String
     public var code: Int
     public var reason: String
+    /// Whether the extension returned it as essential (nil from a basd that did not say): a
+    /// refused essential download fails `ba install`.
+    public var isEssential: Bool?
 
-    public init(identifier: String, code: Int, reason: String) {
+    public init(identifier: String, code: Int, reason: String, isEssential: Bool? = nil) {
         self.identifier = identifier
         self.code = code
         self.reason = reason
+        self.isEssential = isEssential
     }
 }
 
@@ -45,6 +49,10 @@ public struct ExtensionRunReport: Sendable, Hashable, Codable {
     public var event: String?
     /// Why the extension was not called (no extension, in-app content off, quarantined, …).
     public var skipped: String?
+    /// True when the app has an extension and a manifest but basd would not call it now (a user
+    /// switch, quarantine, no runner): `skipped` says why. `ba install` then fails; an app
+    /// without an extension or manifest URL, or the same version again, is not refused.
+    public var callRefused: Bool?
     /// The call's verdict (`ok`, `timedOut`, `crashed`, …) and detail.
     public var verdict: String?
     public var detail: String?
@@ -57,6 +65,8 @@ public struct ExtensionRunReport: Sendable, Hashable, Codable {
     public var scheduled: [DownloadInfo]
     /// The downloads refused, with Apple's codes (109, 112, 202, …).
     public var refused: [RefusedDownload]
+    /// The identifiers of the app's downloads the extension cancelled during the call (nil when none).
+    public var cancelled: [String]?
     /// What the extension logged.
     public var logs: [String]
 

@@ -226,6 +226,10 @@ struct InstallCommandTests {
         #expect(refused.status == 33, "\(refused.stderr)")
         #expect(refused.stderr.contains("BAAppGroupID") && refused.stderr.contains("Info.plist"), "\(refused.stderr)")
         #expect(refused.stderr.contains("error 1005"), "\(refused.stderr)")
+        // Nothing was registered.
+        let apps = try await runProcess(ba, ["apps", "--json", "--socket", daemon.socketPath])
+        let listed = (try? JSONSerialization.jsonObject(with: Data(apps.stdout.utf8))) as? [String: Any]
+        #expect(apps.status == 0 && (listed?["apps"] as? [Any])?.isEmpty == true, "\(apps.stdout)\(apps.stderr)")
 
         let noManifest = try SampleAppFixture(server: server, assets: []) {
             $0["BAManifestURL"] = server.url("/missing.json")

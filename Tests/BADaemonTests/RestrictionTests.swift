@@ -87,7 +87,7 @@ struct RestrictionTests {
         #expect(app["downloadAllowanceRemaining"] == nil, "\(app)")
     }
 
-    @Test("BAEssentialDownloadAllowance and BAEssentialMaxInstallSize: 112 before launch, not after")
+    @Test("BAEssentialDownloadAllowance and BAMaxInstallSize: 112 before launch, not after")
     func essentialLimits() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
@@ -115,6 +115,51 @@ struct RestrictionTests {
         let update = try await simulate(daemon, "update")
         #expect(Self.refused(update).isEmpty, "\(update)")
         #expect(Set(Self.scheduled(update)) == ["core", "extra"], "\(update)")
+    }
+
+    @Test("BAEssentialMaxInstallSize: 112 for the essential past it in one call (exit 20); not after launch")
+    func essentialMaxInstallSize() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [
+                .init(
+                    identifier: "core-1", path: "/core-1.bin", contents: SampleAppFixture.bytes(3000, seed: 10),
+                    essential: true),
+                .init(
+                    identifier: "core-2", path: "/core-2.bin", contents: SampleAppFixture.bytes(3000, seed: 11),
+                    essential: true),
+            ]
+        ) { info in
+            // The essential allowance (50 MiB in the sample) is not what stops core-2.
+            info["BAEssentialMaxInstallSize"] = 5000
+        }
+        defer { fixture.remove() }
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+
+        let output = try await runProcess(
+            ba, ["install", fixture.appDirectory, "--json", "--no-wait", "--socket", daemon.socketPath])
+        #expect(output.status == 20, "an essential refused: \(output.stdout)\(output.stderr)")
+        #expect(
+            output.stderr.contains("\"core-2\" was refused") && output.stderr.contains("error 112"), "\(output.stderr)")
+        let first = output.stdout.split(separator: "\n").first.map(String.init) ?? ""
+        let object = (try? JSONSerialization.jsonObject(with: Data(first.utf8))) as? [String: Any]
+        let install = try #require(object?["report"] as? [String: Any], "\(output.stdout)")
+        #expect(Self.scheduled(install) == ["core-1"], "\(install)")
+        let refusal = try #require(Self.refused(install)["core-2"], "\(install)")
+        #expect(refusal.code == 112)
+        #expect(refusal.reason.contains("BAEssentialMaxInstallSize"), "\(refusal.reason)")
+        #expect(refusal.reason.contains("6000 bytes"), "the call's essential total: \(refusal.reason)")
+
+        _ = try await InstallCommandTests().waitForDownloads(daemon, "core-1 to finish") {
+            InstallCommandTests.state($0["core-1"]) == "finished"
+        }
+        try CLIQueries.launch(daemon, app: Self.app)
+        let update = try await simulate(daemon, "update")
+        #expect(Self.refused(update).isEmpty, "\(update)")
+        #expect(Set(Self.scheduled(update)) == ["core-1", "core-2"], "\(update)")
     }
 
     @Test("BADownloadDomainAllowList: 202 for another host before launch, not after")

@@ -1,7 +1,8 @@
 // For tests only: a Swift extension that uses BADownloadManager from inside its entry points, to
 // check the Swift side of the host-API table (schedule refused during downloads(for:), allowed
-// after; startForegroundDownload refused from an extension; current downloads; cancel;
-// exclusive control; the app group container; a delegate set in an extension).
+// after; startForegroundDownload refused from an extension; current downloads; cancel, also
+// during downloads(for:) of the downloads its manifest's "cancel ID" lines name; exclusive
+// control; the app group container; a delegate set in an extension).
 import BackgroundAssets
 import Foundation
 
@@ -33,6 +34,17 @@ struct BATestSwiftManager: BADownloaderExtension {
         BAHostLog("foreground: " + code { try BADownloadManager.shared.startForegroundDownload(download) })
         let current = (try? BADownloadManager.shared.fetchCurrentDownloads()) ?? []
         BAHostLog("current: " + current.map { "\($0.identifier)=\($0.state.rawValue)" }.joined(separator: ","))
+        // Each manifest line "cancel ID" cancels that current download, as an `.update` dropping
+        // stale content would (basd must apply it as it does for an event wake).
+        let manifest = (try? String(contentsOf: manifestURL, encoding: .utf8)) ?? ""
+        for line in manifest.split(separator: "\n") where line.hasPrefix("cancel ") {
+            let identifier = String(line.dropFirst("cancel ".count))
+            guard let stale = current.first(where: { $0.identifier == identifier }) else {
+                BAHostLog("cancel \(identifier): not current")
+                continue
+            }
+            BAHostLog("cancel \(identifier): " + code { try BADownloadManager.shared.cancel(stale) })
+        }
         BAHostLog("remaining: \(extensionInfo.restrictedDownloadSizeRemaining.map(String.init) ?? "nil")")
         BADownloadManager.shared.withExclusiveControl(beforeDate: Date()) { acquired, error in
             BAHostLog("lock: \(acquired) \(error.map { "\($0)" } ?? "nil")")
