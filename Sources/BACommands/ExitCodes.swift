@@ -26,6 +26,9 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
     /// Commands that talk to basd: basd answered with another error (printed with its code), or
     /// with a reply this `ba` does not expect.
     case daemonRefused = 33
+    /// `ba install`, `update`, `simulate`: the app is registered, but basd did not call its extension
+    /// (quarantined, background activity or in-app content off, no extension); the reason is printed.
+    case extensionNotCalled = 34
     /// `ba service install`, `uninstall`: a file at a unit's path was not written by `ba service`
     /// (it lacks the marker line); it was left alone.
     case foreignUnitFile = 40

@@ -13,7 +13,7 @@ struct Install: ParsableCommand {
             for the essential downloads (total = the sum of their fileSize) and returns when all are done \
             (exit 0) or one failed or was refused (exit 20, naming it; the app stays installed). When basd \
             would not call the extension (quarantined, background activity or in-app content off), ba says \
-            why and exits 33; the app stays registered. Non-essential downloads continue in basd. Ctrl-C \
+            why and exits 34; the app stays registered. Non-essential downloads continue in basd. Ctrl-C \
             stops waiting, not the downloads.
 
             Examples:
@@ -101,7 +101,7 @@ struct InstallFlow {
                 "the extension of \(report.bundleIdentifier) was not called: "
                     + "\(report.skipped ?? "basd refused the call"); \(report.bundleIdentifier) stays registered "
                     + "(run `ba update \(appDirectory)` once it may run)")
-            throw ExitCode(BAExitCode.daemonRefused.rawValue)
+            throw ExitCode(BAExitCode.extensionNotCalled.rawValue)
         }
         if let verdict = report.verdict, verdict != "ok" {
             throw ExitCode(BAExitCode.code(forVerdictNamed: verdict).rawValue)

@@ -68,7 +68,7 @@ struct Simulate: ParsableCommand {
         guard case .extensionRun(let report) = result else { throw session.unexpected(result, to: request) }
         InstallReportPrinter(json: json).print(report)
         if report.manifestError != nil { throw ExitCode(BAExitCode.downloadFailed.rawValue) }
-        if report.event == nil { throw ExitCode(BAExitCode.daemonRefused.rawValue) }
+        if report.event == nil { throw ExitCode(BAExitCode.extensionNotCalled.rawValue) }
         if let verdict = report.verdict, verdict != "ok" { throw ExitCode(BAExitCode.code(forVerdictNamed: verdict).rawValue) }
     }
 }

@@ -60,7 +60,7 @@ struct InstallOutcomeTests {
         #expect(app["runtimeRemainingSeconds"] as? Double == 0, "\(app)")
     }
 
-    @Test("an extension basd will not call (quarantined, background activity off): exit 33, why, the app registered")
+    @Test("an extension basd will not call (quarantined, background activity off): exit 34, why, the app registered")
     func callRefused() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
@@ -73,7 +73,7 @@ struct InstallOutcomeTests {
         #expect(install.status == 13, "crashed: \(install.stdout)\(install.stderr)")
         for arguments in [["update", fixture.appDirectory], ["update", fixture.appDirectory, "--no-wait", "--json"]] {
             let update = try await run(daemon, arguments)
-            #expect(update.status == 33, "\(arguments): \(update.stdout)\(update.stderr)")
+            #expect(update.status == 34, "\(arguments): \(update.stdout)\(update.stderr)")
             #expect(
                 update.stderr.contains("was not called") && update.stderr.contains("quarantined"), "\(update.stderr)")
             #expect(update.stderr.contains("stays registered"), "\(update.stderr)")
@@ -84,7 +84,7 @@ struct InstallOutcomeTests {
         let quiet = try SchedulingTests.daemon(settings: ["backgroundActivity": false])
         defer { quiet.kill() }
         let off = try await run(quiet, ["install", fixture.appDirectory])
-        #expect(off.status == 33, "\(off.stdout)\(off.stderr)")
+        #expect(off.status == 34, "\(off.stdout)\(off.stderr)")
         #expect(
             off.stderr.contains("background activity is off") && off.stderr.contains("stays registered"),
             "\(off.stderr)")
@@ -215,13 +215,13 @@ struct InstallOutcomeTests {
         #expect(reregistered.status == 0 && reregistered.stdout.contains("already installed"), "\(reregistered.stdout)")
 
         let installed = try await install
-        #expect(installed.status == 33, "\(installed.stdout)\(installed.stderr)\n\(daemon.standardError)")
+        #expect(installed.status == 34, "\(installed.stdout)\(installed.stderr)\n\(daemon.standardError)")
         #expect(installed.stderr.contains("went away"), "\(installed.stderr)")
         let manifests = try FileManager.default.contentsOfDirectory(atPath: daemon.stateDirectory + "/manifests")
         #expect(manifests.isEmpty, "\(manifests)")
         // The extension is free again: the next request is answered, not queued forever.
         let simulated = try await run(daemon, ["simulate", "periodic", "--app", Self.app])
-        #expect(simulated.status == 33 && simulated.stdout.contains("no extension"), "\(simulated.stdout)")
+        #expect(simulated.status == 34 && simulated.stdout.contains("no extension"), "\(simulated.stdout)")
     }
 
     @Test("manifests left by a basd that died mid-call are removed when basd starts")

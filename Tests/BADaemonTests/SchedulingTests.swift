@@ -140,16 +140,16 @@ struct SchedulingTests {
         let quiet = try Self.daemon(settings: ["backgroundActivity": false])
         defer { quiet.kill() }
         let refused = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", quiet.socketPath])
-        #expect(refused.status == 33, "registered, the extension not called: \(refused.stdout)\(refused.stderr)")
+        #expect(refused.status == 34, "registered, the extension not called: \(refused.stdout)\(refused.stderr)")
         #expect(refused.stdout.contains("background activity is off") && refused.stdout.contains("111"), "\(refused.stdout)")
         #expect(refused.stderr.contains("stays registered"), "\(refused.stderr)")
         let simulated = try await runProcess(ba, ["simulate", "periodic", "--app", Self.app, "--socket", quiet.socketPath])
-        #expect(simulated.status == 33 && simulated.stdout.contains("111"), "\(simulated.stdout)\(simulated.stderr)")
+        #expect(simulated.status == 34 && simulated.stdout.contains("111"), "\(simulated.stdout)\(simulated.stderr)")
 
         let noContent = try Self.daemon(settings: ["inAppContent": false])
         defer { noContent.kill() }
         let skipped = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", noContent.socketPath])
-        #expect(skipped.status == 33, "\(skipped.stdout)\(skipped.stderr)")
+        #expect(skipped.status == 34, "\(skipped.stdout)\(skipped.stderr)")
         #expect(skipped.stdout.contains("in-app content is off"), "\(skipped.stdout)")
         #expect(server.requests(for: "/manifest.json").isEmpty, "no manifest fetched for a run that does not happen")
         // After launch the extension runs, but an essential download is still refused.
@@ -176,7 +176,7 @@ struct SchedulingTests {
         let second = try await runProcess(ba, ["simulate", "update", "--app", Self.app, "--socket", daemon.socketPath])
         #expect(second.status == 13, "\(second.stdout)\(second.stderr)")
         let third = try await runProcess(ba, ["simulate", "update", "--app", Self.app, "--socket", daemon.socketPath])
-        #expect(third.status == 33, "\(third.stdout)\(third.stderr)")
+        #expect(third.status == 34, "\(third.stdout)\(third.stderr)")
         #expect(third.stdout.contains("quarantined") && third.stdout.contains("crashed 2 times"), "\(third.stdout)")
         let listed = try await CLIQueries.app(daemon)
         #expect((listed["quarantine"] as? String)?.contains("signal 11") == true, "\(listed)")
