@@ -51,8 +51,8 @@ public struct BasdSettings: Sendable, Equatable {
     /// Below this much free space on the state directory's file system, basd purges finished,
     /// unmodified assets. Default 1 GiB.
     public var purgeFreeSpaceThresholdBytes: Int64
-    /// How many background-priority transfers run at once; more wait in the queue (essential first,
-    /// then priority, then arrival). Foreground transfers are not counted. Default 4.
+    /// How many background-priority transfers run at once; more wait in the queue (priority, then
+    /// arrival). Essential and foreground transfers start at once and are not counted. Default 4.
     public var backgroundDownloadConcurrency: Int
 
     /// The default settings, with any value overridden.
