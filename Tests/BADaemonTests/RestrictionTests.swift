@@ -177,4 +177,41 @@ struct RestrictionTests {
         }
         #expect(finished["liar"]?["bytesOnDisk"] as? Int == contents.count)
     }
+
+    @Test("a body growing past the allowed size without declaring it (chunked): 204 before launch; downloads after")
+    func bodyGrowsPastTheAllowance() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let contents = SampleAppFixture.bytes(8000, seed: 10)
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [
+                .init(identifier: "grows", path: "/grows.bin", contents: contents, essential: false, declaredSize: 1000)
+            ]
+        ) { info in
+            info["BAInitialDownloadRestrictions"] = ["BADownloadAllowance": 100_000]
+        }
+        defer { fixture.remove() }
+        // No Content-Length: nothing is declared, so only the bytes written can go past the limit.
+        server.setBehavior(.chunked, for: "/grows.bin")
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let install = try await report(daemon, ["install", fixture.appDirectory])
+        #expect(Self.scheduled(install) == ["grows"], "\(install)")
+        let tests = InstallCommandTests()
+        let failed = try await tests.waitForDownloads(daemon, "grows to fail") {
+            InstallCommandTests.state($0["grows"]) == "failed"
+        }
+        #expect(failed["grows"]?["errorCode"] as? Int == 204, "\(failed)")
+        #expect((failed["grows"]?["errorMessage"] as? String)?.contains("1000 bytes allowed") == true, "\(failed)")
+
+        try CLIQueries.launch(daemon, app: Self.app)
+        let periodic = try await simulate(daemon, "periodic")
+        #expect(Self.scheduled(periodic) == ["grows"], "\(periodic)")
+        let finished = try await tests.waitForDownloads(daemon, "grows to finish") {
+            InstallCommandTests.state($0["grows"]) == "finished"
+        }
+        #expect(finished["grows"]?["bytesOnDisk"] as? Int == contents.count)
+        #expect(server.requests(for: "/grows.bin").count == 2, "one refused transfer, one complete")
+    }
 }
