@@ -212,15 +212,17 @@ extension DownloadService {
         save(state, of: bundleIdentifier)
     }
 
-    /// Purges when free space is under the threshold (at most once a minute).
+    /// Purges when free space is under the threshold (at most once a minute, unless the
+    /// `automaticPurge` setting is off).
     func checkFreeSpace() {
+        guard settingsFile.settings.automaticPurge else { return }
         let now = self.now
         if let last = lastPurgeCheck, now.timeIntervalSince(last) < 60, now >= last { return }
         lastPurgeCheck = now
         do {
             // statvfs first: the plan walks the containers and /proc, only worth it under pressure.
             let threshold = settingsFile.settings.purgeFreeSpaceThresholdBytes
-            guard let free = try? PurgePlanner.freeBytes(path: configuration.stateDirectory), free < threshold else {
+            guard let free = try? configuration.freeSpace(configuration.stateDirectory), free < threshold else {
                 return
             }
             let done = try purge(dryRun: false)
