@@ -42,10 +42,18 @@ extension DownloadService {
     }
 
     /// The app's process connected: a launch (the first one lifts the pre-launch restrictions).
+    /// The interval shrinks with use, so a run scheduled far out while the app was idle is brought
+    /// closer (never pushed out).
     func recordLaunch(of bundleIdentifier: String) {
         guard let app = try? store.app(bundleIdentifier) else { return }
+        let now = self.now
         var state = schedulingState(app)
         state.usage.recordLaunch(at: now)
+        if app.extensionPath != nil {
+            state.periodic.launched(
+                now: now, policy: settingsFile.settings.periodicPolicy, usage: state.usage,
+                registeredAt: app.registeredAt, using: &random)
+        }
         save(state, of: bundleIdentifier)
     }
 

@@ -159,6 +159,128 @@ struct SchedulerServiceTests {
         seconds >= 0.9 * interval - 0.001 && seconds <= 1.1 * interval + 0.001
     }
 
+    @Test("an unused app's interval backs off; a launch brings its run closer at once, daily launches shrink it")
+    func intervalFollowsUse() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualWallClock(Self.start)
+        let (stateDirectory, store) = try Self.prepare(directory, server: server, clock: clock)
+        let harness = try ServiceHarness(stateDirectory: stateDirectory, store: store, clock: clock)
+        defer { harness.shutdown() }
+        let policy = harness.settings().periodicPolicy
+
+        harness.tick()
+        #expect(Self.isJittered(try Self.nextRunIn(harness, now: clock.now), around: 6 * Self.hour))
+        #expect(harness.periodicRunsStarted(of: Self.app) == 0)
+
+        // Five idle days: the catch-up run, then an interval doubled for each idle day after the first.
+        clock.advance(by: 5 * Self.day)
+        harness.tick()
+        try await harness.waitForPeriodicRuns(1, of: Self.app)
+        #expect(harness.periodicRunsStarted(of: Self.app) == 1)
+        let idle = policy.interval(usage: AppUsage(), registeredAt: Self.start, now: clock.now)
+        #expect(idle == 96 * Self.hour)
+        #expect(Self.isJittered(try Self.nextRunIn(harness, now: clock.now), around: idle))
+
+        // The app launches: its next run comes within the shorter interval, not four days out.
+        try harness.launch(Self.app)
+        var usage = try harness.state(of: Self.app).usage
+        #expect(usage.launchDates == [clock.now])
+        let launched = policy.interval(usage: usage, registeredAt: Self.start, now: clock.now)
+        #expect(launched < 6 * Self.hour)
+        #expect(Self.isJittered(try Self.nextRunIn(harness, now: clock.now), around: launched))
+
+        // Launched daily for a week: every run is followed by one an interval away that shrinks to 3 h.
+        for day in 1...6 {
+            clock.advance(by: Self.day)
+            try harness.launch(Self.app)
+            harness.tick()
+            try await harness.waitForPeriodicRuns(1 + day, of: Self.app)
+        }
+        #expect(harness.periodicRunsStarted(of: Self.app) == 7)
+        usage = try harness.state(of: Self.app).usage
+        #expect(usage.launches(inLast: 7 * Self.day, now: clock.now) == 7)
+        #expect(policy.interval(usage: usage, registeredAt: Self.start, now: clock.now) == 3 * Self.hour)
+        #expect(Self.isJittered(try Self.nextRunIn(harness, now: clock.now), around: 3 * Self.hour))
+        #expect(try store.extensionRuns(app: Self.app, limit: 10).filter { $0.event == .periodic }.count == 7)
+    }
+
+    @Test("a due run past the daily runtime allowance is refused with the reason and postponed to the window's end")
+    func allowanceUsedUp() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualWallClock(Self.start)
+        let (stateDirectory, store) = try Self.prepare(
+            directory, server: server, clock: clock, settings: ["dailyRuntimeAllowanceSeconds": 0.001])
+        let harness = try ServiceHarness(stateDirectory: stateDirectory, store: store, clock: clock)
+        defer { harness.shutdown() }
+        let policy = harness.settings().runtimeAllowancePolicy
+
+        harness.tick()
+        clock.advance(by: 7 * Self.hour)
+        harness.tick()
+        try await harness.waitForPeriodicRuns(1, of: Self.app)  // any run takes more than a millisecond
+
+        clock.advance(by: 7 * Self.hour)
+        harness.tick()
+        #expect(harness.periodicRunsStarted(of: Self.app) == 1)
+        let refusal = harness.log.all.filter { $0.hasPrefix("\(Self.app): periodic run refused: ") }
+        #expect(refusal.count == 1 && refusal[0].contains("daily runtime allowance of"), "\(harness.log.all)")
+        let state = try harness.state(of: Self.app)
+        guard case .refused(let reason, let windowEnd) = state.allowance.admit(
+            now: clock.now, usage: state.usage, policy: policy)
+        else {
+            Issue.record("the allowance is not used up: \(state.allowance)")
+            return
+        }
+        #expect(refusal.first?.hasSuffix(reason) == true)
+        #expect(state.periodic.nextRun == windowEnd, "postponed to the window's end")
+        #expect(windowEnd > clock.now)
+
+        // Nothing until then; at the window's end the run happens.
+        clock.advance(by: windowEnd.timeIntervalSince(clock.now) - 60)
+        harness.tick()
+        #expect(harness.periodicRunsStarted(of: Self.app) == 1)
+        clock.advance(by: 61)
+        harness.tick()
+        try await harness.waitForPeriodicRuns(2, of: Self.app)
+        #expect(harness.periodicRunsStarted(of: Self.app) == 2)
+    }
+
+    @Test("runs missed while basd was down are caught up once by a new service on the same store")
+    func catchUpOnceAfterRestart() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualWallClock(Self.start)
+        let (stateDirectory, store) = try Self.prepare(directory, server: server, clock: clock)
+        let first = try ServiceHarness(stateDirectory: stateDirectory, store: store, clock: clock)
+        first.tick()
+        let missed = try #require(try first.state(of: Self.app).periodic.nextRun)
+        first.shutdown()
+
+        // Down for three days: a dozen due times at the 6 h base interval.
+        clock.advance(by: 3 * Self.day)
+        #expect(clock.now.timeIntervalSince(missed) > 2 * Self.day)
+        let second = try ServiceHarness(stateDirectory: stateDirectory, store: store, clock: clock)
+        defer { second.shutdown() }
+        second.tick()
+        try await second.waitForPeriodicRuns(1, of: Self.app)
+        for _ in 0..<5 {
+            clock.advance(by: 60)
+            second.tick()
+        }
+        #expect(second.periodicRunsStarted(of: Self.app) == 1)
+        #expect(try store.extensionRuns(app: Self.app, limit: 10).filter { $0.event == .periodic }.count == 1)
+        let state = try second.state(of: Self.app)
+        #expect(try #require(state.periodic.nextRun) > clock.now, "the next run is an interval after the catch-up")
+    }
+
     @Test("under the threshold basd purges on its own, least recently used first, keeping modified files")
     func automaticPurge() async throws {
         let server = try await AssetServer.start()
