@@ -49,7 +49,8 @@ import Testing
         try test.store.recordBegan(uniqueIdentifier: running.uniqueIdentifier, offset: 0, isForeground: false)
         let failed = try schedule("failed")
         try test.store.markFailed(
-            uniqueIdentifier: failed.uniqueIdentifier, error: .init(domain: "BAErrorDomain", code: 204, message: "over"))
+            uniqueIdentifier: failed.uniqueIdentifier,
+            error: .init(domain: "BAErrorDomain", code: 204, message: "over"))
         let other = try schedule("other", app: "com.example.other")
 
         #expect(try test.store.markLaunched(app: "com.example.game"))
