@@ -231,9 +231,8 @@ struct SchedulerServiceTests {
         let refusal = harness.log.all.filter { $0.hasPrefix("\(Self.app): periodic run refused: ") }
         #expect(refusal.count == 1 && refusal[0].contains("daily runtime allowance of"), "\(harness.log.all)")
         let state = try harness.state(of: Self.app)
-        guard case .refused(let reason, let windowEnd) = state.allowance.admit(
-            now: clock.now, usage: state.usage, policy: policy)
-        else {
+        let admission = state.allowance.admit(now: clock.now, usage: state.usage, policy: policy)
+        guard case .refused(let reason, let windowEnd) = admission else {
             Issue.record("the allowance is not used up: \(state.allowance)")
             return
         }
