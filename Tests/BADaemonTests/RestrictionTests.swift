@@ -215,6 +215,39 @@ struct RestrictionTests {
         #expect(server.requests(for: "/grows.bin").count == 2, "one refused transfer, one complete")
     }
 
+    @Test("an essential download past its size before launch fails with 0 (its exact size is checked first), not 204")
+    func essentialPastItsSizeFailsWithZero() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [
+                .init(
+                    identifier: "core", path: "/core.bin", contents: SampleAppFixture.bytes(8000, seed: 13),
+                    essential: true, declaredSize: 1000)
+            ]
+        ) { info in
+            info["BAInitialDownloadRestrictions"] = ["BAEssentialDownloadAllowance": 100_000]
+        }
+        defer { fixture.remove() }
+        server.setBehavior(.chunked, for: "/core.bin")
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let install = try await report(daemon, ["install", fixture.appDirectory])
+        #expect(Self.scheduled(install) == ["core"], "\(install)")
+        // The extension may re-queue it as non-essential once it failed: look for the essential row.
+        func isFailedCore(_ row: [String: Any]) -> Bool {
+            row["identifier"] as? String == "core" && row["state"] as? String == "failed"
+        }
+        let rows = try await CLIQueries.poll(
+            "core to fail", daemon, timeout: 60, read: { try await CLIQueries.downloadRows(daemon, app: Self.app) },
+            until: { $0.contains(where: isFailedCore) })
+        let failed = try #require(rows.first(where: isFailedCore))
+        #expect(failed["essential"] as? Bool == true, "\(failed)")
+        #expect(failed["errorCode"] as? Int == 0, "\(failed)")
+        #expect((failed["errorMessage"] as? String)?.contains("expected 1000") == true, "\(failed)")
+    }
+
     @Test("downloads queued before the first launch lose their byte limit and allow-list at the launch, and complete")
     func launchLiftsTheRestrictionsOfQueuedDownloads() async throws {
         let server = try await AssetServer.start()
