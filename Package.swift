@@ -177,6 +177,7 @@ let package = Package(
             name: "BADaemonTests",
             dependencies: [
                 "BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets", "CBASystem",
+                "BAStore", "BAScheduling",
             ]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]

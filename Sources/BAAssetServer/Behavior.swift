@@ -40,4 +40,10 @@ public enum Behavior: Sendable, Equatable {
 
     /// Answers `status` (301, 302, 303, 307 or 308) with `Location: to` (an absolute URL or a path).
     case redirect(to: String, status: Int = 302)
+
+    /// Sends the body without `Content-Length`, in HTTP/1.1's chunked transfer coding, as a server
+    /// streaming generated content does: the client learns the body's size only at its end (a ranged
+    /// answer still says `Content-Range`). For a download limited to fewer bytes, a body that grows
+    /// past the limit while it is written.
+    case chunked
 }

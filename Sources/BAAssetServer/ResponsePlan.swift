@@ -58,7 +58,7 @@ struct ResponsePlan: Equatable {
 
         var plan = ResponsePlan(
             status: status, headers: headers, body: isHead ? 0..<0 : bytes, delivery: .all, closeAfter: false)
-        var contentLength = bytes.count
+        var contentLength: Int? = bytes.count
         switch behavior {
         case .lieAboutLength(let declared):
             contentLength = max(0, declared)
@@ -69,10 +69,13 @@ struct ResponsePlan: Equatable {
             plan.delivery = .stall(min(max(0, n), bytes.count))
         case .trickle(let rate) where !isHead && !bytes.isEmpty:
             plan.delivery = .trickle(bytesPerSecond: max(1, rate))
+        case .chunked:
+            // NIO's encoder frames a body without a length as chunked (HTTP/1.1).
+            contentLength = nil
         default:
             break
         }
-        plan.headers.add(name: "Content-Length", value: String(contentLength))
+        if let contentLength { plan.headers.add(name: "Content-Length", value: String(contentLength)) }
         return plan
     }
 }

@@ -21,7 +21,7 @@ extension DownloadService {
         let roots = groups.sorted().map { containers.container(group: $0) }
         let free: Int64
         do {
-            free = try PurgePlanner.freeBytes(path: configuration.stateDirectory)
+            free = try configuration.freeSpace(configuration.stateDirectory)
         } catch {
             throw Refusal(.internalError, "cannot read the free space of \(configuration.stateDirectory): \(error)")
         }

@@ -62,7 +62,10 @@ extension DownloadService {
                         "app \(bundleIdentifier) is not registered with basd; install it first (ba install APP_DIR)"))
             }
             if client.role == .app {
-                if try store.markLaunched(app: bundleIdentifier) { log("\(bundleIdentifier) launched for the first time") }
+                if try store.markLaunched(app: bundleIdentifier) {
+                    log("\(bundleIdentifier) launched for the first time")
+                    liftRestrictions(of: bundleIdentifier)
+                }
                 recordLaunch(of: bundleIdentifier)
             }
             welcome.bundleIdentifier = bundleIdentifier

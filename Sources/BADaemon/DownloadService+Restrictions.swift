@@ -54,6 +54,19 @@ extension DownloadService {
         return StoredDownload.PreLaunchRestriction(byteLimit: byteLimit, allowList: restrictions.domainAllowList)
     }
 
+    /// The app's first launch: its active downloads drop their byte limits and allow-lists in the
+    /// running engine too (the store cleared them in ``BAStore/markLaunched(app:)``), keeping every
+    /// byte already on disk.
+    func liftRestrictions(of bundleIdentifier: String) {
+        do {
+            for download in try store.downloads(app: bundleIdentifier) where download.state.isActive {
+                engine.liftRestrictions(download.uniqueIdentifier)
+            }
+        } catch {
+            log("lifting the pre-launch restrictions of \(bundleIdentifier)'s downloads failed: \(error)")
+        }
+    }
+
     /// `BAAppExtensionInfo` for a call made now: what is left of the pre-launch allowances, nil
     /// once the app has launched or when it declares none.
     func remainingAllowances(of app: StoredApp) -> (nonEssential: Int64?, essential: Int64?) {

@@ -42,10 +42,18 @@ extension DownloadService {
     }
 
     /// The app's process connected: a launch (the first one lifts the pre-launch restrictions).
+    /// The interval shrinks with use, so a run scheduled far out while the app was idle is brought
+    /// closer (never pushed out).
     func recordLaunch(of bundleIdentifier: String) {
         guard let app = try? store.app(bundleIdentifier) else { return }
+        let now = self.now
         var state = schedulingState(app)
         state.usage.recordLaunch(at: now)
+        if app.extensionPath != nil {
+            state.periodic.launched(
+                now: now, policy: settingsFile.settings.periodicPolicy, usage: state.usage,
+                registeredAt: app.registeredAt, using: &random)
+        }
         save(state, of: bundleIdentifier)
     }
 
@@ -212,15 +220,17 @@ extension DownloadService {
         save(state, of: bundleIdentifier)
     }
 
-    /// Purges when free space is under the threshold (at most once a minute).
+    /// Purges when free space is under the threshold (at most once a minute, unless the
+    /// `automaticPurge` setting is off).
     func checkFreeSpace() {
+        guard settingsFile.settings.automaticPurge else { return }
         let now = self.now
         if let last = lastPurgeCheck, now.timeIntervalSince(last) < 60, now >= last { return }
         lastPurgeCheck = now
         do {
             // statvfs first: the plan walks the containers and /proc, only worth it under pressure.
             let threshold = settingsFile.settings.purgeFreeSpaceThresholdBytes
-            guard let free = try? PurgePlanner.freeBytes(path: configuration.stateDirectory), free < threshold else {
+            guard let free = try? configuration.freeSpace(configuration.stateDirectory), free < threshold else {
                 return
             }
             let done = try purge(dryRun: false)

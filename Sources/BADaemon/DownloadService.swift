@@ -2,6 +2,7 @@ import BADaemonProtocol
 import BADownloadEngine
 import BAExtensionHost
 import BAExtensionProtocol
+import BAPurge
 import BAScheduling
 import BAStore
 import Foundation
@@ -27,6 +28,9 @@ final class DownloadService: @unchecked Sendable {
         var runnerPath: String?
         /// basd's wall clock (the scheduler's "now"); tests may move it.
         var clock: @Sendable () -> Date = { Date() }
+        /// The free bytes of the file system holding a path (`statvfs`), compared with the purge
+        /// threshold; tests may inject it.
+        var freeSpace: @Sendable (String) throws -> Int64 = { path in try PurgePlanner.freeBytes(path: path) }
         /// Extension calls for one event that may fail before basd keeps the event for the app.
         var extensionAttempts = 3
         /// At most one durable progress record per download per this interval (each is an fsync).

@@ -7,8 +7,8 @@ import Synchronization
 ///
 /// Other threads post commands (add, promote, cancel, respond) and wake the thread with
 /// `curl_multi_wakeup`; events leave through ``events``. Background transfers run in priority
-/// order (essential first, then priority, then arrival) with bounded concurrency; foreground
-/// transfers start at once, outside that bound. An idle engine sleeps until a command arrives.
+/// order (priority, then arrival) with bounded concurrency; foreground and essential transfers
+/// start at once, outside that bound. An idle engine sleeps until a command arrives.
 ///
 /// ```swift
 /// let engine = DownloadEngine()
@@ -43,6 +43,7 @@ public final class DownloadEngine: Sendable {
         case promote(String)
         case cancel(String)
         case respond(String, ChallengeResponse)
+        case liftRestrictions(String)
         case setBackgroundConcurrency(Int)
         case shutdown
     }
@@ -79,7 +80,7 @@ public final class DownloadEngine: Sendable {
         wake()
     }
 
-    /// Queues a download (started at once if foreground).
+    /// Queues a download (started at once if foreground or essential).
     public func add(_ request: DownloadRequest) { post(.add(request)) }
 
     /// Moves a queued or running background download to the foreground, keeping its bytes:
@@ -92,6 +93,11 @@ public final class DownloadEngine: Sendable {
 
     /// Answers a ``DownloadEvent/needsCredentials(id:challenge:)``.
     public func respond(to id: String, with response: ChallengeResponse) { post(.respond(id, response)) }
+
+    /// Drops a download's ``DownloadRequest/byteLimit`` and ``DownloadRequest/allowList`` (the app's
+    /// first launch lifts its pre-launch restrictions), keeping its bytes: a running request goes on
+    /// with no limit from its next byte, and later redirect hops are checked against the URL rules only.
+    public func liftRestrictions(_ id: String) { post(.liftRestrictions(id)) }
 
     /// Changes how many background transfers run at once.
     public func setBackgroundConcurrency(_ count: Int) { post(.setBackgroundConcurrency(max(1, count))) }
@@ -277,7 +283,7 @@ final class EngineLoop: @unchecked Sendable {
             } catch {
                 return finishFailed(transfer, error)
             }
-            if transfer.machine.isForeground {
+            if transfer.startsAtOnce {
                 start(transfer)
             } else {
                 enqueue(transfer)
@@ -314,6 +320,11 @@ final class EngineLoop: @unchecked Sendable {
             let action = transfer.machine.credentialsProvided(
                 response != .cancel, bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator)
             apply(action, to: transfer)
+        case .liftRestrictions(let id):
+            guard let transfer = transfers[id] else { return }
+            transfer.request.byteLimit = nil
+            transfer.request.allowList = nil
+            transfer.machine.liftAllowList()
         case .setBackgroundConcurrency(let count):
             configuration.backgroundConcurrency = count
         case .shutdown:
@@ -323,23 +334,23 @@ final class EngineLoop: @unchecked Sendable {
 
     // MARK: Scheduling
 
-    /// Starts due retries, then background transfers up to the bound in order: essential first,
-    /// then priority, then arrival. Foreground transfers never wait here.
+    /// Starts due retries, then background transfers up to the bound in order: priority, then
+    /// arrival. Foreground and essential transfers never wait here and do not count against the bound.
     func startDueTransfers() {
         if !retrying.isEmpty {
             let now = clock.now()
             for (key, transfer) in retrying {
                 guard case .waitingForRetry(let until) = transfer.machine.state, until <= now else { continue }
                 retrying[key] = nil
-                if transfer.machine.isForeground { start(transfer) } else { enqueue(transfer) }
+                if transfer.startsAtOnce { start(transfer) } else { enqueue(transfer) }
             }
         }
-        var runningBackground = active.values.reduce(0) { $0 + ($1.machine.isForeground ? 0 : 1) }
+        var runningBackground = active.values.reduce(0) { $0 + ($1.startsAtOnce ? 0 : 1) }
         while runningBackground < configuration.backgroundConcurrency, let entry = queue.popMin() {
             let transfer = entry.transfer
             // A stale entry: the transfer was promoted, cancelled or already started.
             guard entry.generation == transfer.queueGeneration, transfers[transfer.id] === transfer,
-                !transfer.machine.isForeground
+                !transfer.startsAtOnce
             else { continue }
             runningBackground += 1
             start(transfer)
@@ -603,15 +614,14 @@ private let headerCallback: ccurl_data_callback = { data, size, count, userData 
     return size * count
 }
 
-/// A queued background transfer's place in line: essential first, then higher priority, then
-/// earlier arrival.
+/// A queued background transfer's place in line: higher priority, then earlier arrival. (Essential
+/// transfers are never queued; they start at once.)
 struct QueueEntry: Comparable {
     let transfer: Transfer
     /// The transfer's queue generation when queued: a later change makes this entry stale.
     let generation: Int
 
     static func < (a: QueueEntry, b: QueueEntry) -> Bool {
-        if a.transfer.request.isEssential != b.transfer.request.isEssential { return a.transfer.request.isEssential }
         if a.transfer.request.priority != b.transfer.request.priority {
             return a.transfer.request.priority > b.transfer.request.priority
         }

@@ -48,9 +48,10 @@ public struct DownloadRequest: Sendable {
     public var byteLimit: Int64?
     /// The SHA-256 (hex) the file must have, if known.
     public var sha256: String?
-    /// Higher first, among background transfers of the same essential-ness.
+    /// Higher first, among queued background transfers.
     public var priority: Int64
-    /// Essential transfers go before all others in the background queue.
+    /// Essential transfers start at once, outside the background bound, like foreground ones; unlike
+    /// them they keep the background retry policy (they do not fail fast).
     public var isEssential: Bool
     /// Foreground transfers start at once, outside the background bound, and fail fast.
     public var isForeground: Bool

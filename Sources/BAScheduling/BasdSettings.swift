@@ -16,6 +16,7 @@ import Foundation
 /// | `quarantineThreshold` | integer ≥ 1 | 3 |
 /// | `extensionCallTimeoutSeconds` | number > 0 | 30 |
 /// | `purgeFreeSpaceThresholdBytes` | integer ≥ 0 | 1 073 741 824 (1 GiB) |
+/// | `automaticPurge` | boolean | `true` |
 /// | `backgroundDownloadConcurrency` | integer ≥ 1 | 4 |
 ///
 /// ```json
@@ -51,8 +52,11 @@ public struct BasdSettings: Sendable, Equatable {
     /// Below this much free space on the state directory's file system, basd purges finished,
     /// unmodified assets. Default 1 GiB.
     public var purgeFreeSpaceThresholdBytes: Int64
-    /// How many background-priority transfers run at once; more wait in the queue (essential first,
-    /// then priority, then arrival). Foreground transfers are not counted. Default 4.
+    /// Whether basd purges on its own when free space is under the threshold (checked at most once
+    /// a minute). Off, only `ba purge` purges. Default on.
+    public var automaticPurge: Bool
+    /// How many background-priority transfers run at once; more wait in the queue (priority, then
+    /// arrival). Essential and foreground transfers start at once and are not counted. Default 4.
     public var backgroundDownloadConcurrency: Int
 
     /// The default settings, with any value overridden.
@@ -66,6 +70,7 @@ public struct BasdSettings: Sendable, Equatable {
         quarantineThreshold: Int = QuarantineState.defaultThreshold,
         extensionCallTimeoutSeconds: TimeInterval = 30,
         purgeFreeSpaceThresholdBytes: Int64 = 1 << 30,
+        automaticPurge: Bool = true,
         backgroundDownloadConcurrency: Int = 4
     ) {
         self.backgroundActivity = backgroundActivity
@@ -77,6 +82,7 @@ public struct BasdSettings: Sendable, Equatable {
         self.quarantineThreshold = quarantineThreshold
         self.extensionCallTimeoutSeconds = extensionCallTimeoutSeconds
         self.purgeFreeSpaceThresholdBytes = purgeFreeSpaceThresholdBytes
+        self.automaticPurge = automaticPurge
         self.backgroundDownloadConcurrency = backgroundDownloadConcurrency
     }
 
@@ -100,7 +106,8 @@ public struct BasdSettings: Sendable, Equatable {
     public static let keys: [String] = [
         "backgroundActivity", "inAppContent", "dailyRuntimeAllowanceSeconds", "periodicBaseIntervalSeconds",
         "periodicMinimumIntervalSeconds", "periodicMaximumIntervalSeconds", "quarantineThreshold",
-        "extensionCallTimeoutSeconds", "purgeFreeSpaceThresholdBytes", "backgroundDownloadConcurrency",
+        "extensionCallTimeoutSeconds", "purgeFreeSpaceThresholdBytes", "automaticPurge",
+        "backgroundDownloadConcurrency",
     ]
 
     /// The largest settings file read (1 MiB); anything bigger is not a hand-written config.
@@ -196,6 +203,7 @@ public struct BasdSettings: Sendable, Equatable {
             try reader.seconds("extensionCallTimeoutSeconds") ?? settings.extensionCallTimeoutSeconds
         settings.purgeFreeSpaceThresholdBytes =
             try reader.integer("purgeFreeSpaceThresholdBytes", minimum: 0) ?? settings.purgeFreeSpaceThresholdBytes
+        settings.automaticPurge = try reader.bool("automaticPurge") ?? settings.automaticPurge
         settings.backgroundDownloadConcurrency =
             try reader.integer("backgroundDownloadConcurrency", minimum: 1).map { Int(clamping: $0) }
             ?? settings.backgroundDownloadConcurrency

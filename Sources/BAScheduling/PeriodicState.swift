@@ -93,6 +93,35 @@ public struct PeriodicState: Codable, Sendable, Equatable {
         nextRun = policy.nextRun(after: end, usage: usage, registeredAt: registeredAt, now: end, using: &rng)
     }
 
+    /// Brings the next run closer after a launch of the app (already recorded in `usage`).
+    ///
+    /// Launches shrink the interval, but a run scheduled while the app was idle can be up to
+    /// `policy.maximumInterval` away; without this an app idle for a week and then used daily would
+    /// wait up to that long for its first check. The next run becomes one jittered interval (with the
+    /// launch counted) from `now` when that is sooner than the scheduled one; a sooner or due run
+    /// is kept, so a launch never pushes a run out.
+    ///
+    /// - Parameters:
+    ///   - now: When the app launched.
+    ///   - policy: The interval rules.
+    ///   - usage: The app's launches, this one included.
+    ///   - registeredAt: When the app was first registered.
+    ///   - rng: The source of jitter.
+    /// - Returns: true if the schedule changed (so the state should be saved).
+    @discardableResult
+    public mutating func launched(
+        now: Date,
+        policy: PeriodicPolicy,
+        usage: AppUsage,
+        registeredAt: Date,
+        using rng: inout some RandomNumberGenerator
+    ) -> Bool {
+        let candidate = policy.nextRun(after: now, usage: usage, registeredAt: registeredAt, now: now, using: &rng)
+        if let nextRun, nextRun <= candidate { return false }
+        nextRun = candidate
+        return true
+    }
+
     /// Defers a due run that could not happen now (its runtime allowance is used up, the user
     /// turned background activity off, …) to `date`, keeping a later scheduled run as it is.
     ///

@@ -47,7 +47,10 @@ extension BAStore {
     }
 
     /// Records that the app's process connected to basd: its first launch, after which the
-    /// pre-launch restrictions no longer apply.
+    /// pre-launch restrictions no longer apply. In the same transaction the first launch clears the
+    /// ``StoredDownload/restriction`` of the app's active downloads, so a download scheduled before
+    /// it is no longer held to a byte limit or an allow-list, after a restart of basd too (the
+    /// caller lifts them from the running transfers).
     ///
     /// - Returns: Whether this was the first launch (false if it had been seen before).
     /// - Throws: ``BAStoreError/Code/unknownApp``.
@@ -61,6 +64,12 @@ extension BAStore {
             guard !app.launched else { return false }
             try db.execute(
                 sql: "UPDATE app SET launched = 1, updated_at = ? WHERE bundle_identifier = ?",
+                arguments: [now, bundleIdentifier])
+            try db.execute(
+                sql: """
+                    UPDATE download SET restriction = NULL, updated_at = ?
+                    WHERE app_id = ? AND state IN (0, 1, 2) AND restriction IS NOT NULL
+                    """,
                 arguments: [now, bundleIdentifier])
             return true
         }

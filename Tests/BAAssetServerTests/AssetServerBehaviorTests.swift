@@ -155,6 +155,30 @@ import Testing
         }
     }
 
+    @Test(arguments: [false, true])
+    func chunkedSendsTheBodyWithoutALength(onDisk: Bool) async throws {
+        try await withMisbehavingServer(.chunked, onDisk: onDisk) { server in
+            let client = try RawHTTPClient(port: server.port)
+            try client.sendRaw(RawHTTPClient.requestText("GET", "/a.bin"))
+            let head = try client.readHead()
+            #expect(head.status == 200)
+            #expect(head.contentLength == nil)
+            #expect(head.header("transfer-encoding") == "chunked")
+            let whole = try client.readChunkedBody()
+            #expect(whole.body == contents)
+            #expect(whole.chunks >= 1)
+
+            // A ranged request on the same connection (the chunked framing ended the first response):
+            // the part, still without a length, with its Content-Range.
+            try client.sendRaw(RawHTTPClient.requestText("GET", "/a.bin", headers: [("Range", "bytes=600-")]))
+            let ranged = try client.readHead()
+            #expect(ranged.status == 206)
+            #expect(ranged.contentLength == nil)
+            #expect(ranged.header("content-range") == "bytes 600-999/1000")
+            #expect(try client.readChunkedBody().body == Array(contents[600...]))
+        }
+    }
+
     @Test func redirectSendsLocation() async throws {
         try await withServer { server in
             server.setFile("/new.bin", contents: contents)

@@ -222,4 +222,137 @@ struct RestrictionTests {
         }
         #expect(finished["liar"]?["bytesOnDisk"] as? Int == contents.count)
     }
+
+    @Test("a body growing past the allowed size without declaring it (chunked): 204 before launch; downloads after")
+    func bodyGrowsPastTheAllowance() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let contents = SampleAppFixture.bytes(8000, seed: 10)
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [
+                .init(identifier: "grows", path: "/grows.bin", contents: contents, essential: false, declaredSize: 1000)
+            ]
+        ) { info in
+            info["BAInitialDownloadRestrictions"] = ["BADownloadAllowance": 100_000]
+        }
+        defer { fixture.remove() }
+        // No Content-Length: nothing is declared, so only the bytes written can go past the limit.
+        server.setBehavior(.chunked, for: "/grows.bin")
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let install = try await report(daemon, ["install", fixture.appDirectory])
+        #expect(Self.scheduled(install) == ["grows"], "\(install)")
+        let tests = InstallCommandTests()
+        let failed = try await tests.waitForDownloads(daemon, "grows to fail") {
+            InstallCommandTests.state($0["grows"]) == "failed"
+        }
+        #expect(failed["grows"]?["errorCode"] as? Int == 204, "\(failed)")
+        #expect((failed["grows"]?["errorMessage"] as? String)?.contains("1000 bytes allowed") == true, "\(failed)")
+
+        try CLIQueries.launch(daemon, app: Self.app)
+        let periodic = try await simulate(daemon, "periodic")
+        #expect(Self.scheduled(periodic) == ["grows"], "\(periodic)")
+        let finished = try await tests.waitForDownloads(daemon, "grows to finish") {
+            InstallCommandTests.state($0["grows"]) == "finished"
+        }
+        #expect(finished["grows"]?["bytesOnDisk"] as? Int == contents.count)
+        #expect(server.requests(for: "/grows.bin").count == 2, "one refused transfer, one complete")
+    }
+
+    @Test("an essential download past its size before launch fails with 0 (its exact size is checked first), not 204")
+    func essentialPastItsSizeFailsWithZero() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [
+                .init(
+                    identifier: "core", path: "/core.bin", contents: SampleAppFixture.bytes(8000, seed: 13),
+                    essential: true, declaredSize: 1000)
+            ]
+        ) { info in
+            info["BAInitialDownloadRestrictions"] = ["BAEssentialDownloadAllowance": 100_000]
+        }
+        defer { fixture.remove() }
+        server.setBehavior(.chunked, for: "/core.bin")
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let install = try await report(daemon, ["install", fixture.appDirectory])
+        #expect(Self.scheduled(install) == ["core"], "\(install)")
+        // The extension may re-queue it as non-essential once it failed: look for the essential row.
+        func isFailedCore(_ row: [String: Any]) -> Bool {
+            row["identifier"] as? String == "core" && row["state"] as? String == "failed"
+        }
+        let rows = try await CLIQueries.poll(
+            "core to fail", daemon, timeout: 60, read: { try await CLIQueries.downloadRows(daemon, app: Self.app) },
+            until: { $0.contains(where: isFailedCore) })
+        let failed = try #require(rows.first(where: isFailedCore))
+        #expect(failed["essential"] as? Bool == true, "\(failed)")
+        #expect(failed["errorCode"] as? Int == 0, "\(failed)")
+        #expect((failed["errorMessage"] as? String)?.contains("expected 1000") == true, "\(failed)")
+    }
+
+    @Test("downloads queued before the first launch lose their byte limit and allow-list at the launch, and complete")
+    func launchLiftsTheRestrictionsOfQueuedDownloads() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let port = try #require(URL(string: server.baseURL)?.port)
+        let contents = SampleAppFixture.bytes(8000, seed: 11)
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [
+                // Declares 1000 bytes and sends 8000 without a length: 204 if still limited.
+                .init(
+                    identifier: "grows", path: "/grows.bin", contents: contents, essential: false, declaredSize: 1000),
+                // Redirects to localhost, outside the allow-list: 202 if still restricted.
+                .init(identifier: "moved", path: "/moved.bin", contents: contents, essential: false),
+            ]
+        ) { info in
+            info["BAInitialDownloadRestrictions"] = [
+                "BADownloadAllowance": 100_000, "BADownloadDomainAllowList": ["127.0.0.1"],
+            ]
+        }
+        defer { fixture.remove() }
+        server.setBehavior(.chunked, for: "/grows.bin")
+        server.setFile("/moved-target.bin", contents: contents)
+        server.setBehavior(.redirect(to: "http://localhost:\(port)/moved-target.bin"), for: "/moved.bin")
+        // One background slot, held by another (launched) app's stalled download, so the sample
+        // app's downloads wait in the queue across its first launch.
+        let daemon = try SchedulingTests.daemon(settings: ["backgroundDownloadConcurrency": 1])
+        defer { daemon.kill() }
+        let blocker = "com.example.blocker"
+        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        _ = try cli.call(
+            .registerApp(
+                AppRegistration(
+                    bundleIdentifier: blocker, version: "1", appGroupIdentifier: "group.\(blocker)",
+                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        cli.close()
+        server.setFile("/slot.bin", contents: SampleAppFixture.bytes(100_000, seed: 12))
+        server.setBehavior(.stall(afterBytes: 10), for: "/slot.bin")
+        let blockerApp = try DaemonClient(
+            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: blocker, pid: getpid()))
+        defer { blockerApp.close() }
+        _ = try blockerApp.call(.schedule(DownloadPayload(identifier: "slot", url: server.url("/slot.bin"))))
+        _ = try await CLIQueries.poll(
+            "the blocker's request", daemon, timeout: 30, read: { server.requests(for: "/slot.bin").count },
+            until: { $0 >= 1 })
+
+        let install = try await report(daemon, ["install", fixture.appDirectory])
+        #expect(Set(Self.scheduled(install)) == ["grows", "moved"], "\(install)")
+        #expect(server.requests(for: "/grows.bin").isEmpty && server.requests(for: "/moved.bin").isEmpty)
+
+        try CLIQueries.launch(daemon, app: Self.app)
+        _ = try blockerApp.call(.cancel(identifier: "slot"))
+        let tests = InstallCommandTests()
+        let ended = try await tests.waitForDownloads(daemon, "both to end") { rows in
+            ["grows", "moved"].allSatisfy { ["finished", "failed"].contains(InstallCommandTests.state(rows[$0])) }
+        }
+        for identifier in ["grows", "moved"] {
+            #expect(InstallCommandTests.state(ended[identifier]) == "finished", "\(identifier): \(ended)")
+            #expect(ended[identifier]?["bytesOnDisk"] as? Int == contents.count, "\(identifier): \(ended)")
+        }
+        #expect(server.requests(for: "/moved-target.bin").count == 1)
+    }
 }

@@ -210,8 +210,12 @@ struct SchedulingTests {
         let contents = SampleAppFixture.bytes(10_000, seed: 2)
         server.setFile("/a.bin", contents: contents)
         server.setFile("/b.bin", contents: contents)
-        // Free space is always under this threshold: everything purgeable goes.
-        let daemon = try Self.daemon(settings: ["purgeFreeSpaceThresholdBytes": Int64(1) << 60])
+        // Free space is always under this threshold: everything purgeable goes. basd does not purge
+        // on its own here (its automatic purge, tested in-process with an injected free space,
+        // would delete the moved file before the dry run if the test ran past its once-a-minute check).
+        let daemon = try Self.daemon(settings: [
+            "purgeFreeSpaceThresholdBytes": Int64(1) << 60, "automaticPurge": false,
+        ])
         defer { daemon.kill() }
         let group = "group.com.example.purge"
         let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))

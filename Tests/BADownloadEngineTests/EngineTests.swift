@@ -465,34 +465,104 @@ func sha256(_ data: [UInt8]) throws -> String {
         try await finish(server, engine, directory)
     }
 
-    @Test func backgroundOrderIsEssentialThenPriorityThenArrival() async throws {
+    @Test func backgroundOrderIsPriorityThenArrival() async throws {
         let (server, engine, events, directory) = try await fixture { $0.backgroundConcurrency = 1 }
         server.setFile("/slot.bin", contents: bytes(1000))
         server.setBehavior(.stall(afterBytes: 10), for: "/slot.bin")
-        for name in ["low", "high", "essential", "low2"] { server.setFile("/\(name).bin", contents: bytes(100)) }
+        for name in ["low", "high", "low2"] { server.setFile("/\(name).bin", contents: bytes(100)) }
         engine.add(
             DownloadRequest(id: "slot", url: server.url("/slot.bin"), destination: destination(directory, "slot.bin")))
         _ = await events.next { if case .began(let id, _, _) = $0 { id == "slot" } else { false } }
-        engine.add(
-            DownloadRequest(
-                id: "low", url: server.url("/low.bin"), destination: destination(directory, "low.bin"), priority: 10))
-        engine.add(
-            DownloadRequest(
-                id: "high", url: server.url("/high.bin"), destination: destination(directory, "high.bin"), priority: 90)
-        )
-        engine.add(
-            DownloadRequest(
-                id: "essential", url: server.url("/essential.bin"),
-                destination: destination(directory, "essential.bin"), expectedSize: 100, priority: 0, isEssential: true)
-        )
-        engine.add(
-            DownloadRequest(
-                id: "low2", url: server.url("/low2.bin"), destination: destination(directory, "low2.bin"), priority: 10)
-        )
+        for (name, priority) in [("low", 10), ("high", 90), ("low2", 10)] {
+            engine.add(
+                DownloadRequest(
+                    id: name, url: server.url("/\(name).bin"), destination: destination(directory, "\(name).bin"),
+                    priority: Int64(priority)))
+        }
         engine.cancel("slot")
         _ = await events.end(of: "low2")
         let began = events.seen.compactMap { if case .began(let id, _, _) = $0 { id } else { nil } }
-        #expect(began == ["slot", "essential", "high", "low", "low2"])
+        #expect(began == ["slot", "high", "low", "low2"])
+        try await finish(server, engine, directory)
+    }
+
+    @Test func essentialStartsAtOnceOutsideTheBoundAndTakesNothingFromOthers() async throws {
+        let (server, engine, events, directory) = try await fixture { $0.backgroundConcurrency = 1 }
+        let slotData = bytes(1000, seed: 2)
+        server.setFile("/slot.bin", contents: slotData)
+        server.setBehavior(.stall(afterBytes: 400), for: "/slot.bin")
+        server.setFile("/queued.bin", contents: bytes(100, seed: 3))
+        let essentialData = bytes(200_000, seed: 4)
+        server.setFile("/essential.bin", contents: essentialData)
+        engine.add(
+            DownloadRequest(id: "slot", url: server.url("/slot.bin"), destination: destination(directory, "slot.bin")))
+        _ = await events.next {
+            if case .progress(let id, let written, _) = $0 { id == "slot" && written == 400 } else { false }
+        }
+        engine.add(
+            DownloadRequest(
+                id: "queued", url: server.url("/queued.bin"), destination: destination(directory, "queued.bin"),
+                priority: 1000))
+        engine.add(
+            DownloadRequest(
+                id: "essential", url: server.url("/essential.bin"),
+                destination: destination(directory, "essential.bin"), expectedSize: 200_000, priority: 0,
+                isEssential: true))
+        guard case .finished(_, _, _, _, let received) = await events.end(of: "essential") else {
+            Issue.record("\(events.seen)")
+            return
+        }
+        #expect(received == 200_000)
+        #expect(sameBytes(contents(destination(directory, "essential.bin")), essentialData))
+        // The running background transfer kept its slot and its bytes; the queued one still waits for it.
+        let began = events.seen.compactMap { if case .began(let id, _, _) = $0 { id } else { nil } }
+        #expect(began == ["slot", "essential"], "\(events.seen)")
+        #expect(!events.seen.contains { if case .paused = $0 { true } else { false } })
+        #expect(server.requests(for: "/slot.bin").count == 1)
+        #expect(server.requests(for: "/queued.bin").isEmpty)
+        server.setBehavior(nil, for: "/slot.bin")
+        engine.cancel("slot")
+        guard case .finished = await events.end(of: "queued") else {
+            Issue.record("\(events.seen)")
+            return
+        }
+        try await finish(server, engine, directory)
+    }
+
+    @Test func liftedRestrictionsLetAQueuedTransferPassItsLimitAndHost() async throws {
+        let (server, engine, events, directory) = try await fixture { $0.backgroundConcurrency = 1 }
+        server.setFile("/slot.bin", contents: bytes(1000))
+        server.setBehavior(.stall(afterBytes: 10), for: "/slot.bin")
+        let big = bytes(5000, seed: 5)
+        server.setFile("/big.bin", contents: big)
+        server.setFile("/moved.bin", contents: big)
+        let port = try #require(URL(string: server.url("/"))?.port)
+        server.setBehavior(.redirect(to: "http://localhost:\(port)/big.bin"), for: "/moved.bin")
+        engine.add(
+            DownloadRequest(id: "slot", url: server.url("/slot.bin"), destination: destination(directory, "slot.bin")))
+        _ = await events.next { if case .began(let id, _, _) = $0 { id == "slot" } else { false } }
+        // Each would fail: big declares 5000 bytes over a limit of 100 (allowanceDisallowed), moved
+        // redirects to a host outside its allow-list (notAllowed).
+        let allowList = HostAllowList(["127.0.0.1"])
+        engine.add(
+            DownloadRequest(
+                id: "big", url: server.url("/big.bin"), destination: destination(directory, "big.bin"), byteLimit: 100,
+                allowList: allowList))
+        engine.add(
+            DownloadRequest(
+                id: "moved", url: server.url("/moved.bin"), destination: destination(directory, "moved.bin"),
+                byteLimit: 100, allowList: allowList))
+        engine.liftRestrictions("big")
+        engine.liftRestrictions("moved")
+        engine.cancel("slot")
+        for id in ["big", "moved"] {
+            guard case .finished(_, let path, let size, _, _) = await events.end(of: id) else {
+                Issue.record("\(id): \(events.seen)")
+                return
+            }
+            #expect(size == 5000)
+            #expect(sameBytes(contents(path), big))
+        }
         try await finish(server, engine, directory)
     }
 

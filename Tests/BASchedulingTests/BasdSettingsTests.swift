@@ -33,6 +33,7 @@ import Testing
         #expect(settings.quarantineThreshold == 3)
         #expect(settings.extensionCallTimeoutSeconds == 30)
         #expect(settings.purgeFreeSpaceThresholdBytes == 1_073_741_824)
+        #expect(settings.automaticPurge)
         #expect(settings.backgroundDownloadConcurrency == 4)
         #expect(settings.periodicPolicy == PeriodicPolicy())
         #expect(settings.runtimeAllowancePolicy == RuntimeAllowancePolicy())
@@ -50,7 +51,8 @@ import Testing
               "dailyRuntimeAllowanceSeconds": 0, "periodicBaseIntervalSeconds": 7200.5,
               "periodicMinimumIntervalSeconds": 600, "periodicMaximumIntervalSeconds": 86400,
               "quarantineThreshold": 5, "extensionCallTimeoutSeconds": 12.5,
-              "purgeFreeSpaceThresholdBytes": 5000000000, "backgroundDownloadConcurrency": 1
+              "purgeFreeSpaceThresholdBytes": 5000000000, "automaticPurge": false,
+              "backgroundDownloadConcurrency": 1
             }
             """, to: "config.json")
         let settings = try BasdSettings.load(path: path)
@@ -60,7 +62,8 @@ import Testing
                     backgroundActivity: false, inAppContent: false, dailyRuntimeAllowanceSeconds: 0,
                     periodicBaseIntervalSeconds: 7_200.5, periodicMinimumIntervalSeconds: 600,
                     periodicMaximumIntervalSeconds: 86_400, quarantineThreshold: 5, extensionCallTimeoutSeconds: 12.5,
-                    purgeFreeSpaceThresholdBytes: 5_000_000_000, backgroundDownloadConcurrency: 1))
+                    purgeFreeSpaceThresholdBytes: 5_000_000_000, automaticPurge: false,
+                    backgroundDownloadConcurrency: 1))
         #expect(
             settings.periodicPolicy
                 == PeriodicPolicy(

@@ -28,6 +28,36 @@ import Testing
         #expect(state.nextRun == next)
     }
 
+    @Test func aLaunchBringsARunScheduledWhileIdleCloserAndNeverPushesOneOut() throws {
+        var rng = SplitMix64(seed: 13)
+        var usage = AppUsage()
+        var state = PeriodicState()
+        // Idle for 10 days since registration: the run after this one is a week out.
+        let idle = Clock.start + 10 * Clock.day
+        state.ran(at: idle, policy: policy, usage: usage, registeredAt: registered, using: &rng)
+        let farOut = try #require(state.nextRun)
+        #expect(farOut == idle + policy.maximumInterval)
+
+        let launch = idle + Clock.hour
+        usage.recordLaunch(at: launch)
+        #expect(state.launched(now: launch, policy: policy, usage: usage, registeredAt: registered, using: &rng))
+        let next = try #require(state.nextRun)
+        let interval = policy.interval(usage: usage, registeredAt: registered, now: launch)
+        #expect(interval < 6 * Clock.hour, "one launch in the last week shortens the base interval")
+        #expect(next.timeIntervalSince(launch) >= 0.9 * interval && next.timeIntervalSince(launch) <= 1.1 * interval)
+
+        // A second launch right after: the run is already about that close, so it stays unless sooner.
+        usage.recordLaunch(at: launch + 60)
+        state.launched(now: launch + 60, policy: policy, usage: usage, registeredAt: registered, using: &rng)
+        #expect(try #require(state.nextRun) <= next)
+
+        // A due (catch-up) run is kept.
+        let due = try #require(state.nextRun) + 1
+        usage.recordLaunch(at: due)
+        #expect(!state.launched(now: due, policy: policy, usage: usage, registeredAt: registered, using: &rng))
+        #expect(state.isDue(now: due))
+    }
+
     @Test func downtimeAcrossManyDueTimesRunsOnceThenSchedulesFromThatRun() throws {
         var rng = SplitMix64(seed: 12)
         var usage = AppUsage()

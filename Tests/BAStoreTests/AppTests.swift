@@ -33,6 +33,36 @@ import Testing
         #expect(error?.code == .unknownApp)
     }
 
+    @Test func theFirstLaunchClearsTheRestrictionsOfTheAppsActiveDownloads() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        for app in ["com.example.game", "com.example.other"] { try test.registerApp(app) }
+        let limits = StoredDownload.PreLaunchRestriction(byteLimit: 1000, allowList: ["cdn.example.com"])
+        func schedule(_ identifier: String, app: String = "com.example.game") throws -> StoredDownload {
+            try test.store.schedule(
+                StoredDownload(
+                    appIdentifier: app, identifier: identifier, url: "https://cdn.example.com/\(identifier)",
+                    restriction: limits))
+        }
+        let queued = try schedule("queued")
+        let running = try schedule("running")
+        try test.store.recordBegan(uniqueIdentifier: running.uniqueIdentifier, offset: 0, isForeground: false)
+        let failed = try schedule("failed")
+        try test.store.markFailed(
+            uniqueIdentifier: failed.uniqueIdentifier,
+            error: .init(domain: "BAErrorDomain", code: 204, message: "over"))
+        let other = try schedule("other", app: "com.example.other")
+
+        #expect(try test.store.markLaunched(app: "com.example.game"))
+        func restrictionNow(of download: StoredDownload) throws -> StoredDownload.PreLaunchRestriction? {
+            try #require(try test.store.download(uniqueIdentifier: download.uniqueIdentifier)).restriction
+        }
+        #expect(try restrictionNow(of: queued) == nil)
+        #expect(try restrictionNow(of: running) == nil)
+        #expect(try restrictionNow(of: failed) == limits, "an ended download keeps what it was held to")
+        #expect(try restrictionNow(of: other) == limits, "another app's downloads are not touched")
+    }
+
     @Test func removingAnAppCascadesToEverythingItOwns() throws {
         let test = try TestStore()
         defer { test.remove() }

@@ -9,7 +9,8 @@ import Foundation
 /// One download's I/O state. Owned by the engine thread: only it and the libcurl callbacks it
 /// drives (on the same thread) touch it.
 final class Transfer: @unchecked Sendable {
-    let request: DownloadRequest
+    /// The request as added; only its restrictions change later (``DownloadEngine/liftRestrictions(_:)``).
+    var request: DownloadRequest
     var machine: TransferStateMachine
     let sequence: Int
 
@@ -65,6 +66,9 @@ final class Transfer: @unchecked Sendable {
     }
 
     var id: String { request.id }
+    /// Foreground and essential transfers start at once, outside the background bound (an essential
+    /// download is what the app waits for before it can run; it keeps the background retry policy).
+    var startsAtOnce: Bool { machine.isForeground || request.isEssential }
     var validatorPath: String { request.partialPath + ".validator" }
 
     // MARK: Partial file

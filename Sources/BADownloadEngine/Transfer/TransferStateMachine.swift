@@ -58,7 +58,7 @@ public struct TransferStateMachine: Sendable {
     public private(set) var isForeground: Bool
     private var firstFailure: Duration?
     private let originalURL: String
-    private let allowList: HostAllowList?
+    private var allowList: HostAllowList?
 
     public static let maximumRedirects = 10
     public static let maximumRestarts = 3
@@ -89,6 +89,9 @@ public struct TransferStateMachine: Sendable {
 
     /// The owner promoted the transfer to the foreground (it fails fast from now on).
     public mutating func promote() { isForeground = true }
+
+    /// The owner lifted the host allow-list: later redirect hops are checked against the URL rules only.
+    public mutating func liftAllowList() { allowList = nil }
 
     /// The engine took the running request off the wire (promotion, explicit pause).
     public mutating func pause() {

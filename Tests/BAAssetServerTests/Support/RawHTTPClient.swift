@@ -138,6 +138,38 @@ final class RawHTTPClient {
         return Array(buffer[..<count])
     }
 
+    /// Reads a body in chunked transfer coding up to its last chunk (and the empty trailer), returning
+    /// its bytes and how many chunks carried them.
+    func readChunkedBody() throws -> (body: [UInt8], chunks: Int) {
+        var body: [UInt8] = []
+        var chunks = 0
+        while true {
+            let line = try readLine()
+            guard let size = Int(line.split(separator: ";")[0].trimmingCharacters(in: .whitespaces), radix: 16) else {
+                throw RawHTTPError(description: "bad chunk size line \(line.debugDescription)")
+            }
+            if size == 0 {
+                guard try readLine().isEmpty else { throw RawHTTPError(description: "a trailer after the last chunk") }
+                return (body, chunks)
+            }
+            body += try read(count: size)
+            chunks += 1
+            guard try readLine().isEmpty else { throw RawHTTPError(description: "no CRLF after a chunk's data") }
+        }
+    }
+
+    /// Reads one CRLF-terminated line (without the CRLF).
+    private func readLine() throws -> String {
+        let crlf: [UInt8] = [13, 10]
+        while true {
+            if let end = buffer.firstRange(of: crlf)?.lowerBound {
+                defer { buffer.removeFirst(end + 2) }
+                return String(decoding: buffer[..<end], as: UTF8.self)
+            }
+            guard try fill() else { throw RawHTTPError(description: "connection closed in the middle of a line") }
+        }
+    }
+
     /// Reads until the server closes the connection and returns everything not yet consumed.
     func readToEnd() throws -> [UInt8] {
         while try fill() {}
