@@ -374,10 +374,13 @@ extension DownloadService {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: manifestsDirectory) else { return }
         for name in names {
             let path = manifestsDirectory + "/" + name
-            if unlink(path) == 0 {
-                log("removed \(path), left by a call that did not end")
-            } else {
-                log("cannot remove \(path), left by a call that did not end: \(String(cString: strerror(errno)))")
+            // The engine's `.ba-partial` folder is a directory (removed whole: partial manifests
+            // cannot be resumed by a call that no longer exists).
+            do {
+                try FileManager.default.removeItem(atPath: path)
+                if name != ".ba-partial" { log("removed \(path), left by a call that did not end") }
+            } catch {
+                log("cannot remove \(path), left by a call that did not end: \(error.localizedDescription)")
             }
         }
     }

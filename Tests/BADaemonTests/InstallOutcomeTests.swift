@@ -232,12 +232,15 @@ struct InstallOutcomeTests {
         let left = manifests + "/com.example.ba.sample-0E6A.manifest"
         try Data("{}".utf8).write(to: URL(fileURLWithPath: left))
         chmod(left, 0o444)
-        try Data("{".utf8).write(to: URL(fileURLWithPath: left + ".partial"))
+        // The engine keeps a transfer's partial file in a `.ba-partial` folder beside its destination.
+        try FileManager.default.createDirectory(atPath: manifests + "/.ba-partial", withIntermediateDirectories: true)
+        try Data("{".utf8).write(to: URL(fileURLWithPath: manifests + "/.ba-partial/com.example.ba.sample-1F2B.part"))
         let daemon = try DaemonProcess(directory: directory)
         defer { daemon.kill() }
         // basd removes them before it listens, so they are gone once it printed its listening line.
         let remaining = try FileManager.default.contentsOfDirectory(atPath: manifests)
         #expect(remaining.isEmpty, "\(remaining)")
+        #expect(!daemon.standardError.contains("cannot remove"), "\(daemon.standardError)")
     }
 
     @Test("Apple's spellings: -s --app-install --app-bundle-id, --simulate --app-update -b")
