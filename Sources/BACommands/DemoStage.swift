@@ -60,8 +60,8 @@ final class DemoStage: Sendable {
         let (server, assets) = try await serve()
         try await startBasd()
         try await install(server: server)
-        try await waitForTheCatalog(assets)
-        try await launchTheApp()
+        let underway = try await waitForTheCatalog(assets)
+        try await launchTheApp(underway, server: server, assets: assets)
         try verify(assets)
     }
 
@@ -149,8 +149,9 @@ final class DemoStage: Sendable {
     }
 
     /// Step 4: the catalog finished while no app was running, so basd woke the extension, which
-    /// read it under exclusive control and scheduled the catalog's assets.
-    private func waitForTheCatalog(_ assets: DemoAssets) async throws {
+    /// read it under exclusive control and scheduled the catalog's assets. Then, so that the app
+    /// promotes a transfer under way, until a background download has some bytes on disk.
+    private func waitForTheCatalog(_ assets: DemoAssets) async throws -> Underway? {
         let wanted = Set(assets.assets.filter(\.fromCatalog).map(\.identifier))
         let deadline = Date(timeIntervalSinceNow: 30)
         var rows: [Downloads.Row] = []
@@ -166,7 +167,76 @@ final class DemoStage: Sendable {
         step(4, "The catalog arrived; basd woke the extension, which scheduled the catalog's assets")
         note("the extension's calls since the install, from basd's log:")
         for line in extensionLog().dropFirst() { note("  " + line) }
+        let underway = try await waitForBytesInTheBackground(assets)
+        rows = try downloads()
+        if let underway, let index = rows.firstIndex(where: { $0.identifier == underway.identifier }) {
+            // basd records progress once a second; its events are newer.
+            rows[index].bytesOnDisk = max(rows[index].bytesOnDisk, underway.bytes)
+        }
         printDownloads(rows)
+        return underway
+    }
+
+    /// A background download with bytes on disk when the app is launched.
+    struct Underway {
+        var identifier: String
+        var bytes: Int64
+        var total: Int64?
+    }
+
+    /// Waits, at most 10 s, until a non-essential download has a little on disk (512 KiB, or a
+    /// quarter of a second at `--rate`), from basd's progress events; nil if none got there.
+    private func waitForBytesInTheBackground(_ assets: DemoAssets) async throws -> Underway? {
+        let background = Set(assets.assets.filter { !$0.essential }.map(\.identifier))
+        let threshold = Int64(min(512 << 10, rate / 4))
+        let first = FirstProgress()
+        let client: DaemonClient
+        do {
+            client = try DaemonClient(
+                socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()),
+                onEvent: { event in
+                    guard background.contains(event.identifier) else { return }
+                    switch event.kind {
+                    case .progress where (event.bytesWritten ?? 0) >= threshold:
+                        let bytes = event.bytesWritten ?? 0
+                        first.found(Underway(identifier: event.identifier, bytes: bytes, total: event.totalBytes))
+                    case .finished, .failed: first.found(nil)  // too late to promote one under way
+                    default: break
+                    }
+                })
+            guard case .ok = try client.call(.subscribeEvents) else {
+                throw DemoFailure(message: "basd answered subscribeEvents with something else")
+            }
+        } catch let failure as DemoFailure {
+            throw failure
+        } catch {
+            throw DemoFailure(message: "cannot follow basd's events: \(error); basd's log: \(basdLog)")
+        }
+        defer { client.close() }
+        return await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: first.wait(seconds: 10)) }
+        }
+    }
+
+    /// The first background download seen with enough bytes (or nil: one ended first), from the
+    /// event reader thread to the waiting one.
+    private final class FirstProgress: Sendable {
+        private let value = Mutex<Underway??>(nil)
+        private let arrived = DispatchSemaphore(value: 0)
+
+        func found(_ underway: Underway?) {
+            let isFirst = value.withLock { value in
+                guard value == nil else { return false }
+                value = .some(underway)
+                return true
+            }
+            if isFirst { arrived.signal() }
+        }
+
+        func wait(seconds: Double) -> Underway? {
+            _ = arrived.wait(timeout: .now() + seconds)
+            return value.withLock { $0 ?? nil }
+        }
     }
 
     /// What the app's extension logged, in order, from basd's log (paths in the container shortened).
@@ -181,8 +251,12 @@ final class DemoStage: Sendable {
     }
 
     /// Step 5: the sample app, which promotes and collects.
-    private func launchTheApp() async throws {
+    private func launchTheApp(_ underway: Underway?, server: AssetServer, assets: DemoAssets) async throws {
         step(5, "Launching the sample app (\(products.sampleApp))")
+        if let underway {
+            let progress = Self.bytes(underway.bytes, of: underway.total)
+            note("\(underway.identifier) is under way in the background (\(progress)); promoted, it goes on from there")
+        }
         let app = try await spawn(products.sampleApp, [appDirectory], environment: ["BA_SOCKET": socketPath])
         guard let status = await app.wait(seconds: 150) else {
             await app.stop()
@@ -190,6 +264,20 @@ final class DemoStage: Sendable {
         }
         guard status == 0 else { throw DemoFailure(message: "the sample app exited \(status); basd's log: \(basdLog)") }
         printDownloads(try downloads())
+        // The proof that the promotion lost no bytes: the foreground transfer asked the server for
+        // the rest of the file only.
+        if let underway, let asset = assets.assets.first(where: { $0.identifier == underway.identifier }),
+            let range = server.requests(for: asset.path).compactMap({ $0.header("range") }).last,
+            let from = range.firstMatch(of: /^bytes=(\d+)-$/).flatMap({ Int64($0.1) })
+        {
+            note(
+                "\(asset.identifier) was promoted at \(Self.bytes(from, of: Int64(asset.bytes.count))): "
+                    + "then basd asked the server for the rest only (Range: \(range))")
+        }
+    }
+
+    private static func bytes(_ bytes: Int64, of total: Int64?) -> String {
+        HumanReadable.bytes(bytes) + " of " + (total.map(HumanReadable.bytes) ?? "?")
     }
 
     /// Step 6: every asset in the app group container, checked against what the server sent.

@@ -22,6 +22,17 @@ import Testing
         #expect(output.contains("scheduled") && output.contains("from the catalog"), "\(output)")
         #expect(output.contains("app: promoted "), "\(output)")
         #expect(output.contains("app: finished "), "\(output)")
+        // The app was launched with a background download under way, and its promotion went on
+        // from there: the foreground transfer asked for the rest of the file only. (Conditional
+        // on the app finding it still downloading: a loaded machine may start the app too late.)
+        let underway = try #require(
+            output.firstMatch(of: /(\S+) is under way in the background \(([\d.]+) (B|KiB|MiB) of/), "\(output)")
+        #expect(Double(underway.2) ?? 0 > 0, "\(output)")
+        if output.contains("app: promoted \(underway.1) to the foreground (it was downloading") {
+            let promoted = try #require(
+                output.firstMatch(of: /was promoted at .*\(Range: bytes=(\d+)-\)/), "\(output)")
+            #expect(Int(promoted.1) ?? 0 > 0, "\(output)")
+        }
         // The verified summary: every asset checked, none missing or wrong.
         let summary = try #require(output.components(separatedBy: "==> 6/6 ").last)
         #expect(!summary.contains("MISSING") && !summary.contains("WRONG"), "\(summary)")
