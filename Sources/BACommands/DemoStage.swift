@@ -213,6 +213,14 @@ final class DemoStage: Sendable {
             throw DemoFailure(message: "cannot follow basd's events: \(error); basd's log: \(basdLog)")
         }
         defer { client.close() }
+        // What happened before the subscription: no event will tell.
+        for row in try downloads() where background.contains(row.identifier) {
+            if row.state == "finished" || row.state == "failed" {
+                first.found(nil)
+            } else if row.bytesOnDisk >= threshold {
+                first.found(Underway(identifier: row.identifier, bytes: row.bytesOnDisk, total: row.fileSize))
+            }
+        }
         return await withCheckedContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(returning: first.wait(seconds: 10)) }
         }
