@@ -66,12 +66,13 @@ done:
 static void become_tied_child(const char *path, char *const argv[], char *const envp[], int output_fd, int error_fd,
                               int death_signal, pid_t parent, int report_fd) {
     setpgid(0, 0);
-    struct sigaction default_action;
-    memset(&default_action, 0, sizeof default_action);
-    default_action.sa_handler = SIG_DFL;
-    sigemptyset(&default_action.sa_mask);
-    // Fails harmlessly for SIGKILL, SIGSTOP and glibc's internal signals.
-    for (int number = 1; number < NSIG; number++) (void)sigaction(number, &default_action, NULL);
+    // The raw call, as posix_spawn's SETSIGDEF makes it: glibc's sigaction refuses its own signals
+    // (32, 33), which are to be reset too. All zeros is SIG_DFL, no flags, an empty mask, whatever
+    // the architecture's layout of the kernel's struct (64 bytes is more than any of them).
+    unsigned char default_action[64];
+    memset(default_action, 0, sizeof default_action);
+    // Fails harmlessly for SIGKILL and SIGSTOP.
+    for (int number = 1; number < NSIG; number++) (void)syscall(SYS_rt_sigaction, number, default_action, NULL, 8);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
