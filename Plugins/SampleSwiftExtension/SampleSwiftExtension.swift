@@ -98,10 +98,12 @@ struct SampleSwiftExtension: BADownloaderExtension {
             do {
                 let fileManager = FileManager.default
                 try fileManager.createDirectory(at: assetsFolder, withIntermediateDirectories: true)
-                if fileManager.fileExists(atPath: destination.path) {
-                    try fileManager.removeItem(at: destination)  // an older version of the asset
+                // rename(2), as the C sample does: it replaces an older version atomically, and if
+                // the file is already gone (the app, running, took it first) Assets/ keeps what it
+                // has. Removing the old one first lost both then.
+                guard rename(fileURL.path, destination.path) == 0 else {
+                    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
                 }
-                try fileManager.moveItem(at: fileURL, to: destination)
             } catch {
                 BAHostLog(
                     "\(Self.name): cannot move \(finishedDownload.identifier) to \(destination.path): \(error)",

@@ -19,7 +19,9 @@ struct Demo: AsyncParsableCommand {
             the basd, ba-extension-runner, SampleApp and libSampleSwiftExtension.so built next to this ba.
 
             Exit codes: 0 every asset verified; 42 a step failed or an asset is missing or wrong (the \
-            folder is kept for a look); 66 the build products or Examples/ are missing; 21 interrupted.
+            folder is kept for a look); 66 the build products or Examples/ are missing; 21 interrupted \
+            (SIGINT, SIGTERM, SIGHUP, or its output closed): basd and the app stopped, the folder removed. \
+            basd and the app also get SIGTERM if ba dies any other way, even SIGKILL.
 
             Examples:
               ba demo
@@ -47,23 +49,43 @@ struct Demo: AsyncParsableCommand {
             printError("\(error)")
             throw ExitCode(BAExitCode.noInput.rawValue)
         }
-        let stage = try DemoStage(products: products, rate: rate)
-        let interrupt = stage.cleanUpOnInterrupt()
-        defer { interrupt.cancel() }
-        var succeeded = false
+        let signals: Int32
+        let stage: DemoStage
+        do {
+            signals = try DemoStage.catchInterruptions()
+            stage = try DemoStage(products: products, rate: rate)
+        } catch {
+            printError("\(error)")
+            throw ExitCode(BAExitCode.demoFailed.rawValue)
+        }
+        stage.handleInterruptions(from: signals)
+        var failure: String?
         do {
             try await stage.run()
-            succeeded = true
-        } catch let failure as DemoFailure {
-            printError(failure.message)
+        } catch let error as DemoFailure {
+            failure = error.message
+        } catch {
+            failure = "\(error)"
         }
+        // A child that wrote to a closed stdout died of SIGPIPE before ba wrote there: that is
+        // the reader going away, not a failed step.
+        if failure != nil && stage.outputClosed { stage.interrupt(.outputClosed) }
+        // An interruption that came first stops everything, removes the folder and exits 21; its
+        // SIGTERM may be what made a step fail, so the steps neither report nor clean up then.
+        guard stage.claimEndingForTheSteps() else { await Self.waitForTheInterruption() }
+        if let failure { DemoStage.sayError(failure) }
         await stage.stop()
-        if succeeded && !keep {
+        if failure == nil && !keep {
             stage.removeFolder()
         } else {
-            DemoStage.say("the demo's folder is kept: \(stage.folder)")
+            stage.say("the demo's folder is kept: \(stage.folder)")
         }
-        if !succeeded { throw ExitCode(BAExitCode.demoFailed.rawValue) }
+        if failure != nil { throw ExitCode(BAExitCode.demoFailed.rawValue) }
+    }
+
+    /// Suspends for good: the interruption exits the process.
+    private static func waitForTheInterruption() async -> Never {
+        while true { await withUnsafeContinuation { (_: UnsafeContinuation<Void, Never>) in } }
     }
 }
 

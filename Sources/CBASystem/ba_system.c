@@ -6,9 +6,11 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int ba_sys_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
@@ -58,6 +60,75 @@ done:
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     return rc;
+}
+
+/* The child's side of ba_sys_spawn_tied_to_parent: async-signal-safe calls only; never returns. */
+static void become_tied_child(const char *path, char *const argv[], char *const envp[], int output_fd, int error_fd,
+                              int death_signal, pid_t parent, int report_fd) {
+    setpgid(0, 0);
+    // The raw call, as posix_spawn's SETSIGDEF makes it: glibc's sigaction refuses its own signals
+    // (32, 33), which are to be reset too. All zeros is SIG_DFL, no flags, an empty mask, whatever
+    // the architecture's layout of the kernel's struct (64 bytes is more than any of them).
+    unsigned char default_action[64];
+    memset(default_action, 0, sizeof default_action);
+    // Fails harmlessly for SIGKILL and SIGSTOP.
+    for (int number = 1; number < NSIG; number++) (void)syscall(SYS_rt_sigaction, number, default_action, NULL, 8);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int error = 0;
+    if (prctl(PR_SET_PDEATHSIG, death_signal) != 0) error = errno;
+    // The parent died before the prctl: no signal will come, so do not start at all.
+    if (error == 0 && getppid() != parent) _exit(127);
+    // Copies above 9 first, so that a dup2 into 0-3 never overwrites a descriptor still to be copied.
+    // `report` is where an error goes: the pipe's end wherever it is now.
+    int report = report_fd, out = -1, err = -1, null = -1;
+    if (!error && ((report = fcntl(report_fd, F_DUPFD_CLOEXEC, 10)) < 0)) report = report_fd, error = errno;
+    if (!error && ((out = fcntl(output_fd, F_DUPFD, 10)) < 0 || (err = fcntl(error_fd, F_DUPFD, 10)) < 0))
+        error = errno;
+    if (!error && (null = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) error = errno;
+    if (!error && (dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)) error = errno;
+    if (!error && dup3(report, 3, O_CLOEXEC) < 0) error = errno;
+    if (!error) {
+        report = 3;
+        closefrom(4);
+        execve(path, argv, envp);
+        error = errno;
+    }
+    ssize_t ignored = write(report, &error, sizeof error);
+    (void)ignored;
+    _exit(127);
+}
+
+int ba_sys_spawn_tied_to_parent(const char *path, char *const argv[], char *const envp[], int output_fd,
+                                int error_fd, int death_signal, pid_t *pid_out) {
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) return errno;
+    pid_t parent = getpid();
+    // _Fork, not fork: no atfork handlers run in the child (libdispatch's would), and it is
+    // async-signal-safe, which is all this multithreaded process may call in the child.
+    pid_t pid = _Fork();
+    if (pid < 0) {
+        int error = errno;
+        close(report[0]);
+        close(report[1]);
+        return error;
+    }
+    if (pid == 0) become_tied_child(path, argv, envp, output_fd, error_fd, death_signal, parent, report[1]);
+    close(report[1]);
+    int error = 0;
+    ssize_t n;
+    do {
+        n = read(report[0], &error, sizeof error);
+    } while (n < 0 && errno == EINTR);
+    close(report[0]);
+    if (n == (ssize_t)sizeof error) {
+        // exec failed: the child exits 127 at once; reap it so it leaves no zombie.
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+        return error ? error : ECHILD;
+    }
+    *pid_out = pid;
+    return 0;
 }
 
 int ba_sys_pidfd_open(pid_t pid) {

@@ -122,6 +122,67 @@ struct SampleCatalogTests {
         #expect(left.isEmpty, "\(left)")
     }
 
+    /// Runs the sample app (Examples/SampleApp/Sources) against `daemon`, as `ba demo` does.
+    static func runApp(_ fixture: SampleAppFixture, _ daemon: DaemonProcess, deadline: Int) async throws
+        -> ProcessOutput
+    {
+        try await runProcess(
+            BuildProducts.executable("SampleApp"), [fixture.appDirectory, "--deadline", String(deadline)],
+            environment: ["BA_SOCKET": daemon.socketPath])
+    }
+
+    @Test("the sample app downloads again what is missing, gives up after a second failure, stops at its deadline")
+    func theAppFetchesWhatIsMissing() async throws {
+        let assets = try SampleAssetSet()
+        defer { assets.remove() }
+        let server = try await AssetServer.start(root: assets.root.url)
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try SampleAppFixture(server: server, manifest: assets.manifest(baseURL: server.baseURL))
+        defer { fixture.remove() }
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        try await Self.waitForAssets(Set(assets.contents.keys), daemon)
+        let folder = Self.container(daemon) + "/Assets/"
+
+        // Missing and not downloading (every download finished): the app schedules it again, in
+        // the foreground, and moves it into place.
+        try FileManager.default.removeItem(atPath: folder + "level-2")
+        let refetch = try await Self.runApp(fixture, daemon, deadline: 60)
+        #expect(refetch.status == 0, "\(refetch.stdout)\(refetch.stderr)")
+        #expect(refetch.stdout.contains("app: downloading level-2 in the foreground"), "\(refetch.stdout)")
+        #expect(refetch.stdout.contains("app: finished level-2: moved to Assets/level-2"), "\(refetch.stdout)")
+        #expect(FileManager.default.contents(atPath: folder + "level-2") == Data(assets.contents["level-2"] ?? []))
+        // The install's request, then the app's (two if its promotion restarted a background one).
+        #expect(server.requests(for: "/levels/level-2.pak").count >= 2)
+
+        // Missing, and the server answers 404: asked for twice, then the app gives up (exit 1).
+        try FileManager.default.removeItem(atPath: folder + "soundtrack")
+        server.setBehavior(.status(404), for: "/audio/soundtrack.m4a")
+        let givenUp = try await Self.runApp(fixture, daemon, deadline: 60)
+        #expect(givenUp.status == 1, "\(givenUp.stdout)\(givenUp.stderr)")
+        for line in ["downloading soundtrack", "downloading again soundtrack", "giving up: soundtrack failed twice"] {
+            #expect(givenUp.stdout.contains("app: " + line), "\(line): \(givenUp.stdout)")
+        }
+        #expect(server.requests(for: "/audio/soundtrack.m4a").count >= 3)
+        #expect(!FileManager.default.fileExists(atPath: folder + "soundtrack"))
+
+        // Missing and slow (16 KiB/s for 8 MiB), and a deadline that passes at once: the app stops,
+        // exit 1, rather than wait on (a deadline that passed while no one waited used to be lost).
+        server.setBehavior(nil, for: "/audio/soundtrack.m4a")
+        server.setBehavior(.trickle(bytesPerSecond: 16 << 10), for: "/levels/level-3.pak")
+        try FileManager.default.removeItem(atPath: folder + "level-3")
+        let app = try WatchedProcess(
+            BuildProducts.executable("SampleApp"), [fixture.appDirectory, "--deadline", "0"],
+            environment: ["BA_SOCKET": daemon.socketPath])
+        defer { app.kill() }
+        #expect(app.waitForExit(timeout: 30) == 1, "\(app.stdout)\(app.stderr)")
+        let stopped = try #require(
+            app.stdout.firstMatch(of: /app: still waiting for (.*) at the deadline/), "\(app.stdout)")
+        #expect(stopped.1.contains("level-3"), "\(app.stdout)")
+    }
+
     @Test(
         "a failed essential download (404 once) is re-queued by the extension as non-essential and arrives",
         arguments: libraries)

@@ -3,7 +3,10 @@ import Foundation
 import Testing
 
 /// `ba demo`, the README's first command: the whole system end to end, as a user runs it.
-@Suite struct DemoTests {
+///
+/// Serialized: each run is a basd, the app and a loopback server at 2 MiB/s, and a machine with
+/// two cores is better at one of them at a time.
+@Suite(.serialized) struct DemoTests {
     let ba = BuildProducts.executable("ba")
 
     @Test("ba demo installs, downloads, promotes and verifies every asset, then removes its folder")
@@ -19,6 +22,17 @@ import Testing
         #expect(output.contains("scheduled") && output.contains("from the catalog"), "\(output)")
         #expect(output.contains("app: promoted "), "\(output)")
         #expect(output.contains("app: finished "), "\(output)")
+        // The app was launched with a background download under way, and its promotion went on
+        // from there: the foreground transfer asked for the rest of the file only. (Conditional
+        // on the app finding it still downloading: a loaded machine may start the app too late.)
+        let underway = try #require(
+            output.firstMatch(of: /(\S+) is under way in the background \(([\d.]+) (B|KiB|MiB) of/), "\(output)")
+        #expect(Double(underway.2) ?? 0 > 0, "\(output)")
+        if output.contains("app: promoted \(underway.1) to the foreground (it was downloading") {
+            let promoted = try #require(
+                output.firstMatch(of: /was promoted at .*\(Range: bytes=(\d+)-\)/), "\(output)")
+            #expect(Int(promoted.1) ?? 0 > 0, "\(output)")
+        }
         // The verified summary: every asset checked, none missing or wrong.
         let summary = try #require(output.components(separatedBy: "==> 6/6 ").last)
         #expect(!summary.contains("MISSING") && !summary.contains("WRONG"), "\(summary)")
@@ -29,6 +43,72 @@ import Testing
         // The temporary folder (basd's state, the container) is gone.
         let folder = try #require(output.firstMatch(of: /ba install (\/\S+)\/SampleApp/)).1
         #expect(!FileManager.default.fileExists(atPath: String(folder)), "\(folder) was left behind")
+    }
+
+    /// The demo's temporary folder and basd's pid, from step 2's lines.
+    static func folderAndBasd(_ output: String) throws -> (folder: String, basd: pid_t) {
+        let basd = try #require(output.firstMatch(of: /basd is running \(pid (\d+)\)/), "\(output)").1
+        let folder = try #require(output.firstMatch(of: /state: (\/\S+)\/state\/state\.sqlite/), "\(output)").1
+        return (String(folder), try #require(pid_t(basd)))
+    }
+
+    /// What an interruption promises: exit 21, the folder removed, and no basd, app, `ba install`
+    /// or runner left (each is given the folder on its command line). Checked at once after the
+    /// exit: ba stops them before it exits, nothing is left for the parent-death signal.
+    static func expectCleanInterruption(_ demo: WatchedProcess, _ output: String) throws {
+        let (folder, basd) = try folderAndBasd(output)
+        #expect(demo.waitForExit() == 21, "\(demo.stdout)\(demo.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder), "\(folder) was left behind: \(demo.stderr)")
+        #expect(processesMentioning(folder).isEmpty, "\(processesMentioning(folder))")
+        #expect(kill(basd, 0) != 0 && errno == ESRCH, "basd (pid \(basd)) still runs")
+        #expect(!demo.stdout.contains("the demo's folder is kept"), "\(demo.stdout)")
+        #expect(!demo.stderr.contains("exited"), "a step reported a failure too: \(demo.stderr)")
+    }
+
+    @Test("Ctrl-C while the app runs (SIGINT to the process group): exit 21, folder removed, no child left")
+    func interruptedInStepFive() async throws {
+        let demo = try WatchedProcess(ba, ["demo"])
+        defer { demo.kill() }
+        let output = try demo.waitForOutput(containing: "==> 5/6 ")
+        demo.signalGroup(SIGINT)
+        try Self.expectCleanInterruption(demo, output)
+        #expect(demo.stderr.contains("interrupted (SIGINT); stopping basd and removing"), "\(demo.stderr)")
+    }
+
+    @Test("SIGTERM to ba alone while the app runs: the same clean end as Ctrl-C")
+    func terminatedInStepFive() async throws {
+        let demo = try WatchedProcess(ba, ["demo"])
+        defer { demo.kill() }
+        let output = try demo.waitForOutput(containing: "==> 5/6 ")
+        demo.signal(SIGTERM)
+        try Self.expectCleanInterruption(demo, output)
+        #expect(demo.stderr.contains("interrupted (SIGTERM)"), "\(demo.stderr)")
+    }
+
+    @Test("stdout closed by its reader (ba demo | head): ba stops quietly and cleans up, exit 21")
+    func outputClosed() async throws {
+        let demo = try WatchedProcess(ba, ["demo"])
+        defer { demo.kill() }
+        let output = try demo.waitForOutput(containing: "config.json: one background transfer")
+        demo.closeStdout()
+        try Self.expectCleanInterruption(demo, output)
+        #expect(!demo.stderr.contains("interrupted"), "\(demo.stderr)")
+    }
+
+    @Test("ba killed with SIGKILL: basd and the app get the parent-death signal and go")
+    func killedBa() async throws {
+        let demo = try WatchedProcess(ba, ["demo"])
+        defer { demo.kill() }
+        let output = try demo.waitForOutput(containing: "==> 5/6 ")
+        let (folder, _) = try Self.folderAndBasd(output)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        #expect(!processesMentioning(folder).isEmpty)
+        demo.signal(SIGKILL)
+        #expect(demo.waitForExit() == 128 + SIGKILL)
+        // Bounded: basd stops its transfers and closes its state on SIGTERM within seconds.
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while !processesMentioning(folder).isEmpty && Date() < deadline { usleep(10_000) }
+        #expect(processesMentioning(folder).isEmpty, "\(processesMentioning(folder))")
     }
 
     @Test("without the Examples folder: exit 66, saying what is missing")

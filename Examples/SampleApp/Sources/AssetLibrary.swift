@@ -15,13 +15,15 @@ final class AssetLibrary: BADownloadManagerDelegate {
     private struct State {
         /// Downloads basd is working on for us, by identifier.
         var inFlight: Set<String> = []
-        /// Downloads that failed once and were asked for again.
-        var retried: Set<String> = []
+        /// Downloads that failed once: asked for again if still missing.
+        var failedOnce: Set<String> = []
         /// Downloads that failed twice: the app gives up on them.
         var givenUp: [String: String] = [:]
-        /// Whoever waits in ``nextChange(before:)``, and a change nobody waited for yet.
+        /// Whoever waits in ``nextChange()``, and a change nobody waited for yet.
         var waiter: CheckedContinuation<Bool, Never>?
         var unseenChange = false
+        /// Set once by the deadline's timer: from then on every wait ends at once.
+        var deadlinePassed = false
     }
     private let state = Mutex(State())
 
@@ -34,6 +36,14 @@ final class AssetLibrary: BADownloadManagerDelegate {
     /// downloaded, downloads again what is missing. Returns whether everything is there.
     func makeEverythingAvailable(deadline: Date) async -> Bool {
         BADownloadManager.shared.delegate = self
+        // One timer for the whole wait. It records that the deadline passed under the lock a wait
+        // registers under, so a deadline that passes while no one waits is not lost (the next
+        // wait ends at once instead of never).
+        let timer = Task {
+            try? await Task.sleep(for: .seconds(max(0, deadline.timeIntervalSinceNow)))
+            if !Task.isCancelled { self.deadlinePassed() }
+        }
+        defer { timer.cancel() }
 
         // What the system is downloading for us already: the user is waiting, so ask for it now.
         do {
@@ -65,7 +75,7 @@ final class AssetLibrary: BADownloadManagerDelegate {
                 say("giving up: \(failure.key) failed twice (\(failure.value))")
                 return false
             }
-            guard await nextChange(before: deadline) else {
+            guard await nextChange() else {
                 let waiting = Set(missing.map(\.identifier)).union(inFlight).sorted()
                 say("still waiting for \(waiting.joined(separator: ", ")) at the deadline")
                 return false
@@ -98,7 +108,7 @@ final class AssetLibrary: BADownloadManagerDelegate {
         say("\(download.identifier) failed: \(error.localizedDescription)")
         state.withLock { state in
             state.inFlight.remove(download.identifier)
-            if state.retried.contains(download.identifier) {
+            if !state.failedOnce.insert(download.identifier).inserted {
                 state.givenUp[download.identifier] = error.localizedDescription
             }
         }
@@ -127,7 +137,7 @@ final class AssetLibrary: BADownloadManagerDelegate {
         let again = state.withLock { state -> Bool? in
             guard !state.inFlight.contains(asset.identifier), state.givenUp[asset.identifier] == nil else { return nil }
             state.inFlight.insert(asset.identifier)
-            return !state.retried.insert(asset.identifier).inserted
+            return state.failedOnce.contains(asset.identifier)
         }
         guard let again, let url = URL(string: asset.url, relativeTo: bundle.contentBaseURL)?.absoluteURL else { return }
         var download = BAURLDownload(
@@ -137,11 +147,21 @@ final class AssetLibrary: BADownloadManagerDelegate {
         if let sha256 = asset.sha256 { download = download.baVerifyingSHA256(sha256) }
         do {
             try BADownloadManager.shared.scheduleDownload(download)
-            try BADownloadManager.shared.startForegroundDownload(download)
-            say("\(again ? "downloading again" : "downloading") \(asset.identifier) in the foreground")
         } catch {
             say("cannot download \(asset.identifier): \(error.localizedDescription)")
-            state.withLock { $0.givenUp[asset.identifier] = error.localizedDescription }
+            state.withLock { state in
+                state.inFlight.remove(asset.identifier)
+                state.givenUp[asset.identifier] = error.localizedDescription
+            }
+            return
+        }
+        say("\(again ? "downloading again" : "downloading") \(asset.identifier) in the foreground")
+        do {
+            try BADownloadManager.shared.startForegroundDownload(download)
+        } catch {
+            // Scheduled, so the delegate hears how it ends: it may have ended already (a server
+            // that answers 404 at once), or it goes on in the background.
+            say("could not promote \(asset.identifier): \(error.localizedDescription)")
         }
     }
 
@@ -158,34 +178,40 @@ final class AssetLibrary: BADownloadManagerDelegate {
 
     // MARK: - Waiting
 
-    /// Waits for a delegate callback; false when `deadline` passes first.
-    private func nextChange(before deadline: Date) async -> Bool {
-        let timer = Task {
-            guard (try? await Task.sleep(for: .seconds(max(0, deadline.timeIntervalSinceNow)))) != nil else { return }
-            self.changed(timedOut: true)
-        }
-        defer { timer.cancel() }
-        return await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> Bool in
+    /// Waits for a delegate callback; false once the deadline has passed.
+    private func nextChange() async -> Bool {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool? in
+                if state.deadlinePassed { return false }
                 if state.unseenChange {
                     state.unseenChange = false
                     return true
                 }
                 state.waiter = continuation
-                return false
+                return nil
             }
-            if now { continuation.resume(returning: true) }
+            if let now { continuation.resume(returning: now) }
         }
     }
 
-    private func changed(timedOut: Bool = false) {
+    private func changed() {
         let waiter = state.withLock { state in
             let waiter = state.waiter
             state.waiter = nil
-            if waiter == nil && !timedOut { state.unseenChange = true }
+            if waiter == nil { state.unseenChange = true }
             return waiter
         }
-        waiter?.resume(returning: !timedOut)
+        waiter?.resume(returning: true)
+    }
+
+    private func deadlinePassed() {
+        let waiter = state.withLock { state in
+            state.deadlinePassed = true
+            let waiter = state.waiter
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: false)
     }
 
     static func describe(_ state: BADownload.State) -> String {

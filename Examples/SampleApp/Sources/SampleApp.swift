@@ -1,12 +1,13 @@
 // The sample app: a command-line app that uses Background Assets the way Apple's sample app does.
 //
-//   SampleApp APP_DIR
+//   SampleApp APP_DIR [--deadline SECONDS]
 //
 // It reads its own Info.plist (APP_DIR/Info.plist) for its bundle identifier, app group and
 // manifest URL, then hands over to ``AssetLibrary``: set a delegate, fetch the current downloads,
 // promote them to the foreground, move finished files into the app group container under
 // exclusive control, and download again whatever is still missing. It exits 0 once every asset
-// of the catalog is in `CONTAINER/Assets/`, 1 if one cannot be had, 64 on bad usage.
+// of the catalog is in `CONTAINER/Assets/`, 1 if one cannot be had or the deadline (default 120 s)
+// passes first, 64 on bad usage.
 import BackgroundAssets
 import Foundation
 
@@ -17,14 +18,17 @@ import Foundation
 @main
 struct SampleApp {
     static func main() async {
-        let arguments = CommandLine.arguments
-        guard arguments.count == 2 else {
-            FileHandle.standardError.write(Data("usage: SampleApp APP_DIR\n".utf8))
-            exit(64)
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        var seconds = 120.0
+        if let flag = arguments.firstIndex(of: "--deadline") {
+            guard flag + 1 < arguments.count, let value = Double(arguments[flag + 1]), value >= 0 else { usage() }
+            seconds = value
+            arguments.removeSubrange(flag...flag + 1)
         }
+        guard arguments.count == 1 else { usage() }
         let bundle: AppBundle
         do {
-            bundle = try AppBundle(directory: URL(fileURLWithPath: arguments[1]))
+            bundle = try AppBundle(directory: URL(fileURLWithPath: arguments[0]))
         } catch {
             FileHandle.standardError.write(Data("SampleApp: \(error)\n".utf8))
             exit(64)
@@ -41,8 +45,13 @@ struct SampleApp {
             exit(1)
         }
         let library = AssetLibrary(bundle: bundle, assetsFolder: container.appendingPathComponent("Assets"))
-        let ready = await library.makeEverythingAvailable(deadline: Date(timeIntervalSinceNow: 120))
+        let ready = await library.makeEverythingAvailable(deadline: Date(timeIntervalSinceNow: seconds))
         exit(ready ? 0 : 1)
+    }
+
+    static func usage() -> Never {
+        FileHandle.standardError.write(Data("usage: SampleApp APP_DIR [--deadline SECONDS]\n".utf8))
+        exit(64)
     }
 }
 

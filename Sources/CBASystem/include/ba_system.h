@@ -20,6 +20,19 @@ int ba_sys_socketpair_cloexec(int fds[2]);
 int ba_sys_spawn(const char *path, char *const argv[], char *const envp[], int protocol_fd, int output_fd,
                  pid_t *pid_out);
 
+/// Starts `path` like ba_sys_spawn, but with _Fork and execve instead of posix_spawn, so that the
+/// child can ask before exec for `death_signal` when its parent dies (prctl PR_SET_PDEATHSIG, which
+/// posix_spawn has no attribute for). In the child, between fork and exec, only async-signal-safe
+/// calls: its own process group (pgid = its pid); every signal at its default disposition (SIG_IGN
+/// too) and an empty signal mask; fd 0 /dev/null, fd 1 `output_fd`, fd 2 `error_fd`; every other
+/// descriptor closed. A child whose parent already died before the prctl exits 127 without exec.
+///
+/// The kernel sends `death_signal` when the *thread* that called this ends, not the process: call it
+/// from a thread that lives as long as the process. Returns 0 and the pid in *pid_out, or an errno
+/// value (also when exec fails: the child reports it on a close-on-exec pipe, and is reaped).
+int ba_sys_spawn_tied_to_parent(const char *path, char *const argv[], char *const envp[], int output_fd,
+                                int error_fd, int death_signal, pid_t *pid_out);
+
 /// pidfd_open(2): a descriptor that polls readable when the process exits. -1/ENOSYS on old kernels.
 int ba_sys_pidfd_open(pid_t pid);
 
