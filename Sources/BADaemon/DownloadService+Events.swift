@@ -153,12 +153,14 @@ extension DownloadService {
     }
 
     /// Sends the app's undelivered events to its subscribed connections, or, when none is
-    /// subscribed, hands them to its extension.
+    /// subscribed, hands them to its extension. While the extension handles one of them, the app
+    /// waits: each event goes to one of the two, in order (the end of that call pumps again).
     func pump(_ app: String) {
         guard let sessions = subscribers[app], !sessions.isEmpty else {
             deliverToExtension(app)
             return
         }
+        guard eventInExtension[app] == nil else { return }
         for session in sessions.values {
             do {
                 while true {

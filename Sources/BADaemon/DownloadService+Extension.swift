@@ -83,6 +83,7 @@ extension DownloadService {
             appGroupContainerPath: app.appGroupIdentifier.map { containers.container(group: $0) },
             currentDownloads: current ?? [])
         extensionBusy.insert(app.bundleIdentifier)
+        eventInExtension[app.bundleIdentifier] = event.sequence
         let startedAt = Date()
         let thread = Thread { [self] in
             let outcome = Result<BAExtensionRunResult, BAExtensionHostError>(catching: {
@@ -98,6 +99,7 @@ extension DownloadService {
         _ app: StoredApp, event: StoredEvent, kind: StoredExtensionRun.Event, startedAt: Date,
         outcome: Result<BAExtensionRunResult, BAExtensionHostError>
     ) {
+        eventInExtension[app.bundleIdentifier] = nil
         let verdict: String
         var detail: String?
         var milliseconds: Int64 = 0
@@ -137,6 +139,8 @@ extension DownloadService {
                 log(
                     "the extension of \(app.bundleIdentifier) failed \(failures) times on event \(event.sequence) "
                         + "(\(verdict)); keeping it for the app's next connection")
+                // An app that connected during the call was sent nothing meanwhile: it gets it now.
+                if subscribers[app.bundleIdentifier] != nil { pump(app.bundleIdentifier) }
             }
         }
     }

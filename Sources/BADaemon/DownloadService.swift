@@ -53,6 +53,10 @@ final class DownloadService: @unchecked Sendable {
     var progress: [String: ProgressMark] = [:]
     /// Apps whose extension is in a call (from the manifest fetch to the call's end): one at a time.
     var extensionBusy: Set<String> = []
+    /// The event each app's extension was woken for, while that call runs: the event is the
+    /// extension's until the call ends (delivered if `ok`, the app's next otherwise), so an app
+    /// that connects meanwhile is sent nothing until then.
+    var eventInExtension: [String: Int64] = [:]
     /// Content requests (`ba install`, `ba update`, `ba simulate`) waiting for the app's current
     /// extension call to end, in arrival order.
     var waitingCalls: [String: [() -> Void]] = [:]

@@ -265,6 +265,71 @@ struct DownloadServiceTests {
         #expect(FileManager.default.fileExists(atPath: kept))
         try await server.shutdown()
     }
+
+    @Test("an app that connects while its extension handles a finished download is not sent it too")
+    func anEventInTheExtensionIsNotAlsoTheApps() async throws {
+        let server = try await AssetServer.start()
+        let catalog = Array(#"{"title": "Sample catalog", "assets": []}"#.utf8)
+        server.setFile("/catalog.json", contents: catalog)
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        try Self.register(daemon, extensionPath: BuildProducts.library("SampleSwiftExtension"))
+        let container = daemon.stateDirectory + "/groups/" + Self.group
+        try FileManager.default.createDirectory(atPath: container, withIntermediateDirectories: true)
+        let lockPath = container + "/.background-assets-exclusive-control.lock"
+
+        // The test holds exclusive control, so the sample extension's finished call waits in it.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        holder.arguments = ["flock", "--no-fork", lockPath, "sleep", "120"]
+        try holder.run()
+        defer {
+            if holder.isRunning { kill(holder.processIdentifier, SIGKILL) }
+            holder.waitUntilExit()
+        }
+        _ = try await CLIQueries.poll(
+            "the test's flock on \(lockPath)", daemon, timeout: 20, read: { Self.lockWaiters(lockPath) },
+            until: { $0.held })
+        let client = try Self.appClient(daemon)
+        try client.call(.schedule(DownloadPayload(identifier: "catalog", url: server.url("/catalog.json"))))
+        client.close()  // nobody listens: the extension gets the event, and waits for the lock
+        _ = try await CLIQueries.poll(
+            "the extension waiting for exclusive control", daemon, timeout: 60, read: { Self.lockWaiters(lockPath) },
+            until: { $0.waiting > 0 })
+
+        // The app connects now. Its subscription's backlog is sent before the reply to a later
+        // request, so after `status` answers, anything basd would send is in the inbox.
+        let inbox = EventInbox()
+        let app = try Self.appClient(daemon, inbox: inbox)
+        defer { app.close() }
+        try app.call(.subscribeEvents)
+        try app.call(.status)
+        #expect(!inbox.all.contains { $0.kind == .finished }, "sent to the app while the extension has it")
+
+        // The extension gets the lock, moves the file and its call ends ok: the event was its own.
+        kill(holder.processIdentifier, SIGKILL)
+        _ = try await CLIQueries.poll(
+            "the extension's finished run", daemon, timeout: 60, read: { try await CLIQueries.app(daemon) },
+            until: { app in
+                (app["lastRuns"] as? [[String: Any]] ?? []).contains {
+                    $0["event"] as? String == "finished" && $0["verdict"] as? String == "ok"
+                }
+            })
+        try app.call(.status)
+        #expect(!inbox.all.contains { $0.kind == .finished }, "\(inbox.all)")
+        #expect(FileManager.default.contents(atPath: container + "/Assets/catalog") == Data(catalog))
+        try await server.shutdown()
+    }
+
+    /// Whether the `flock` on `path` is held, and how many processes wait for it (`/proc/locks`
+    /// lists a waiter with `->`), matched by the file's inode.
+    static func lockWaiters(_ path: String) -> (held: Bool, waiting: Int) {
+        var status = stat()
+        guard stat(path, &status) == 0, let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8)
+        else { return (false, 0) }
+        let lines = locks.split(separator: "\n").filter { $0.contains(":\(status.st_ino) ") }
+        return (lines.contains { !$0.contains("->") }, lines.filter { $0.contains("->") }.count)
+    }
 }
 
 @Suite("basd crash safety")
