@@ -256,15 +256,8 @@ struct CLICommandTests {
         #expect(info["appIdentifier"] as? String == Self.app && info["appGroupIdentifier"] as? String == Self.group)
         let path = try #require(info["lockPath"] as? String)
 
-        // util-linux flock --no-fork: the spawned pid is the holder.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        holder.arguments = ["flock", "--no-fork", path, "sleep", "120"]
-        try holder.run()
-        defer {
-            if holder.isRunning { kill(holder.processIdentifier, SIGKILL) }
-            holder.waitUntilExit()
-        }
+        let holder = try LockHoldingProcess(path: path)
+        defer { holder.release() }
         var held: [String: Any] = [:]
         let deadline = Date(timeIntervalSinceNow: 20)
         while Date() < deadline {
@@ -274,9 +267,9 @@ struct CLICommandTests {
             if held["held"] as? Bool == true { break }
         }
         #expect(held["held"] as? Bool == true)
-        #expect(held["holderPID"] as? Int == Int(holder.processIdentifier))
+        #expect(held["holderPID"] as? Int == Int(holder.pid))
         let human = try await runProcess(ba, ["lock", "status", "--app", Self.app, "--socket", daemon.socketPath])
-        #expect(human.stdout.contains("held by pid \(holder.processIdentifier)"), "\(human.stdout)")
+        #expect(human.stdout.contains("held by pid \(holder.pid)"), "\(human.stdout)")
         #expect(human.stdout.contains(path))
     }
 }

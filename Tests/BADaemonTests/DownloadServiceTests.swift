@@ -243,14 +243,7 @@ struct DownloadServiceTests {
         let client = try Self.appClient(daemon)
         try client.call(.schedule(DownloadPayload(identifier: "catalog", url: server.url("/catalog.json"))))
         client.close()  // nobody listens: the extension gets the event
-        // basd records the run once the call's effects are applied (the event acknowledged).
-        _ = try await CLIQueries.poll(
-            "the extension's finished run", daemon, timeout: 60, read: { try await CLIQueries.app(daemon) },
-            until: { app in
-                (app["lastRuns"] as? [[String: Any]] ?? []).contains {
-                    $0["event"] as? String == "finished" && $0["verdict"] as? String == "ok"
-                }
-            })
+        try await Self.waitForFinishedRun(daemon)
         let kept = daemon.stateDirectory + "/groups/" + Self.group + "/Assets/catalog"
         #expect(FileManager.default.contents(atPath: kept) == Data(catalog), "basd log: \(daemon.standardError)")
         #expect(daemon.standardError.contains("SampleSwiftExtension: scheduled 0 assets from the catalog"))
@@ -279,14 +272,8 @@ struct DownloadServiceTests {
         let lockPath = container + "/.background-assets-exclusive-control.lock"
 
         // The test holds exclusive control, so the sample extension's finished call waits in it.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        holder.arguments = ["flock", "--no-fork", lockPath, "sleep", "120"]
-        try holder.run()
-        defer {
-            if holder.isRunning { kill(holder.processIdentifier, SIGKILL) }
-            holder.waitUntilExit()
-        }
+        let holder = try LockHoldingProcess(path: lockPath)
+        defer { holder.release() }
         _ = try await CLIQueries.poll(
             "the test's flock on \(lockPath)", daemon, timeout: 20, read: { Self.lockWaiters(lockPath) },
             until: { $0.held })
@@ -307,7 +294,17 @@ struct DownloadServiceTests {
         #expect(!inbox.all.contains { $0.kind == .finished }, "sent to the app while the extension has it")
 
         // The extension gets the lock, moves the file and its call ends ok: the event was its own.
-        kill(holder.processIdentifier, SIGKILL)
+        holder.release()
+        try await Self.waitForFinishedRun(daemon)
+        try app.call(.status)
+        #expect(!inbox.all.contains { $0.kind == .finished }, "\(inbox.all)")
+        #expect(FileManager.default.contents(atPath: container + "/Assets/catalog") == Data(catalog))
+        try await server.shutdown()
+    }
+
+    /// Waits until basd recorded an `ok` run of the extension for a finished download (it records
+    /// the run once the call's effects are applied, the event acknowledged).
+    static func waitForFinishedRun(_ daemon: DaemonProcess) async throws {
         _ = try await CLIQueries.poll(
             "the extension's finished run", daemon, timeout: 60, read: { try await CLIQueries.app(daemon) },
             until: { app in
@@ -315,10 +312,6 @@ struct DownloadServiceTests {
                     $0["event"] as? String == "finished" && $0["verdict"] as? String == "ok"
                 }
             })
-        try app.call(.status)
-        #expect(!inbox.all.contains { $0.kind == .finished }, "\(inbox.all)")
-        #expect(FileManager.default.contents(atPath: container + "/Assets/catalog") == Data(catalog))
-        try await server.shutdown()
     }
 
     /// Whether the `flock` on `path` is held, and how many processes wait for it (`/proc/locks`

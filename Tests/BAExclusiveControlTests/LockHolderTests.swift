@@ -77,16 +77,9 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let path = ExclusiveControlLock.path(inContainer: directory.path)
-        // util-linux flock (scripts/install-deps.sh); --no-fork: the pid we spawn is the holder.
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        child.arguments = ["flock", "--no-fork", path, "sleep", "120"]
-        try child.run()
-        defer {
-            if child.isRunning { kill(child.processIdentifier, SIGKILL) }
-            child.waitUntilExit()
-        }
-        let pid = child.processIdentifier
+        let child = try LockHoldingProcess(path: path)
+        defer { child.release() }
+        let pid = child.pid
         #expect(try eventually { try ExclusiveControlLock.holder(path: path) != nil }, "flock never took the lock")
         #expect(try ExclusiveControlLock.holder(path: path) == .init(pid: pid))
 
@@ -96,8 +89,7 @@ import Testing
         for _ in 0..<100 { _ = try ExclusiveControlLock.holder(path: path) }
         #expect(throws: ExclusiveControlLock.Failure.notAcquired) { try contender.acquire(timeoutMilliseconds: 0) }
 
-        kill(pid, SIGKILL)
-        child.waitUntilExit()
+        child.release()  // SIGKILL
         #expect(try eventually { try ExclusiveControlLock.holder(path: path) == nil }, "the kernel kept the lock")
         try contender.acquire(timeoutMilliseconds: 0)
         #expect(try ExclusiveControlLock.holder(path: path) == .init(pid: getpid()))

@@ -126,3 +126,29 @@ public func processesMentioning(_ text: String) -> [String] {
         return line.contains(text) ? "\(entry): \(line)" : nil
     }
 }
+
+/// Another process holding the `flock` on a lock file, as an app or extension inside
+/// `withExclusiveControl` does: util-linux `flock --no-fork PATH sleep 120` (scripts/install-deps.sh),
+/// so the spawned pid is the holder. ``release()`` SIGKILLs it, which frees the lock; so does the
+/// end of the test process at the latest (the sleep is bounded too).
+public final class LockHoldingProcess: @unchecked Sendable {
+    private let process = Process()
+    /// The holder's pid, as `/proc/locks` and `ba lock status` name it.
+    public let pid: Int32
+
+    /// Starts the holder; it takes the lock shortly after (wait for it where it matters).
+    public init(path: String) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["flock", "--no-fork", path, "sleep", "120"]
+        try process.run()
+        pid = process.processIdentifier
+    }
+
+    /// Kills the holder and waits for it: the lock is free when this returns. Safe to call twice.
+    public func release() {
+        if process.isRunning { Glibc.kill(pid, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    deinit { release() }
+}
