@@ -73,7 +73,7 @@ public struct PeriodicState: Codable, Sendable, Equatable {
     /// Records that a periodic check ran, and schedules the next one from it.
     ///
     /// Call it after every run that actually happened, whatever its outcome (a crash or a timeout
-    /// is for ``QuarantineState``), and also after a run forced with `ba simulate --event periodic`,
+    /// is for ``QuarantineState``), and also after a run forced with `ba simulate periodic`,
     /// which resets the schedule like any run.
     ///
     /// - Parameters:
