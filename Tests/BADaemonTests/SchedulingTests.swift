@@ -108,24 +108,49 @@ struct SchedulingTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(server: server, assets: [], extensionLibrary: "BATestHang")
         defer { fixture.remove() }
-        // 3 s: the simulation's `ba` must reach basd before the install's call ends, also on a
-        // loaded machine (1 s was missed under the whole suite).
-        let daemon = try Self.daemon(settings: ["extensionCallTimeoutSeconds": 3])
+        // The hanging calls end when the test kills their runners, not at a deadline: no race with
+        // the time `ba simulate` takes to start on a loaded machine.
+        let daemon = try Self.daemon(settings: ["extensionCallTimeoutSeconds": 60, "quarantineThreshold": 10])
         defer { daemon.kill() }
-        // The install's call hangs until its deadline; basd marks the extension busy before it
-        // fetches the manifest, so once the server saw that request the simulation must wait.
+        let basd = daemon.process.processIdentifier
         async let install = runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        let first = try await CLIQueries.poll(
+            "the install's runner", daemon, timeout: 30, read: { Self.runners(of: basd) }, until: { !$0.isEmpty })
+        async let simulated = runProcess(ba, ["simulate", "periodic", "--app", Self.app, "--socket", daemon.socketPath])
         _ = try await CLIQueries.poll(
-            "the install's manifest request", daemon, timeout: 30, read: { server.requests(for: "/manifest.json").count },
-            until: { $0 >= 1 })
-        let simulated = try await runProcess(ba, ["simulate", "periodic", "--app", Self.app, "--socket", daemon.socketPath])
+            "the simulation waiting for the install's call", daemon, timeout: 30, read: { daemon.standardError },
+            until: { $0.contains("periodic waits for the extension's current call to end") })
+        #expect(Self.runners(of: basd) == first, "one call at a time")
+
+        kill(-first[0], SIGKILL)  // the runner's process group: it and the hang's forked child
         let installed = try await install
-        #expect(installed.stdout.contains("extension install: timedOut"), "\(installed.stdout)\(installed.stderr)")
-        #expect(simulated.status == 11, "a real run that timed out: \(simulated.stdout)\(simulated.stderr)")
-        #expect(simulated.stdout.contains("extension periodic: timedOut"), "\(simulated.stdout)")
-        #expect(daemon.standardError.contains("periodic waits for the extension's current call to end"))
+        #expect(installed.stdout.contains("extension install: crashed"), "\(installed.stdout)\(installed.stderr)")
+        let second = try await CLIQueries.poll(
+            "the simulation's runner", daemon, timeout: 30, read: { Self.runners(of: basd) },
+            until: { !$0.isEmpty && $0 != first })
+        kill(-second[0], SIGKILL)
+        let simulation = try await simulated
+        #expect(simulation.status == 13, "a real run, ended: \(simulation.stdout)\(simulation.stderr)")
+        #expect(simulation.stdout.contains("extension periodic: crashed"), "\(simulation.stdout)")
         let runs = Self.runs(try await CLIQueries.app(daemon)).map(\.event)
         #expect(runs.prefix(2) == ["periodic", "install"], "newest first: \(runs)")
+    }
+
+    /// The pids of basd's extension runners (its children named ba-extension-runner), from /proc.
+    static func runners(of basd: Int32) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry -> Int32? in
+            guard let pid = Int32(entry),
+                let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+            else { return nil }
+            // "PID (COMM) STATE PPID …"; COMM is cut to 15 bytes and may hold spaces.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard stat[stat.index(after: open)..<close] == "ba-extension-ru", fields.count > 1,
+                Int32(fields[1]) == basd
+            else { return nil }
+            return pid
+        }.sorted()
     }
 
     @Test("backgroundActivity off: no extension run (111); inAppContent off: no run before launch, no essentials (109)")
