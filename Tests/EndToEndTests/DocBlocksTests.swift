@@ -1,4 +1,5 @@
 import BATestSupport
+import Foundation
 import Testing
 
 /// The fence convention of `DocTests`, on small markdown strings.
@@ -113,6 +114,21 @@ import Testing
             ```
             """)
         #expect(outcome.succeeded, "\(report)")
+    }
+
+    @Test("descriptors a test process leaks into the script are closed, also one at 255, where bash keeps its own")
+    func inheritedDescriptorsAreClosed() async throws {
+        let script = try DocScript(
+            document: "docs/x.md", markdown: "```sh\necho \"$(ls /proc/self/fd | tr '\\n' ' ')\"\n```\n")
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let path = folder.path + "/doc-test.sh"
+        try Data(script.script(folder: folder.path).utf8).write(to: URL(fileURLWithPath: path))
+        // A shell stands in for a test process that has 255 and 9 open without O_CLOEXEC.
+        let run = try await runProcess(
+            "/bin/bash", ["-c", "exec 255</dev/null 9</dev/null; exec bash -euo pipefail \(path)"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.hasSuffix("\n0 1 2 3 \n"), "\(run.stdout)")
     }
 
     @Test func reportsTheFailingBlockWithItsOutput() async throws {

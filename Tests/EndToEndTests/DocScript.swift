@@ -39,10 +39,14 @@ struct DocScript {
         // Start where the reader starts, with only stdin, stdout and stderr open: a test process
         // has many descriptors without O_CLOEXEC (Glibc's posix_spawn_file_actions_addclosefrom_np
         // does not import into Swift), and a background job of the doc must not hold another
-        // test's pipe open. 255 is bash's own descriptor of this script.
+        // test's pipe open. Bash's own descriptor of this script is kept: the one that is the same
+        // file as $0 (usually 255, but lower when the test process left an inherited 255 open,
+        // which then has to go like any other).
         script += "cd -- '\(folder)'\n"
-        script += "for __ba_doc_fd in /proc/$$/fd/*; do __ba_doc_fd=${__ba_doc_fd##*/}\n"
-        script += "  case $__ba_doc_fd in 0|1|2|255) ;; *) eval \"exec $__ba_doc_fd>&-\" 2>/dev/null || true ;; esac\n"
+        script += "for __ba_doc_fd in /proc/$$/fd/*; do\n"
+        script += "  case ${__ba_doc_fd##*/} in 0|1|2) continue ;; esac\n"
+        script += "  [ \"$__ba_doc_fd\" -ef \"$0\" ] && continue\n"
+        script += "  eval \"exec ${__ba_doc_fd##*/}>&-\" 2>/dev/null || true\n"
         script += "done; unset __ba_doc_fd\n"
         for (number, block) in steps.enumerated() {
             let marker = "\(Self.markerPrefix)\(number) \(document):\(block.line)"
