@@ -65,14 +65,24 @@ done:
 /* The child's side of ba_sys_spawn_tied_to_parent: async-signal-safe calls only; never returns. */
 static void become_tied_child(const char *path, char *const argv[], char *const envp[], int output_fd, int error_fd,
                               int death_signal, pid_t parent, int report_fd) {
+    // Every signal is blocked (the parent blocked them around the fork). Until setpgid, this child is
+    // still in the parent's process group: a Ctrl-C meant for the parent would be pending here, and
+    // kill it the moment it unblocks. Ignoring a signal discards it while pending, so each is set
+    // to SIG_IGN first, then to SIG_DFL.
     setpgid(0, 0);
     // The raw call, as posix_spawn's SETSIGDEF makes it: glibc's sigaction refuses its own signals
     // (32, 33), which are to be reset too. All zeros is SIG_DFL, no flags, an empty mask, whatever
     // the architecture's layout of the kernel's struct (64 bytes is more than any of them).
-    unsigned char default_action[64];
+    unsigned char default_action[64], ignore_action[64];
     memset(default_action, 0, sizeof default_action);
+    memset(ignore_action, 0, sizeof ignore_action);
+    void (*ignore)(int) = SIG_IGN;
+    memcpy(ignore_action, &ignore, sizeof ignore);  // the handler is the struct's first member
     // Fails harmlessly for SIGKILL and SIGSTOP.
-    for (int number = 1; number < NSIG; number++) (void)syscall(SYS_rt_sigaction, number, default_action, NULL, 8);
+    for (int number = 1; number < NSIG; number++) {
+        (void)syscall(SYS_rt_sigaction, number, ignore_action, NULL, 8);
+        (void)syscall(SYS_rt_sigaction, number, default_action, NULL, 8);
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -105,16 +115,22 @@ int ba_sys_spawn_tied_to_parent(const char *path, char *const argv[], char *cons
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) return errno;
     pid_t parent = getpid();
+    // The child starts with every signal blocked, so none arrives before it has left this process
+    // group and reset its signals (become_tied_child); this thread's mask is restored at once.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
     // _Fork, not fork: no atfork handlers run in the child (libdispatch's would), and it is
     // async-signal-safe, which is all this multithreaded process may call in the child.
     pid_t pid = _Fork();
+    if (pid == 0) become_tied_child(path, argv, envp, output_fd, error_fd, death_signal, parent, report[1]);
+    int fork_error = pid < 0 ? errno : 0;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
     if (pid < 0) {
-        int error = errno;
         close(report[0]);
         close(report[1]);
-        return error;
+        return fork_error;
     }
-    if (pid == 0) become_tied_child(path, argv, envp, output_fd, error_fd, death_signal, parent, report[1]);
     close(report[1]);
     int error = 0;
     ssize_t n;
