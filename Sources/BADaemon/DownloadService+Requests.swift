@@ -294,9 +294,13 @@ extension DownloadService {
     }
 
     func info(_ download: StoredDownload) -> DownloadInfo {
-        DownloadInfo(
+        // A running transfer's bytes as the engine last reported them: the store records progress
+        // at most once a second (each record is an fsync), so it can be a second behind.
+        var bytes = download.bytesOnDisk
+        if download.state.isActive, let mark = progress[download.uniqueIdentifier] { bytes = max(bytes, mark.bytes) }
+        return DownloadInfo(
             uniqueIdentifier: download.uniqueIdentifier, download: payload(download), state: download.state.rawValue,
-            isForeground: download.isForeground, bytesOnDisk: download.bytesOnDisk,
+            isForeground: download.isForeground, bytesOnDisk: bytes,
             appIdentifier: download.appIdentifier, attempts: download.attempts, errorCode: download.lastError?.code,
             errorMessage: download.lastError?.message)
     }

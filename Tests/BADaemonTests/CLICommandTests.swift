@@ -1,5 +1,6 @@
 import BAAssetServer
 import BADaemonProtocol
+import BAStore
 import BATestSupport
 import Foundation
 import Testing
@@ -209,6 +210,37 @@ struct CLICommandTests {
         others.send(SIGTERM)
         #expect(others.waitForExit() == 0, "\(others.stderr)")
         #expect(others.stdout.isEmpty, "\(others.stdout)")
+        try await server.shutdown()
+    }
+
+    @Test("downloads: a running transfer's bytes as the engine reports them, ahead of the once-a-second record")
+    func downloadsShowLiveBytes() async throws {
+        let server = try await AssetServer.start()
+        server.setFile("/slow.bin", contents: [UInt8](repeating: 3, count: 4 << 20))
+        server.setBehavior(.trickle(bytesPerSecond: 256 << 10), for: "/slow.bin")
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        try Self.register(daemon)
+        let client = try DaemonClient(
+            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.app, pid: getpid()))
+        defer { client.close() }
+        let reply = try client.call(
+            .schedule(DownloadPayload(identifier: "slow", url: server.url("/slow.bin"), fileSize: 4 << 20)))
+        guard case .downloads(let scheduled) = reply, let slow = scheduled.first?.uniqueIdentifier else {
+            throw HarnessError("schedule answered \(reply)")
+        }
+        // The store, read as another process may (WAL): what basd recorded so far. `ba downloads`
+        // is asked first, so it cannot be ahead of the store by luck, only by reporting live bytes.
+        let store = try BAStore.open(path: daemon.stateDirectory + "/state.sqlite")
+        defer { try? store.close() }
+        _ = try await CLIQueries.poll(
+            "ba downloads ahead of the stored progress", daemon, timeout: 30,
+            read: { () async throws -> (listed: Int64, stored: Int64) in
+                let row = try await downloads(daemon).first { $0["uniqueIdentifier"] as? String == slow }
+                let listed = Int64(row?["bytesOnDisk"] as? Int ?? 0)
+                return (listed, try store.download(uniqueIdentifier: slow)?.bytesOnDisk ?? 0)
+            },
+            until: { $0.listed > $0.stored })
         try await server.shutdown()
     }
 
