@@ -81,6 +81,19 @@ struct SampleAppFixture {
 
     func remove() { directory.remove() }
 
+    /// Rewrites the app's Info.plist with `change` applied, in `format` (basd reads XML and binary).
+    func editInfoPlist(
+        format: PropertyListSerialization.PropertyListFormat = .xml, _ change: (inout [String: Any]) -> Void
+    ) throws {
+        let path = appDirectory + "/Info.plist"
+        var info = try #require(
+            try PropertyListSerialization.propertyList(from: Data(contentsOf: URL(fileURLWithPath: path)), format: nil)
+                as? [String: Any])
+        change(&info)
+        try PropertyListSerialization.data(fromPropertyList: info, format: format, options: 0)
+            .write(to: URL(fileURLWithPath: path))
+    }
+
     /// Deterministic bytes.
     static func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
         (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
@@ -187,13 +200,7 @@ struct InstallCommandTests {
         #expect(lines.count == 1, "--no-wait prints no events: \(install.stdout)")
 
         // Version 2: an update.
-        let plistPath = fixture.appDirectory + "/Info.plist"
-        var info = try #require(
-            try PropertyListSerialization.propertyList(from: Data(contentsOf: URL(fileURLWithPath: plistPath)), format: nil)
-                as? [String: Any])
-        info["CFBundleShortVersionString"] = "2.0"
-        try PropertyListSerialization.data(fromPropertyList: info, format: .binary, options: 0)
-            .write(to: URL(fileURLWithPath: plistPath))
+        try fixture.editInfoPlist(format: .binary) { $0["CFBundleShortVersionString"] = "2.0" }
         _ = try await waitForDownloads(daemon, "the first catalog to end") { Self.state($0["catalog"]) == "finished" }
         let update = try await runProcess(ba, ["install", fixture.appDirectory, "--json", "--socket", daemon.socketPath])
         #expect(update.status == 0, "\(update.stdout)\(update.stderr)\n\(daemon.standardError)")

@@ -21,17 +21,6 @@ struct InstallOutcomeTests {
         try await runProcess(ba, arguments + ["--socket", daemon.socketPath])
     }
 
-    /// Rewrites the fixture's Info.plist.
-    static func editPlist(_ fixture: SampleAppFixture, _ change: (inout [String: Any]) -> Void) throws {
-        let path = fixture.appDirectory + "/Info.plist"
-        var info = try #require(
-            try PropertyListSerialization.propertyList(from: Data(contentsOf: URL(fileURLWithPath: path)), format: nil)
-                as? [String: Any])
-        change(&info)
-        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
-            .write(to: URL(fileURLWithPath: path))
-    }
-
     @Test("a used-up daily runtime allowance does not stop ba update or the install of a new version; it still counts")
     func allowanceDoesNotStopInstall() async throws {
         let server = try await AssetServer.start()
@@ -49,7 +38,7 @@ struct InstallOutcomeTests {
         #expect(update.status == 0, "\(update.stdout)\(update.stderr)\n\(daemon.standardError)")
         #expect(update.stdout.contains("extension update: ok"), "\(update.stdout)")
 
-        try Self.editPlist(fixture) { $0["CFBundleShortVersionString"] = "2.0" }
+        try fixture.editInfoPlist { $0["CFBundleShortVersionString"] = "2.0" }
         let newVersion = try await run(daemon, ["install", fixture.appDirectory])
         #expect(newVersion.status == 0, "\(newVersion.stdout)\(newVersion.stderr)")
         #expect(newVersion.stdout.contains("extension update: ok"), "\(newVersion.stdout)")
@@ -210,7 +199,7 @@ struct InstallOutcomeTests {
             read: { server.requests(for: "/manifest.json").count },
             until: { $0 >= 1 })
         // The same version without its extension: only re-registered, while the first call waits.
-        try Self.editPlist(fixture) { $0["BAExtensionPath"] = nil }
+        try fixture.editInfoPlist { $0["BAExtensionPath"] = nil }
         let reregistered = try await run(daemon, ["install", fixture.appDirectory])
         #expect(reregistered.status == 0 && reregistered.stdout.contains("already installed"), "\(reregistered.stdout)")
 
