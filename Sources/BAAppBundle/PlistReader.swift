@@ -11,34 +11,28 @@ struct PlistReader {
 
     /// Reads and decodes the file; its top level must be a dictionary.
     static func readRoot(path: String) throws(AppBundleError) -> [String: Any] {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            return try fail(
-                AppBundleError(
-                    .missingInfoPlist, path: path,
-                    message: "no Info.plist: an app directory needs one with at least CFBundleIdentifier, "
-                        + "CFBundleShortVersionString and BAAppGroupID"))
-        }
-        guard !isDirectory.boolValue else {
-            return try fail(
-                AppBundleError(.malformedInfoPlist, path: path, message: "is a directory, not a property list file"))
-        }
-        let data: Data
+        let bytes: [UInt8]
         do {
-            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-            defer { try? handle.close() }
-            // One byte more than the limit tells "exactly at the limit" from "over it".
-            data = try handle.read(upToCount: AppBundle.maximumInfoPlistSize + 1) ?? Data()
-        } catch {
-            return try fail(
-                AppBundleError(.malformedInfoPlist, path: path, message: "cannot be read: \(reason(error))"))
+            // One byte more than the limit tells "exactly at the limit" from "over it"; a FIFO or
+            // a device is refused without blocking (RegularFile).
+            bytes = try RegularFile.read(path, limit: AppBundle.maximumInfoPlistSize)
+        } catch let refusal {
+            if refusal.isMissing {
+                return try fail(
+                    AppBundleError(
+                        .missingInfoPlist, path: path,
+                        message: "no Info.plist: an app directory needs one with at least CFBundleIdentifier, "
+                            + "CFBundleShortVersionString and BAAppGroupID"))
+            }
+            if refusal.message.contains("larger than") {
+                return try fail(
+                    AppBundleError(
+                        .malformedInfoPlist, path: path,
+                        message: "is larger than \(AppBundle.maximumInfoPlistSize) bytes; is it really an Info.plist?"))
+            }
+            return try fail(AppBundleError(.malformedInfoPlist, path: path, message: "cannot be read: \(refusal)"))
         }
-        guard data.count <= AppBundle.maximumInfoPlistSize else {
-            return try fail(
-                AppBundleError(
-                    .malformedInfoPlist, path: path,
-                    message: "is larger than \(AppBundle.maximumInfoPlistSize) bytes; is it really an Info.plist?"))
-        }
+        let data = Data(bytes)
         let decoded: Any
         do {
             decoded = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
@@ -97,7 +91,8 @@ struct PlistReader {
         guard let string = try optionalString(key, in: dictionary) else {
             throw error(.missingKey, key, "is required: add the \(what) as a string")
         }
-        if let violation = DownloadRules.checkIdentifier(string, what: what) {
+        // Bundle and group identifiers become folders of their own under basd's state folder.
+        if let violation = DownloadRules.checkFolderName(string, what: what) {
             throw error(.invalidValue, key, "is invalid: \(violation.reason)")
         }
         return string

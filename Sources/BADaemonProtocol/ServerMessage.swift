@@ -170,6 +170,9 @@ public struct DownloadInfo: Sendable, Hashable, Codable {
     /// Why it failed (state failed): the error's code and message.
     public var errorCode: Int?
     public var errorMessage: String?
+    /// What an active download waits for before its transfer can go on, if anything: `"space"`
+    /// (the file system is full; it resumes by itself when there is room).
+    public var waitingFor: String?
 
     /// Creates download info.
     public init(

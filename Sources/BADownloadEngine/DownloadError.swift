@@ -31,6 +31,9 @@ public struct DownloadError: Error, Equatable, Sendable, CustomStringConvertible
         public static let protocolViolation = Code(rawValue: "protocolViolation")
         /// Reading or writing local files failed.
         public static let fileSystem = Code(rawValue: "fileSystem")
+        /// The file system is full (`ENOSPC`) or the user's quota is used up (`EDQUOT`): the
+        /// partial file keeps what it has, and the owner may start the transfer again once there is room.
+        public static let noSpace = Code(rawValue: "noSpace")
         /// The transfer was cancelled.
         public static let cancelled = Code(rawValue: "cancelled")
         public var description: String { rawValue }

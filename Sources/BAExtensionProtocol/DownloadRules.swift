@@ -55,6 +55,38 @@ public enum DownloadRules {
         }
         if length > maximumIdentifierLength { return invalid("is longer than \(maximumIdentifierLength) bytes") }
         if let problem { return invalid(problem) }
+        if identifier == "." { return invalid("is '.', which names the folder it would be created in") }
+        return nil
+    }
+
+    /// Checks an identifier that becomes a folder of its own under basd's state folder (a bundle
+    /// identifier, an app group identifier): ``checkIdentifier(_:what:)``, and no leading `.`, so
+    /// it can never name basd's own folders (`.background-assets`, `.ba-partial`) or alias
+    /// another one.
+    public static func checkFolderName(_ identifier: String, what: String) -> Violation? {
+        if let violation = checkIdentifier(identifier, what: what) { return violation }
+        if identifier.hasPrefix(".") {
+            return Violation(
+                code: downloadInvalid,
+                reason: "\(what) \(quoted(identifier)) starts with '.'; such names are kept for basd's own folders")
+        }
+        return nil
+    }
+
+    /// Checks a path a client names (an app directory, an extension library): absolute, no NUL or
+    /// control character, no `.` or `..` component, not a URL. The file itself is checked when it
+    /// is read.
+    public static func checkPath(_ path: String, what: String) -> Violation? {
+        func invalid(_ why: String) -> Violation {
+            Violation(code: downloadInvalid, reason: "\(what) \(quoted(path)) \(why)")
+        }
+        if path.isEmpty { return Violation(code: downloadInvalid, reason: "\(what) is empty") }
+        if path.utf8.count > 4096 { return invalid("is longer than 4096 bytes") }
+        if path.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return invalid("contains a NUL or control character") }
+        guard path.hasPrefix("/") else { return invalid("is not an absolute path (a URL is not a path)") }
+        for component in path.split(separator: "/") where component == "." || component == ".." {
+            return invalid("contains a '\(component)' component; give the path without it")
+        }
         return nil
     }
 
@@ -62,6 +94,12 @@ public enum DownloadRules {
     public static func checkURL(_ url: String) -> Violation? {
         guard url.utf8.count <= maximumURLLength else {
             return Violation(code: downloadInvalid, reason: "URL is longer than \(maximumURLLength) bytes")
+        }
+        // A NUL would cut the URL short where C reads it; a control character has no place in one.
+        guard !url.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            return Violation(
+                code: downloadInvalid,
+                reason: "URL \(quoted(url)) contains a NUL or control character; percent-encode it")
         }
         guard let parsed = ParsedURL(url) else {
             return Violation(
@@ -98,7 +136,7 @@ public enum DownloadRules {
                 code: violation.code, reason: "download \(quoted(download.identifier)): \(violation.reason)")
         }
         if let group = download.applicationGroupIdentifier,
-            let violation = checkIdentifier(group, what: "application group identifier")
+            let violation = checkFolderName(group, what: "application group identifier")
         {
             return Violation(
                 code: violation.code, reason: "download \(quoted(download.identifier)): \(violation.reason)")

@@ -188,8 +188,9 @@ struct InstallOutcomeTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(server: server, assets: [])
         defer { fixture.remove() }
-        // A manifest of about 70 bytes at 20 bytes/s: over 3 s to re-register the app meanwhile.
-        server.setBehavior(.trickle(bytesPerSecond: 20), for: "/manifest.json")
+        // A manifest of about 70 bytes at 8 bytes/s: about 9 s to re-register the app meanwhile
+        // (a loaded machine takes seconds to start `ba`).
+        server.setBehavior(.trickle(bytesPerSecond: 8), for: "/manifest.json")
         let daemon = try DaemonProcess()
         defer { daemon.kill() }
 

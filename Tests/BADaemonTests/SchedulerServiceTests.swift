@@ -58,7 +58,7 @@ final class LogInbox: Sendable {
 final class ServiceHarness {
     let stateDirectory: String
     let store: BAStore
-    let service: DownloadService
+    let service: BasdServices
     let log = LogInbox()
 
     init(
@@ -67,19 +67,19 @@ final class ServiceHarness {
     ) throws {
         self.stateDirectory = stateDirectory
         self.store = store
-        var configuration = DownloadService.Configuration(stateDirectory: stateDirectory, daemonVersion: "test")
+        var configuration = BasdServices.Configuration(stateDirectory: stateDirectory, daemonVersion: "test")
         configuration.runnerPath = BuildProducts.executable("ba-extension-runner")
-        configuration.clock = { clock.now }
+        configuration.clock.wall = { clock.now }
         configuration.freeSpace = freeSpace
         var settings = SettingsFile(path: stateDirectory + "/config.json")
         if case .rejected(let error) = settings.check() { throw HarnessError("config.json: \(error)") }
         let log = self.log
-        service = DownloadService(
+        service = BasdServices(
             store: store, configuration: configuration, settings: settings, log: { log.append($0) },
             connectionCount: { 0 })
         service.start()
         // Before the clock first moves: a tick of the timer meanwhile saw the same "now" as the test's first.
-        service.queue.sync { service.schedulerTimer?.cancel() }
+        service.queue.sync { service.scheduler.stop() }
     }
 
     /// Writes basd's `config.json` in `stateDirectory`.
@@ -90,12 +90,12 @@ final class ServiceHarness {
     }
 
     /// One look of the scheduler, as its timer does it.
-    func tick() { service.queue.sync { service.tick() } }
+    func tick() { service.queue.sync { service.scheduler.tick() } }
 
     /// The app's process connects (`hello` with role `app`): a launch.
     func launch(_ app: String) throws {
         let result = service.queue.sync {
-            service.greet(ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()), protocolVersion: 1)
+            service.requests.greet(ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()), protocolVersion: 1)
         }
         if case .failure(let refusal) = result { throw HarnessError("hello refused: \(refusal)") }
     }
@@ -105,7 +105,7 @@ final class ServiceHarness {
         return try SchedulingState(jsonData: Data(try #require(stored.scheduling).utf8))
     }
 
-    func settings() -> BasdSettings { service.queue.sync { service.settingsFile.settings } }
+    func settings() -> BasdSettings { service.queue.sync { service.settings.current } }
 
     /// Waits for the `count`th periodic run of `app` to end and its next run to be saved.
     func waitForPeriodicRuns(_ count: Int, of app: String) async throws {
@@ -118,7 +118,7 @@ final class ServiceHarness {
     func shutdown() { service.shutdown() }
 }
 
-/// The daemon's own scheduler (`DownloadService.tick()`) driven by a manual clock: the periodic
+/// The daemon's own scheduler (`PeriodicScheduler.tick()`) driven by a manual clock: the periodic
 /// interval backing off and shrinking with launches, the runtime allowance postponing a run to its
 /// window's end, one catch-up run after a restart, and the automatic purge with an injected free
 /// space (docs/scheduling.md, docs/purging.md). The rules alone are unit-tested in
@@ -304,7 +304,7 @@ struct SchedulerServiceTests {
         let app = try #require(try store.app(Self.app))
         try harness.service.queue.sync {
             for name in names {
-                try harness.service.schedule(
+                try harness.service.transfers.schedule(
                     DownloadPayload(identifier: name, url: server.url("/\(name).bin"), fileSize: 10_000), for: app,
                     contentRequest: 0)
             }

@@ -1,25 +1,27 @@
 import BADaemonProtocol
 import BAExtensionHost
-import BAPurge
 import BAScheduling
 import BAStore
 import Foundation
 
-// When extensions may run: periodic runs, the daily runtime allowance, quarantine, the user's
-// switches (docs/scheduling.md). All on the service queue.
-extension DownloadService {
-    /// Re-reads the settings file if it changed; a bad edit is logged and the last good settings stay.
-    func refreshSettings() {
-        switch settingsFile.check() {
-        case .unchanged: break
-        case .loaded:
-            log("settings: \(settingsFile.path) loaded")
-            engine.setBackgroundConcurrency(settingsFile.settings.backgroundDownloadConcurrency)
-        case .rejected(let error): log("settings: ignoring the edit of \(settingsFile.path), keeping the last good ones: \(error)")
-        }
+/// When extensions may run (docs/scheduling.md): the owner of each app's scheduling state
+/// (periodic runs, the daily runtime allowance, quarantine, launches) and of the scheduler's
+/// timer, which starts due periodic runs, retries events held back, re-reads the settings and
+/// checks free space.
+final class PeriodicScheduler: @unchecked Sendable {
+    unowned let services: BasdServices
+    /// The scheduler's timer.
+    private var timer: (any DispatchSourceTimer)?
+    var random = SystemRandomNumberGenerator()
+
+    init(_ services: BasdServices) {
+        self.services = services
     }
 
-    var now: Date { configuration.clock() }
+    var store: BAStore { services.store }
+    var log: @Sendable (String) -> Void { services.log }
+    var now: Date { services.clock.now }
+    var settings: BasdSettings { services.settings.current }
 
     // MARK: - Per-app state
 
@@ -51,7 +53,7 @@ extension DownloadService {
         state.usage.recordLaunch(at: now)
         if app.extensionPath != nil {
             state.periodic.launched(
-                now: now, policy: settingsFile.settings.periodicPolicy, usage: state.usage,
+                now: now, policy: settings.periodicPolicy, usage: state.usage,
                 registeredAt: app.registeredAt, using: &random)
         }
         save(state, of: bundleIdentifier)
@@ -59,24 +61,11 @@ extension DownloadService {
 
     // MARK: - Gates
 
-    /// The extension of `app` is free again: the first content request that waited for it starts;
-    /// then (unless `routeEvents` is false) its undelivered events are routed.
-    func extensionFreed(_ app: String, routeEvents: Bool = true) {
-        extensionBusy.remove(app)
-        if var waiting = waitingCalls[app], !waiting.isEmpty {
-            let next = waiting.removeFirst()
-            waitingCalls[app] = waiting.isEmpty ? nil : waiting
-            next()
-        }
-        if routeEvents { pump(app) }
-    }
-
     /// Why the extension of `app` may not be called now (for `kind`), or nil. `bypassAllowance`
     /// (`ba simulate`) skips the daily runtime allowance, nothing else.
     func refusalToCall(_ app: StoredApp, kind: ContentRequestKind?, bypassAllowance: Bool) -> String? {
         guard let libraryPath = app.extensionPath else { return "the app has no extension (BAExtensionPath)" }
-        guard supervisor != nil else { return "basd cannot start extension runners (see its log)" }
-        let settings = settingsFile.settings
+        guard services.extensions.isAvailable else { return "basd cannot start extension runners (see its log)" }
         guard settings.backgroundActivity else {
             return "background activity is off in basd's settings (backgroundActivity; error 111)"
         }
@@ -94,7 +83,7 @@ extension DownloadService {
         }
         if !bypassAllowance,
             case .refused(let reason, _) = state.allowance.admit(
-                now: now, usage: state.usage, policy: settingsFile.settings.runtimeAllowancePolicy)
+                now: now, usage: state.usage, policy: settings.runtimeAllowancePolicy)
         {
             return reason
         }
@@ -104,7 +93,6 @@ extension DownloadService {
     /// The deadline of a call: the per-call timeout, or less when less is left of the app's daily
     /// runtime allowance.
     func callTimeout(for app: StoredApp, bypassAllowance: Bool) -> Duration {
-        let settings = settingsFile.settings
         var seconds = settings.extensionCallTimeoutSeconds
         if !bypassAllowance {
             let state = schedulingState(app)
@@ -119,22 +107,23 @@ extension DownloadService {
 
     /// Bookkeeping after any extension call: its runtime counts against the allowance, and a
     /// crash or timeout toward quarantine.
-    func extensionRan(_ app: StoredApp, verdict: BAExtensionVerdict?, hostError: String?, duration: TimeInterval) {
+    func extensionRan(_ app: StoredApp, outcome: ExtensionCallOutcome) {
         guard let current = try? store.app(app.bundleIdentifier) else { return }
         var state = schedulingState(current)
-        let settings = settingsFile.settings
-        state.allowance.record(duration: duration, at: now, policy: settings.runtimeAllowancePolicy)
-        let outcome: RunOutcome =
-            switch verdict {
+        let settings = self.settings
+        state.allowance.record(
+            duration: TimeInterval(outcome.durationMilliseconds) / 1000, at: now, policy: settings.runtimeAllowancePolicy)
+        let result: RunOutcome =
+            switch outcome.verdict {
             case .ok: .ok
-            case .crashed: .crashed(verdict?.detail ?? "a signal")
+            case .crashed: .crashed(outcome.detail ?? "a signal")
             case .timedOut: .timedOut("no answer within the call's deadline")
             case .some(let other): .otherFailure(other.description)
-            case nil: .otherFailure(hostError ?? "the runner could not be started")
+            case nil: .otherFailure(outcome.detail ?? "the runner could not be started")
             }
         let wasQuarantined = state.quarantine.quarantine != nil
         state.quarantine.record(
-            outcome: outcome, identity: current.extensionPath.flatMap(ExtensionFileIdentity.current(path:)), at: now,
+            outcome: result, identity: current.extensionPath.flatMap(ExtensionFileIdentity.current(path:)), at: now,
             threshold: settings.quarantineThreshold)
         if !wasQuarantined, let quarantine = state.quarantine.quarantine {
             log("\(app.bundleIdentifier): extension quarantined: \(quarantine.reason)")
@@ -142,29 +131,33 @@ extension DownloadService {
         save(state, of: app.bundleIdentifier)
     }
 
-    // MARK: - Periodic runs
+    // MARK: - The timer
 
-    /// Starts the scheduler: a timer on the service queue that re-reads the settings, starts due
-    /// periodic runs, retries events held back, and checks free space against the purge threshold.
-    func startScheduler() {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        let interval = schedulerTick
-        timer.schedule(deadline: .now() + .milliseconds(50), repeating: interval)
+    /// Starts the timer on the executor, first firing at once.
+    func start() {
+        let timer = DispatchSource.makeTimerSource(queue: services.executor.queue)
+        timer.schedule(deadline: .now() + .milliseconds(50), repeating: tickInterval)
         timer.setEventHandler { [weak self] in self?.tick() }
         timer.resume()
-        schedulerTimer = timer
+        self.timer = timer
+    }
+
+    /// Stops the timer (tests drive ``tick()`` themselves).
+    func stop() {
+        timer?.cancel()
+        timer = nil
     }
 
     /// How often the scheduler looks: a quarter of the minimum periodic interval, between 0.1 s and 30 s.
-    var schedulerTick: DispatchTimeInterval {
-        let seconds = min(30, max(0.1, settingsFile.settings.periodicMinimumIntervalSeconds / 4))
+    var tickInterval: DispatchTimeInterval {
+        let seconds = min(30, max(0.1, settings.periodicMinimumIntervalSeconds / 4))
         return .milliseconds(Int(seconds * 1000))
     }
 
-    /// One look at every app (service queue).
+    /// One look at every app (executor).
     func tick() {
-        refreshSettings()
-        let settings = settingsFile.settings
+        services.settings.refresh()
+        let settings = self.settings
         let now = self.now
         let apps: [StoredApp]
         do {
@@ -181,7 +174,9 @@ extension DownloadService {
             {
                 save(state, of: app.bundleIdentifier)
             }
-            guard state.periodic.isDue(now: now), !extensionBusy.contains(app.bundleIdentifier) else { continue }
+            guard state.periodic.isDue(now: now), !services.delivery.isExtensionBusy(app.bundleIdentifier) else {
+                continue
+            }
             if let reason = refusalToCall(app, kind: .periodic, bypassAllowance: false) {
                 // Not now: try again in a while (at the window's end when the allowance is used up).
                 var until = now.addingTimeInterval(settings.periodicMinimumIntervalSeconds)
@@ -197,15 +192,15 @@ extension DownloadService {
             }
             runPeriodic(app)
         }
-        for app in heldBack { pump(app) }
-        checkFreeSpace()
+        services.delivery.schedulerTick()
+        services.purge.checkFreeSpace()
     }
 
     /// A periodic `downloads(for: .periodic)` call; the next run is scheduled from its end.
     func runPeriodic(_ app: StoredApp) {
         log("\(app.bundleIdentifier): periodic run")
         let report = ExtensionRunReport(bundleIdentifier: app.bundleIdentifier, version: app.version)
-        callContentRequest(.periodic, of: app, bypassAllowance: false, report: report) { [self] _ in
+        services.installer.callContentRequest(.periodic, of: app, bypassAllowance: false, report: report) { [self] _ in
             periodicRan(app.bundleIdentifier)
         }
     }
@@ -215,38 +210,17 @@ extension DownloadService {
         guard let current = try? store.app(bundleIdentifier) else { return }
         var state = schedulingState(current)
         state.periodic.ran(
-            at: now, policy: settingsFile.settings.periodicPolicy, usage: state.usage,
+            at: now, policy: settings.periodicPolicy, usage: state.usage,
             registeredAt: current.registeredAt, using: &random)
         save(state, of: bundleIdentifier)
-    }
-
-    /// Purges when free space is under the threshold (at most once a minute, unless the
-    /// `automaticPurge` setting is off).
-    func checkFreeSpace() {
-        guard settingsFile.settings.automaticPurge else { return }
-        let now = self.now
-        if let last = lastPurgeCheck, now.timeIntervalSince(last) < 60, now >= last { return }
-        lastPurgeCheck = now
-        do {
-            // statvfs first: the plan walks the containers and /proc, only worth it under pressure.
-            let threshold = settingsFile.settings.purgeFreeSpaceThresholdBytes
-            guard let free = try? configuration.freeSpace(configuration.stateDirectory), free < threshold else {
-                return
-            }
-            let done = try purge(dryRun: false)
-            guard done.bytesFreed > 0 else { return }
-            log("free space \(free) bytes is under \(threshold): purged \(done.bytesFreed) bytes")
-        } catch {
-            log("checking free space failed: \(error)")
-        }
     }
 
     // MARK: - Requests
 
     func appInfos() throws -> [AppInfo] {
-        let settings = settingsFile.settings
+        let settings = self.settings
         return try store.apps().map { app in
-            let remaining = remainingAllowances(of: app)
+            let remaining = services.transfers.remainingAllowances(of: app)
             let state = schedulingState(app)
             let runs = try store.extensionRuns(app: app.bundleIdentifier, limit: 5).map {
                 ExtensionRunInfo(
@@ -277,6 +251,6 @@ extension DownloadService {
         state.quarantine.clear()
         save(state, of: bundleIdentifier)
         log("\(bundleIdentifier): quarantine cleared by `ba apps --clear-quarantine`")
-        pump(bundleIdentifier)
+        services.delivery.route(bundleIdentifier)
     }
 }

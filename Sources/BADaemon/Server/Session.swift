@@ -1,38 +1,41 @@
 import BADaemonProtocol
 import NIOCore
 
-/// One client connection's protocol state, driven on the service queue: the handshake rule
+/// One client connection's protocol state, driven on the executor: the handshake rule
 /// (``ConnectionStateMachine``), the request dispatch, and the events pushed to it.
 ///
-/// Replies are produced on the service queue in request order and written with
+/// Replies are produced on the executor in request order and written with
 /// `writeAndFlush` from there, which NIO runs on the channel's loop in the same order.
 final class Session: @unchecked Sendable {
     let channel: any Channel
-    private let service: DownloadService
-    /// Confined to the service queue.
+    private let services: BasdServices
+    /// Confined to the executor.
     private var machine = ConnectionStateMachine()
-    /// The last event sequence pushed (service queue only).
+    /// The last event sequence pushed (executor only).
     var lastSentSequence: Int64 = 0
-    /// Whether it asked for events (service queue only).
+    /// Whether it asked for events (executor only).
     var subscribed = false
+    /// The app whose events it subscribed to (executor only); kept here because the handshake
+    /// state is gone once the connection closes.
+    var subscribedApp: String?
 
-    init(channel: any Channel, service: DownloadService) {
+    init(channel: any Channel, services: BasdServices) {
         self.channel = channel
-        self.service = service
+        self.services = services
     }
 
     var id: ObjectIdentifier { ObjectIdentifier(self) }
 
-    /// The client, once the handshake is done (service queue only).
+    /// The client, once the handshake is done (executor only).
     var client: ClientInfo? {
         if case .ready(_, let client) = machine.state { return client }
         return nil
     }
 
-    func log(_ line: String) { service.log(line) }
+    func log(_ line: String) { services.log(line) }
 
     func receive(_ message: ClientMessage) {
-        service.queue.async { [self] in
+        services.executor.async { [self] in
             let action = machine.received(message.request)
             switch action {
             case .none:
@@ -42,7 +45,7 @@ final class Session: @unchecked Sendable {
             case .replyAndClose(let result):
                 send(.response(requestId: message.id, result: result), thenClose: true)
             case .greet(let version, let client):
-                switch service.greet(client, protocolVersion: version) {
+                switch services.requests.greet(client, protocolVersion: version) {
                 case .success(let welcome):
                     send(.response(requestId: message.id, result: .welcome(welcome)))
                 case .failure(let refusal):
@@ -50,13 +53,13 @@ final class Session: @unchecked Sendable {
                     send(.response(requestId: message.id, result: refusal.result), thenClose: true)
                 }
             case .status(let version):
-                send(.response(requestId: message.id, result: service.status(protocolVersion: version)))
+                send(.response(requestId: message.id, result: services.status(protocolVersion: version)))
             case .serve(let request, let client):
-                // A long request (installApp, simulate) answers later, from the service queue.
+                // A long request (installApp, simulate) answers later, from the executor.
                 let reply: @Sendable (ServerMessage.Result) -> Void = { [self] result in
                     send(.response(requestId: message.id, result: result))
                 }
-                if let result = service.serve(request, from: client, session: self, reply: reply) {
+                if let result = services.requests.serve(request, from: client, session: self, reply: reply) {
                     reply(result)
                 }
             }
@@ -65,7 +68,7 @@ final class Session: @unchecked Sendable {
 
     /// Input could not be read: reply (when possible) and close.
     func fail(_ error: DaemonProtocolError) {
-        service.queue.async { [self] in
+        services.executor.async { [self] in
             log("closing a connection after bad input: \(error.message)")
             if case .replyAndClose(let result) = machine.failed(error) {
                 send(.response(requestId: error.requestId ?? 0, result: result), thenClose: true)
@@ -75,7 +78,7 @@ final class Session: @unchecked Sendable {
 
     /// The client closed its sending side: close after the replies already queued.
     func inputClosed() {
-        service.queue.async { [self] in
+        services.executor.async { [self] in
             machine.close()
             channel.close(promise: nil)
         }
@@ -83,13 +86,13 @@ final class Session: @unchecked Sendable {
 
     /// The connection closed.
     func closed() {
-        service.queue.async { [self] in
+        services.executor.async { [self] in
             machine.close()
-            service.sessionClosed(self)
+            services.delivery.sessionClosed(self)
         }
     }
 
-    /// Writes `message` (any thread; call from the service queue to keep the order).
+    /// Writes `message` (any thread; call from the executor to keep the order).
     func send(_ message: ServerMessage, thenClose: Bool = false) {
         let bytes: [UInt8]
         do {

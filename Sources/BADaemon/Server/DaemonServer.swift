@@ -71,11 +71,11 @@ public final class DaemonServer: Sendable {
     public let configuration: Configuration
     private let lock: ExclusiveControlLock
     private let context: DaemonContext
-    private let service: DownloadService
+    private let service: BasdServices
     private let channel: any Channel
 
     private init(
-        configuration: Configuration, lock: ExclusiveControlLock, context: DaemonContext, service: DownloadService,
+        configuration: Configuration, lock: ExclusiveControlLock, context: DaemonContext, service: BasdServices,
         channel: any Channel
     ) {
         self.configuration = configuration
@@ -113,10 +113,10 @@ public final class DaemonServer: Sendable {
                 throw DaemonError(.settings, "basd's settings are not usable: \(error.description)")
             }
             let context = DaemonContext(log: configuration.log)
-            var serviceConfiguration = DownloadService.Configuration(
+            var serviceConfiguration = BasdServices.Configuration(
                 stateDirectory: configuration.stateDirectory, daemonVersion: configuration.daemonVersion)
             serviceConfiguration.runnerPath = configuration.runnerPath
-            let service = DownloadService(
+            let service = BasdServices(
                 store: store, configuration: serviceConfiguration, settings: settings, log: configuration.log,
                 connectionCount: { context.connectionCount })
             service.start()
@@ -136,7 +136,7 @@ public final class DaemonServer: Sendable {
         }
     }
 
-    private static func listen(_ configuration: Configuration, context: DaemonContext, service: DownloadService)
+    private static func listen(_ configuration: Configuration, context: DaemonContext, service: BasdServices)
         async throws(DaemonError) -> any Channel
     {
         let socketPath = configuration.socketPath
@@ -160,7 +160,7 @@ public final class DaemonServer: Sendable {
                     }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
                     try channel.pipeline.syncOperations.addHandler(
-                        ConnectionHandler(session: Session(channel: channel, service: service)))
+                        ConnectionHandler(session: Session(channel: channel, services: service)))
                 }
             }
         if let activated = configuration.activatedSocket {

@@ -1,0 +1,141 @@
+import BADaemonProtocol
+import BADownloadEngine
+import BAPurge
+import BAScheduling
+import BAStore
+import Foundation
+
+/// basd's services, wired together: the composition root.
+///
+/// Each service owns its state and is the only one to change it (`docs/architecture.md`):
+///
+/// | service | owns |
+/// |---|---|
+/// | ``RequestRouter`` | nothing: decodes a request, calls the owning service, replies |
+/// | ``TransferCoordinator`` | the download engine, the store ↔ engine mapping, progress marks, manifest fetches |
+/// | ``EventRouter`` | subscribed sessions and CLI observers, one ``AppDeliveryStateMachine`` per app |
+/// | ``ExtensionCaller`` | the extension supervisor; calls and their typed outcomes |
+/// | ``AppInstaller`` | install, update, simulate, content-request calls |
+/// | ``PeriodicScheduler`` | the scheduler's timer, per-app scheduling state, the call gates |
+/// | ``PurgeService`` | purgeable finished files, the free-space check |
+/// | ``SettingsService`` | basd's settings file |
+///
+/// All of them run on one serial ``ServiceExecutor`` and read time from one ``ServiceClock``.
+/// They reach each other through this object (created lazily, on the executor, in ``init``).
+final class BasdServices: @unchecked Sendable {
+    struct Configuration: Sendable {
+        var stateDirectory: String
+        var daemonVersion: String
+        var engine = DownloadEngine.Configuration()
+        /// The runner for extension calls; nil finds it next to basd (or `$BA_EXTENSION_RUNNER`).
+        var runnerPath: String?
+        /// basd's clock; tests move it.
+        var clock = ServiceClock()
+        /// The free bytes of the file system holding a path (`statvfs`), compared with the purge
+        /// threshold and watched while transfers wait for space; tests may inject it.
+        var freeSpace: @Sendable (String) throws -> Int64 = { path in try PurgePlanner.freeBytes(path: path) }
+        /// Extension calls for one event that may fail before basd keeps the event for the app.
+        var extensionAttempts = 3
+        /// At most one durable progress record per download per this interval (each is an fsync).
+        var progressRecordInterval: Duration = .seconds(1)
+        /// How often a transfer waiting for disk space (or a store write waiting to be retried)
+        /// looks again.
+        var spaceRetryInterval: Duration = .seconds(2)
+    }
+
+    let executor = ServiceExecutor()
+    let store: BAStore
+    let containers: AppContainers
+    let configuration: Configuration
+    let clock: ServiceClock
+    /// basd's log: one line per call, control characters escaped (``LogLine``).
+    let log: @Sendable (String) -> Void
+    let connectionCount: @Sendable () -> Int
+    let startedAt: ContinuousClock.Instant
+
+    // Created on first use, always on the executor (`init` touches each once there).
+    private(set) lazy var settings = SettingsService(self, file: initialSettings)
+    private(set) lazy var transfers = TransferCoordinator(self)
+    private(set) lazy var delivery = EventRouter(self)
+    private(set) lazy var extensions = ExtensionCaller(self)
+    private(set) lazy var installer = AppInstaller(self)
+    private(set) lazy var scheduler = PeriodicScheduler(self)
+    private(set) lazy var purge = PurgeService(self)
+    private(set) lazy var requests = RequestRouter(self)
+    private let initialSettings: SettingsFile
+
+    /// The executor's queue (tests wait on it).
+    var queue: DispatchQueue { executor.queue }
+
+    /// - Parameter settings: basd's settings file, already read (a malformed one stops basd at start).
+    init(
+        store: BAStore, configuration: Configuration, settings: SettingsFile,
+        log: @escaping @Sendable (String) -> Void, connectionCount: @escaping @Sendable () -> Int
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.clock = configuration.clock
+        self.log = { line in log(LogLine.escaped(line)) }
+        self.connectionCount = connectionCount
+        self.containers = AppContainers(stateDirectory: configuration.stateDirectory)
+        self.initialSettings = settings
+        self.startedAt = configuration.clock.instant
+        executor.sync {
+            _ = self.settings
+            _ = self.transfers
+            _ = self.delivery
+            _ = self.extensions
+            _ = self.installer
+            _ = self.scheduler
+            _ = self.purge
+            _ = self.requests
+        }
+    }
+
+    /// Removes manifests left by a previous basd, resumes every active download (from its partial
+    /// file, or recognizing one already complete), routes undelivered events and starts the
+    /// scheduler; then follows the engine. Call once, before serving.
+    func start() {
+        transfers.followEngine()
+        executor.sync {
+            transfers.removeLeftoverManifests()
+            transfers.resumeActiveDownloads()
+            do {
+                // The log keeps acknowledged events a week (for `ba events` history); undelivered
+                // ones are never pruned.
+                try store.pruneDeliveredEvents(olderThan: clock.now.addingTimeInterval(-7 * 86_400))
+                for app in try store.apps() { delivery.route(app.bundleIdentifier) }
+            } catch {
+                log("could not route the undelivered events: \(error)")
+            }
+            scheduler.start()
+        }
+    }
+
+    /// Stops the scheduler and the engine (transfers keep their partial files) and waits until
+    /// queued work is done.
+    func shutdown() {
+        executor.sync { scheduler.stop() }
+        transfers.shutdown()
+        executor.sync {}
+    }
+
+    /// `status`: basd's version, uptime, connections and counts.
+    func status(protocolVersion: Int) -> ServerMessage.Result {
+        do {
+            let apps = try store.apps().count
+            let active = try store.activeDownloadCount()
+            let uptime = clock.instant - startedAt
+            let seconds = Double(uptime.components.seconds) + Double(uptime.components.attoseconds) / 1e18
+            return .status(
+                StatusInfo(
+                    protocolVersion: protocolVersion, daemonVersion: configuration.daemonVersion, pid: getpid(),
+                    uptimeSeconds: seconds, connections: connectionCount(), registeredApps: apps,
+                    activeDownloads: active))
+        } catch {
+            log("status: reading the store failed: \(error)")
+            return .error(
+                code: DaemonErrorCode.internalError.rawValue, message: "basd could not read its state: \(error)")
+        }
+    }
+}

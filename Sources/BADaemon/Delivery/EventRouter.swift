@@ -1,0 +1,225 @@
+import BADaemonProtocol
+import BAExtensionProtocol
+import BAStore
+import Foundation
+
+/// The owner of where events go: the app connections subscribed to their app's events, the CLI
+/// connections observing every event, and one ``AppDeliveryStateMachine`` per app, whose actions
+/// it applies: sends, walks of the undelivered events, extension wake-ups (through the
+/// ``ExtensionCaller``), retries, and the content requests waiting for an app's extension.
+final class EventRouter: @unchecked Sendable {
+    unowned let services: BasdServices
+
+    // Executor-confined state.
+    /// Subscribed app connections, by app.
+    var subscribers: [String: [ObjectIdentifier: Session]] = [:]
+    /// CLI connections that follow every event (`ba events --follow`).
+    var observers: [ObjectIdentifier: Session] = [:]
+    /// One delivery state machine per app that has anything going on.
+    var machines: [String: AppDeliveryStateMachine] = [:]
+    /// Content requests that asked for an app's extension, until they hold it.
+    var contentCalls: [AppDeliveryStateMachine.CallID: (AppDeliveryStateMachine.CallID) -> Void] = [:]
+    var nextCallID: AppDeliveryStateMachine.CallID = 0
+
+    init(_ services: BasdServices) {
+        self.services = services
+    }
+
+    var store: BAStore { services.store }
+    var log: @Sendable (String) -> Void { services.log }
+
+    /// Whether a call of the app's extension runs (or its slot is held).
+    func isExtensionBusy(_ app: String) -> Bool { (machines[app]?.slot ?? .idle) != .idle }
+
+    /// Whether anyone listens to transient progress.
+    var hasListeners: Bool { !observers.isEmpty || !subscribers.isEmpty }
+
+    // MARK: - Inputs
+
+    /// Feeds `input` to the app's machine and applies what it says.
+    func feed(_ app: String, _ input: AppDeliveryStateMachine.Input) {
+        var machine = machines[app] ?? AppDeliveryStateMachine(attempts: services.configuration.extensionAttempts)
+        let actions = machine.handle(input)
+        machines[app] = machine.isQuiet ? nil : machine
+        for action in actions { apply(action, app: app) }
+    }
+
+    /// A durable event was appended: the CLI observers see it, and it goes where the app's
+    /// machine says.
+    func recorded(_ event: StoredEvent) {
+        if !observers.isEmpty, let wire = try? wireEvent(event, forApp: false) {
+            for observer in observers.values { observer.send(.event(wire)) }
+        }
+        feed(event.appIdentifier, .eventRecorded)
+    }
+
+    /// Routes the app's undelivered events (at start, and after a quarantine is cleared).
+    func route(_ app: String) { feed(app, .eventRecorded) }
+
+    /// The scheduler's tick: apps whose events were held back try again.
+    func schedulerTick() {
+        for (app, machine) in machines where machine.heldBack != nil { feed(app, .schedulerTick) }
+    }
+
+    /// Progress between two durable records: pushed to whoever listens now, never stored.
+    func transientProgress(of download: StoredDownload, bytesWritten: Int64, totalBytes: Int64?) {
+        var event = WireEvent(
+            sequence: 0, downloadUniqueIdentifier: download.uniqueIdentifier, identifier: download.identifier,
+            kind: .progress)
+        event.bytesWritten = bytesWritten
+        event.totalBytes = totalBytes
+        event.appIdentifier = download.appIdentifier
+        for observer in observers.values { observer.send(.event(event)) }
+        guard let sessions = subscribers[download.appIdentifier] else { return }
+        event.appIdentifier = nil
+        event.download = DownloadPayload(download)
+        for session in sessions.values { session.send(.event(event)) }
+    }
+
+    func subscribe(_ session: Session, client: ClientInfo) {
+        guard !session.subscribed else { return }
+        session.subscribed = true
+        if client.role == .cli {
+            observers[session.id] = session
+        } else if let app = client.bundleIdentifier {
+            session.subscribedApp = app
+            subscribers[app, default: [:]][session.id] = session
+            // After the `ok` reply (the caller writes it first): the backlog, in order.
+            services.executor.async { self.feed(app, .sessionSubscribed) }
+        }
+    }
+
+    func sessionClosed(_ session: Session) {
+        observers[session.id] = nil
+        // The app the session subscribed for, kept by the session itself: the handshake state is
+        // gone once the connection closes.
+        guard let app = session.subscribedApp, subscribers[app]?.removeValue(forKey: session.id) != nil else { return }
+        if subscribers[app]?.isEmpty == true { subscribers[app] = nil }
+        feed(app, .sessionClosed)
+    }
+
+    // MARK: - Content requests
+
+    /// Runs `start` when the app's extension is free (at once, or after the calls before it);
+    /// `start` gets the call's id and must end with ``contentCallEnded(_:app:)`` with it, whatever happens.
+    func requestExtension(
+        for app: String, what: String, start: @escaping (AppDeliveryStateMachine.CallID) -> Void
+    ) {
+        nextCallID += 1
+        let id = nextCallID
+        contentCalls[id] = start
+        feed(app, .contentCallRequested(id))
+        if contentCalls[id] != nil {
+            log("\(app): \(what) waits for the extension's current call to end")
+        }
+    }
+
+    /// The content request `id` no longer holds the app's extension.
+    func contentCallEnded(_ id: AppDeliveryStateMachine.CallID, app: String) {
+        feed(app, .contentCallEnded(id))
+    }
+
+    // MARK: - Actions
+
+    private func apply(_ action: AppDeliveryStateMachine.Action, app: String) {
+        switch action {
+        case .sendToApp:
+            sendUndelivered(app)
+        case .routeToExtension:
+            routeToExtension(app)
+        case .wake(let sequence):
+            wake(app, sequence: sequence)
+        case .retry(let delay):
+            services.executor.after(delay) { [self] in feed(app, .retryDue) }
+        case .keepForApp(let sequence, let failures):
+            log(
+                "the extension of \(app) failed \(failures) times on event \(sequence); keeping it for the app's next connection"
+            )
+        case .holdBack(let reason):
+            log("events of \(app) wait: not waking its extension: \(reason)")
+        case .startContentCall(let id):
+            contentCalls.removeValue(forKey: id)?(id)
+        case .contentCallWaits:
+            break
+        }
+    }
+
+    /// Sends the app's undelivered events to each subscribed connection, from the last each was sent.
+    private func sendUndelivered(_ app: String) {
+        for session in (subscribers[app] ?? [:]).values {
+            do {
+                while true {
+                    let events = try store.undeliveredEvents(app: app, after: session.lastSentSequence, limit: 256)
+                    for event in events {
+                        session.send(.event(try wireEvent(event, forApp: true)))
+                        session.lastSentSequence = event.sequence
+                    }
+                    if events.count < 256 { break }
+                }
+            } catch {
+                log("sending events to \(app) failed: \(error)")
+            }
+        }
+    }
+
+    /// Walks the app's undelivered events in order: `began`/`paused`/`progress` have no extension
+    /// entry point and are dropped (acknowledged); the first `finished`/`failed`/`needsCredentials`
+    /// goes to the machine, with the reason the extension may not be called now, if any. Without an
+    /// extension the events stay for the app's next connection.
+    private func routeToExtension(_ app: String) {
+        do {
+            guard let storedApp = try store.app(app) else { return }
+            while true {
+                let events = try store.undeliveredEvents(app: app, limit: 256)
+                for event in events {
+                    switch event.kind {
+                    case .began, .paused, .progress:
+                        try store.markDelivered(app: app, through: event.sequence)
+                    case .finished, .failed, .needsCredentials:
+                        guard storedApp.extensionPath != nil, services.extensions.isAvailable else {
+                            if event.kind == .needsCredentials {
+                                // Nobody can answer: fail the transfer rather than hang it.
+                                services.transfers.respond(
+                                    to: event.downloadUniqueIdentifier, disposition: 2, user: nil, password: nil)
+                            }
+                            return
+                        }
+                        let refusal = services.scheduler.refusalToCall(storedApp, kind: nil, bypassAllowance: false)
+                        feed(app, .extensionNeeded(sequence: event.sequence, refusal: refusal))
+                        return
+                    }
+                }
+                if events.count < 256 { return }
+            }
+        } catch {
+            log("routing the events of \(app) to its extension failed: \(error)")
+        }
+    }
+
+    // MARK: - Acknowledgements
+
+    /// The app handled its events through `sequence`: they are delivered, and finished files it
+    /// did not move are removed.
+    func acknowledge(app: String, through sequence: Int64) throws {
+        // The undelivered events up to `sequence`, a page at a time (they are in sequence order).
+        var handled: [StoredEvent] = []
+        var after: Int64 = 0
+        while after < sequence {
+            let page = try store.undeliveredEvents(app: app, after: after, limit: 256)
+            handled += page.prefix { $0.sequence <= sequence }.filter { $0.kind == .finished }
+            guard let last = page.last, last.sequence < sequence, page.count == 256 else { break }
+            after = last.sequence
+        }
+        try store.markDelivered(app: app, through: sequence)
+        for event in handled {
+            if let destination = EventDetails(event).destination { removeDelivered(destination) }
+        }
+    }
+
+    /// Removes a delivered file the receiver left in place.
+    func removeDelivered(_ path: String) {
+        if unlink(path) != 0 && errno != ENOENT {
+            log("could not remove the delivered file \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}

@@ -1,0 +1,183 @@
+import BADaemonProtocol
+import BAExtensionHost
+import BAExtensionProtocol
+import BAStore
+import Foundation
+
+// Content-request calls: install, update, periodic and simulated ones (executor).
+extension AppInstaller {
+    /// One `downloads(for:manifestURL:extensionInfo:)` call, made when the app's extension is
+    /// free: gates (extension, switches, quarantine, runtime allowance), the manifest fetch, the
+    /// call in a runner, then the returned downloads scheduled (essential first). `done` gets the
+    /// report on the executor; the extension is free again right after.
+    func callContentRequest(
+        _ kind: ContentRequestKind, of app: StoredApp, bypassAllowance: Bool, report: ExtensionRunReport,
+        done: @escaping @Sendable (ExtensionRunReport) -> Void
+    ) {
+        let bundleIdentifier = app.bundleIdentifier
+        services.delivery.requestExtension(for: bundleIdentifier, what: kind.rawValue) { [self] callID in
+            // Read again: the app may have been re-registered while this call waited.
+            let current = (try? store.app(bundleIdentifier)) ?? app
+            startContentRequest(kind, of: current, bypassAllowance: bypassAllowance, report: report) { [self] report in
+                done(report)
+                services.delivery.contentCallEnded(callID, app: bundleIdentifier)
+            }
+        }
+    }
+
+    private func startContentRequest(
+        _ kind: ContentRequestKind, of app: StoredApp, bypassAllowance: Bool, report: ExtensionRunReport,
+        done: @escaping @Sendable (ExtensionRunReport) -> Void
+    ) {
+        var report = report
+        // Nothing to call is not a refusal: an app may come without an extension or a manifest.
+        guard app.extensionPath != nil else {
+            report.skipped = "the app has no extension (BAExtensionPath)"
+            done(report)
+            return
+        }
+        guard let manifestURL = app.manifestURL else {
+            report.skipped = "the app's Info.plist has no BAManifestURL, so there is no manifest to hand the extension"
+            done(report)
+            return
+        }
+        if let reason = services.scheduler.refusalToCall(app, kind: kind, bypassAllowance: bypassAllowance) {
+            report.skipped = reason
+            report.callRefused = true
+            log("not calling the extension of \(app.bundleIdentifier) for \(kind.rawValue): \(reason)")
+            done(report)
+            return
+        }
+        services.transfers.fetchManifest(manifestURL, for: app) { [self, report] outcome in
+            var report = report
+            switch outcome {
+            case .failure(let failure):
+                report.skipped = "the manifest could not be fetched: \(failure.message)"
+                report.manifestError = failure.message
+                log("\(app.bundleIdentifier): \(report.skipped ?? "")")
+                done(report)
+            case .success(let manifest):
+                report.manifestBytes = manifest.size
+                var current = app
+                if !app.launched {
+                    do {
+                        // Apple counts the manifest against the allowance too.
+                        try store.chargeAllowance(app: app.bundleIdentifier, bytes: manifest.size)
+                        current = try store.app(app.bundleIdentifier) ?? app
+                    } catch {
+                        log("charging the manifest of \(app.bundleIdentifier) to its allowance failed: \(error)")
+                    }
+                }
+                run(
+                    kind, of: current, manifestPath: manifest.path, bypassAllowance: bypassAllowance, report: report,
+                    done: done)
+            }
+        }
+    }
+
+    private func run(
+        _ kind: ContentRequestKind, of app: StoredApp, manifestPath: String, bypassAllowance: Bool,
+        report: ExtensionRunReport,
+        done: @escaping @Sendable (ExtensionRunReport) -> Void
+    ) {
+        guard let libraryPath = app.extensionPath else {
+            // A re-registration during the manifest fetch may have dropped the extension. The
+            // call still ends: manifest gone, reply sent.
+            unlink(manifestPath)
+            var report = report
+            report.skipped = "the app's extension went away while its manifest was fetched"
+            report.callRefused = true
+            log("\(app.bundleIdentifier) \(kind.rawValue): \(report.skipped ?? "")")
+            done(report)
+            return
+        }
+        let remaining = services.transfers.remainingAllowances(of: app)
+        let event = RunnerEvent.contentRequest(
+            request: kind.rawValue32, manifestPath: manifestPath, manifestURL: "file://" + manifestPath,
+            restrictedRemaining: remaining.nonEssential ?? -1, restrictedEssentialRemaining: remaining.essential ?? -1)
+        services.extensions.call(
+            app, libraryPath: libraryPath, event: event, kind: kind.runEvent, bypassAllowance: bypassAllowance,
+            // The manifest is the call's alone: deleted as soon as it ends, whatever the outcome.
+            cleanup: { unlink(manifestPath) }
+        ) { [self] outcome in
+            done(ran(kind, of: app, outcome: outcome, report: report))
+        }
+    }
+
+    /// Reports a content-request call and schedules what it returned.
+    private func ran(
+        _ kind: ContentRequestKind, of app: StoredApp, outcome: ExtensionCallOutcome, report: ExtensionRunReport
+    ) -> ExtensionRunReport {
+        var report = report
+        report.event = kind.rawValue
+        report.verdict = outcome.verdictName
+        report.detail = outcome.detail
+        if case .ran(let result) = outcome {
+            report.durationMilliseconds = outcome.durationMilliseconds
+            report.logs = result.logs.map(\.message)
+            report.refused = result.rejected.map {
+                RefusedDownload(
+                    identifier: $0.download.identifier, code: $0.code, reason: $0.reason,
+                    isEssential: $0.download.isEssential)
+            }
+            if result.verdict == .ok {
+                // Cancelled first (an `.update` dropping stale downloads), so a download returned
+                // again under the same identifier is scheduled afresh.
+                let cancelled = services.transfers.applyCancellations(result.cancelled, of: app.bundleIdentifier)
+                if !cancelled.isEmpty { report.cancelled = cancelled }
+                schedule(result.downloads, returnedBy: kind, of: app, into: &report)
+            }
+        }
+        log(
+            "\(app.bundleIdentifier) \(kind.rawValue): extension \(report.verdict ?? "?"), \(report.scheduled.count) scheduled, "
+                + "\(report.refused.count) refused")
+        return report
+    }
+
+    /// Schedules an install/update/periodic call's downloads, essential first; before the app's
+    /// first launch, those past `BAEssentialMaxInstallSize` / `BAMaxInstallSize` (the sizes one
+    /// call may add) or refused by the other pre-launch restrictions are reported with their code.
+    private func schedule(
+        _ downloads: [DownloadRecord], returnedBy kind: ContentRequestKind, of app: StoredApp,
+        into report: inout ExtensionRunReport
+    ) {
+        var essentialTotal: Int64 = 0
+        var total: Int64 = 0
+        let ordered = downloads.sorted { ($0.isEssential ? 0 : 1, $0.identifier) < ($1.isEssential ? 0 : 1, $1.identifier) }
+        for record in ordered {
+            let key = record.isEssential ? "BAEssentialMaxInstallSize" : "BAMaxInstallSize"
+            let maximum = record.isEssential ? app.restrictions.essentialMaxInstallSize : app.restrictions.maxInstallSize
+            let sum = (record.isEssential ? essentialTotal : total) + record.fileSize
+            if !app.launched, let maximum, sum > maximum {
+                report.refused.append(
+                    RefusedDownload(
+                        identifier: record.identifier, code: ErrorCodes.downloadWouldExceedAllowance,
+                        reason: "\"\(record.identifier)\" (\(record.fileSize) bytes) would take the \(kind.rawValue)'s "
+                            + "\(record.isEssential ? "essential " : "")downloads to \(sum) bytes, "
+                            + "over \(key) (\(maximum))",
+                        isEssential: record.isEssential))
+                continue
+            }
+            do {
+                // Re-read: each scheduled download changes what is left of the allowance.
+                let current = try store.app(app.bundleIdentifier) ?? app
+                let stored = try services.transfers.schedule(
+                    DownloadPayload(record), for: current, contentRequest: kind.rawValue32)
+                if record.isEssential { essentialTotal = sum } else { total = sum }
+                report.scheduled.append(services.transfers.info(stored))
+            } catch {
+                let refusal =
+                    switch error {
+                    case let refusal as Refusal: refusal
+                    case let error as BAStoreError: Refusal(error)
+                    default: Refusal(ErrorCodes.downloadInvalid, "\(error)")
+                    }
+                report.refused.append(
+                    RefusedDownload(
+                        identifier: record.identifier, code: refusal.code, reason: refusal.message,
+                        isEssential: record.isEssential))
+            }
+        }
+    }
+
+}

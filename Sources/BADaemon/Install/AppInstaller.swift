@@ -1,0 +1,181 @@
+import BAAppBundle
+import BADaemonProtocol
+import BAExtensionProtocol
+import BAStore
+import Foundation
+
+/// A `downloads(for:manifestURL:extensionInfo:)` content request.
+enum ContentRequestKind: String, Sendable {
+    case install, update, periodic
+
+    /// `BAContentRequest`'s raw value.
+    var rawValue32: Int32 {
+        switch self {
+        case .install: 1
+        case .update: 2
+        case .periodic: 3
+        }
+    }
+
+    var runEvent: StoredExtensionRun.Event {
+        switch self {
+        case .install: .install
+        case .update: .update
+        case .periodic: .periodic
+        }
+    }
+}
+
+/// Install, update and simulate: the owner of app registration and of content-request calls
+/// (`downloads(for:manifestURL:extensionInfo:)`), which it makes through the app's extension slot
+/// (``EventRouter/requestExtension(for:what:start:)``) so no two calls of one app overlap.
+final class AppInstaller: @unchecked Sendable {
+    unowned let services: BasdServices
+
+    init(_ services: BasdServices) {
+        self.services = services
+    }
+
+    var store: BAStore { services.store }
+    var log: @Sendable (String) -> Void { services.log }
+
+    /// `installApp`: reads the app's `Info.plist`, registers it, then (for an install or an
+    /// update) fetches the manifest, calls the extension and schedules what it returns. `reply`
+    /// gets the report once the call has ended (on the executor).
+    ///
+    /// The `Info.plist` is read on a thread of its own, never on the executor: the path is the
+    /// user's, and a slow file system must not stop basd serving everyone else (a FIFO or a
+    /// device is refused without blocking at all).
+    func install(_ request: InstallRequest, reply: @escaping @Sendable (ServerMessage.Result) -> Void) {
+        let executor = services.executor
+        let thread = Thread { [self] in
+            let loaded = Result { () throws(AppBundleError) in try AppBundle.load(directory: request.appDirectory) }
+            executor.async { [self] in
+                switch loaded {
+                case .success(let bundle): install(bundle, mode: request.mode, reply: reply)
+                case .failure(let error): reply(Refusal(.invalidApp, error.description).result)
+                }
+            }
+        }
+        thread.name = "basd-read-app"
+        thread.start()
+    }
+
+    private func install(
+        _ bundle: AppBundle, mode: InstallRequest.Mode, reply: @escaping @Sendable (ServerMessage.Result) -> Void
+    ) {
+        let previous: StoredApp?
+        let app: StoredApp
+        do {
+            previous = try store.app(bundle.bundleIdentifier)
+            switch mode {
+            case .install where previous != nil:
+                throw Refusal(
+                    .invalidApp,
+                    "\(bundle.bundleIdentifier) is already installed (version \(previous?.version ?? "?")); update it with `ba update`")
+            case .update where previous == nil:
+                throw Refusal(
+                    .invalidApp, "\(bundle.bundleIdentifier) is not installed; install it first with `ba install`")
+            default:
+                break
+            }
+            _ = try register(
+                AppRegistration(
+                    bundleIdentifier: bundle.bundleIdentifier, version: bundle.version,
+                    appGroupIdentifier: bundle.appGroupIdentifier, appDirectory: bundle.directory,
+                    extensionPath: bundle.extensionPath),
+                manifestURL: bundle.manifestURL,
+                restrictions: StoredApp.Restrictions(
+                    downloadAllowance: bundle.downloadAllowance,
+                    essentialDownloadAllowance: bundle.essentialDownloadAllowance,
+                    domainAllowList: bundle.domainAllowList, maxInstallSize: bundle.maxInstallSize,
+                    essentialMaxInstallSize: bundle.essentialMaxInstallSize))
+            guard let registered = try store.app(bundle.bundleIdentifier) else {
+                throw Refusal(.internalError, "\(bundle.bundleIdentifier) vanished while being registered")
+            }
+            app = registered
+        } catch let refusal as Refusal {
+            reply(refusal.result)
+            return
+        } catch let error as BAStoreError {
+            reply(Refusal(error).result)
+            return
+        } catch {
+            reply(Refusal(.internalError, "installing \(bundle.bundleIdentifier) failed: \(error)").result)
+            return
+        }
+        var report = ExtensionRunReport(
+            bundleIdentifier: app.bundleIdentifier, version: app.version, previousVersion: previous?.version)
+        let kind: ContentRequestKind
+        switch mode {
+        case .install: kind = .install
+        case .update: kind = .update
+        case .automatic:
+            guard let previous else {
+                kind = .install
+                break
+            }
+            guard previous.version != app.version else {
+                report.skipped = "version \(app.version) is already installed; `ba update` runs the update event anyway"
+                reply(.extensionRun(report))
+                return
+            }
+            kind = .update
+        }
+        // A one-off event the installer triggered: like `ba simulate`, outside the daily runtime
+        // allowance (its runtime still counts) but under the per-call deadline. The switches,
+        // quarantine and the rest are `refusalToCall`'s: the report says which.
+        callContentRequest(kind, of: app, bypassAllowance: true, report: report) { reply(.extensionRun($0)) }
+    }
+
+    /// `simulate`: wakes the extension as if `event` had happened, outside the daily runtime
+    /// allowance (as Apple's `backgroundassets-debug` does) but within the per-call deadline.
+    func simulate(_ event: SimulatedEvent, app bundleIdentifier: String, reply: @escaping @Sendable (ServerMessage.Result) -> Void) throws {
+        guard let app = try store.app(bundleIdentifier) else {
+            throw Refusal(.callerConnectionNotAccepted, "app \(bundleIdentifier) is not registered with basd")
+        }
+        let kind: ContentRequestKind =
+            switch event {
+            case .install: .install
+            case .update: .update
+            case .periodic: .periodic
+            }
+        let report = ExtensionRunReport(bundleIdentifier: app.bundleIdentifier, version: app.version)
+        callContentRequest(kind, of: app, bypassAllowance: true, report: report) { [self] report in
+            // A simulated periodic run resets the schedule like any run.
+            if kind == .periodic, report.event != nil { services.scheduler.periodicRan(app.bundleIdentifier) }
+            reply(.extensionRun(report))
+        }
+    }
+
+    /// Registers (or re-registers) an app and prepares its container; returns the registration it replaced.
+    @discardableResult
+    func register(_ registration: AppRegistration, manifestURL: String?, restrictions: StoredApp.Restrictions) throws
+        -> StoredApp?
+    {
+        // The rules an Info.plist keeps to, for a registration made over the protocol too: the
+        // identifiers become folders, the paths are read later.
+        var violations = [
+            DownloadRules.checkFolderName(registration.bundleIdentifier, what: "bundle identifier"),
+            DownloadRules.checkPath(registration.appDirectory, what: "app directory"),
+        ]
+        if let group = registration.appGroupIdentifier {
+            violations.append(DownloadRules.checkFolderName(group, what: "app group identifier"))
+        }
+        if let library = registration.extensionPath {
+            violations.append(DownloadRules.checkPath(library, what: "extension path"))
+        }
+        if let violation = violations.lazy.compactMap({ $0 }).first {
+            throw Refusal(ErrorCodes.downloadInvalid, violation.reason)
+        }
+        let previous = try store.register(
+            StoredApp(
+                bundleIdentifier: registration.bundleIdentifier, version: registration.version,
+                appGroupIdentifier: registration.appGroupIdentifier, appDirectory: registration.appDirectory,
+                extensionPath: registration.extensionPath, manifestURL: manifestURL, restrictions: restrictions))
+        if let group = registration.appGroupIdentifier { try services.containers.prepare(group: group) }
+        log("registered \(registration.bundleIdentifier) \(registration.version)")
+        return previous
+    }
+
+}

@@ -1,0 +1,221 @@
+import BADaemonProtocol
+import BAExclusiveControl
+import BAExtensionProtocol
+import BAStore
+import Foundation
+
+/// Request routing: decodes what a connection asks, checks who may ask it, calls the service
+/// that owns the answer and replies. It keeps no state of its own.
+final class RequestRouter: @unchecked Sendable {
+    unowned let services: BasdServices
+
+    init(_ services: BasdServices) {
+        self.services = services
+    }
+
+    var store: BAStore { services.store }
+    var log: @Sendable (String) -> Void { services.log }
+
+    /// Accepts or refuses a `hello` (executor).
+    func greet(_ client: ClientInfo, protocolVersion: Int) -> Result<WelcomeInfo, Refusal> {
+        var welcome = WelcomeInfo(protocolVersion: protocolVersion, daemonVersion: services.configuration.daemonVersion)
+        guard client.role != .cli else { return .success(welcome) }
+        guard let bundleIdentifier = client.bundleIdentifier, !bundleIdentifier.isEmpty else {
+            return .failure(
+                Refusal(.callerConnectionNotAccepted, "an \(client.role.rawValue) client must name its bundle identifier"))
+        }
+        do {
+            guard let app = try store.app(bundleIdentifier) else {
+                return .failure(
+                    Refusal(
+                        .callerConnectionNotAccepted,
+                        "app \(bundleIdentifier) is not registered with basd; install it first (ba install APP_DIR)"))
+            }
+            if client.role == .app {
+                if try store.markLaunched(app: bundleIdentifier) {
+                    log("\(bundleIdentifier) launched for the first time")
+                    services.transfers.liftRestrictions(of: bundleIdentifier)
+                }
+                services.scheduler.recordLaunch(of: bundleIdentifier)
+            }
+            welcome.bundleIdentifier = bundleIdentifier
+            if let group = app.appGroupIdentifier {
+                welcome.appGroupIdentifier = group
+                welcome.appGroupContainer = try services.containers.prepare(group: group)
+            }
+            return .success(welcome)
+        } catch let error as BAStoreError {
+            return .failure(Refusal(error))
+        } catch {
+            return .failure(Refusal(.internalError, "cannot prepare the app group container: \(error)"))
+        }
+    }
+
+    /// Serves one request after the handshake (executor): its answer, or nil when the
+    /// request answers later through `reply` (called on the service queue).
+    func serve(
+        _ request: Request, from client: ClientInfo, session: Session,
+        reply: @escaping @Sendable (ServerMessage.Result) -> Void
+    ) -> ServerMessage.Result? {
+        do {
+            switch request {
+            case .installApp(let install):
+                try require(.cli, client, request)
+                services.installer.install(install, reply: reply)
+                return nil
+            case .simulate(let app, let event):
+                try require(.cli, client, request)
+                try services.installer.simulate(event, app: app, reply: reply)
+                return nil
+            default:
+                break
+            }
+            return try perform(request, from: client, session: session)
+        } catch let refusal as Refusal {
+            return refusal.result
+        } catch let error as BAStoreError {
+            return Refusal(error).result
+        } catch {
+            return Refusal(.internalError, "\(request.type) failed: \(error)").result
+        }
+    }
+
+    private func perform(_ request: Request, from client: ClientInfo, session: Session) throws -> ServerMessage.Result
+    {
+        switch request {
+        case .hello, .status:
+            // The connection state machine answers these itself.
+            throw Refusal(.callerConnectionInvalid, "\(request.type) is not a service request")
+        case .registerApp(let registration):
+            try require(.cli, client, request)
+            return try register(registration)
+        case .schedule(let payload):
+            let app = try appOf(client, request)
+            return .downloads([
+                services.transfers.info(try services.transfers.schedule(payload, for: app, contentRequest: 0))
+            ])
+        case .startForeground(let identifier):
+            let app = try appOf(client, request)
+            guard client.role == .app else {
+                throw Refusal(
+                    ErrorCodes.callFromExtensionNotAllowed,
+                    "startForegroundDownload is only available to the app, not to its extension")
+            }
+            try services.transfers.promote(try activeDownload(app: app.bundleIdentifier, identifier: identifier))
+            return .ok
+        case .cancel(let identifier):
+            let app = try appOf(client, request)
+            try services.transfers.cancel(app: app.bundleIdentifier, identifier: identifier)
+            return .ok
+        case .currentDownloads:
+            let app = try appOf(client, request)
+            return .downloads(try store.downloads(app: app.bundleIdentifier).filter { $0.state.isActive }.map(services.transfers.info))
+        case .subscribeEvents:
+            services.delivery.subscribe(session, client: client)
+            return .ok
+        case .acknowledgeEvents(let sequence):
+            let app = try appOf(client, request)
+            try services.delivery.acknowledge(app: app.bundleIdentifier, through: sequence)
+            return .ok
+        case .respondToChallenge(let uniqueIdentifier, let disposition, let user, let password):
+            let app = try appOf(client, request)
+            guard let download = try store.download(uniqueIdentifier: uniqueIdentifier),
+                download.appIdentifier == app.bundleIdentifier
+            else {
+                throw Refusal(ErrorCodes.downloadNotScheduled, "no download \(uniqueIdentifier) of this app")
+            }
+            services.transfers.respond(to: uniqueIdentifier, disposition: disposition, user: user, password: password)
+            return .ok
+        case .listDownloads(let app):
+            try require(.cli, client, request)
+            let apps = try app.map { [$0] } ?? store.apps().map(\.bundleIdentifier)
+            return .downloads(try apps.flatMap { try store.downloads(app: $0) }.map(services.transfers.info))
+        case .promoteDownload(let uniqueIdentifier):
+            try require(.cli, client, request)
+            try services.transfers.promote(try activeDownload(uniqueIdentifier: uniqueIdentifier))
+            return .ok
+        case .cancelDownload(let uniqueIdentifier):
+            try require(.cli, client, request)
+            let download = try activeDownload(uniqueIdentifier: uniqueIdentifier)
+            try services.transfers.cancel(app: download.appIdentifier, identifier: download.identifier)
+            return .ok
+        case .lockStatus(let bundleIdentifier):
+            try require(.cli, client, request)
+            return .lock(try lockStatus(app: bundleIdentifier))
+        case .installApp, .simulate:
+            throw Refusal(.internalError, "\(request.type) is answered later")
+        case .listApps:
+            try require(.cli, client, request)
+            return .apps(try services.scheduler.appInfos())
+        case .clearQuarantine(let bundleIdentifier):
+            try require(.cli, client, request)
+            try services.scheduler.clearQuarantine(app: bundleIdentifier)
+            return .ok
+        case .purge(let dryRun):
+            try require(.cli, client, request)
+            return .purge(try services.purge.purge(dryRun: dryRun))
+        }
+    }
+
+    // MARK: - Who may ask
+
+    func require(_ role: ClientInfo.Role, _ client: ClientInfo, _ request: Request) throws {
+        guard client.role == role else {
+            throw Refusal(
+                .callerConnectionInvalid,
+                "\"\(request.type)\" is for \(role.rawValue) connections; this connection is \(client.role.rawValue)")
+        }
+    }
+
+    /// The registered app of an app or extension connection.
+    private func appOf(_ client: ClientInfo, _ request: Request) throws -> StoredApp {
+        guard client.role != .cli, let bundleIdentifier = client.bundleIdentifier else {
+            throw Refusal(
+                .callerConnectionInvalid,
+                "\"\(request.type)\" is for app connections; the CLI uses the unique-identifier requests")
+        }
+        guard let app = try store.app(bundleIdentifier) else {
+            throw Refusal(.callerConnectionNotAccepted, "app \(bundleIdentifier) is no longer registered")
+        }
+        return app
+    }
+
+    // MARK: - Apps
+
+    /// `registerApp`: registers without reading an `Info.plist` (no manifest, no restrictions).
+    private func register(_ registration: AppRegistration) throws -> ServerMessage.Result {
+        try services.installer.register(registration, manifestURL: nil, restrictions: StoredApp.Restrictions())
+        return .ok
+    }
+
+    private func activeDownload(app: String, identifier: String) throws -> StoredDownload {
+        guard let download = try store.downloads(app: app).first(where: { $0.identifier == identifier && $0.state.isActive })
+        else {
+            throw Refusal(ErrorCodes.downloadNotScheduled, "\(app) has no scheduled download \"\(identifier)\"")
+        }
+        return download
+    }
+
+    private func activeDownload(uniqueIdentifier: String) throws -> StoredDownload {
+        guard let download = try store.download(uniqueIdentifier: uniqueIdentifier), download.state.isActive else {
+            throw Refusal(ErrorCodes.downloadNotScheduled, "no scheduled download has unique identifier \(uniqueIdentifier)")
+        }
+        return download
+    }
+
+    // MARK: - Exclusive control
+
+    private func lockStatus(app bundleIdentifier: String) throws -> LockInfo {
+        guard let app = try store.app(bundleIdentifier) else {
+            throw Refusal(.callerConnectionNotAccepted, "app \(bundleIdentifier) is not registered with basd")
+        }
+        guard let group = app.appGroupIdentifier else {
+            throw Refusal(ErrorCodes.downloadInvalid, "\(bundleIdentifier) has no app group, so no lock")
+        }
+        let path = ExclusiveControlLock.path(inContainer: services.containers.container(group: group))
+        let holder = try ExclusiveControlLock.holder(path: path)
+        return LockInfo(
+            appIdentifier: bundleIdentifier, appGroupIdentifier: group, lockPath: path, held: holder != nil,
+            holderPID: holder?.pid)
+    }
+}

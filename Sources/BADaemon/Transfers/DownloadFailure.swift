@@ -1,0 +1,34 @@
+import BADownloadEngine
+import BAStore
+
+/// How an engine failure reaches the app: Apple's domain and codes where Apple has one
+/// (`docs/downloads.md`), `NSURLErrorDomain` codes for transport failures. The one table of it.
+enum DownloadFailure {
+    static let backgroundAssetsDomain = "com.apple.backgroundassets.error"
+    static let urlDomain = "NSURLErrorDomain"
+
+    /// The domain and code an engine error code is reported with.
+    static func code(for code: DownloadError.Code) -> (domain: String, code: Int) {
+        switch code {
+        case .notAllowed: (backgroundAssetsDomain, 202)  // sessionDownloadDisallowedByDomain
+        case .sizeMismatch, .checksumMismatch: (backgroundAssetsDomain, 0)  // downloadInvalid
+        case .allowanceDisallowed: (backgroundAssetsDomain, 203)  // sessionDownloadDisallowedByAllowance
+        case .allowanceExceeded: (backgroundAssetsDomain, 204)  // sessionDownloadAllowanceExceeded
+        case .serverStatus: (urlDomain, -1011)  // NSURLErrorBadServerResponse
+        case .tls: (urlDomain, -1200)  // NSURLErrorSecureConnectionFailed
+        case .authentication: (urlDomain, -1013)  // NSURLErrorUserAuthenticationRequired
+        case .redirect: (urlDomain, -1007)  // NSURLErrorHTTPTooManyRedirects
+        case .retriesExhausted: (urlDomain, -1001)  // NSURLErrorTimedOut
+        case .fileSystem: (urlDomain, -3001)  // NSURLErrorCannotOpenFile
+        case .noSpace: (urlDomain, -3003)  // NSURLErrorCannotWriteToFile
+        case .cancelled: (urlDomain, -999)  // NSURLErrorCancelled
+        default: (urlDomain, -1005)  // NSURLErrorNetworkConnectionLost
+        }
+    }
+
+    /// The failure stored with the download (and sent in its `failed` event).
+    static func stored(_ error: DownloadError) -> StoredDownload.Failure {
+        let (domain, code) = code(for: error.code)
+        return StoredDownload.Failure(domain: domain, code: code, message: error.message)
+    }
+}

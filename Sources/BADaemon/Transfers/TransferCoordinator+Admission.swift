@@ -1,0 +1,134 @@
+import BADaemonProtocol
+import BADownloadEngine
+import BAExtensionProtocol
+import BAStore
+import Foundation
+
+// Which downloads are accepted, and what the Info.plist restrictions make them keep to until the
+// app's first launch (executor).
+extension TransferCoordinator {
+    /// Checks, stores (durably) and queues a download of `app`. `contentRequest` as in
+    /// `DownloadRules.check`: 0 for an app's own call (no essential downloads), nil from an
+    /// extension outside `downloads(for:)`.
+    @discardableResult
+    func schedule(_ payload: DownloadPayload, for app: StoredApp, contentRequest: Int32?) throws -> StoredDownload {
+        guard let appGroup = app.appGroupIdentifier else {
+            throw Refusal(
+                ErrorCodes.downloadInvalid,
+                "\(app.bundleIdentifier) has no app group (BAAppGroupID); finished files are delivered into the app group container"
+            )
+        }
+        let group = payload.applicationGroupIdentifier ?? appGroup
+        guard group == appGroup else {
+            throw Refusal(
+                ErrorCodes.downloadInvalid,
+                "download \"\(payload.identifier)\" names app group \"\(group)\", but \(app.bundleIdentifier) belongs to \"\(appGroup)\""
+            )
+        }
+        let uniqueIdentifier = payload.uniqueIdentifier.flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString
+        if let violation = DownloadRules.checkIdentifier(uniqueIdentifier, what: "unique identifier") {
+            throw Refusal(ErrorCodes.downloadInvalid, violation.reason)
+        }
+        let record = DownloadRecord(
+            identifier: payload.identifier, uniqueIdentifier: uniqueIdentifier, url: payload.url,
+            applicationGroupIdentifier: group, fileSize: payload.fileSize ?? 0, priority: payload.priority,
+            isEssential: payload.isEssential, headers: payload.headers, sha256: payload.sha256?.lowercased())
+        if let violation = DownloadRules.check(record, contentRequest: contentRequest) {
+            throw Refusal(violation.code, violation.reason)
+        }
+        let settings = services.settings.current
+        if contentRequest != 0, !settings.backgroundActivity {
+            throw Refusal(
+                ErrorCodes.downloadBackgroundActivityProhibited,
+                "background activity is off in basd's settings (backgroundActivity); the app can schedule \"\(record.identifier)\" itself while it runs"
+            )
+        }
+        if record.isEssential, !settings.inAppContent {
+            throw Refusal(
+                ErrorCodes.downloadEssentialDownloadNotPermitted,
+                "in-app content is off in basd's settings (inAppContent): no essential downloads")
+        }
+        var download = StoredDownload(record: record, appIdentifier: app.bundleIdentifier)
+        if !app.launched {
+            download.restriction = try preLaunchRestriction(for: record, of: app)
+        }
+        let stored = try store.schedule(download, chargingAllowance: !app.launched)
+        if let request = engineRequest(for: stored) { engine.add(request) }
+        return stored
+    }
+
+    /// Checks a download scheduled before the app's first launch against the app's
+    /// `BAInitialDownloadRestrictions` and returns what its transfer must keep to.
+    ///
+    /// - Declared sizes count against `BADownloadAllowance` (non-essential) or
+    ///   `BAEssentialDownloadAllowance` (essential): past it, 112. A non-essential download without
+    ///   a size cannot be counted, so it is refused (112) while an allowance applies.
+    /// - The URL's host must be in `BADownloadDomainAllowList` (202); the transfer checks every
+    ///   redirect hop too.
+    /// - The transfer may not exceed the declared size: a server declaring more fails it with 203,
+    ///   one sending more with 204.
+    func preLaunchRestriction(for record: DownloadRecord, of app: StoredApp) throws
+        -> StoredDownload.PreLaunchRestriction?
+    {
+        let restrictions = app.restrictions
+        if let allowList = restrictions.domainAllowList {
+            // Parsed as the engine parses it (`DownloadRules` already accepted the URL).
+            let host = ParsedURL(record.url)?.host ?? ""
+            if !HostAllowList(allowList).allows(host: host) {
+                throw Refusal(
+                    ErrorCodes.sessionDownloadDisallowedByDomain,
+                    "\(app.bundleIdentifier) has not been launched yet, and host \"\(host)\" of \"\(record.identifier)\" "
+                        + "is not in BADownloadDomainAllowList (\(allowList.joined(separator: ", ")))")
+            }
+        }
+        let size = record.fileSize
+        let allowance = record.isEssential ? restrictions.essentialDownloadAllowance : restrictions.downloadAllowance
+        let used = record.isEssential ? app.essentialAllowanceUsed : app.allowanceUsed
+        let key = record.isEssential ? "BAEssentialDownloadAllowance" : "BADownloadAllowance"
+        if let allowance {
+            guard size > 0 else {
+                throw Refusal(
+                    ErrorCodes.downloadWouldExceedAllowance,
+                    "\(app.bundleIdentifier) has not been launched yet: \"\(record.identifier)\" must declare its fileSize "
+                        + "to be counted against \(key)")
+            }
+            guard used + size <= allowance else {
+                throw Refusal(
+                    ErrorCodes.downloadWouldExceedAllowance,
+                    "\"\(record.identifier)\" (\(size) bytes) would exceed \(app.bundleIdentifier)'s \(key) of "
+                        + "\(allowance) bytes before its first launch (\(max(0, allowance - used)) left)")
+            }
+        }
+        let byteLimit: Int64? = allowance != nil ? size : nil
+        guard byteLimit != nil || restrictions.domainAllowList != nil else { return nil }
+        return StoredDownload.PreLaunchRestriction(byteLimit: byteLimit, allowList: restrictions.domainAllowList)
+    }
+
+    /// `BAAppExtensionInfo` for a call made now: what is left of the pre-launch allowances, nil
+    /// once the app has launched or when it declares none.
+    func remainingAllowances(of app: StoredApp) -> (nonEssential: Int64?, essential: Int64?) {
+        guard !app.launched else { return (nil, nil) }
+        return (
+            app.restrictions.downloadAllowance.map { max(0, $0 - app.allowanceUsed) },
+            app.restrictions.essentialDownloadAllowance.map { max(0, $0 - app.essentialAllowanceUsed) }
+        )
+    }
+
+    /// Cancels what an extension's `ok` call cancelled through `BADownloadManager.cancel` (an event
+    /// wake or a content request); returns the identifiers cancelled. One that ended meanwhile is
+    /// logged and skipped.
+    @discardableResult
+    func applyCancellations(_ identifiers: [String], of app: String) -> [String] {
+        var cancelled: [String] = []
+        for identifier in identifiers {
+            do {
+                try cancel(app: app, identifier: identifier)
+                cancelled.append(identifier)
+                log("the extension of \(app) cancelled \"\(identifier)\"")
+            } catch {
+                log("the extension of \(app) cancelled \"\(identifier)\": \(error)")
+            }
+        }
+        return cancelled
+    }
+}

@@ -1,0 +1,193 @@
+import BADaemonProtocol
+import BADownloadEngine
+import BAExtensionProtocol
+import BAStore
+import Foundation
+
+// The engine's events, recorded in the store and handed to the event router (executor).
+extension TransferCoordinator {
+    func handle(_ event: EngineEvent) {
+        if event.id.hasPrefix("manifest:") {
+            manifestFetches[event.id]?(event)
+            return
+        }
+        // Events the store could not record yet go first, in order.
+        guard unrecorded.isEmpty else {
+            unrecorded.append(event)
+            return
+        }
+        if !record(event) {
+            unrecorded.append(event)
+            armRetry()
+        }
+    }
+
+    /// Records one engine event; false when the store could not be written (the event is to be
+    /// recorded later). Late events of a cancelled or ended download are dropped.
+    private func record(_ event: EngineEvent) -> Bool {
+        do {
+            switch event {
+            case .began(let id, let offset, let isForeground):
+                waitingForSpace[id] = nil
+                progress[id] = ProgressMark(recordedAt: services.clock.instant, bytes: offset)
+                try recorded(store.recordBegan(uniqueIdentifier: id, offset: offset, isForeground: isForeground))
+            case .paused(let id, let bytesOnDisk):
+                try recorded(store.recordPaused(uniqueIdentifier: id, bytesOnDisk: bytesOnDisk))
+            case .progress(let id, let bytesWritten, let totalBytes):
+                let now = services.clock.instant
+                var mark = progress[id] ?? ProgressMark(recordedAt: now)
+                mark.bytes = bytesWritten
+                mark.totalBytes = totalBytes
+                if now - mark.recordedAt >= services.configuration.progressRecordInterval {
+                    try recorded(
+                        store.recordProgress(uniqueIdentifier: id, bytesOnDisk: bytesWritten, totalBytes: totalBytes))
+                    mark.recordedAt = now
+                    progress[id] = mark
+                } else {
+                    progress[id] = mark
+                    try transientProgress(id, bytesWritten: bytesWritten, totalBytes: totalBytes)
+                }
+            case .validator(let id, let value):
+                // What a restarted basd needs to resume: recorded at once.
+                let mark = progress[id] ?? ProgressMark(recordedAt: services.clock.instant)
+                try recorded(
+                    store.recordProgress(
+                        uniqueIdentifier: id, bytesOnDisk: mark.bytes, totalBytes: mark.totalBytes, validator: value))
+                progress[id]?.recordedAt = services.clock.instant
+            case .retrying(let id, let attempt, let delay, let reason):
+                log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(delay)")
+            case .needsCredentials(let id, let challenge):
+                try recorded(store.recordNeedsCredentials(uniqueIdentifier: id, challenge: challenge))
+            case .finished(let id, let path, let size, let sha256, _):
+                let event = try store.markFinished(uniqueIdentifier: id, destination: path, size: size)
+                progress[id] = nil
+                services.purge.track(finished: event, path: path, sha256: sha256)
+                recorded(event)
+            case .failed(let id, let error):
+                if error.code == .noSpace {
+                    waitForSpace(id, error)
+                    return true
+                }
+                progress[id] = nil
+                guard error.code != .cancelled else { return true }
+                try recorded(store.markFailed(uniqueIdentifier: id, error: DownloadFailure.stored(error)))
+            }
+        } catch let error as BAStoreError where error.code == .unknownDownload || error.code == .downloadEnded {
+            // A late event of a cancelled or ended download: nothing to record.
+        } catch let error as BAStoreError where error.code == .database {
+            if unrecorded.isEmpty { log("recording \(event) failed, kept to be recorded later: \(error)") }
+            return false
+        } catch {
+            log("recording \(event) failed: \(error)")
+        }
+        return true
+    }
+
+    /// A durable event was appended: the event router takes it from here.
+    private func recorded(_ event: StoredEvent) {
+        services.delivery.recorded(event)
+    }
+
+    /// Progress between two durable records: pushed to whoever listens now, never stored.
+    private func transientProgress(_ id: String, bytesWritten: Int64, totalBytes: Int64?) throws {
+        guard services.delivery.hasListeners else { return }
+        // Read once per transfer, not for every progress tick (cancel and the end drop the mark).
+        if progress[id]?.download == nil { progress[id]?.download = try store.download(uniqueIdentifier: id) }
+        guard let download = progress[id]?.download, download.state.isActive else { return }
+        services.delivery.transientProgress(of: download, bytesWritten: bytesWritten, totalBytes: totalBytes)
+    }
+
+    // MARK: - No space, no store
+
+    /// The transfer stopped for want of space: it keeps its partial file and waits, visibly,
+    /// until the file system has more room than now.
+    private func waitForSpace(_ id: String, _ error: DownloadError) {
+        let free = (try? services.configuration.freeSpace(services.containers.groupsDirectory)) ?? 0
+        if waitingForSpace[id] == nil {
+            log("download \(id) waits for disk space: \(error.message)")
+        }
+        waitingForSpace[id] = SpaceWait(freeBytesWhenStopped: free, stoppedAt: services.clock.instant)
+        armRetry()
+    }
+
+    /// Looks again after ``BasdServices/Configuration/spaceRetryInterval``, once.
+    func armRetry() {
+        guard !retryArmed else { return }
+        retryArmed = true
+        services.executor.after(services.configuration.spaceRetryInterval) { [self] in
+            retryArmed = false
+            retryWaiting()
+        }
+    }
+
+    /// Records what the store refused before (in order, stopping at the first that fails again),
+    /// then starts the transfers that wait for space if there is more room now.
+    func retryWaiting() {
+        while let first = unrecorded.first {
+            guard record(first) else { break }
+            unrecorded.removeFirst()
+        }
+        if !unrecorded.isEmpty {
+            armRetry()
+            return
+        }
+        guard !waitingForSpace.isEmpty else { return }
+        let free = (try? services.configuration.freeSpace(services.containers.groupsDirectory)) ?? 0
+        for (id, wait) in waitingForSpace where free > wait.freeBytesWhenStopped + Self.spaceMargin {
+            restartAfterSpaceWait(id)
+        }
+        if !waitingForSpace.isEmpty { armRetry() }
+    }
+
+    /// More room than this (over what was free when a transfer stopped) is worth another try.
+    static let spaceMargin: Int64 = 64 * 1024
+
+    /// Hands a transfer that waited for space to the engine again (from its partial file).
+    func restartAfterSpaceWait(_ id: String) {
+        waitingForSpace[id] = nil
+        do {
+            guard let download = try store.download(uniqueIdentifier: id), download.state.isActive,
+                let request = engineRequest(for: download)
+            else { return }
+            log("download \(id): there is disk space again; resuming")
+            engine.add(request)
+        } catch {
+            log("resuming download \(id) after a wait for space failed: \(error)")
+        }
+    }
+
+    // MARK: - A file already complete
+
+    /// Whether an active download's file is already complete at its destination (basd died
+    /// between renaming it into place and recording that): then it is recorded finished, without
+    /// fetching it again. The file must have no partial file beside it and match what is known of
+    /// it: its SHA-256 when one was given, else its declared size, else the bytes recorded so far
+    /// and a validator (the server's version of it).
+    func recognizeCompleteFile(_ download: StoredDownload) -> Bool {
+        guard download.applicationGroupIdentifier != nil else { return false }
+        let path = destination(of: download)
+        guard let size = RegularFile.size(path), size > 0 else { return false }
+        if let partial = download.partialPath, let partialSize = RegularFile.size(partial), partialSize > 0 {
+            return false
+        }
+        let complete: Bool
+        if let sha256 = download.sha256 {
+            complete = (try? SHA256Hasher.hex(ofFileAt: path)) == sha256.lowercased()
+        } else if let expected = download.expectedSize {
+            complete = size == expected
+        } else {
+            complete = download.validator != nil && download.bytesOnDisk <= size
+        }
+        guard complete else { return false }
+        do {
+            let event = try store.markFinished(uniqueIdentifier: download.uniqueIdentifier, destination: path, size: size)
+            log("download \(download.uniqueIdentifier) was already complete at \(path); recorded finished")
+            services.purge.track(finished: event, path: path, sha256: download.sha256 ?? "")
+            services.delivery.recorded(event)
+            return true
+        } catch {
+            log("recording the complete file of \(download.uniqueIdentifier) failed: \(error)")
+            return false
+        }
+    }
+}

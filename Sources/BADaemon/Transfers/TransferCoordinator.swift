@@ -1,0 +1,227 @@
+import BADaemonProtocol
+import BADownloadEngine
+import BAExtensionProtocol
+import BAStore
+import Foundation
+
+typealias EngineEvent = BADownloadEngine.DownloadEvent
+typealias WireEvent = BADaemonProtocol.DownloadEvent
+
+/// The only owner of basd's download engine and of the mapping between stored downloads and
+/// engine transfers: it adds, promotes, cancels and answers transfers, records the engine's
+/// events in the store (then hands each recorded event to the ``EventRouter``), and fetches
+/// manifests through the engine.
+///
+/// Two conditions never leave a download stuck:
+/// - **No space** (`ENOSPC`/`EDQUOT` writing a file): the transfer stops keeping its bytes and
+///   waits for space, shown as `waitingFor: "space"` in listings; it starts again by itself when
+///   the file system has more room than when it stopped.
+/// - **A store that cannot be written** (disk full under the state folder): the engine's events
+///   are kept, in order, and recorded when a write succeeds again; nothing is lost or reordered.
+final class TransferCoordinator: @unchecked Sendable {
+    unowned let services: BasdServices
+    let engine: DownloadEngine
+
+    /// Where a transfer stands between two durable progress records.
+    struct ProgressMark {
+        var recordedAt: ContinuousClock.Instant
+        var bytes: Int64 = 0
+        var totalBytes: Int64?
+        /// The download as scheduled, read once per transfer for the transient progress events.
+        var download: StoredDownload?
+    }
+
+    /// A transfer stopped for want of disk space.
+    struct SpaceWait {
+        var freeBytesWhenStopped: Int64
+        var stoppedAt: ContinuousClock.Instant
+    }
+
+    // Executor-confined state.
+    var progress: [String: ProgressMark] = [:]
+    /// Manifest fetches in flight, by engine id (`manifest:UUID`): their engine events go here,
+    /// not to the store.
+    var manifestFetches: [String: (EngineEvent) -> Void] = [:]
+    /// Transfers waiting for disk space, by unique identifier.
+    var waitingForSpace: [String: SpaceWait] = [:]
+    /// Engine events the store could not record yet (in arrival order).
+    var unrecorded: [EngineEvent] = []
+    /// Whether a look at ``waitingForSpace`` and ``unrecorded`` is armed.
+    var retryArmed = false
+    private var eventsTask: Task<Void, Never>?
+
+    init(_ services: BasdServices) {
+        self.services = services
+        var configuration = services.configuration.engine
+        configuration.backgroundConcurrency = services.settings.current.backgroundDownloadConcurrency
+        engine = DownloadEngine(configuration: configuration)
+    }
+
+    var store: BAStore { services.store }
+    var log: @Sendable (String) -> Void { services.log }
+
+    /// Forwards the engine's events to the executor. Call once.
+    func followEngine() {
+        let events = engine.events
+        let executor = services.executor
+        eventsTask = Task { [self] in
+            for await event in events {
+                executor.async { self.handle(event) }
+            }
+        }
+    }
+
+    /// Hands every active download to the engine, which resumes it from its partial file; one
+    /// whose file is already complete at its destination (basd died between the rename and its
+    /// record) is recorded finished without fetching a byte.
+    func resumeActiveDownloads() {
+        do {
+            let active = try store.activeDownloads()
+            var resumed = 0
+            for download in active {
+                if recognizeCompleteFile(download) { continue }
+                guard let request = engineRequest(for: download) else { continue }
+                engine.add(request)
+                resumed += 1
+            }
+            if resumed > 0 { log("resuming \(resumed) active download(s)") }
+        } catch {
+            log("could not resume downloads: \(error)")
+        }
+    }
+
+    /// Stops the engine; transfers keep their partial files.
+    func shutdown() {
+        engine.shutdown()
+        eventsTask?.cancel()
+    }
+
+    func setBackgroundConcurrency(_ count: Int) { engine.setBackgroundConcurrency(count) }
+
+    // MARK: - Engine requests
+
+    /// The engine's request for a stored download, or nil (logged) when it cannot have one.
+    func engineRequest(for download: StoredDownload) -> DownloadRequest? {
+        guard let group = download.applicationGroupIdentifier else {
+            log("download \(download.uniqueIdentifier) has no app group; it cannot be resumed")
+            return nil
+        }
+        do {
+            try services.containers.prepare(group: group)
+        } catch {
+            log("cannot prepare the container of \(group): \(error)")
+            return nil
+        }
+        return DownloadRequest(
+            id: download.uniqueIdentifier, url: download.url, destination: destination(of: download),
+            partialPath: download.partialPath, headers: download.headers,
+            // Only an essential download's size is a promise the file must keep (design §4).
+            expectedSize: download.isEssential ? download.expectedSize : nil,
+            byteLimit: download.restriction?.byteLimit, sha256: download.sha256, priority: download.priority,
+            isEssential: download.isEssential, isForeground: download.isForeground,
+            allowList: download.restriction?.allowList.map(HostAllowList.init))
+    }
+
+    func destination(of download: StoredDownload) -> String {
+        services.containers.destination(
+            group: download.applicationGroupIdentifier ?? "", uniqueIdentifier: download.uniqueIdentifier,
+            identifier: download.identifier)
+    }
+
+    // MARK: - Requests on transfers
+
+    func promote(_ download: StoredDownload) throws {
+        try store.promote(uniqueIdentifier: download.uniqueIdentifier)
+        if waitingForSpace[download.uniqueIdentifier] != nil {
+            // Waiting for space: try now, in the foreground.
+            restartAfterSpaceWait(download.uniqueIdentifier)
+            return
+        }
+        engine.promote(download.uniqueIdentifier)
+    }
+
+    func cancel(app: String, identifier: String) throws {
+        let download = try store.cancel(app: app, identifier: identifier)
+        engine.cancel(download.uniqueIdentifier)
+        progress[download.uniqueIdentifier] = nil
+        if waitingForSpace.removeValue(forKey: download.uniqueIdentifier) != nil, let partial = download.partialPath {
+            unlink(partial)
+            unlink(partial + ".validator")
+        }
+    }
+
+    /// Answers a credential request: a user and password with disposition 0 (use credential);
+    /// anything else fails the transfer with an authentication error.
+    func respond(to uniqueIdentifier: String, disposition: Int, user: String?, password: String?) {
+        if disposition == 0, let user, let password {
+            engine.respond(to: uniqueIdentifier, with: .useCredential(.init(user: user, password: password)))
+        } else {
+            engine.respond(to: uniqueIdentifier, with: .cancel)
+        }
+    }
+
+    /// The app's first launch: its active downloads drop their byte limits and allow-lists in the
+    /// running engine too (the store cleared them in ``BAStore/markLaunched(app:)``), keeping every
+    /// byte already on disk.
+    func liftRestrictions(of bundleIdentifier: String) {
+        do {
+            for download in try store.downloads(app: bundleIdentifier) where download.state.isActive {
+                engine.liftRestrictions(download.uniqueIdentifier)
+            }
+        } catch {
+            log("lifting the pre-launch restrictions of \(bundleIdentifier)'s downloads failed: \(error)")
+        }
+    }
+
+    // MARK: - Listings
+
+    func info(_ download: StoredDownload) -> DownloadInfo {
+        // A running transfer's bytes as the engine last reported them: the store records progress
+        // at most once a second (each record is an fsync), so it can be a second behind.
+        var bytes = download.bytesOnDisk
+        if download.state.isActive, let mark = progress[download.uniqueIdentifier] { bytes = max(bytes, mark.bytes) }
+        var info = DownloadInfo(
+            uniqueIdentifier: download.uniqueIdentifier, download: DownloadPayload(download), state: download.state.rawValue,
+            isForeground: download.isForeground, bytesOnDisk: bytes,
+            appIdentifier: download.appIdentifier, attempts: download.attempts, errorCode: download.lastError?.code,
+            errorMessage: download.lastError?.message)
+        if download.state.isActive, waitingForSpace[download.uniqueIdentifier] != nil { info.waitingFor = "space" }
+        return info
+    }
+
+    /// The active downloads of `app`, as the extension host passes them.
+    func activeRecords(of app: String) -> [DownloadRecord] {
+        ((try? store.downloads(app: app)) ?? []).filter { $0.state.isActive }.map(DownloadRecord.init)
+    }
+}
+
+extension DownloadPayload {
+    /// A stored download as the protocol describes it.
+    init(_ download: StoredDownload) {
+        self.init(
+            identifier: download.identifier, uniqueIdentifier: download.uniqueIdentifier, url: download.url,
+            headers: download.headers, applicationGroupIdentifier: download.applicationGroupIdentifier,
+            priority: download.priority, isEssential: download.isEssential, fileSize: download.expectedSize,
+            sha256: download.sha256)
+    }
+
+    /// A download an extension returned or scheduled, as the protocol describes it.
+    init(_ record: DownloadRecord) {
+        self.init(
+            identifier: record.identifier, uniqueIdentifier: record.uniqueIdentifier, url: record.url,
+            headers: record.headers, applicationGroupIdentifier: record.applicationGroupIdentifier,
+            priority: record.priority, isEssential: record.isEssential,
+            fileSize: record.fileSize > 0 ? record.fileSize : nil, sha256: record.sha256)
+    }
+}
+
+extension DownloadRecord {
+    /// A stored download as the extension host describes it.
+    init(_ download: StoredDownload) {
+        self.init(
+            identifier: download.identifier, uniqueIdentifier: download.uniqueIdentifier, url: download.url,
+            applicationGroupIdentifier: download.applicationGroupIdentifier, fileSize: download.expectedSize ?? 0,
+            priority: download.priority, isEssential: download.isEssential, state: Int32(download.state.rawValue),
+            headers: download.headers, sha256: download.sha256)
+    }
+}
