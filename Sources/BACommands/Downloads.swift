@@ -41,6 +41,8 @@ struct Downloads: ParsableCommand {
         var errorMessage: String?
         var applicationGroupIdentifier: String?
         var sha256: String?
+        /// What an active download waits for (`space`), if anything.
+        var waitingFor: String?
 
         init(_ info: DownloadInfo) {
             appIdentifier = info.appIdentifier
@@ -59,6 +61,7 @@ struct Downloads: ParsableCommand {
             errorMessage = info.errorMessage
             applicationGroupIdentifier = info.download.applicationGroupIdentifier
             sha256 = info.download.sha256
+            waitingFor = info.waitingFor
         }
 
         /// `BADownload.State`'s name for its raw value.
@@ -103,7 +106,9 @@ struct Downloads: ParsableCommand {
         ])
         for row in rows {
             table.append([
-                row.appIdentifier ?? "-", row.identifier, String(row.uniqueIdentifier.prefix(8)), row.state,
+                row.appIdentifier ?? "-", row.identifier, String(row.uniqueIdentifier.prefix(8)),
+                // A download waiting for disk space says so.
+                row.waitingFor.map { "\(row.state) (waiting for \($0))" } ?? row.state,
                 HumanReadable.bytes(row.bytesOnDisk) + " / " + (row.fileSize.map(HumanReadable.bytes) ?? "?"),
                 "\(row.priority)", row.essential ? "yes" : "no", row.foreground ? "yes" : "no",
                 row.attempts.map(String.init) ?? "-",

@@ -60,12 +60,16 @@ public struct DownloadRequest: Sendable {
     /// Sent when the server asks (401); otherwise the engine asks through an event.
     public var credential: Credential?
     public var trust: Trust
+    /// The validator the owner remembers for the partial file's bytes (basd keeps it in its
+    /// store), used when the `.validator` sidecar is missing: a disk that filled up may have had
+    /// no room for it. Without either, bytes already on disk are not resumed.
+    public var validator: String?
 
     public init(
         id: String, url: String, destination: String, partialPath: String? = nil, headers: [Header] = [],
         expectedSize: Int64? = nil, byteLimit: Int64? = nil, sha256: String? = nil, priority: Int64 = 50,
         isEssential: Bool = false, isForeground: Bool = false, allowList: HostAllowList? = nil,
-        credential: Credential? = nil, trust: Trust = Trust()
+        credential: Credential? = nil, trust: Trust = Trust(), validator: String? = nil
     ) {
         self.id = id
         self.url = url
@@ -81,6 +85,7 @@ public struct DownloadRequest: Sendable {
         self.allowList = allowList
         self.credential = credential
         self.trust = trust
+        self.validator = validator
     }
 }
 

@@ -84,7 +84,7 @@ public func runProcess(
 }
 
 /// Runs an executable to completion, reading both pipes concurrently (a full pipe would block it).
-func runProcessBlocking(_ path: String, _ arguments: [String], environment: [String: String], currentDirectory: String?)
+public func runProcessBlocking(_ path: String, _ arguments: [String], environment: [String: String], currentDirectory: String?)
     throws
     -> ProcessOutput
 {

@@ -11,6 +11,13 @@ extension TransferCoordinator {
             manifestFetches[event.id]?(event)
             return
         }
+        // A transfer out of space waits at once: that needs no store write, so it is not held
+        // behind events the store could not record yet.
+        if case .failed(let id, let error) = event, error.code == .noSpace {
+            progress[id] = nil
+            waitForSpace(id, error)
+            return
+        }
         // Events the store could not record yet go first, in order.
         guard unrecorded.isEmpty else {
             unrecorded.append(event)
@@ -64,10 +71,6 @@ extension TransferCoordinator {
                 services.purge.track(finished: event, path: path, sha256: sha256)
                 recorded(event)
             case .failed(let id, let error):
-                if error.code == .noSpace {
-                    waitForSpace(id, error)
-                    return true
-                }
                 progress[id] = nil
                 guard error.code != .cancelled else { return true }
                 try recorded(store.markFailed(uniqueIdentifier: id, error: DownloadFailure.stored(error)))
@@ -101,7 +104,7 @@ extension TransferCoordinator {
 
     /// The transfer stopped for want of space: it keeps its partial file and waits, visibly,
     /// until the file system has more room than now.
-    private func waitForSpace(_ id: String, _ error: DownloadError) {
+    func waitForSpace(_ id: String, _ error: DownloadError) {
         let free = (try? services.configuration.freeSpace(services.containers.groupsDirectory)) ?? 0
         if waitingForSpace[id] == nil {
             log("download \(id) waits for disk space: \(error.message)")

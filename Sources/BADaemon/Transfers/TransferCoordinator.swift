@@ -119,7 +119,7 @@ final class TransferCoordinator: @unchecked Sendable {
             expectedSize: download.isEssential ? download.expectedSize : nil,
             byteLimit: download.restriction?.byteLimit, sha256: download.sha256, priority: download.priority,
             isEssential: download.isEssential, isForeground: download.isForeground,
-            allowList: download.restriction?.allowList.map(HostAllowList.init))
+            allowList: download.restriction?.allowList.map(HostAllowList.init), validator: download.validator)
     }
 
     func destination(of download: StoredDownload) -> String {

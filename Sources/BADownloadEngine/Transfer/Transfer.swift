@@ -90,6 +90,8 @@ final class Transfer: @unchecked Sendable {
         if bytesOnDisk > 0, let saved = try? String(contentsOfFile: validatorPath, encoding: .utf8), !saved.isEmpty {
             validator = saved
             validatorPersisted = true
+        } else if bytesOnDisk > 0, let remembered = request.validator, !remembered.isEmpty {
+            validator = remembered
         }
         if bytesOnDisk > 0 && validator == nil {
             // Bytes of an unknown version: they cannot be resumed safely.

@@ -1,0 +1,192 @@
+import BAAssetServer
+import BADaemonProtocol
+import BAStore
+import BATestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Regressions of defects that lived in basd's core before its rebuild: events stranded after an
+/// app exits, a FIFO freezing basd, a full disk leaving a download stuck, a complete file fetched
+/// again after a crash, identifiers that alias folders. Each runs a real basd.
+@Suite("basd core defects", .timeLimit(.minutes(3)))
+struct CoreDefectTests {
+    static let app = DownloadServiceTests.app
+    static let group = DownloadServiceTests.group
+    static let catalog = Array(#"{"title": "Sample catalog", "assets": []}"#.utf8)
+
+    /// An app that connected, subscribed and quit: its extension gets the next finished download
+    /// (the closed connection no longer counts as a listener).
+    @Test("after an app subscribes and exits, a finished download wakes its extension", arguments: [false, true])
+    func eventsAfterTheAppExits(withObserver: Bool) async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        server.setFile("/catalog.json", contents: Self.catalog)
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        try DownloadServiceTests.register(daemon, extensionPath: BuildProducts.library("SampleSwiftExtension"))
+
+        // `ba events --follow`'s connection, following every event while all this happens.
+        let observer =
+            withObserver
+            ? try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid())) : nil
+        defer { observer?.close() }
+        try observer?.call(.subscribeEvents)
+
+        // The app launches, subscribes, and quits.
+        let launched = try DownloadServiceTests.appClient(daemon)
+        try launched.call(.subscribeEvents)
+        try launched.call(.status)
+        launched.close()
+
+        // Later (a periodic run, say) a download finishes with no app running.
+        let client = try DownloadServiceTests.appClient(daemon)
+        try client.call(.schedule(DownloadPayload(identifier: "catalog", url: server.url("/catalog.json"))))
+        client.close()
+        try await DownloadServiceTests.waitForFinishedRun(daemon)
+        let kept = daemon.stateDirectory + "/groups/" + Self.group + "/Assets/catalog"
+        #expect(FileManager.default.contents(atPath: kept) == Data(Self.catalog), "basd log: \(daemon.standardError)")
+    }
+
+    /// `Info.plist` as a FIFO: `ba install` is refused at once, naming what the file is, and basd
+    /// keeps answering everyone.
+    @Test("a FIFO as Info.plist is refused without blocking basd")
+    func fifoInfoPlist() async throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let app = daemon.directory.path + "/fifo-app"
+        try FileManager.default.createDirectory(atPath: app, withIntermediateDirectories: true)
+        #expect(mkfifo(app + "/Info.plist", 0o600) == 0)
+        // `timeout` ends a hang with 124, so a regression fails instead of hanging the suite.
+        let ba = CLIQueries.ba
+        async let install = runProcess("/usr/bin/timeout", ["20", ba, "install", app, "--socket", daemon.socketPath])
+        let status = try await runProcess("/usr/bin/timeout", ["20", ba, "status", "--socket", daemon.socketPath])
+        #expect(status.status == 0, "ba status: \(status.status) \(status.stderr)")
+        let installed = try await install
+        #expect(installed.status != 124, "ba install hung on the FIFO")
+        #expect(installed.status == 33, "\(installed.status) \(installed.stdout)\(installed.stderr)")
+        #expect(installed.stderr.contains("FIFO"), "\(installed.stderr)")
+        let again = try await runProcess("/usr/bin/timeout", ["20", ba, "status", "--socket", daemon.socketPath])
+        #expect(again.status == 0, "basd stopped answering: \(again.stderr)\n\(daemon.standardError)")
+    }
+
+    /// A file complete at its destination when basd starts (it died between the rename and the
+    /// record) is recorded finished, without a request; one that is not complete is fetched.
+    @Test("a file already complete at its destination after a crash is not fetched again")
+    func completeFileAfterACrash() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let complete = SampleAppFixture.bytes(50_000, seed: 3)
+        let torn = SampleAppFixture.bytes(40_000, seed: 4)
+        server.setFile("/complete.bin", contents: complete)
+        server.setFile("/torn.bin", contents: torn)
+        let directory = try TemporaryDirectory()
+        let first = try DaemonProcess(directory: directory)
+        try DownloadServiceTests.register(first)
+        let stateDirectory = first.stateDirectory
+        first.send(SIGKILL)
+        #expect(first.waitForExit(timeout: 10) != nil)
+
+        // What the dead basd left: two active downloads, one complete file renamed into place,
+        // one destination holding fewer bytes than declared.
+        let store = try BAStore.open(path: stateDirectory + "/state.sqlite")
+        let downloads = [("complete", complete), ("torn", torn)].map { name, bytes in
+            StoredDownload(
+                appIdentifier: Self.app, identifier: name, url: server.url("/\(name).bin"),
+                applicationGroupIdentifier: Self.group, expectedSize: Int64(bytes.count))
+        }
+        let folder = stateDirectory + "/groups/" + Self.group + "/.background-assets/downloads"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for download in downloads { try store.schedule(download) }
+        try Data(complete).write(to: URL(fileURLWithPath: folder + "/\(downloads[0].uniqueIdentifier)-complete"))
+        try Data(torn.prefix(100)).write(to: URL(fileURLWithPath: folder + "/\(downloads[1].uniqueIdentifier)-torn"))
+        try store.close()
+
+        let daemon = try DaemonProcess(directory: directory)
+        defer { daemon.kill() }
+        let rows = try await CLIQueries.poll(
+            "both downloads finished", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: Self.app) },
+            until: { $0.count == 2 && $0.allSatisfy { $0["state"] as? String == "finished" } })
+        #expect(rows.count == 2)
+        #expect(server.requests(for: "/complete.bin").isEmpty, "the complete file was fetched again")
+        #expect(server.requests(for: "/torn.bin").count == 1)
+        let delivered = folder + "/\(downloads[1].uniqueIdentifier)-torn"
+        #expect(FileManager.default.contents(atPath: delivered) == Data(torn))
+        #expect(daemon.standardError.contains("was already complete"), "\(daemon.standardError)")
+    }
+
+    /// `.`, `..`, empty and NUL identifiers, names that would alias basd's folders, and paths that
+    /// are not absolute paths are refused over the protocol as in an Info.plist; a URL with a NUL
+    /// is refused; control characters a client sends reach basd's log escaped.
+    @Test("identifiers, paths and URLs that alias folders or hide bytes are refused everywhere")
+    func identifiersAndPaths() async throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        defer { cli.close() }
+        let directory = daemon.directory.path
+        func registration(
+            _ bundle: String = "a", group: String = "g", directory: String = directory, library: String? = nil
+        ) -> AppRegistration {
+            AppRegistration(
+                bundleIdentifier: bundle, version: "1", appGroupIdentifier: group, appDirectory: directory,
+                extensionPath: library)
+        }
+        let refused: [(AppRegistration, String)] = [
+            (registration("."), "'.'"),
+            (registration(group: "."), "'.'"),
+            (registration(group: ".."), ".."),
+            (registration(group: ""), "empty"),
+            (registration("a\u{0}b"), "NUL"),
+            (registration(group: ".ba-partial"), "starts with '.'"),
+            (registration(directory: ""), "empty"),
+            (registration(directory: "../../etc"), "absolute"),
+            (registration(directory: "/tmp/../etc"), ".."),
+            (registration(library: "https://example.com/lib.so"), "absolute"),
+        ]
+        for (registration, why) in refused {
+            do {
+                try cli.call(.registerApp(registration))
+                Issue.record("registered \(registration)")
+            } catch {
+                #expect(error.code == 0 && error.message.contains(why), "\(registration): \(error.code) \(error.message)")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: daemon.stateDirectory + "/groups/g"))
+
+        // A URL with a NUL byte would be fetched cut short where C reads it.
+        try DownloadServiceTests.register(daemon)
+        let app = try DownloadServiceTests.appClient(daemon)
+        defer { app.close() }
+        do {
+            let result = try app.call(.schedule(DownloadPayload(identifier: "x", url: "http://127.0.0.1:1/a\u{0}b")))
+            Issue.record("scheduled a URL with a NUL: \(result)")
+        } catch {
+            #expect(error.code == 0 && error.message.contains("NUL"), "\(error.message)")
+        }
+    }
+
+    /// basd's log escapes control characters in what a client sent: here an unknown request
+    /// type, which basd quotes when it closes the connection.
+    @Test("control characters a client sends are escaped in basd's log")
+    func logLinesAreEscaped() async throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let raw = try TestClient(socketPath: daemon.socketPath)
+        let frame = Array(#"{"id":1,"type":"x\nbasd: forged line"}"#.utf8)
+        var length = UInt32(frame.count).bigEndian
+        let prefix = withUnsafeBytes(of: &length) { Array($0) }
+        _ = raw.sendRaw(prefix + frame)
+        _ = try? raw.receive()
+        _ = try await CLIQueries.poll(
+            "basd's log line about the bad frame", daemon, timeout: 10, read: { daemon.standardError },
+            until: { $0.contains("bad input") })
+        let lines = daemon.standardError.split(separator: "\n")
+        #expect(!lines.contains { $0.hasPrefix("basd: forged line") }, "\(daemon.standardError)")
+        #expect(daemon.standardError.contains(#"x\nbasd: forged line"#), "\(daemon.standardError)")
+    }
+}
