@@ -13,7 +13,7 @@
 /// holds it as rows.
 struct AppDeliveryStateMachine: Equatable {
     /// What the app's extension slot is doing.
-    enum Slot: Equatable {
+    enum Slot: Equatable, Sendable {
         /// Nothing runs.
         case idle
         /// A content request holds it, from its manifest fetch to its call's end.
@@ -25,7 +25,7 @@ struct AppDeliveryStateMachine: Equatable {
     /// A content request waiting for (or holding) the slot.
     typealias CallID = UInt64
 
-    enum Input: Equatable {
+    enum Input: Equatable, Sendable {
         /// An app connection asked for events.
         case sessionSubscribed
         /// A subscribed app connection closed.
@@ -47,7 +47,7 @@ struct AppDeliveryStateMachine: Equatable {
         case schedulerTick
     }
 
-    enum Action: Equatable {
+    enum Action: Equatable, Sendable {
         /// Send the undelivered events to the app's subscribed connections.
         case sendToApp
         /// Look for the first undelivered event that needs the extension (dropping those that have

@@ -1,0 +1,179 @@
+import Testing
+
+@testable import BADaemon
+
+/// `AppDeliveryStateMachine` as a table: each row a state (built by the inputs before it), one
+/// input, the actions and the state after. The same table is in `docs/architecture.md`.
+@Suite("app delivery state machine")
+struct AppDeliveryStateMachineTests {
+    typealias Machine = AppDeliveryStateMachine
+
+    /// A starting state, made by feeding inputs to a fresh machine (3 attempts per event).
+    struct Start: CustomStringConvertible {
+        var name: String
+        var inputs: [Machine.Input]
+        var description: String { name }
+
+        var machine: Machine {
+            var machine = Machine(attempts: 3)
+            for input in inputs { _ = machine.handle(input) }
+            return machine
+        }
+    }
+
+    static let idle = Start(name: "idle, no session", inputs: [])
+    static let subscribed = Start(name: "one session", inputs: [.sessionSubscribed])
+    static let inEvent = Start(name: "extension has event 7", inputs: [.extensionNeeded(sequence: 7, refusal: nil)])
+    static let inEventWithSession = Start(
+        name: "extension has event 7, app subscribed meanwhile",
+        inputs: [.extensionNeeded(sequence: 7, refusal: nil), .sessionSubscribed])
+    static let inContent = Start(name: "content call 1 runs", inputs: [.contentCallRequested(1)])
+    static let contentAndWaiting = Start(
+        name: "content call 1 runs, 2 waits", inputs: [.contentCallRequested(1), .contentCallRequested(2)])
+    static let eventAndWaiting = Start(
+        name: "extension has event 7, content call 2 waits",
+        inputs: [.extensionNeeded(sequence: 7, refusal: nil), .contentCallRequested(2)])
+    static let failedTwice = Start(
+        name: "event 7 failed twice",
+        inputs: [
+            .extensionNeeded(sequence: 7, refusal: nil), .eventCallEnded(sequence: 7, ok: false),
+            .extensionNeeded(sequence: 7, refusal: nil), .eventCallEnded(sequence: 7, ok: false),
+            .extensionNeeded(sequence: 7, refusal: nil),
+        ])
+    static let heldBack = Start(
+        name: "held back (allowance used up)", inputs: [.extensionNeeded(sequence: 7, refusal: "allowance")])
+
+    struct Row: CustomStringConvertible, Sendable {
+        var start: String
+        var input: Machine.Input
+        var actions: [Machine.Action]
+        var slotAfter: Machine.Slot
+        var sessionsAfter: Int
+        var description: String { "\(start) + \(input)" }
+    }
+
+    static let starts = [
+        idle, subscribed, inEvent, inEventWithSession, inContent, contentAndWaiting, eventAndWaiting, failedTwice,
+        heldBack,
+    ]
+
+    static let rows: [Row] = [
+        // Sessions.
+        Row(start: idle.name, input: .sessionSubscribed, actions: [.sendToApp], slotAfter: .idle, sessionsAfter: 1),
+        Row(start: subscribed.name, input: .sessionClosed, actions: [.routeToExtension], slotAfter: .idle, sessionsAfter: 0),
+        Row(start: subscribed.name, input: .sessionSubscribed, actions: [.sendToApp], slotAfter: .idle, sessionsAfter: 2),
+        // The event in the extension is the extension's until its call ends.
+        Row(
+            start: inEvent.name, input: .sessionSubscribed, actions: [], slotAfter: .eventCall(sequence: 7),
+            sessionsAfter: 1),
+        Row(
+            start: inContent.name, input: .sessionSubscribed, actions: [.sendToApp], slotAfter: .contentCall(1),
+            sessionsAfter: 1),
+        // Recorded events.
+        Row(start: idle.name, input: .eventRecorded, actions: [.routeToExtension], slotAfter: .idle, sessionsAfter: 0),
+        Row(start: subscribed.name, input: .eventRecorded, actions: [.sendToApp], slotAfter: .idle, sessionsAfter: 1),
+        Row(start: inEvent.name, input: .eventRecorded, actions: [], slotAfter: .eventCall(sequence: 7), sessionsAfter: 0),
+        Row(
+            start: inEventWithSession.name, input: .eventRecorded, actions: [], slotAfter: .eventCall(sequence: 7),
+            sessionsAfter: 1),
+        Row(start: inContent.name, input: .eventRecorded, actions: [], slotAfter: .contentCall(1), sessionsAfter: 0),
+        // Waking the extension.
+        Row(
+            start: idle.name, input: .extensionNeeded(sequence: 7, refusal: nil), actions: [.wake(sequence: 7)],
+            slotAfter: .eventCall(sequence: 7), sessionsAfter: 0),
+        Row(
+            start: idle.name, input: .extensionNeeded(sequence: 7, refusal: "off"),
+            actions: [.holdBack(reason: "off")], slotAfter: .idle, sessionsAfter: 0),
+        Row(
+            start: heldBack.name, input: .extensionNeeded(sequence: 7, refusal: "allowance"), actions: [],
+            slotAfter: .idle, sessionsAfter: 0),
+        Row(
+            start: heldBack.name, input: .schedulerTick, actions: [.routeToExtension], slotAfter: .idle,
+            sessionsAfter: 0),
+        Row(start: idle.name, input: .schedulerTick, actions: [], slotAfter: .idle, sessionsAfter: 0),
+        Row(
+            start: subscribed.name, input: .extensionNeeded(sequence: 7, refusal: nil), actions: [], slotAfter: .idle,
+            sessionsAfter: 1),
+        // A call's end.
+        Row(
+            start: inEvent.name, input: .eventCallEnded(sequence: 7, ok: true), actions: [.routeToExtension],
+            slotAfter: .idle, sessionsAfter: 0),
+        Row(
+            start: inEvent.name, input: .eventCallEnded(sequence: 7, ok: false),
+            actions: [.retry(after: .milliseconds(200))], slotAfter: .idle, sessionsAfter: 0),
+        Row(
+            start: inEventWithSession.name, input: .eventCallEnded(sequence: 7, ok: true), actions: [.sendToApp],
+            slotAfter: .idle, sessionsAfter: 1),
+        Row(
+            start: inEventWithSession.name, input: .eventCallEnded(sequence: 7, ok: false), actions: [.sendToApp],
+            slotAfter: .idle, sessionsAfter: 1),
+        Row(
+            start: failedTwice.name, input: .eventCallEnded(sequence: 7, ok: false),
+            actions: [.keepForApp(sequence: 7, failures: 3)], slotAfter: .idle, sessionsAfter: 0),
+        Row(
+            start: eventAndWaiting.name, input: .eventCallEnded(sequence: 7, ok: true),
+            actions: [.startContentCall(2)], slotAfter: .contentCall(2), sessionsAfter: 0),
+        Row(
+            start: eventAndWaiting.name, input: .eventCallEnded(sequence: 7, ok: false),
+            actions: [.startContentCall(2), .retry(after: .milliseconds(200))], slotAfter: .contentCall(2),
+            sessionsAfter: 0),
+        Row(
+            start: inEvent.name, input: .eventCallEnded(sequence: 8, ok: true), actions: [],
+            slotAfter: .eventCall(sequence: 7), sessionsAfter: 0),
+        // Content requests.
+        Row(
+            start: idle.name, input: .contentCallRequested(1), actions: [.startContentCall(1)],
+            slotAfter: .contentCall(1), sessionsAfter: 0),
+        Row(
+            start: inEvent.name, input: .contentCallRequested(2), actions: [.contentCallWaits(2)],
+            slotAfter: .eventCall(sequence: 7), sessionsAfter: 0),
+        Row(
+            start: inContent.name, input: .contentCallEnded(1), actions: [.routeToExtension], slotAfter: .idle,
+            sessionsAfter: 0),
+        Row(
+            start: contentAndWaiting.name, input: .contentCallEnded(1), actions: [.startContentCall(2)],
+            slotAfter: .contentCall(2), sessionsAfter: 0),
+        Row(start: inContent.name, input: .contentCallEnded(9), actions: [], slotAfter: .contentCall(1), sessionsAfter: 0),
+        // Retries.
+        Row(start: idle.name, input: .retryDue, actions: [.routeToExtension], slotAfter: .idle, sessionsAfter: 0),
+        Row(start: subscribed.name, input: .retryDue, actions: [.sendToApp], slotAfter: .idle, sessionsAfter: 1),
+        Row(start: inContent.name, input: .retryDue, actions: [], slotAfter: .contentCall(1), sessionsAfter: 0),
+    ]
+
+    @Test("each row: the state, the input, the actions and the state after", arguments: rows)
+    func row(_ row: Row) throws {
+        let start = try #require(Self.starts.first { $0.name == row.start })
+        var machine = start.machine
+        let actions = machine.handle(row.input)
+        #expect(actions == row.actions)
+        #expect(machine.slot == row.slotAfter)
+        #expect(machine.sessions == row.sessionsAfter)
+    }
+
+    /// Defect S1 as a row: an app that subscribed and quit leaves its events to the extension.
+    @Test("an app that subscribed and quit: the next event goes to the extension")
+    func appQuit() {
+        var machine = Machine(attempts: 3)
+        #expect(machine.handle(.sessionSubscribed) == [.sendToApp])
+        #expect(machine.handle(.sessionClosed) == [.routeToExtension])
+        #expect(machine.handle(.eventRecorded) == [.routeToExtension])
+        #expect(machine.handle(.extensionNeeded(sequence: 1, refusal: nil)) == [.wake(sequence: 1)])
+        #expect(machine.handle(.eventCallEnded(sequence: 1, ok: true)) == [.routeToExtension])
+        #expect(machine.isQuiet)
+    }
+
+    /// A failed event is kept for the app after the attempts, and the next event still waits
+    /// behind it (events go in order).
+    @Test("after the last attempt an event stays for the app; later walks do not wake for it")
+    func attemptsRunOut() {
+        var machine = Machine(attempts: 2)
+        _ = machine.handle(.extensionNeeded(sequence: 4, refusal: nil))
+        #expect(machine.handle(.eventCallEnded(sequence: 4, ok: false)) == [.retry(after: .milliseconds(200))])
+        #expect(machine.handle(.retryDue) == [.routeToExtension])
+        #expect(machine.handle(.extensionNeeded(sequence: 4, refusal: nil)) == [.wake(sequence: 4)])
+        #expect(machine.handle(.eventCallEnded(sequence: 4, ok: false)) == [.keepForApp(sequence: 4, failures: 2)])
+        #expect(machine.handle(.extensionNeeded(sequence: 4, refusal: nil)) == [])
+        // The app connects: it gets the event.
+        #expect(machine.handle(.sessionSubscribed) == [.sendToApp])
+    }
+}
