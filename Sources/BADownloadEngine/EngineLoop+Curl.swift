@@ -1,0 +1,193 @@
+import CCurl
+import Foundation
+
+// The libcurl side of the engine thread: easy handles, their options and callbacks, and the
+// multi handle's loop.
+extension EngineLoop {
+
+    func launch(_ transfer: Transfer, url: String, offset: Int64, validator: String?) {
+        detach(transfer)
+        if offset == 0 && transfer.bytesOnDisk > 0 {
+            do {
+                try transfer.truncate(to: 0)
+            } catch {
+                return finishFailed(transfer, error)
+            }
+        }
+        transfer.requestOffset = offset
+        transfer.requestValidator = validator
+        transfer.head = ResponseHead()
+        transfer.decision = nil
+        transfer.abortError = nil
+        transfer.discardedBodyBytes = 0
+        transfer.lastActivity = clock.now()
+        // The first progress comes 100 ms in: a small file is done before that and needs none.
+        transfer.lastProgress = ContinuousClock.now
+        guard let easy = curl_easy_init() else {
+            return finishFailed(transfer, DownloadError(.network, "curl_easy_init failed"))
+        }
+        transfer.easy = easy
+        active[ObjectIdentifier(transfer)] = transfer
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        ccurl_setopt_string(easy, CURLOPT_URL, url)
+        ccurl_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        ccurl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)  // every hop is checked here
+        ccurl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        ccurl_setopt_long(easy, CURLOPT_NOPROGRESS, 1)
+        ccurl_setopt_long(easy, CURLOPT_BUFFERSIZE, configuration.bufferSize)
+        ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(milliseconds(configuration.connectTimeout)))
+        ccurl_setopt_pointer(easy, CURLOPT_PRIVATE, context)
+        ccurl_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, writeCallback)
+        ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        ccurl_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, headerCallback)
+        ccurl_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        if offset > 0 { ccurl_setopt_string(easy, CURLOPT_RANGE, "\(offset)-") }
+        var headers = transfer.request.headers.map { "\($0.name): \($0.value)" }
+        if offset > 0, let validator { headers.append("If-Range: \(validator)") }
+        // Identity bytes: a range of a compressed representation is not a range of the file.
+        headers.append("Accept-Encoding: identity")
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in headers { list = curl_slist_append(list, header) }
+        transfer.headerList = list
+        ccurl_setopt_slist(easy, CURLOPT_HTTPHEADER, list)
+        if let credential = transfer.credential, transfer.machine.credentialsSent {
+            ccurl_setopt_string(easy, CURLOPT_USERNAME, credential.user)
+            ccurl_setopt_string(easy, CURLOPT_PASSWORD, credential.password)
+            ccurl_setopt_long(easy, CURLOPT_HTTPAUTH, ccurl_auth_basic_digest())
+        }
+        if let caFile = transfer.request.trust.caFile { ccurl_setopt_string(easy, CURLOPT_CAINFO, caFile) }
+        if let pin = transfer.request.trust.pinnedPublicKey { ccurl_setopt_string(easy, CURLOPT_PINNEDPUBLICKEY, pin) }
+        curl_multi_add_handle(multi, easy)
+        emit(.began(id: transfer.id, offset: offset, isForeground: transfer.machine.isForeground))
+    }
+
+    /// Takes the transfer's handle off the multi handle and frees it.
+    func detach(_ transfer: Transfer) {
+        active[ObjectIdentifier(transfer)] = nil
+        if let easy = transfer.easy {
+            curl_multi_remove_handle(multi, easy)
+            curl_easy_cleanup(easy)
+            transfer.easy = nil
+        }
+        if let list = transfer.headerList {
+            curl_slist_free_all(list)
+            transfer.headerList = nil
+        }
+    }
+
+    func drainMessages() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let result = ccurl_message_result(message)
+            var privatePointer: UnsafeMutablePointer<CChar>?
+            ccurl_getinfo_string(easy, CURLINFO_PRIVATE, &privatePointer)
+            guard let privatePointer else { continue }
+            let transfer = Unmanaged<Transfer>.fromOpaque(UnsafeRawPointer(privatePointer)).takeUnretainedValue()
+            requestEnded(transfer, result: result)
+        }
+    }
+
+    func requestEnded(_ transfer: Transfer, result: CURLcode) {
+        let outcome = outcome(of: transfer, result: result)
+        detach(transfer)
+        // A transfer that ends here reports its bytes with `finished`; one that will go on
+        // reports where it stopped.
+        if outcome != .complete { emitProgress(transfer, force: true) }
+        let policy = transfer.machine.isForeground ? configuration.foregroundRetry : configuration.backgroundRetry
+        let action = transfer.machine.requestEnded(
+            outcome, policy: policy, now: clock.now(), random: Double.random(in: 0..<1, using: &random),
+            bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator)
+        apply(action, to: transfer)
+    }
+
+    /// Turns libcurl's result and the response decision into the state machine's outcome.
+    func outcome(of transfer: Transfer, result: CURLcode) -> TransferStateMachine.Outcome {
+        let url = transfer.machine.currentURL
+        if let error = transfer.abortError { return .fatal(error) }
+        if let decision = transfer.decision {
+            switch decision {
+            case .fail(let error): return .fatal(error)
+            case .restartWithoutRange(let reason):
+                transfer.rememberValidator(nil)
+                return .restartWithoutRange(reason: reason)
+            case .redirect(let location):
+                let resolved = URL(string: location, relativeTo: URL(string: url))?.absoluteURL.absoluteString
+                return .redirect(location: location, resolved: resolved)
+            case .needsCredentials(let challenge): return .needsCredentials(challenge: challenge)
+            case .retry(let reason, let retryAfter):
+                let delay = retryAfter.flatMap {
+                    RetryPolicy.parseRetryAfter($0, nowUnixSeconds: Int64(Date().timeIntervalSince1970))
+                }
+                return .retryable(reason: reason, retryAfter: delay, isConnectivity: false)
+            case .alreadyComplete:
+                if result == CURLE_OK { return .complete }
+            case .write:
+                if result == CURLE_OK {
+                    if let total = transfer.total, transfer.bytesOnDisk != total {
+                        return .retryable(
+                            reason:
+                                "the server ended the response at \(transfer.bytesOnDisk) of \(total) bytes for \(url)",
+                            retryAfter: nil, isConnectivity: false)
+                    }
+                    return .complete
+                }
+            }
+        }
+        let code = CurlCode(rawValue: result.rawValue)
+        if result == CURLE_FILESIZE_EXCEEDED {
+            return .fatal(
+                DownloadError(
+                    .sizeMismatch, "the server sent more than the expected size for \(url)",
+                    curlCode: Int32(result.rawValue)))
+        }
+        if code.isTLS { return .fatal(DownloadError(.tls, "\(url): \(code)", curlCode: Int32(result.rawValue))) }
+        if code.isTransient || result == CURLE_OK {
+            let what = result == CURLE_OK ? "the server closed the connection" : "\(code)"
+            return .retryable(
+                reason: "\(url): \(what) after \(transfer.bytesOnDisk) bytes", retryAfter: nil,
+                isConnectivity: code.isConnectivity)
+        }
+        return .fatal(DownloadError(.network, "\(url): \(code)", curlCode: Int32(result.rawValue)))
+    }
+
+    /// Least time between two progress events of one transfer.
+    static let progressInterval = Duration.milliseconds(100)
+
+    /// Reports bytes that arrived since the last report once the interval has passed, also
+    /// when no more bytes come (a stalled transfer still shows how far it got).
+    func flushProgress() {
+        let now = ContinuousClock.now
+        for transfer in active.values where transfer.bytesOnDisk != transfer.reportedBytes && transfer.bytesOnDisk > 0 {
+            if let last = transfer.lastProgress, now - last < Self.progressInterval { continue }
+            emitProgress(transfer, force: true)
+        }
+    }
+
+    func emitProgress(_ transfer: Transfer, force: Bool) {
+        let now = ContinuousClock.now
+        if !force, let last = transfer.lastProgress, now - last < Self.progressInterval { return }
+        transfer.lastProgress = now
+        transfer.reportedBytes = transfer.bytesOnDisk
+        emit(
+            .progress(
+                id: transfer.id, bytesWritten: transfer.bytesOnDisk,
+                totalBytes: transfer.request.expectedSize ?? transfer.total))
+    }
+}
+
+private let writeCallback: ccurl_data_callback = { data, size, count, userData in
+    guard let data, let userData else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userData).takeUnretainedValue()
+    let bytes = UnsafeRawBufferPointer(start: data, count: size * count)
+    guard transfer.body(bytes) else { return 0 }
+    transfer.loop?.emitProgress(transfer, force: false)
+    return size * count
+}
+
+private let headerCallback: ccurl_data_callback = { data, size, count, userData in
+    guard let data, let userData else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(userData).takeUnretainedValue()
+    transfer.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
+    return size * count
+}
