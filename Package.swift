@@ -150,7 +150,7 @@ let package = Package(
             dependencies: [
                 "BackgroundAssets", "BAExtensionProtocol", "BAExtensionABI", "CBAExtension", "BADaemonProtocol",
             ]),
-        .testTarget(name: "BAExtensionProtocolTests", dependencies: ["BAExtensionProtocol"]),
+        .testTarget(name: "BAExtensionProtocolTests", dependencies: ["BAExtensionProtocol", "CBAExtension"]),
         .testTarget(name: "BAAppBundleTests", dependencies: ["BAAppBundle"]),
         .testTarget(name: "BASchedulingTests", dependencies: ["BAScheduling"]),
         .testTarget(name: "BAPurgeTests", dependencies: ["BAPurge"]),

@@ -27,8 +27,8 @@ public enum DownloadRules {
         public var description: String { reason }
     }
 
-    static let downloadInvalid = 0
-    static let essentialNotPermitted = 109
+    static let downloadInvalid = AppleErrorCode.downloadInvalid.rawValue
+    static let essentialNotPermitted = AppleErrorCode.downloadEssentialDownloadNotPermitted.rawValue
 
     /// Checks an identifier: non-empty, at most 1024 bytes, no `/`, no `..`, no NUL, no control
     /// characters. Identifiers become file names, so these rules keep them inside their folder.

@@ -32,15 +32,14 @@ struct Refusal: Error {
     }
 }
 
-/// Apple's `BAErrorCode` raw values that basd replies with (the `BackgroundAssets` module is not
-/// linked into basd's protocol layer).
+/// Apple's `BAErrorCode` raw values that basd replies with, from the one table (`AppleErrorCode`).
 enum ErrorCodes {
-    static let downloadInvalid = 0
-    static let callFromExtensionNotAllowed = 50
-    static let downloadAlreadyScheduled = 100
-    static let downloadNotScheduled = 101
-    static let downloadEssentialDownloadNotPermitted = 109
-    static let downloadBackgroundActivityProhibited = 111
-    static let downloadWouldExceedAllowance = 112
-    static let sessionDownloadDisallowedByDomain = 202
+    static let downloadInvalid = AppleErrorCode.downloadInvalid.rawValue
+    static let callFromExtensionNotAllowed = AppleErrorCode.callFromExtensionNotAllowed.rawValue
+    static let downloadAlreadyScheduled = AppleErrorCode.downloadAlreadyScheduled.rawValue
+    static let downloadNotScheduled = AppleErrorCode.downloadNotScheduled.rawValue
+    static let downloadEssentialDownloadNotPermitted = AppleErrorCode.downloadEssentialDownloadNotPermitted.rawValue
+    static let downloadBackgroundActivityProhibited = AppleErrorCode.downloadBackgroundActivityProhibited.rawValue
+    static let downloadWouldExceedAllowance = AppleErrorCode.downloadWouldExceedAllowance.rawValue
+    static let sessionDownloadDisallowedByDomain = AppleErrorCode.sessionDownloadDisallowedByDomain.rawValue
 }

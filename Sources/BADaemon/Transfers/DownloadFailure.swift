@@ -1,19 +1,21 @@
 import BADownloadEngine
+import BAExtensionProtocol
 import BAStore
 
 /// How an engine failure reaches the app: Apple's domain and codes where Apple has one
 /// (`docs/downloads.md`), `NSURLErrorDomain` codes for transport failures. The one table of it.
 enum DownloadFailure {
-    static let backgroundAssetsDomain = "com.apple.backgroundassets.error"
+    static let backgroundAssetsDomain = AppleErrorCode.domain
     static let urlDomain = "NSURLErrorDomain"
 
     /// The domain and code an engine error code is reported with.
     static func code(for code: DownloadError.Code) -> (domain: String, code: Int) {
         switch code {
-        case .notAllowed: (backgroundAssetsDomain, 202)  // sessionDownloadDisallowedByDomain
-        case .sizeMismatch, .checksumMismatch: (backgroundAssetsDomain, 0)  // downloadInvalid
-        case .allowanceDisallowed: (backgroundAssetsDomain, 203)  // sessionDownloadDisallowedByAllowance
-        case .allowanceExceeded: (backgroundAssetsDomain, 204)  // sessionDownloadAllowanceExceeded
+        case .notAllowed: (backgroundAssetsDomain, AppleErrorCode.sessionDownloadDisallowedByDomain.rawValue)
+        case .sizeMismatch, .checksumMismatch: (backgroundAssetsDomain, AppleErrorCode.downloadInvalid.rawValue)
+        case .allowanceDisallowed:
+            (backgroundAssetsDomain, AppleErrorCode.sessionDownloadDisallowedByAllowance.rawValue)
+        case .allowanceExceeded: (backgroundAssetsDomain, AppleErrorCode.sessionDownloadAllowanceExceeded.rawValue)
         case .serverStatus: (urlDomain, -1011)  // NSURLErrorBadServerResponse
         case .tls: (urlDomain, -1200)  // NSURLErrorSecureConnectionFailed
         case .authentication: (urlDomain, -1013)  // NSURLErrorUserAuthenticationRequired
