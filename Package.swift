@@ -80,7 +80,7 @@ let package = Package(
         // The supervisor: spawns the runner under a deadline and a memory cap, returns a verdict.
         .target(
             name: "BAExtensionHost",
-            dependencies: ["BAExtensionProtocol", "BAExclusiveControl", "BackgroundAssets", "CBASystem"]),
+            dependencies: ["BAExtensionProtocol", "BAExclusiveControl", "CBASystem"]),
         .target(name: "BackgroundAssetsTesting", dependencies: ["BackgroundAssets", "BAExtensionHost"]),
 
         // basd's durable state: apps, downloads, the event log, extension runs (SQLite, docs/state.md).
@@ -108,10 +108,19 @@ let package = Package(
             name: "BACommands",
             dependencies: [
                 "BAExtensionHost", "BackgroundAssets", "BADownloadEngine", "BADaemonProtocol", "CBASystem",
-                "BAAssetServer", "BASampleAssets",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
-        .executableTarget(name: "ba", dependencies: ["BACommands"]),
+        // `ba demo`: the whole system on an embedded asset server (kept out of BACommands, so the
+        // other commands do not link an HTTP server).
+        .target(
+            name: "BADemo",
+            dependencies: [
+                "BACommands", "BADaemonProtocol", "BADownloadEngine", "BAAssetServer", "BASampleAssets", "CBASystem",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        .executableTarget(
+            name: "ba",
+            dependencies: ["BACommands", "BADemo", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Sample extensions.
         .target(name: "SampleSwiftExtension", dependencies: ["BackgroundAssets"], path: "Plugins/SampleSwiftExtension"),
@@ -140,7 +149,8 @@ let package = Package(
 
         // Benchmarks (not tests): Benchmarks/run.sh.
         .executableTarget(
-            name: "ExtensionHostBenchmark", dependencies: ["BAExtensionHost", "BackgroundAssets", "CBASystem"],
+            name: "ExtensionHostBenchmark",
+            dependencies: ["BAExtensionHost", "BackgroundAssets", "BackgroundAssetsTesting", "CBASystem"],
             path: "Benchmarks/ExtensionHostBenchmark"),
 
         // Tests.

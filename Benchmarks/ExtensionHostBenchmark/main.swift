@@ -6,6 +6,7 @@
 // Usage: ExtensionHostBenchmark BUILD_DIR [calls] [downloads] [c|swift]
 import BAExtensionHost
 import BackgroundAssets
+import BackgroundAssetsTesting
 import CBASystem
 import Foundation
 

@@ -40,13 +40,15 @@ struct DaemonOptions: ParsableArguments {
 
 /// A connection to basd for one command: calls whose failures are printed and become `ba`'s
 /// documented exit codes.
-struct DaemonSession {
-    let client: DaemonClient
+package struct DaemonSession {
+    package let client: DaemonClient
+
+    package init(client: DaemonClient) { self.client = client }
 
     var socketPath: String { client.socketPath }
 
     /// Sends `request` and returns basd's answer; on failure prints why and throws the exit code.
-    func call(_ request: Request) throws -> ServerMessage.Result {
+    package func call(_ request: Request) throws -> ServerMessage.Result {
         do {
             return try client.call(request)
         } catch {
@@ -86,7 +88,7 @@ struct DaemonSession {
 }
 
 /// Writes `ba: MESSAGE` on stderr.
-func printError(_ message: String) {
+package func printError(_ message: String) {
     FileHandle.standardError.write(Data("ba: \(message)\n".utf8))
 }
 

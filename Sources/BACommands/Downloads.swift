@@ -23,59 +23,7 @@ struct Downloads: ParsableCommand {
     @Flag(help: "Print one JSON object, {\"downloads\": […]}, with full unique identifiers.")
     var json = false
 
-    /// One download in `--json`'s output.
-    struct Row: Encodable {
-        var appIdentifier: String?
-        var identifier: String
-        var uniqueIdentifier: String
-        var url: String
-        var state: String
-        var stateValue: Int
-        var bytesOnDisk: Int64
-        var fileSize: Int64?
-        var priority: Int64
-        var essential: Bool
-        var foreground: Bool
-        var attempts: Int?
-        var errorCode: Int?
-        var errorMessage: String?
-        var applicationGroupIdentifier: String?
-        var sha256: String?
-        /// What an active download waits for (`space`), if anything.
-        var waitingFor: String?
-
-        init(_ info: DownloadInfo) {
-            appIdentifier = info.appIdentifier
-            identifier = info.download.identifier
-            uniqueIdentifier = info.uniqueIdentifier
-            url = info.download.url
-            state = Self.stateName(info.state)
-            stateValue = info.state
-            bytesOnDisk = info.bytesOnDisk
-            fileSize = info.download.fileSize
-            priority = info.download.priority
-            essential = info.download.isEssential
-            foreground = info.isForeground
-            attempts = info.attempts
-            errorCode = info.errorCode
-            errorMessage = info.errorMessage
-            applicationGroupIdentifier = info.download.applicationGroupIdentifier
-            sha256 = info.download.sha256
-            waitingFor = info.waitingFor
-        }
-
-        /// `BADownload.State`'s name for its raw value.
-        static func stateName(_ state: Int) -> String {
-            switch state {
-            case -1: "failed"
-            case 0: "created"
-            case 1: "waiting"
-            case 2: "downloading"
-            case 3: "finished"
-            default: "state \(state)"
-            }
-        }
-    }
+    typealias Row = DownloadRow
 
     struct Report: Encodable { var downloads: [Row] }
 
@@ -125,6 +73,60 @@ struct Downloads: ParsableCommand {
         case (nil, let message?): message
         case (let code?, nil): "error \(code)"
         case (nil, nil): "-"
+        }
+    }
+}
+
+/// One download in `--json`'s output.
+package struct DownloadRow: Encodable {
+    package var appIdentifier: String?
+    package var identifier: String
+    package var uniqueIdentifier: String
+    package var url: String
+    package var state: String
+    package var stateValue: Int
+    package var bytesOnDisk: Int64
+    package var fileSize: Int64?
+    package var priority: Int64
+    package var essential: Bool
+    package var foreground: Bool
+    package var attempts: Int?
+    package var errorCode: Int?
+    package var errorMessage: String?
+    package var applicationGroupIdentifier: String?
+    package var sha256: String?
+    /// What an active download waits for (`space`), if anything.
+    package var waitingFor: String?
+
+    package init(_ info: DownloadInfo) {
+        appIdentifier = info.appIdentifier
+        identifier = info.download.identifier
+        uniqueIdentifier = info.uniqueIdentifier
+        url = info.download.url
+        state = Self.stateName(info.state)
+        stateValue = info.state
+        bytesOnDisk = info.bytesOnDisk
+        fileSize = info.download.fileSize
+        priority = info.download.priority
+        essential = info.download.isEssential
+        foreground = info.isForeground
+        attempts = info.attempts
+        errorCode = info.errorCode
+        errorMessage = info.errorMessage
+        applicationGroupIdentifier = info.download.applicationGroupIdentifier
+        sha256 = info.download.sha256
+        waitingFor = info.waitingFor
+    }
+
+    /// `BADownload.State`'s name for its raw value.
+    package static func stateName(_ state: Int) -> String {
+        switch state {
+        case -1: "failed"
+        case 0: "created"
+        case 1: "waiting"
+        case 2: "downloading"
+        case 3: "finished"
+        default: "state \(state)"
         }
     }
 }

@@ -1,14 +1,14 @@
 /// A plain-text table: a header row and rows, each column padded to its widest cell.
-struct TextTable {
+package struct TextTable {
     var header: [String]
     var rows: [[String]] = []
 
-    init(_ header: [String]) { self.header = header }
+    package init(_ header: [String]) { self.header = header }
 
-    mutating func append(_ row: [String]) { rows.append(row) }
+    package mutating func append(_ row: [String]) { rows.append(row) }
 
     /// The table, two spaces between columns, no trailing spaces; each line starts with `indent`.
-    func render(header showsHeader: Bool = true, indent: String = "") -> String {
+    package func render(header showsHeader: Bool = true, indent: String = "") -> String {
         let all = showsHeader ? [header] + rows : rows
         var widths = [Int](repeating: 0, count: header.count)
         for row in all {
@@ -28,9 +28,9 @@ struct TextTable {
 }
 
 /// Byte counts and durations for people.
-enum HumanReadable {
+package enum HumanReadable {
     /// `512 B`, `1.5 KiB`, `3.2 GiB`.
-    static func bytes(_ bytes: Int64) -> String {
+    package static func bytes(_ bytes: Int64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = Double(bytes)
         var unit = 0

@@ -1,5 +1,4 @@
 import BAExtensionProtocol
-import BackgroundAssets
 
 /// One call into an extension: which library, which entry point, and its budget.
 public struct BAExtensionInvocation: Sendable {
@@ -41,21 +40,6 @@ public struct BAExtensionInvocation: Sendable {
         self.appGroupContainerPath = appGroupContainerPath
         self.currentDownloads = currentDownloads
         self.environment = environment
-    }
-
-    /// A `downloads(for:manifestURL:extensionInfo:)` call.
-    public static func contentRequest(
-        _ request: BAContentRequest, libraryPath: String, manifestPath: String, manifestURL: String = "",
-        extensionInfo: BAAppExtensionInfo = BAAppExtensionInfo(
-            restrictedDownloadSizeRemaining: nil, restrictedEssentialDownloadSizeRemaining: nil)
-    ) -> BAExtensionInvocation {
-        BAExtensionInvocation(
-            libraryPath: libraryPath,
-            event: .contentRequest(
-                request: Int32(request.rawValue), manifestPath: manifestPath,
-                manifestURL: manifestURL.isEmpty ? "file://" + manifestPath : manifestURL,
-                restrictedRemaining: Int64(extensionInfo.restrictedDownloadSizeRemaining ?? -1),
-                restrictedEssentialRemaining: Int64(extensionInfo.restrictedEssentialDownloadSizeRemaining ?? -1)))
     }
 }
 

@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACommands
 import BADaemonProtocol
 import BADownloadEngine
 import CBASystem
@@ -154,7 +155,7 @@ final class DemoStage: Sendable {
     private func waitForTheCatalog(_ assets: DemoAssets) async throws -> Underway? {
         let wanted = Set(assets.assets.filter(\.fromCatalog).map(\.identifier))
         let deadline = Date(timeIntervalSinceNow: 30)
-        var rows: [Downloads.Row] = []
+        var rows: [DownloadRow] = []
         while !wanted.isSubset(of: Set(rows.map(\.identifier))) {
             guard Date() < deadline else {
                 throw DemoFailure(
@@ -353,13 +354,13 @@ final class DemoStage: Sendable {
             client: try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid())))
     }
 
-    private func downloads() throws -> [Downloads.Row] {
+    private func downloads() throws -> [DownloadRow] {
         do {
             let session = try connect()
             defer { session.client.close() }
             guard case .downloads(let infos) = try session.client.call(.listDownloads(app: Self.bundleIdentifier))
             else { throw DemoFailure(message: "basd answered listDownloads with something else") }
-            return infos.map(Downloads.Row.init).sorted { $0.identifier < $1.identifier }
+            return infos.map(DownloadRow.init).sorted { $0.identifier < $1.identifier }
         } catch let failure as DemoFailure {
             throw failure
         } catch {
@@ -367,7 +368,7 @@ final class DemoStage: Sendable {
         }
     }
 
-    private func printDownloads(_ rows: [Downloads.Row]) {
+    private func printDownloads(_ rows: [DownloadRow]) {
         var table = TextTable(["DOWNLOAD", "STATE", "BYTES", "ESSENTIAL", "FOREGROUND"])
         for row in rows {
             table.append([

@@ -1,3 +1,4 @@
+import BACommands
 import BADownloadEngine
 import BASampleAssets
 import Foundation

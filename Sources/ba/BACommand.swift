@@ -1,8 +1,10 @@
 import ArgumentParser
+import BACommands
+import BADemo
 
 /// `ba`: the Background Assets command line.
-public struct BACommand: AsyncParsableCommand {
-    public static let configuration = CommandConfiguration(
+struct BACommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
         commandName: "ba",
         abstract: "Background Assets for Linux: run extensions, fetch assets, watch and steer basd.",
         discussion: """
@@ -14,10 +16,7 @@ public struct BACommand: AsyncParsableCommand {
               ba events --follow
               ba service install
             """,
-        subcommands: [
-            Demo.self, RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self,
-            Events.self, Lock.self, Install.self, Update.self, Simulate.self, Apps.self, Purge.self, Service.self,
-        ])
+        subcommands: [BADemoCommand.command] + BASubcommands.all)
 
-    public init() {}
+    init() {}
 }

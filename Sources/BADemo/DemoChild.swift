@@ -1,3 +1,4 @@
+import BACommands
 import CBASystem
 import Dispatch
 import Foundation

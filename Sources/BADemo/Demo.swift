@@ -1,5 +1,6 @@
 import ArgumentParser
 import BAAssetServer
+import BACommands
 import BADaemonProtocol
 import BADownloadEngine
 import Foundation
@@ -132,4 +133,9 @@ struct DemoProducts {
         if FileManager.default.fileExists(atPath: current + "/SampleApp/Info.plist") { return current }
         throw DemoFailure(message: "cannot find Examples/SampleApp above \(build) or here: pass --examples DIR")
     }
+}
+
+/// `ba demo`, for the `ba` executable's list of subcommands.
+public enum BADemoCommand {
+    public static let command: any ParsableCommand.Type = Demo.self
 }

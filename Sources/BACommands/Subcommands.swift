@@ -1,0 +1,10 @@
+import ArgumentParser
+
+/// `ba`'s subcommands from this module, in the order `ba --help` lists them; the `ba` executable
+/// puts `ba demo` (module `BADemo`) first.
+public enum BASubcommands {
+    public static let all: [any ParsableCommand.Type] = [
+        RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self, Events.self, Lock.self,
+        Install.self, Update.self, Simulate.self, Apps.self, Purge.self, Service.self,
+    ]
+}
