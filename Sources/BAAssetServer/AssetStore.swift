@@ -93,7 +93,7 @@ final class AssetStore: Sendable {
             case .status:
                 guard slot.remaining > 0 else { return decision }
                 slot.remaining -= 1
-            case .changeETagEachRequest:
+            case .changeETagEachRequest, .ignoreIfRange:
                 slot.generation += 1
                 decision.generation = slot.generation
             default:

@@ -22,6 +22,12 @@ public enum Behavior: Sendable, Equatable {
     /// between any two requests (the bytes stay the same). An `If-Range` therefore never matches.
     case changeETagEachRequest
 
+    /// Like ``changeETagEachRequest`` (a new version at every request), but honours `Range` while
+    /// ignoring `If-Range`: a ranged request gets 206 with bytes of the *new* version, which a client
+    /// must not append to the old ones. With `lastModifiedOnly`, responses carry no `ETag`, so
+    /// `Last-Modified` is the only validator.
+    case ignoreIfRange(lastModifiedOnly: Bool)
+
     /// Answers `code` (for example 500, 503 or 429) with a short text body for the next `times` requests,
     /// adding `Retry-After: retryAfter` when given, then serves normally again.
     case status(Int, retryAfter: String? = nil, times: Int = Int.max)

@@ -30,9 +30,12 @@ struct ResponsePlan: Equatable {
     static func asset(
         isHead: Bool, range: String?, ifRange: String?, size: Int, validators: Validators, behavior: Behavior?
     ) -> ResponsePlan {
-        let selection: ByteRangeSelection =
+        var selection: ByteRangeSelection =
             behavior == .ignoreRange
             ? .whole : .select(range: range, ifRange: ifRange, size: size, validators: validators)
+        if case .ignoreIfRange = behavior {
+            selection = .select(range: range, ifRange: nil, size: size, validators: validators)
+        }
 
         var headers = HTTPHeaders()
         headers.add(name: "Accept-Ranges", value: "bytes")
@@ -53,7 +56,7 @@ struct ResponsePlan: Equatable {
                 status: .rangeNotSatisfiable, headers: headers, body: 0..<0, delivery: .all, closeAfter: false)
         }
         headers.add(name: "Content-Type", value: "application/octet-stream")
-        headers.add(name: "ETag", value: validators.etag)
+        if behavior != .ignoreIfRange(lastModifiedOnly: true) { headers.add(name: "ETag", value: validators.etag) }
         headers.add(name: "Last-Modified", value: validators.lastModifiedHeader)
 
         var plan = ResponsePlan(

@@ -190,6 +190,35 @@ func sha256(_ data: [UInt8]) throws -> String {
             sameBytes(recovery.file, new), "If-Range did not match: the whole new version, not old prefix + new tail")
     }
 
+    /// A server that honours `Range` but ignores `If-Range` after the file changed: the 206 carries
+    /// the new version's validator, so the new bytes are never appended to the old ones, whether
+    /// the partial file's validator is a strong ETag or only a `Last-Modified` date.
+    @Test("a 206 of another version is never spliced, for each validator kind", arguments: [false, true])
+    func aServerIgnoringIfRangeIsCaught(lastModifiedOnly: Bool) async throws {
+        let (server, engine, events, directory) = try await fixture()
+        let new = bytes(300_000, seed: 4)
+        server.setFile("/v.bin", contents: new)
+        server.setBehavior(.ignoreIfRange(lastModifiedOnly: lastModifiedOnly), for: "/v.bin")
+        // What an earlier process left: 100 000 bytes of the old version and its validator.
+        let target = destination(directory)
+        let partial = DownloadRequest.defaultPartialPath(for: target)
+        try FileManager.default.createDirectory(
+            atPath: (partial as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: partial, contents: Data(bytes(100_000, seed: 3))))
+        let old = lastModifiedOnly ? "Sun, 06 Nov 1994 08:49:37 GMT" : "\"old-version\""
+        try old.write(toFile: partial + ".validator", atomically: true, encoding: .utf8)
+
+        engine.add(DownloadRequest(id: "v", url: server.url("/v.bin"), destination: target))
+        guard case .finished = await events.end(of: "v") else {
+            Issue.record("\(events.seen)")
+            return
+        }
+        #expect(sameBytes(contents(target), new), "old prefix + new tail spliced (lastModifiedOnly: \(lastModifiedOnly))")
+        let requests = server.requests(for: "/v.bin")
+        #expect(requests.first?.header("If-Range") == old, "\(requests)")
+        try await finish(server, engine, directory)
+    }
+
     @Test func changingETagsOnEveryRequestStillEndCorrect() async throws {
         let data = bytes(200_000, seed: 9)
         let recovery = try await recover(data, at: "/etag.bin", first: .dropAfter(bytes: 60_000)) {

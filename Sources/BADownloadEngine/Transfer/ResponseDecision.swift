@@ -44,10 +44,13 @@ public enum ResponseDecision: Equatable, Sendable {
                 return .restartWithoutRange(
                     reason: "\(what) with Content-Range starting at \(first), but \(requestedOffset) was requested")
             }
-            if let sentValidator, let etag = head.strongETag, sentValidator.hasPrefix("\""), etag != sentValidator {
-                // The server ignored If-Range: the bytes belong to another version.
+            if let sentValidator, let current = Self.validator(in: head, sameKindAs: sentValidator),
+                current != sentValidator
+            {
+                // The server ignored If-Range: the bytes belong to another version (whichever
+                // validator it was: a strong ETag or Last-Modified).
                 return .restartWithoutRange(
-                    reason: "\(what) for version \(etag), but the partial file is \(sentValidator)")
+                    reason: "\(what) for version \(current), but the partial file is \(sentValidator)")
             }
             if let expectedSize, let total = range.total, total != expectedSize {
                 return .fail(
@@ -86,5 +89,11 @@ public enum ResponseDecision: Equatable, Sendable {
         default:
             return .fail(DownloadError(.serverStatus, what, httpStatus: status))
         }
+    }
+
+    /// The response's validator of the same kind as `sent` (an entity tag for a quoted value, else
+    /// `Last-Modified`), if it has one.
+    static func validator(in head: ResponseHead, sameKindAs sent: String) -> String? {
+        sent.hasPrefix("\"") ? head.strongETag : head["last-modified"]
     }
 }
