@@ -278,11 +278,8 @@ final class EngineLoop: @unchecked Sendable {
             transfers[request.id] = transfer
             destinations[request.destination] = request.id
             destinations[request.partialPath] = request.id
-            do {
-                try transfer.openPartialFile()
-            } catch {
-                return finishFailed(transfer, error)
-            }
+            // The partial file is opened when the transfer starts, not here: a queued transfer
+            // holds no descriptor, so any number can wait within `ulimit -n`.
             if transfer.startsAtOnce {
                 start(transfer)
             } else {
@@ -362,7 +359,13 @@ final class EngineLoop: @unchecked Sendable {
         queue.insert(QueueEntry(transfer: transfer, generation: transfer.queueGeneration))
     }
 
+    /// Opens the partial file (learning what is on disk) and starts the transfer's request.
     func start(_ transfer: Transfer) {
+        do {
+            try transfer.openPartialFile()
+        } catch {
+            return finishFailed(transfer, error)
+        }
         apply(transfer.machine.start(bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator), to: transfer)
     }
 
@@ -372,6 +375,8 @@ final class EngineLoop: @unchecked Sendable {
             launch(transfer, url: url, offset: offset, validator: validator)
         case .waitUntil(let until, let attempt, let reason):
             transfer.persistValidator()
+            // Waiting holds no descriptor either; the file is opened again when it starts.
+            transfer.closeFile()
             retrying[ObjectIdentifier(transfer)] = transfer
             emit(.retrying(id: transfer.id, attempt: attempt, delay: until - clock.now(), reason: reason))
         case .askForCredentials(let challenge):
@@ -416,8 +421,8 @@ final class EngineLoop: @unchecked Sendable {
         transfer.queueGeneration += 1
         transfer.persistValidator()
         transfer.closeFile()
-        // Keep a partial file only if it holds bytes worth resuming.
-        if transfer.bytesOnDisk == 0 {
+        // Keep a partial file only if it holds bytes worth resuming (one never opened is unknown: kept).
+        if transfer.partialFileOpened && transfer.bytesOnDisk == 0 {
             try? FileManager.default.removeItem(atPath: transfer.request.partialPath)
             transfer.rememberValidator(nil)
         }

@@ -189,4 +189,28 @@ struct CoreDefectTests {
         #expect(!lines.contains { $0.hasPrefix("basd: forged line") }, "\(daemon.standardError)")
         #expect(daemon.standardError.contains(#"x\nbasd: forged line"#), "\(daemon.standardError)")
     }
+
+    /// A queued download holds no file descriptor: basd under `ulimit -n 128` finishes 300 of them
+    /// (an engine that opened every partial file when the download was added ran out at ~100).
+    @Test("basd finishes 300 queued downloads under ulimit -n 128")
+    func queuedDownloadsHoldNoDescriptor() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let daemon = try DaemonProcess(descriptorLimit: 128)
+        defer { daemon.kill() }
+        try DownloadServiceTests.register(daemon)
+        let inbox = EventInbox()
+        let app = try DownloadServiceTests.appClient(daemon, inbox: inbox)
+        defer { app.close() }
+        try app.call(.subscribeEvents)
+        for index in 0..<300 {
+            server.setFile("/q\(index).bin", contents: [UInt8](repeating: UInt8(index % 251), count: 2_000))
+            try app.call(.schedule(DownloadPayload(identifier: "q\(index)", url: server.url("/q\(index).bin"))))
+        }
+        let events = try inbox.wait(timeout: 60, "300 finished") { events in
+            events.filter { $0.kind == .finished }.count + events.filter { $0.kind == .failed }.count >= 300
+        }
+        let failed = events.filter { $0.kind == .failed }
+        #expect(failed.isEmpty, "\(failed.prefix(3).map { $0.errorMessage ?? "" })\n\(daemon.standardError.suffix(2000))")
+    }
 }

@@ -30,12 +30,25 @@ final class DaemonProcess: @unchecked Sendable {
     private let stderr = Pipe()
 
     /// Starts basd and returns once it printed its listening line (at most `timeout` seconds).
-    init(directory: TemporaryDirectory? = nil, environment: [String: String] = [:], timeout: Double = 20) throws {
+    /// With `descriptorLimit`, basd runs under `ulimit -n` of that many.
+    init(
+        directory: TemporaryDirectory? = nil, environment: [String: String] = [:], timeout: Double = 20,
+        descriptorLimit: Int? = nil
+    ) throws {
         self.directory = try directory ?? TemporaryDirectory()
         stateDirectory = self.directory.path + "/state"
         socketPath = self.directory.path + "/run/basd.sock"
-        process.executableURL = URL(fileURLWithPath: BuildProducts.executable("basd"))
-        process.arguments = ["--state-dir", stateDirectory, "--socket", socketPath]
+        let basd = BuildProducts.executable("basd")
+        if let descriptorLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = [
+                "-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\"", basd, "--state-dir", stateDirectory,
+                "--socket", socketPath,
+            ]
+        } else {
+            process.executableURL = URL(fileURLWithPath: basd)
+            process.arguments = ["--state-dir", stateDirectory, "--socket", socketPath]
+        }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = stdout
         process.standardError = stderr

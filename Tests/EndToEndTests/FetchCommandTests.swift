@@ -51,6 +51,30 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: partialDirectory.path))
     }
 
+    /// A queued transfer holds no file descriptor: 400 files fetched 4 at a time under
+    /// `ulimit -n 64` (an engine that opened every partial file when it was added ran out at ~50).
+    @Test func manyQueuedFilesFitInASmallDescriptorLimit() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var urls: [String] = []
+        for index in 0..<400 {
+            server.setFile("/f\(index).bin", contents: [UInt8](repeating: UInt8(index % 251), count: 1_000))
+            urls.append(server.url("/f\(index).bin"))
+        }
+        let list = try directory.write("urls.txt", urls.joined(separator: "\n"))
+        let output = try await runProcess(
+            "/bin/sh",
+            [
+                "-c", "ulimit -n 64 && exec \"$0\" fetch --input-file \"$1\" -o \"$2\" --concurrency 4 --json", ba,
+                list, directory.path + "/out",
+            ])
+        #expect(output.status == 0, "\(output.stderr.suffix(2000))")
+        let summary = try #require(lines(output).last)
+        #expect(summary["finished"] as? Int == 400 && summary["failed"] as? Int == 0, "\(summary)")
+    }
+
     @Test func failuresSayWhatTheServerDidAndExit20() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }

@@ -4,6 +4,19 @@ import Foundation
 extension DaemonServer {
     /// The file-system steps of ``DaemonServer/start(_:)``.
     enum Setup {
+        /// Raises the soft limit on open files to the hard one (commonly 1024 → 524288): basd's
+        /// descriptors grow with its connections and running transfers, never with queued
+        /// downloads, but a busy basd should not meet the conservative default first.
+        static func raiseDescriptorLimit(log: (String) -> Void) {
+            var limit = rlimit()
+            guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+            let soft = limit.rlim_cur
+            limit.rlim_cur = limit.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) != 0 {
+                log("could not raise the open-file limit from \(soft): \(String(cString: strerror(errno)))")
+            }
+        }
+
         /// Creates `path` (and its parents) with mode 0700 if missing. An existing folder must be
         /// ours, or root's (e.g. `/tmp` as a socket's folder).
         static func makePrivateDirectory(_ path: String, what: String) throws(DaemonError) {

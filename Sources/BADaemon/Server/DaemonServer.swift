@@ -93,6 +93,7 @@ public final class DaemonServer: Sendable {
     public static func start(_ configuration: Configuration) async throws(DaemonError) -> DaemonServer {
         var configuration = configuration
         if let activated = configuration.activatedSocket { configuration.socketPath = activated.path }
+        Setup.raiseDescriptorLimit(log: configuration.log)
         try Setup.makePrivateDirectory(configuration.stateDirectory, what: "state directory")
         let lock = try Setup.takeLock(at: configuration.lockPath)
         do throws(DaemonError) {

@@ -17,6 +17,8 @@ final class Transfer: @unchecked Sendable {
     var easy: UnsafeMutableRawPointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
     var fd: Int32 = -1
+    /// Whether the partial file was opened at least once (``bytesOnDisk`` is known).
+    var partialFileOpened = false
     /// Bytes of the partial file known to be good (everything written so far).
     var bytesOnDisk: Int64 = 0
     var validator: String?
@@ -84,6 +86,7 @@ final class Transfer: @unchecked Sendable {
             fd = open(request.partialPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         }
         guard fd >= 0 else { throw fileError("open", request.partialPath) }
+        partialFileOpened = true
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw fileError("fstat", request.partialPath) }
         bytesOnDisk = Int64(info.st_size)
