@@ -60,6 +60,8 @@ public final class DaemonClient: @unchecked Sendable {
     private final class Pending: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
         var result: Result<ServerMessage.Result, DaemonClientError>?
+        /// The parts of a long answer so far (``ServerMessage/partialResponse(requestId:result:)``).
+        var parts: ServerMessage.Result?
     }
 
     /// Connects and performs the handshake.
@@ -219,6 +221,7 @@ public final class DaemonClient: @unchecked Sendable {
                     switch try DaemonProtocol.decodeServerMessage(payload) {
                     case .event(let event): onEvent(event)
                     case .response(let id, let result): complete(id, .success(result))
+                    case .partialResponse(let id, let result): accumulate(id, result)
                     }
                 }
             } catch {
@@ -246,9 +249,22 @@ public final class DaemonClient: @unchecked Sendable {
         if closeNow { Glibc.close(fd) }
     }
 
+    /// A part of a long answer: kept until the last part completes it.
+    private func accumulate(_ id: UInt64, _ part: ServerMessage.Result) {
+        lock.withLock {
+            guard let slot = pending[id] else { return }
+            slot.parts = slot.parts.map { $0.appending(part) } ?? part
+        }
+    }
+
     private func complete(_ id: UInt64, _ result: Result<ServerMessage.Result, DaemonClientError>) {
         let slot = lock.withLock { pending.removeValue(forKey: id) }
         guard let slot else { return }
+        if case .success(let last) = result, let parts = slot.parts {
+            slot.result = .success(parts.appending(last))
+            slot.done.signal()
+            return
+        }
         slot.result = result
         slot.done.signal()
     }

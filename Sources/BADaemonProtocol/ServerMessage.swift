@@ -6,6 +6,10 @@ public enum ServerMessage: Sendable, Hashable, Codable {
     /// The answer to the request with id `requestId`. A reply to input too broken to have an id
     /// (a bad frame, bad JSON) carries id 0.
     case response(requestId: UInt64, result: Result)
+    /// A part of the answer to the request with id `requestId`; more parts follow, the last one a
+    /// ``response(requestId:result:)``. On the wire: a `response` with `"more": true`. See
+    /// ``Result/parts(itemsPerPart:)``.
+    case partialResponse(requestId: UInt64, result: Result)
     /// Something happened to one of the client's downloads. Sent only after the handshake, in
     /// `sequence` order; delivery is at least once until acknowledged with
     /// ``Request/acknowledgeEvents(throughSequence:)``.
@@ -90,16 +94,17 @@ public enum ServerMessage: Sendable, Hashable, Codable {
         }
     }
 
-    private enum CodingKeys: String, CodingKey { case type, id, result, event }
+    private enum CodingKeys: String, CodingKey { case type, id, result, event, more }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let type = try container.decode(String.self, forKey: .type)
         switch type {
         case "response":
-            self = .response(
-                requestId: try container.decode(UInt64.self, forKey: .id),
-                result: try container.decode(Result.self, forKey: .result))
+            let id = try container.decode(UInt64.self, forKey: .id)
+            let result = try container.decode(Result.self, forKey: .result)
+            let more = try container.decodeIfPresent(Bool.self, forKey: .more) ?? false
+            self = more ? .partialResponse(requestId: id, result: result) : .response(requestId: id, result: result)
         case "event": self = .event(try container.decode(DownloadEvent.self, forKey: .event))
         default: throw UnknownMessageType(type: type, id: nil)
         }
@@ -112,6 +117,11 @@ public enum ServerMessage: Sendable, Hashable, Codable {
             try container.encode("response", forKey: .type)
             try container.encode(id, forKey: .id)
             try container.encode(result, forKey: .result)
+        case .partialResponse(let id, let result):
+            try container.encode("response", forKey: .type)
+            try container.encode(id, forKey: .id)
+            try container.encode(result, forKey: .result)
+            try container.encode(true, forKey: .more)
         case .event(let event):
             try container.encode("event", forKey: .type)
             try container.encode(event, forKey: .event)

@@ -213,4 +213,60 @@ struct CoreDefectTests {
         let failed = events.filter { $0.kind == .failed }
         #expect(failed.isEmpty, "\(failed.prefix(3).map { $0.errorMessage ?? "" })\n\(daemon.standardError.suffix(2000))")
     }
+
+    /// Listings larger than a frame arrive in parts: 2 500 queued downloads through the app's
+    /// `currentDownloads` and `ba downloads --json` (both failed from about 2 400 before).
+    @Test("2 500 downloads are listed whole, to the app and to ba downloads")
+    func listingsLargerThanAFrame() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        server.setFile("/slow.bin", contents: [UInt8](repeating: 1, count: 1_000))
+        server.setBehavior(.stall(afterBytes: 0), for: "/slow.bin")
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        try DownloadServiceTests.register(daemon)
+        let app = try DownloadServiceTests.appClient(daemon)
+        defer { app.close() }
+        let count = 2_500
+        // A long header, so the listing is well over the 1 MiB frame cap.
+        let padding = String(repeating: "x", count: 600)
+        for index in 0..<count {
+            try app.call(
+                .schedule(
+                    DownloadPayload(
+                        identifier: "d\(index)", url: server.url("/slow.bin"),
+                        headers: [.init(name: "X-Padding", value: padding)])))
+        }
+        guard case .downloads(let current) = try app.call(.currentDownloads) else {
+            Issue.record("currentDownloads did not answer with downloads")
+            return
+        }
+        #expect(current.count == count)
+        #expect(Set(current.map(\.download.identifier)).count == count)
+        let rows = try await CLIQueries.downloadRows(daemon, app: DownloadServiceTests.app)
+        #expect(rows.count == count)
+        #expect(rows.allSatisfy { $0["state"] as? String != "failed" }, "\(rows.first ?? [:])")
+    }
+
+    /// An identifier of 1 000 bytes (the rules allow 1 024) still makes a file name the file
+    /// system accepts: the download finishes.
+    @Test("a download with a 1 000-byte identifier finishes")
+    func longIdentifier() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        server.setFile("/long.bin", contents: [UInt8](repeating: 7, count: 5_000))
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        try DownloadServiceTests.register(daemon)
+        let inbox = EventInbox()
+        let app = try DownloadServiceTests.appClient(daemon, inbox: inbox)
+        defer { app.close() }
+        try app.call(.subscribeEvents)
+        let identifier = String(repeating: "é", count: 500)
+        try app.call(.schedule(DownloadPayload(identifier: identifier, url: server.url("/long.bin"))))
+        let events = try inbox.wait(timeout: 30, "the end") { $0.contains { $0.kind == .finished || $0.kind == .failed } }
+        let finished = try #require(events.first { $0.kind == .finished }, "\(events.map { $0.errorMessage ?? "" })")
+        #expect(finished.identifier == identifier)
+        #expect(FileManager.default.contents(atPath: finished.destination ?? "")?.count == 5_000)
+    }
 }

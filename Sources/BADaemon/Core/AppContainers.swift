@@ -21,9 +21,18 @@ struct AppContainers: Sendable {
     func downloadsDirectory(group: String) -> String { container(group: group) + "/.background-assets/downloads" }
 
     /// Where download `uniqueIdentifier` (`identifier`) of `group` is delivered.
+    ///
+    /// The file name is `UNIQUE_ID-IDENTIFIER`, cut (on a character boundary) to at most
+    /// ``maximumNameBytes`` so that it and its partial file's sidecar (`NAME.part.validator`) fit
+    /// a file system's 255-byte name limit, whatever the identifier's length (up to 1024 bytes).
     func destination(group: String, uniqueIdentifier: String, identifier: String) -> String {
-        downloadsDirectory(group: group) + "/" + uniqueIdentifier + "-" + identifier
+        var name = uniqueIdentifier + "-" + identifier
+        while name.utf8.count > Self.maximumNameBytes { name.removeLast() }
+        return downloadsDirectory(group: group) + "/" + name
     }
+
+    /// 255 bytes less `.part.validator`.
+    static let maximumNameBytes = 255 - ".part.validator".utf8.count
 
     /// Creates the container and its downloads folder (0700) if missing; returns the container.
     @discardableResult

@@ -92,16 +92,27 @@ final class Session: @unchecked Sendable {
         }
     }
 
-    /// Writes `message` (any thread; call from the executor to keep the order).
+    /// Writes `message` (any thread; call from the executor to keep the order). A long answer goes
+    /// out in parts (`ServerMessage.Result.parts`), so no listing is limited by the frame cap.
     func send(_ message: ServerMessage, thenClose: Bool = false) {
-        let bytes: [UInt8]
+        let frames: [[UInt8]]
         do {
-            bytes = try DaemonProtocol.encode(message)
+            if case .response(let id, let result) = message {
+                frames = try result.frames(requestId: id)
+            } else {
+                frames = [try DaemonProtocol.encode(message)]
+            }
         } catch {
             log("could not encode a message: \(error.message)")
             channel.close(promise: nil)
             return
         }
+        for (index, bytes) in frames.enumerated() {
+            write(bytes, thenClose: thenClose && index == frames.count - 1)
+        }
+    }
+
+    private func write(_ bytes: [UInt8], thenClose: Bool) {
         let buffer = channel.allocator.buffer(bytes: bytes)
         let written = channel.writeAndFlush(buffer)
         if thenClose {
