@@ -35,6 +35,8 @@ let package = Package(
         .target(name: "CBAExtension"),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
         .target(name: "CBASystem", cSettings: [.define("_GNU_SOURCE")]),
+        // The weak `ba_extension_descriptor` that finds an extension exported by `@main`.
+        .target(name: "CBAExtensionMain", cSettings: [.define("_GNU_SOURCE")]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
@@ -57,6 +59,7 @@ let package = Package(
             name: "BackgroundAssets",
             dependencies: [
                 "BAExtensionProtocol", "BAExtensionABI", "CBAExtension", "BADaemonProtocol", "BAExclusiveControl",
+                "CBAExtensionMain",
             ]),
 
         // The download engine: libcurl multi on one thread, resume, retries, integrity.
