@@ -65,7 +65,8 @@ import Testing
         let background = essential.removingEssential()
         #expect(!background.isEssential)
         #expect(background.identifier == "e" && background.fileSize == 10 && background.request == essential.request)
-        #expect(background.uniqueIdentifier != essential.uniqueIdentifier)
+        #expect(background.uniqueIdentifier == essential.uniqueIdentifier, "a copy with only the necessity changed")
+        #expect(background.state == essential.state && background.priority == essential.priority)
         let copy = essential.copy() as? BAURLDownload
         #expect(copy == essential, "a copy keeps the unique identifier")
         #expect(Set<BADownload>([essential, copy!]).count == 1)
