@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "SampleSwiftExtension", type: .dynamic, targets: ["SampleSwiftExtension"]),
         .library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
         .library(name: "BATestSwiftManager", type: .dynamic, targets: ["BATestSwiftManager"]),
+        .library(name: "AppleCompatibilityExtension", type: .dynamic, targets: ["AppleCompatibilityExtension"]),
     ] + testPlugins.map { .library(name: $0, type: .dynamic, targets: [$0]) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -182,6 +183,15 @@ let package = Package(
                 "BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets", "CBASystem",
                 "BAStore", "BAScheduling",
             ]),
+        // Apple-style code as Apple developers write it, built in Swift 5 mode (the tests
+        // type-check it in Swift 6 mode too): an @main extension and app-side code.
+        .target(
+            name: "AppleCompatibilityExtension", dependencies: ["BackgroundAssets"],
+            path: "Tests/AppleCompatibilityExtension", swiftSettings: [.swiftLanguageMode(.v5)]),
+        .testTarget(
+            name: "AppleCompatibilityTests",
+            dependencies: ["BackgroundAssetsTesting", "BATestSupport", "BAExtensionProtocol"],
+            swiftSettings: [.swiftLanguageMode(.v5)]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )
