@@ -61,7 +61,8 @@ struct SampleSwiftExtension: BADownloaderExtension {
             }
             let download = BAURLDownload(
                 identifier: identifier, request: URLRequest(url: url),
-                essential: asset.essential == true && request != .periodic, fileSize: asset.fileSize ?? 0,
+                essential: asset.essential == true && (request == .install || request == .update),
+                fileSize: asset.fileSize ?? 0,
                 applicationGroupIdentifier: manifest.applicationGroupIdentifier ?? "",
                 priority: BADownload.Priority(asset.priority ?? BADownload.Priority.default.rawValue))
             downloads.insert(asset.sha256.map { download.baVerifyingSHA256($0) } ?? download)

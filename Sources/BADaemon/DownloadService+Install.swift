@@ -8,7 +8,7 @@ import Foundation
 
 /// A `downloads(for:manifestURL:extensionInfo:)` content request.
 enum ContentRequestKind: String, Sendable {
-    case install, update, periodic
+    case install, update, periodic, languageChange
 
     /// `BAContentRequest`'s raw value.
     var rawValue32: Int32 {
@@ -16,6 +16,7 @@ enum ContentRequestKind: String, Sendable {
         case .install: 1
         case .update: 2
         case .periodic: 3
+        case .languageChange: 4
         }
     }
 
@@ -24,6 +25,7 @@ enum ContentRequestKind: String, Sendable {
         case .install: .install
         case .update: .update
         case .periodic: .periodic
+        case .languageChange: .languageChange
         }
     }
 }
@@ -117,6 +119,7 @@ extension DownloadService {
             case .install: .install
             case .update: .update
             case .periodic: .periodic
+            case .languageChange: .languageChange
             }
         let report = ExtensionRunReport(bundleIdentifier: app.bundleIdentifier, version: app.version)
         callContentRequest(kind, of: app, bypassAllowance: true, report: report) { [self] report in
