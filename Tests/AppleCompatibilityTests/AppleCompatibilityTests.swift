@@ -36,6 +36,62 @@ import Testing
         }
     }
 
+    /// `swiftc` with this build's modules and libBackgroundAssets.so, as an extension author
+    /// outside SwiftPM builds (docs/writing-an-extension-swift.md).
+    static func swiftc(_ arguments: [String]) async throws -> ProcessOutput {
+        let build = BuildProducts.directory.path
+        return try await runProcess(
+            "/usr/bin/env",
+            ["swiftc", "-parse-as-library", "-swift-version", "6"] + arguments + [
+                "-I", build + "/Modules",
+                "-Xcc", "-fmodule-map-file=" + BuildProducts.source("Sources/CBAExtension/include/module.modulemap"),
+                "-L", build, "-lBackgroundAssets", "-Xlinker", "-rpath", "-Xlinker", build,
+            ])
+    }
+
+    @Test("built as a program, the @main extension says it is an extension and exits with status 64")
+    func mainRunAsAProgram() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let program = directory.path + "/apple-style"
+        let build = try await Self.swiftc([
+            "-emit-executable", "-o", program,
+            BuildProducts.source("Tests/AppleCompatibilityExtension/AppleStyleDownloader.swift"),
+        ])
+        try #require(build.status == 0, "\(build.stderr)")
+        let run = try await runProcess(program, [])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains("AppleStyleDownloader is a Background Assets extension"), "\(run.stderr)")
+    }
+
+    @Test("an explicit ba_extension_descriptor export wins over @main (swiftc -emit-library, shared library)")
+    func explicitExportWinsOverMain() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let source = try String(
+            contentsOfFile: BuildProducts.source("Tests/AppleCompatibilityExtension/AppleStyleDownloader.swift"),
+            encoding: .utf8)
+        let file = try directory.write(
+            "Explicit.swift",
+            source + """
+
+                @_cdecl("ba_extension_descriptor")
+                public func baExtensionDescriptor() -> UnsafeRawPointer {
+                    BAExportExtension(AppleStyleDownloader.self, name: "Explicit", version: "2.0.0")
+                }
+
+                """)
+        let library = directory.path + "/libExplicit.so"
+        let build = try await Self.swiftc(["-emit-library", "-o", library, file])
+        try #require(build.status == 0, "\(build.stderr)")
+        let tester = try BAExtensionTester(
+            libraryPath: library, runnerPath: BuildProducts.executable("ba-extension-runner"))
+        let run = try await tester.downloads(for: .periodic, manifest: Data("[]".utf8))
+        #expect(run.verdict == .ok)
+        #expect(
+            run.identity?.name == "Explicit" && run.identity?.version == "2.0.0", "\(String(describing: run.identity))")
+    }
+
     // MARK: - The @main extension under the host
 
     @Test("the @main extension runs under the host: essential downloads on install, none on periodic")
