@@ -1,10 +1,5 @@
 import BackgroundAssets
-import Foundation
 import Synchronization
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// The app's assets: `Assets/IDENTIFIER` in the app group container, shared with the extension,
 /// which puts there what finishes while the app is not running.
