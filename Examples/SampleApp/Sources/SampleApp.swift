@@ -39,7 +39,9 @@ struct SampleApp {
                 forSecurityApplicationGroupIdentifier: bundle.appGroupIdentifier)
         else {
             FileHandle.standardError.write(
-                Data("SampleApp: basd knows no container for \(bundle.appGroupIdentifier); is the app installed?\n".utf8))
+                Data(
+                    ("SampleApp: basd knows no container for \(bundle.appGroupIdentifier); "
+                        + "is the app installed?\n").utf8))
             exit(1)
         }
         let library = AssetLibrary(bundle: bundle, assetsFolder: container.appendingPathComponent("Assets"))
