@@ -94,7 +94,7 @@ import Testing
 
     // MARK: - The @main extension under the host
 
-    @Test("the @main extension runs under the host: essential downloads on install, none on periodic")
+    @Test("the @main extension runs under the host: essential downloads on install, none on periodic or language change")
     func mainExtensionReturnsEssentialDownloads() async throws {
         let tester = try BAExtensionTester(
             libraryPath: BuildProducts.library("AppleCompatibilityExtension"),
@@ -113,6 +113,9 @@ import Testing
         let periodic = try await tester.downloads(for: .periodic, manifest: manifest)
         #expect(periodic.verdict == .ok)
         #expect(periodic.urlDownloads.map(\.isEssential) == [false, false])
+        let languageChange = try await tester.downloads(for: .languageChange, manifest: manifest)
+        #expect(languageChange.verdict == .ok)
+        #expect(languageChange.urlDownloads.map(\.isEssential) == [false, false])
     }
 
     @Test("a failed essential download is re-queued as a non-essential copy with the same identifier")
