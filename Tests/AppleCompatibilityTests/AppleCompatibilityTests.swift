@@ -94,7 +94,9 @@ import Testing
 
     // MARK: - The @main extension under the host
 
-    @Test("the @main extension runs under the host: essential downloads on install, none on periodic or language change")
+    @Test(
+        "the @main extension runs under the host: essential downloads on install, none on periodic or language change"
+    )
     func mainExtensionReturnsEssentialDownloads() async throws {
         let tester = try BAExtensionTester(
             libraryPath: BuildProducts.library("AppleCompatibilityExtension"),
