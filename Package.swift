@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "SampleSwiftExtension", type: .dynamic, targets: ["SampleSwiftExtension"]),
         .library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
         .library(name: "BATestSwiftManager", type: .dynamic, targets: ["BATestSwiftManager"]),
+        .library(name: "AppleCompatibilityExtension", type: .dynamic, targets: ["AppleCompatibilityExtension"]),
     ] + testPlugins.map { .library(name: $0, type: .dynamic, targets: [$0]) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -35,6 +36,8 @@ let package = Package(
         .target(name: "CBAExtension"),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
         .target(name: "CBASystem", cSettings: [.define("_GNU_SOURCE")]),
+        // The weak `ba_extension_descriptor` that finds an extension exported by `@main`.
+        .target(name: "CBAExtensionMain", cSettings: [.define("_GNU_SOURCE")]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
@@ -57,6 +60,7 @@ let package = Package(
             name: "BackgroundAssets",
             dependencies: [
                 "BAExtensionProtocol", "BAExtensionABI", "CBAExtension", "BADaemonProtocol", "BAExclusiveControl",
+                "CBAExtensionMain",
             ]),
 
         // The download engine: libcurl multi on one thread, resume, retries, integrity.
@@ -189,6 +193,15 @@ let package = Package(
                 "BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets", "CBASystem",
                 "BAStore", "BAScheduling",
             ]),
+        // Apple-style code as Apple developers write it, built in Swift 5 mode (the tests
+        // type-check it in Swift 6 mode too): an @main extension and app-side code.
+        .target(
+            name: "AppleCompatibilityExtension", dependencies: ["BackgroundAssets"],
+            path: "Tests/AppleCompatibilityExtension", swiftSettings: [.swiftLanguageMode(.v5)]),
+        .testTarget(
+            name: "AppleCompatibilityTests",
+            dependencies: ["BackgroundAssetsTesting", "BATestSupport", "BAExtensionProtocol"],
+            swiftSettings: [.swiftLanguageMode(.v5)]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
 )

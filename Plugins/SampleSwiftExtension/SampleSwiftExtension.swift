@@ -10,12 +10,10 @@
 //
 // Plugins/SampleCExtension does the same through the C ABI, with the same log lines; for the same
 // manifest both return the same downloads. Examples/SampleApp/README.md describes the asset set.
+//
+// Written as for Apple's framework: one import (it brings Foundation, and FoundationNetworking on
+// Linux) and `@main` on the extension type, which is how the system finds it in the library.
 import BackgroundAssets
-import Foundation
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// The manifest format of Examples/Manifests/sample-manifest.json and
 /// Examples/SampleApp/manifest.template.json.
@@ -39,6 +37,7 @@ struct Catalog: Decodable {
     var assets: [Manifest.Asset]
 }
 
+@main
 struct SampleSwiftExtension: BADownloaderExtension {
     static let name = "SampleSwiftExtension"
     /// The identifier of the catalog download.
@@ -62,7 +61,8 @@ struct SampleSwiftExtension: BADownloaderExtension {
             }
             let download = BAURLDownload(
                 identifier: identifier, request: URLRequest(url: url),
-                essential: asset.essential == true && request != .periodic, fileSize: asset.fileSize ?? 0,
+                essential: asset.essential == true && (request == .install || request == .update),
+                fileSize: asset.fileSize ?? 0,
                 applicationGroupIdentifier: manifest.applicationGroupIdentifier ?? "",
                 priority: BADownload.Priority(asset.priority ?? BADownload.Priority.default.rawValue))
             downloads.insert(asset.sha256.map { download.baVerifyingSHA256($0) } ?? download)
@@ -196,9 +196,4 @@ struct SampleSwiftExtension: BADownloaderExtension {
     func extensionWillTerminate() {
         BAHostLog("\(Self.name): terminating")
     }
-}
-
-@_cdecl("ba_extension_descriptor")
-public func baExtensionDescriptor() -> UnsafeRawPointer {
-    BAExportExtension(SampleSwiftExtension.self, version: "1.0.0")
 }

@@ -22,6 +22,7 @@ struct RunExtension: AsyncParsableCommand {
 
     enum Event: String, ExpressibleByArgument, CaseIterable {
         case install, update, periodic, finished, failed, terminate
+        case languageChange = "language-change"
     }
 
     @Argument(help: "The extension's shared library (.so).")
@@ -29,7 +30,9 @@ struct RunExtension: AsyncParsableCommand {
 
     @Option(
         help:
-            "The entry point to call: install, update, periodic (downloads(for:…)), finished, failed, or terminate (extensionWillTerminate())."
+            ArgumentHelp(
+                "The entry point to call: install, update, periodic, language-change (downloads(for:…)), finished, "
+                    + "failed, or terminate (extensionWillTerminate()).")
     )
     var event: Event
 
@@ -93,7 +96,7 @@ struct RunExtension: AsyncParsableCommand {
         switch event {
         case .finished, .failed:
             guard downloadJSON != nil else { throw ValidationError("--event \(event.rawValue) needs --download-json") }
-        case .install, .update, .periodic, .terminate:
+        case .install, .update, .periodic, .languageChange, .terminate:
             guard downloadJSON == nil, file == nil else {
                 throw ValidationError("--download-json and --file go with --event finished or failed")
             }
@@ -140,8 +143,14 @@ struct RunExtension: AsyncParsableCommand {
         let container = try appGroupContainer ?? workspace.directory("app-group")
         let event: RunnerEvent
         switch self.event {
-        case .install, .update, .periodic:
-            let request: Int32 = self.event == .install ? 1 : self.event == .update ? 2 : 3
+        case .install, .update, .periodic, .languageChange:
+            let request: Int32 =
+                switch self.event {
+                case .install: 1
+                case .update: 2
+                case .languageChange: 4
+                default: 3
+                }
             let copy = try workspace.readOnlyFile(named: "manifest.json", contents: try manifestContents())
             event = .contentRequest(
                 request: request, manifestPath: copy,

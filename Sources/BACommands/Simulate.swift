@@ -5,15 +5,21 @@ import Foundation
 /// `ba simulate`: Apple's `backgroundassets-debug --simulate`, against basd.
 struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Wake an app's extension as if it had been installed, updated, or its periodic time had come.",
+        abstract:
+            "Wake an app's extension as if it had been installed, updated, its periodic time had come, "
+            + "or the user's language had changed.",
         discussion: """
             basd fetches the app's manifest, calls the extension's downloads(for:) with the event, and \
             schedules what it returns, as for the real event. Like Apple's backgroundassets-debug, a \
             simulation bypasses the daily runtime allowance (its runtime still counts) but not the per-call \
             deadline. Apple's spelling is accepted too.
 
+            `language-change` calls downloads(for: .languageChange) (essential downloads are not \
+            allowed), as Apple's system does when the user's preferred languages change.
+
             Examples:
               ba simulate periodic --app com.example.game
+              ba simulate language-change --app com.example.game
               ba simulate install --app com.example.game --json
               ba simulate -s --app-update -b com.example.game
               ba simulate --simulate --app-install --app-bundle-id com.example.game
@@ -21,7 +27,7 @@ struct Simulate: ParsableCommand {
 
     @OptionGroup var daemon: DaemonOptions
 
-    @Argument(help: ArgumentHelp("install, update or periodic.", valueName: "event"))
+    @Argument(help: ArgumentHelp("install, update, periodic or language-change.", valueName: "event"))
     var event: SimulatedEvent?
 
     @Option(
@@ -56,7 +62,8 @@ struct Simulate: ParsableCommand {
     func validate() throws {
         guard chosen != nil else {
             throw ValidationError(
-                "name exactly one event: install, update or periodic (or --app-install, --app-update, --periodic)")
+                "name exactly one event: install, update, periodic or language-change "
+                    + "(or --app-install, --app-update, --periodic)")
         }
     }
 
@@ -69,7 +76,9 @@ struct Simulate: ParsableCommand {
         InstallReportPrinter(json: json).print(report)
         if report.manifestError != nil { throw ExitCode(BAExitCode.downloadFailed.rawValue) }
         if report.event == nil { throw ExitCode(BAExitCode.extensionNotCalled.rawValue) }
-        if let verdict = report.verdict, verdict != "ok" { throw ExitCode(BAExitCode.code(forVerdictNamed: verdict).rawValue) }
+        if let verdict = report.verdict, verdict != "ok" {
+            throw ExitCode(BAExitCode.code(forVerdictNamed: verdict).rawValue)
+        }
     }
 }
 

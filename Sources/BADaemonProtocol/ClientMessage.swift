@@ -182,6 +182,8 @@ public enum Request: Sendable, Hashable {
 /// An event `ba simulate` can wake an extension with.
 public enum SimulatedEvent: String, Sendable, Hashable, Codable, CaseIterable {
     case install, update, periodic
+    /// `BAContentRequest.languageChange`: the user's preferred languages changed.
+    case languageChange = "language-change"
 }
 
 /// Who is connecting, sent in `hello`.

@@ -13,6 +13,8 @@ public struct StoredExtensionRun: Sendable, Hashable {
         case update
         /// `BAContentRequest.periodic`.
         case periodic
+        /// `BAContentRequest.languageChange`.
+        case languageChange
         /// `backgroundDownload(_:finishedWithFileURL:)`.
         case finished
         /// `backgroundDownload(_:failedWithError:)`.

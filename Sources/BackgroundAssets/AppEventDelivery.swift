@@ -112,7 +112,8 @@ final class AppEventDelivery: @unchecked Sendable {
                 AppDaemonConnection.log("finished event \(event.sequence) of \(event.identifier) has no file")
                 return
             }
-            delegate.download(download, finishedWithFileURL: URL(fileURLWithPath: path))
+            // Handlers the callback started (e.g. a move under withExclusiveControl) run first.
+            CompletionHandlers.scoped { delegate.download(download, finishedWithFileURL: URL(fileURLWithPath: path)) }
             // The file is the app's only during the callback: remove it unless the app moved it.
             if FileManager.default.fileExists(atPath: path) {
                 do {

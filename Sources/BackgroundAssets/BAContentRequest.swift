@@ -6,4 +6,8 @@ public enum BAContentRequest: Int, Sendable, CaseIterable {
     case update = 2
     /// A periodic check for new content (essential downloads are not allowed).
     case periodic = 3
+    /// The user's preferred languages changed: ask for content in the new language (essential
+    /// downloads are not allowed). On Linux, basd asks when the user's locale changes
+    /// (`ba simulate language-change` triggers it by hand).
+    case languageChange = 4
 }

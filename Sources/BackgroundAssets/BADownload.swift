@@ -5,7 +5,10 @@ import Foundation
 /// Downloads are immutable values with reference identity (as in Apple's framework): two
 /// downloads are equal when they have the same ``uniqueIdentifier``; ``copy()`` keeps it.
 /// ``identifier`` is what an app chooses and must be unique among the app's downloads.
-open class BADownload: NSObject, NSCopying, @unchecked Sendable {
+///
+/// Downloads conform to `NSSecureCoding`, as Apple's do: `NSKeyedArchiver` round trips keep every
+/// property (``BAURLDownload`` keeps its request's URL, method and header fields).
+open class BADownload: NSObject, NSCopying, NSSecureCoding, @unchecked Sendable {
     /// Where a download is in its life.
     public enum State: Int, Sendable, CaseIterable {
         case failed = -1
@@ -23,11 +26,12 @@ open class BADownload: NSObject, NSCopying, @unchecked Sendable {
         public init(rawValue: Int) { self.rawValue = rawValue }
         /// Creates a priority from an integer.
         public init(_ rawValue: Int) { self.rawValue = rawValue }
-        /// The lowest priority (0).
+        /// The lowest of the named priorities (0 here; Apple's value is not published, see
+        /// docs/apple-api-compatibility.md). Any `Int` is accepted, as Apple's `init(_:)` documents.
         public static let min = Priority(0)
-        /// The default priority (50).
+        /// The default priority (50 here).
         public static let `default` = Priority(50)
-        /// The highest priority (100).
+        /// The highest of the named priorities (100 here).
         public static let max = Priority(100)
         public static func < (lhs: Priority, rhs: Priority) -> Bool { lhs.rawValue < rhs.rawValue }
     }
@@ -58,9 +62,48 @@ open class BADownload: NSObject, NSCopying, @unchecked Sendable {
     }
 
     /// A copy of this download that is not essential, e.g. to re-queue a failed essential
-    /// download in the background.
+    /// download in the background. As on Apple's system it is a copy with only the necessity
+    /// changed: ``uniqueIdentifier``, ``state`` and ``priority`` are kept.
     open func removingEssential() -> Self {
         fatalError("BADownload is abstract: subclasses such as BAURLDownload implement removingEssential()")
+    }
+
+    private enum Key {
+        static let identifier = "identifier"
+        static let uniqueIdentifier = "uniqueIdentifier"
+        static let state = "state"
+        static let priority = "priority"
+        static let isEssential = "isEssential"
+        static let applicationGroupIdentifier = "applicationGroupIdentifier"
+    }
+
+    /// Downloads decode only as the classes they were encoded as (`NSSecureCoding`).
+    open class var supportsSecureCoding: Bool { true }
+
+    /// Encodes the download's properties.
+    open func encode(with coder: NSCoder) {
+        coder.encode(identifier as NSString, forKey: Key.identifier)
+        coder.encode(uniqueIdentifier as NSString, forKey: Key.uniqueIdentifier)
+        coder.encode(state.rawValue, forKey: Key.state)
+        coder.encode(priority.rawValue, forKey: Key.priority)
+        coder.encode(isEssential, forKey: Key.isEssential)
+        coder.encode(applicationGroupIdentifier as NSString, forKey: Key.applicationGroupIdentifier)
+    }
+
+    /// Decodes a download; nil (and a failed coder) when a property is missing or invalid.
+    public required init?(coder: NSCoder) {
+        guard let identifier = coder.decodeObject(of: NSString.self, forKey: Key.identifier),
+            let uniqueIdentifier = coder.decodeObject(of: NSString.self, forKey: Key.uniqueIdentifier),
+            let group = coder.decodeObject(of: NSString.self, forKey: Key.applicationGroupIdentifier),
+            let state = State(rawValue: coder.decodeInteger(forKey: Key.state))
+        else { return nil }
+        self.identifier = String(identifier)
+        self.uniqueIdentifier = String(uniqueIdentifier)
+        self.state = state
+        self.priority = Priority(coder.decodeInteger(forKey: Key.priority))
+        self.isEssential = coder.decodeBool(forKey: Key.isEssential)
+        self.applicationGroupIdentifier = String(group)
+        super.init()
     }
 
     open func copy(with zone: NSZone? = nil) -> Any {

@@ -102,11 +102,17 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
     /// From an extension this is refused (code 50) while `downloads(for:…)` runs: return the
     /// download from it instead. Throws 100 if the identifier is already scheduled, 55 when basd
     /// cannot be reached, and basd's other refusals (e.g. 202 for a host outside the allow-list).
+    ///
+    /// A download that has ended (`.failed` or `.finished`, e.g. the `removingEssential()` copy
+    /// of a failed essential download an extension re-queues) is scheduled as a new transfer
+    /// under a fresh ``BADownload/uniqueIdentifier``: basd keeps the ended one's record.
     public func scheduleDownload(_ download: BADownload) throws {
         let download = try urlDownload(download)
+        var record = download.record
+        if download.state == .failed || download.state == .finished { record.uniqueIdentifier = UUID().uuidString }
         switch route() {
-        case .extensionHost(let connection): try connection.schedule(download.record)
-        case .app(let app): try app.schedule(download.record)
+        case .extensionHost(let connection): try connection.schedule(record)
+        case .app(let app): try app.schedule(record)
         }
     }
 
@@ -144,19 +150,15 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
 
     /// The app's current downloads, delivered to a completion handler.
     ///
-    /// In an app the handler runs on a background thread; inside an extension call it runs
-    /// before this method returns.
-    public func fetchCurrentDownloads(completionHandler: @escaping @Sendable ([BADownload], (any Error)?) -> Void) {
-        let fetch = { @Sendable [self] in
+    /// The handler runs later, on a thread of its own (as on Apple's system, not before this
+    /// method returns); inside an extension call, the call does not end before it has run.
+    public func fetchCurrentDownloads(completionHandler: @escaping ([BADownload], (any Error)?) -> Void) {
+        CompletionHandlers.run { [self] in
             do {
                 completionHandler(try fetchCurrentDownloads(), nil)
             } catch {
                 completionHandler([], error)
             }
-        }
-        switch route() {
-        case .extensionHost: fetch()
-        case .app: Thread(block: fetch).start()
         }
     }
 
@@ -178,20 +180,22 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
     /// The handler gets `(true, nil)` when the lock is held, or `(false, error)`. The lock is the
     /// app group's kernel lock, shared with the extension (and other processes of the app): at
     /// most one holds it; it is released when the handler returns or the holder dies.
-    /// On Linux the wait and the handler run on the calling thread, before this method returns.
-    public func withExclusiveControl(_ performHandler: @escaping @Sendable (Bool, (any Error)?) -> Void) {
-        exclusiveControl(deadline: nil, performHandler)
+    ///
+    /// As on Apple's system the method returns at once: the wait and the handler run on a thread
+    /// of their own. Inside a delegate callback or an extension call, the callback (and the life of
+    /// a finished file it was handed) does not end before the handler has run.
+    public func withExclusiveControl(_ performHandler: @escaping (Bool, (any Error)?) -> Void) {
+        CompletionHandlers.run { [self] in exclusiveControl(deadline: nil, performHandler) }
     }
 
     /// Like ``withExclusiveControl(_:)`` but gives up at `date`; `Date()` tries once.
     ///
     /// When the lock is not acquired in time the handler gets `(false, error)` (a ``BAError``
-    /// whose reason says so). On Linux the handler runs on the calling thread, before this
-    /// method returns.
+    /// whose reason says so). The handler runs asynchronously, as for ``withExclusiveControl(_:)``.
     public func withExclusiveControl(
-        beforeDate date: Date, perform performHandler: @escaping @Sendable (Bool, (any Error)?) -> Void
+        beforeDate date: Date, perform performHandler: @escaping (Bool, (any Error)?) -> Void
     ) {
-        exclusiveControl(deadline: date, performHandler)
+        CompletionHandlers.run { [self] in exclusiveControl(deadline: date, performHandler) }
     }
 
     /// Runs `body` while holding exclusive control, waiting as long as it takes.
@@ -214,15 +218,17 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
     /// The talks' one-argument handler form of ``withExclusiveControl(_:)``: the handler gets nil
     /// when the lock is held, or the error.
     @available(*, deprecated, message: "use withExclusiveControl(_:) with a (Bool, Error?) handler")
-    public func withExclusiveControl(_ performHandler: @escaping @Sendable ((any Error)?) -> Void) {
-        exclusiveControl(deadline: nil) { acquired, error in performHandler(acquired ? nil : error) }
+    public func withExclusiveControl(_ performHandler: @escaping ((any Error)?) -> Void) {
+        CompletionHandlers.run { [self] in
+            exclusiveControl(deadline: nil) { acquired, error in performHandler(acquired ? nil : error) }
+        }
     }
 
     static func milliseconds(until date: Date) -> Int64 {
         max(0, Int64((date.timeIntervalSinceNow * 1000).rounded(.up)))
     }
 
-    private func exclusiveControl(deadline: Date?, _ handler: @escaping @Sendable (Bool, (any Error)?) -> Void) {
+    private func exclusiveControl(deadline: Date?, _ handler: (Bool, (any Error)?) -> Void) {
         switch route() {
         case .extensionHost(let connection):
             do {

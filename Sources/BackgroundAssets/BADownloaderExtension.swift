@@ -4,16 +4,71 @@ import Foundation
     import FoundationNetworking
 #endif
 
+/// The 2022 entry points and `extensionWillTerminate()`, which ``BADownloaderExtension``
+/// redeclares as deprecated, as Apple does.
+///
+/// Not for direct use: the library calls them through this protocol, where they are not
+/// deprecated, so its own build prints no deprecation warning. Implement them (if at all) in
+/// your ``BADownloaderExtension`` type.
+public protocol _BADownloaderExtensionLegacyEntryPoints {
+    /// See ``BADownloaderExtension/extensionWillTerminate()``.
+    func extensionWillTerminate()
+    /// See ``BADownloaderExtension/applicationDidInstall(metadata:)``.
+    func applicationDidInstall(metadata: BAAppExtensionInfo) -> Set<BADownload>
+    /// See ``BADownloaderExtension/applicationDidUpdate(metadata:)``.
+    func applicationDidUpdate(metadata: BAAppExtensionInfo) -> Set<BADownload>
+    /// See ``BADownloaderExtension/checkForUpdates(metadata:)``.
+    func checkForUpdates(metadata: BAAppExtensionInfo) -> Set<BADownload>
+    /// See ``BADownloaderExtension/backgroundDownloadDidFail(failedDownload:)``.
+    func backgroundDownloadDidFail(failedDownload: BADownload)
+    /// See ``BADownloaderExtension/backgroundDownloadDidFinish(finishedDownload:fileURL:)``.
+    func backgroundDownloadDidFinish(finishedDownload: BADownload, fileURL: URL)
+}
+
+extension _BADownloaderExtensionLegacyEntryPoints {
+    public func extensionWillTerminate() {}
+    public func applicationDidInstall(metadata: BAAppExtensionInfo) -> Set<BADownload> { [] }
+    public func applicationDidUpdate(metadata: BAAppExtensionInfo) -> Set<BADownload> { [] }
+    public func checkForUpdates(metadata: BAAppExtensionInfo) -> Set<BADownload> { [] }
+    public func backgroundDownloadDidFail(failedDownload: BADownload) {}
+    public func backgroundDownloadDidFinish(finishedDownload: BADownload, fileURL: URL) {}
+}
+
+/// Calls the 2022 entry points and `extensionWillTerminate()` without a deprecation warning.
+enum LegacyEntryPoints {
+    static func downloads<E: _BADownloaderExtensionLegacyEntryPoints>(
+        _ instance: E, for request: BAContentRequest, _ info: BAAppExtensionInfo
+    ) -> Set<BADownload> {
+        switch request {
+        case .install: instance.applicationDidInstall(metadata: info)
+        case .update: instance.applicationDidUpdate(metadata: info)
+        case .periodic: instance.checkForUpdates(metadata: info)
+        case .languageChange: []  // the 2022 API had no language-change entry point
+        }
+    }
+    static func failed<E: _BADownloaderExtensionLegacyEntryPoints>(_ instance: E, _ download: BADownload) {
+        instance.backgroundDownloadDidFail(failedDownload: download)
+    }
+    static func finished<E: _BADownloaderExtensionLegacyEntryPoints>(
+        _ instance: E, _ download: BADownload, _ fileURL: URL
+    ) {
+        instance.backgroundDownloadDidFinish(finishedDownload: download, fileURL: fileURL)
+    }
+    static func willTerminate<E: _BADownloaderExtensionLegacyEntryPoints>(_ instance: E) {
+        instance.extensionWillTerminate()
+    }
+}
+
 /// The protocol an app's downloader extension conforms to.
 ///
 /// The system creates a fresh instance for every call, in a fresh process: an extension keeps no
 /// memory between calls. Every requirement has a default, so implement only what you need.
+/// Mark the type `@main`, as on Apple's system: that is how the system finds it in the library.
 ///
 /// ```swift
 /// import BackgroundAssets
-/// import Foundation
-/// import FoundationNetworking
 ///
+/// @main
 /// struct GameAssets: BADownloaderExtension {
 ///     func downloads(for request: BAContentRequest, manifestURL: URL,
 ///                    extensionInfo: BAAppExtensionInfo) -> Set<BADownload> {
@@ -23,16 +78,20 @@ import Foundation
 ///                               applicationGroupIdentifier: "group.com.example.game")]
 ///     }
 /// }
-///
-/// // Export it (one line; see BAExportExtension):
+/// ```
+/// The explicit export still works (instead of `@main`; see ``BAExportExtension(_:name:version:)``):
+/// ```swift
 /// @_cdecl("ba_extension_descriptor")
 /// public func baExtensionDescriptor() -> UnsafeRawPointer { BAExportExtension(GameAssets.self) }
 /// ```
-public protocol BADownloaderExtension {
+public protocol BADownloaderExtension: _BADownloaderExtensionLegacyEntryPoints {
     /// Creates the extension; called once per call.
     init()
 
-    /// Returns the downloads to schedule for an install, update or periodic check.
+    /// The extension's configuration (Apple's comes from `AppExtension`); the default serves.
+    var configuration: any BADownloaderExtensionConfiguration { get }
+
+    /// Returns the downloads to schedule for an install, update, periodic check or language change.
     ///
     /// `manifestURL` is a read-only local copy of the app's manifest, deleted after the call.
     /// Return downloads here: scheduling through ``BADownloadManager`` while this runs is refused.
@@ -52,7 +111,9 @@ public protocol BADownloaderExtension {
     /// container and is deleted after this returns unless you move it.
     func backgroundDownload(_ finishedDownload: BADownload, finishedWithFileURL fileURL: URL)
 
-    /// Called shortly before the system ends the extension's process.
+    /// Called shortly before the system ends the extension's process (still called here when the
+    /// host ends a call at its deadline; Apple deprecated it and no longer promises the call).
+    @available(*, deprecated, message: "the system may end the extension without calling it")
     func extensionWillTerminate()
 
     /// The 2022 install entry point; the default `downloads(for:…)` calls it for `.install`.
@@ -72,15 +133,23 @@ public protocol BADownloaderExtension {
     func backgroundDownloadDidFinish(finishedDownload: BADownload, fileURL: URL)
 }
 
+/// An extension's configuration. On Apple's system it refines ExtensionFoundation's
+/// `AppExtensionConfiguration`, which Linux does not have; here it only names the type.
+public protocol BADownloaderExtensionConfiguration: Sendable {}
+
+/// Linux addition: the configuration every extension has unless it supplies its own.
+public struct BADefaultDownloaderExtensionConfiguration: BADownloaderExtensionConfiguration {
+    /// Creates the default configuration.
+    public init() {}
+}
+
 extension BADownloaderExtension {
+    public var configuration: any BADownloaderExtensionConfiguration { BADefaultDownloaderExtensionConfiguration() }
+
     public func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<
         BADownload
     > {
-        switch request {
-        case .install: applicationDidInstall(metadata: extensionInfo)
-        case .update: applicationDidUpdate(metadata: extensionInfo)
-        case .periodic: checkForUpdates(metadata: extensionInfo)
-        }
+        LegacyEntryPoints.downloads(self, for: request, extensionInfo)
     }
 
     public func backgroundDownload(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
@@ -90,18 +159,10 @@ extension BADownloaderExtension {
     }
 
     public func backgroundDownload(_ failedDownload: BADownload, failedWithError error: any Error) {
-        backgroundDownloadDidFail(failedDownload: failedDownload)
+        LegacyEntryPoints.failed(self, failedDownload)
     }
 
     public func backgroundDownload(_ finishedDownload: BADownload, finishedWithFileURL fileURL: URL) {
-        backgroundDownloadDidFinish(finishedDownload: finishedDownload, fileURL: fileURL)
+        LegacyEntryPoints.finished(self, finishedDownload, fileURL)
     }
-
-    public func extensionWillTerminate() {}
-
-    public func applicationDidInstall(metadata: BAAppExtensionInfo) -> Set<BADownload> { [] }
-    public func applicationDidUpdate(metadata: BAAppExtensionInfo) -> Set<BADownload> { [] }
-    public func checkForUpdates(metadata: BAAppExtensionInfo) -> Set<BADownload> { [] }
-    public func backgroundDownloadDidFail(failedDownload: BADownload) {}
-    public func backgroundDownloadDidFinish(finishedDownload: BADownload, fileURL: URL) {}
 }

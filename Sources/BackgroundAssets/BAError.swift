@@ -13,7 +13,10 @@ public let BAErrorDomain = "com.apple.backgroundassets.error"
 ///     // already queued: nothing to do
 /// }
 /// ```
-public struct BAError: CustomNSError, Hashable, Sendable, LocalizedError {
+///
+/// `print(error)` shows the `NSError` form, as on Apple's system:
+/// `Error Domain=com.apple.backgroundassets.error Code=100 "…"`.
+public struct BAError: CustomNSError, Hashable, Sendable, LocalizedError, CustomStringConvertible {
     /// Apple's `BAErrorCode` values.
     public enum Code: Int, Sendable, CaseIterable {
         case downloadInvalid = 0
@@ -28,6 +31,7 @@ public struct BAError: CustomNSError, Hashable, Sendable, LocalizedError {
         case downloadEssentialDownloadNotPermitted = 109
         case downloadBackgroundActivityProhibited = 111
         case downloadWouldExceedAllowance = 112
+        case downloadDoesNotExist = 113
         case sessionDownloadDisallowedByDomain = 202
         case sessionDownloadDisallowedByAllowance = 203
         case sessionDownloadAllowanceExceeded = 204
@@ -52,6 +56,8 @@ public struct BAError: CustomNSError, Hashable, Sendable, LocalizedError {
     }
     public var errorDescription: String? { reason }
     public var failureReason: String? { reason }
+    /// The `NSError` form: `Error Domain=com.apple.backgroundassets.error Code=100 "…"`.
+    public var description: String { "Error Domain=\(BAErrorDomain) Code=\(code.rawValue) \"\(reason)\"" }
 
     public static let downloadInvalid = Code.downloadInvalid
     public static let callFromExtensionNotAllowed = Code.callFromExtensionNotAllowed

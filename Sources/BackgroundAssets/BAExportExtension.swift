@@ -12,7 +12,9 @@ import Synchronization
 /// Exports a Swift extension through the C ABI: returns the `ba_extension_descriptor` the host
 /// loads, with every entry point calling a fresh instance of `type`.
 ///
-/// Call it from the one C symbol the host looks for, in one line:
+/// `@main` on the extension type does this for you (see ``BADownloaderExtension/main()``); the
+/// explicit export takes precedence over it, e.g. to give another name or version. Call it from
+/// the one C symbol the host looks for, in one line:
 /// ```swift
 /// @_cdecl("ba_extension_descriptor")
 /// public func baExtensionDescriptor() -> UnsafeRawPointer { BAExportExtension(MyExtension.self) }
@@ -204,7 +206,7 @@ private let challengeThunk: ba_download_challenge_fn = { context, host, download
 
 private let willTerminateThunk: ba_extension_will_terminate_fn = { context, host in
     guard let host, let instance = ExportedExtensions.runningInstance(context) else { return }
-    ExtensionHostConnection.with(host) { instance.extensionWillTerminate() }
+    ExtensionHostConnection.with(host) { LegacyEntryPoints.willTerminate(instance) }
 }
 
 /// Moves a non-Sendable value into a task that is awaited synchronously right away.

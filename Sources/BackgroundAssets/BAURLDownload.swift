@@ -96,10 +96,59 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
 
     public override func removingEssential() -> Self {
         BAURLDownload(
-            identifier: identifier, uniqueIdentifier: UUID().uuidString, state: .created, request: request,
+            identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, request: request,
             essential: false,
             fileSize: fileSize, applicationGroupIdentifier: applicationGroupIdentifier, priority: priority,
-            expectedSHA256: baExpectedSHA256) as! Self
+            expectedSHA256: baExpectedSHA256) as! Self  // the class is final: Self is BAURLDownload
+    }
+
+    private enum Key {
+        static let url = "request.url"
+        static let method = "request.httpMethod"
+        static let headers = "request.allHTTPHeaderFields"
+        static let fileSize = "fileSize"
+        static let sha256 = "baExpectedSHA256"
+    }
+
+    public override class var supportsSecureCoding: Bool { true }
+
+    /// Encodes the download, with its request's URL, method and header fields.
+    public override func encode(with coder: NSCoder) {
+        super.encode(with: coder)
+        if let url = request.url { coder.encode(url.absoluteString as NSString, forKey: Key.url) }
+        if let method = request.httpMethod { coder.encode(method as NSString, forKey: Key.method) }
+        let headers = NSMutableDictionary()
+        for (name, value) in request.allHTTPHeaderFields ?? [:] { headers[name as NSString] = value as NSString }
+        coder.encode(headers, forKey: Key.headers)
+        coder.encode(fileSize, forKey: Key.fileSize)
+        if let sha256 = baExpectedSHA256 { coder.encode(sha256 as NSString, forKey: Key.sha256) }
+    }
+
+    /// Decodes a download encoded by ``encode(with:)``; nil when the URL is missing or invalid.
+    public required init?(coder: NSCoder) {
+        guard let string = coder.decodeObject(of: NSString.self, forKey: Key.url), let url = URL(string: String(string))
+        else { return nil }
+        var request = URLRequest(url: url)
+        // Optional keys are looked for first: swift-corelibs-foundation fails the whole decode
+        // for a missing key.
+        if coder.containsValue(forKey: Key.method) {
+            request.httpMethod = coder.decodeObject(of: NSString.self, forKey: Key.method).map(String.init)
+        }
+        if coder.containsValue(forKey: Key.headers),
+            let headers = coder.decodeObject(of: [NSDictionary.self, NSString.self], forKey: Key.headers)
+                as? NSDictionary
+        {
+            for (name, value) in headers {
+                guard let name = name as? NSString, let value = value as? NSString else { continue }
+                request.setValue(String(value), forHTTPHeaderField: String(name))
+            }
+        }
+        self.request = request
+        self.fileSize = coder.decodeInteger(forKey: Key.fileSize)
+        self.baExpectedSHA256 =
+            coder.containsValue(forKey: Key.sha256)
+            ? coder.decodeObject(of: NSString.self, forKey: Key.sha256).map(String.init) : nil
+        super.init(coder: coder)
     }
 
     public override func copy(with zone: NSZone? = nil) -> Any {

@@ -27,7 +27,8 @@ struct ExtensionHostConnection: @unchecked Sendable {
             return value
         }
         defer { current.withLock { $0 = previous } }
-        return try body()
+        // Completion handlers the extension started run before the call (and its process) ends.
+        return try CompletionHandlers.scoped(body)
     }
 
     /// Turns BA_FAILED into a ``BAError`` with the host's message.
@@ -81,14 +82,35 @@ struct ExtensionHostConnection: @unchecked Sendable {
         return collector.records
     }
 
+    /// One holder per process: the host's lock is per process, and completion handlers run on
+    /// threads of their own, so two of them must not both think they hold it.
+    private static let processGate = DispatchSemaphore(value: 1)
+
     func acquireExclusiveControl(timeoutMilliseconds: Int64) throws(BAError) {
+        let start = DispatchTime.now()
+        let gateDeadline: DispatchTime =
+            timeoutMilliseconds < 0 ? .distantFuture : start + .milliseconds(Int(clamping: timeoutMilliseconds))
+        guard Self.processGate.wait(timeout: gateDeadline) == .success else {
+            throw BAError(
+                .downloadInvalid,
+                reason: "exclusive control is held by another handler of this extension call; "
+                    + "not acquired within \(timeoutMilliseconds) ms")
+        }
+        let waited = Int64((DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1_000_000)
+        let left = timeoutMilliseconds < 0 ? -1 : max(0, timeoutMilliseconds - waited)
         var code: Int32 = 0
-        try check(host.pointee.acquire_exclusive_control(timeoutMilliseconds, &code), code: code)
+        do {
+            try check(host.pointee.acquire_exclusive_control(left, &code), code: code)
+        } catch {
+            Self.processGate.signal()
+            throw error
+        }
     }
 
     func releaseExclusiveControl() {
         var code: Int32 = 0
         _ = host.pointee.release_exclusive_control(&code)
+        Self.processGate.signal()
     }
 
     func useCredential(user: String, password: String) throws(BAError) {

@@ -18,13 +18,14 @@ import Testing
         #expect(BAContentRequest.install.rawValue == 1)
         #expect(BAContentRequest.update.rawValue == 2)
         #expect(BAContentRequest.periodic.rawValue == 3)
+        #expect(BAContentRequest.languageChange.rawValue == 4)
         #expect(BAErrorDomain == "com.apple.backgroundassets.error")
         let codes: [BAErrorCode: Int] = [
             .downloadInvalid: 0, .callFromExtensionNotAllowed: 50, .callFromInactiveProcessNotAllowed: 51,
             .callerConnectionNotAccepted: 55, .callerConnectionInvalid: 56, .downloadAlreadyScheduled: 100,
             .downloadNotScheduled: 101, .downloadFailedToStart: 102, .downloadAlreadyFailed: 103,
             .downloadEssentialDownloadNotPermitted: 109, .downloadBackgroundActivityProhibited: 111,
-            .downloadWouldExceedAllowance: 112, .sessionDownloadDisallowedByDomain: 202,
+            .downloadWouldExceedAllowance: 112, .downloadDoesNotExist: 113, .sessionDownloadDisallowedByDomain: 202,
             .sessionDownloadDisallowedByAllowance: 203, .sessionDownloadAllowanceExceeded: 204,
             .sessionDownloadNotPermittedBeforeAppLaunch: 206,
         ]
@@ -65,7 +66,8 @@ import Testing
         let background = essential.removingEssential()
         #expect(!background.isEssential)
         #expect(background.identifier == "e" && background.fileSize == 10 && background.request == essential.request)
-        #expect(background.uniqueIdentifier != essential.uniqueIdentifier)
+        #expect(background.uniqueIdentifier == essential.uniqueIdentifier, "a copy with only the necessity changed")
+        #expect(background.state == essential.state && background.priority == essential.priority)
         let copy = essential.copy() as? BAURLDownload
         #expect(copy == essential, "a copy keeps the unique identifier")
         #expect(Set<BADownload>([essential, copy!]).count == 1)

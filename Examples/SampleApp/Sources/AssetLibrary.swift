@@ -1,14 +1,9 @@
 import BackgroundAssets
-import Foundation
 import Synchronization
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// The app's assets: `Assets/IDENTIFIER` in the app group container, shared with the extension,
 /// which puts there what finishes while the app is not running.
-final class AssetLibrary: BADownloadManagerDelegate {
+final class AssetLibrary: BADownloadManagerDelegate, Sendable {
     let bundle: AppBundle
     let assetsFolder: URL
 
@@ -88,7 +83,12 @@ final class AssetLibrary: BADownloadManagerDelegate {
     func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {
         // The file is the app's only during this callback. Move it under exclusive control, so the
         // extension never sees a half-moved file (or moves one at the same time).
+        // The handler runs on a thread of its own; the file stays until it has returned.
         BADownloadManager.shared.withExclusiveControl { acquired, error in
+            defer {
+                self.state.withLock { _ = $0.inFlight.remove(download.identifier) }
+                self.changed()
+            }
             guard acquired else {
                 say("no exclusive control for \(download.identifier): \(error?.localizedDescription ?? "?")")
                 return
@@ -100,8 +100,6 @@ final class AssetLibrary: BADownloadManagerDelegate {
                 say("cannot keep \(download.identifier): \(error.localizedDescription)")
             }
         }
-        state.withLock { _ = $0.inFlight.remove(download.identifier) }
-        changed()
     }
 
     func download(_ download: BADownload, failedWithError error: any Error) {
@@ -139,9 +137,12 @@ final class AssetLibrary: BADownloadManagerDelegate {
             state.inFlight.insert(asset.identifier)
             return state.failedOnce.contains(asset.identifier)
         }
-        guard let again, let url = URL(string: asset.url, relativeTo: bundle.contentBaseURL)?.absoluteURL else { return }
+        guard let again, let url = URL(string: asset.url, relativeTo: bundle.contentBaseURL)?.absoluteURL else {
+            return
+        }
         var download = BAURLDownload(
-            identifier: asset.identifier, request: URLRequest(url: url), essential: false, fileSize: asset.fileSize ?? 0,
+            identifier: asset.identifier, request: URLRequest(url: url), essential: false,
+            fileSize: asset.fileSize ?? 0,
             applicationGroupIdentifier: bundle.appGroupIdentifier,
             priority: BADownload.Priority(asset.priority ?? BADownload.Priority.default.rawValue))
         if let sha256 = asset.sha256 { download = download.baVerifyingSHA256(sha256) }

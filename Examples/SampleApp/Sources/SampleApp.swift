@@ -8,12 +8,10 @@
 // exclusive control, and download again whatever is still missing. It exits 0 once every asset
 // of the catalog is in `CONTAINER/Assets/`, 1 if one cannot be had or the deadline (default 120 s)
 // passes first, 64 on bad usage.
+//
+// Written as for Apple's framework: `import BackgroundAssets` brings Foundation (and, on Linux,
+// FoundationNetworking).
 import BackgroundAssets
-import Foundation
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 @main
 struct SampleApp {
@@ -41,7 +39,9 @@ struct SampleApp {
                 forSecurityApplicationGroupIdentifier: bundle.appGroupIdentifier)
         else {
             FileHandle.standardError.write(
-                Data("SampleApp: basd knows no container for \(bundle.appGroupIdentifier); is the app installed?\n".utf8))
+                Data(
+                    ("SampleApp: basd knows no container for \(bundle.appGroupIdentifier); "
+                        + "is the app installed?\n").utf8))
             exit(1)
         }
         let library = AssetLibrary(bundle: bundle, assetsFolder: container.appendingPathComponent("Assets"))

@@ -6,7 +6,7 @@ import Foundation
 
 /// A `downloads(for:manifestURL:extensionInfo:)` content request.
 enum ContentRequestKind: String, Sendable {
-    case install, update, periodic
+    case install, update, periodic, languageChange
 
     /// `BAContentRequest`'s raw value.
     var rawValue32: Int32 {
@@ -14,6 +14,7 @@ enum ContentRequestKind: String, Sendable {
         case .install: 1
         case .update: 2
         case .periodic: 3
+        case .languageChange: 4
         }
     }
 
@@ -22,6 +23,7 @@ enum ContentRequestKind: String, Sendable {
         case .install: .install
         case .update: .update
         case .periodic: .periodic
+        case .languageChange: .languageChange
         }
     }
 }
@@ -139,6 +141,7 @@ final class AppInstaller: @unchecked Sendable {
             case .install: .install
             case .update: .update
             case .periodic: .periodic
+            case .languageChange: .languageChange
             }
         let report = ExtensionRunReport(bundleIdentifier: app.bundleIdentifier, version: app.version)
         callContentRequest(kind, of: app, bypassAllowance: true, report: report) { [self] report in

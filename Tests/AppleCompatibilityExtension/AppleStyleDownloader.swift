@@ -1,0 +1,66 @@
+// A downloader extension written as Apple developers write one for Apple's framework, from the
+// BackgroundAssets documentation and the WWDC22/WWDC23 sessions' code: one import, `@main`,
+// essential downloads on install and update, the failed-essential re-queue, and finished files
+// moved into the app group container under exclusive control. It must compile unchanged here in
+// Swift 5 and Swift 6 language modes (AppleCompatibilityTests checks both) and run under the host.
+import BackgroundAssets
+
+@main
+struct AppleStyleDownloader: BADownloaderExtension {
+    struct ManifestEntry: Decodable {
+        let identifier: String
+        let url: String
+        let size: Int
+        let essential: Bool
+    }
+
+    let appGroupIdentifier = "group.com.example.applestyle"
+
+    func downloads(
+        for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo
+    ) -> Set<BADownload> {
+        guard let data = try? Data(contentsOf: manifestURL),
+            let entries = try? JSONDecoder().decode([ManifestEntry].self, from: data)
+        else { return [] }
+        var downloads = Set<BADownload>()
+        for entry in entries {
+            guard let url = URL(string: entry.url) else { continue }
+            // Essential downloads are only allowed when the app is installed or updated.
+            let essential = entry.essential && (request == .install || request == .update)
+            let download = BAURLDownload(
+                identifier: entry.identifier, request: URLRequest(url: url), essential: essential,
+                fileSize: entry.size, applicationGroupIdentifier: appGroupIdentifier,
+                priority: essential ? .max : .default)
+            downloads.insert(download)
+        }
+        return downloads
+    }
+
+    func backgroundDownload(_ failedDownload: BADownload, failedWithError error: Error) {
+        // The app can't launch without an essential download: try again in the background.
+        guard failedDownload.isEssential else { return }
+        do {
+            try BADownloadManager.shared.scheduleDownload(failedDownload.removingEssential())
+        } catch {
+            // Nothing else to do here (Apple's samples log with os.Logger).
+        }
+    }
+
+    func backgroundDownload(_ finishedDownload: BADownload, finishedWithFileURL fileURL: URL) {
+        BADownloadManager.shared.withExclusiveControl { acquired, error in
+            guard acquired,
+                let container = FileManager.default.containerURL(
+                    forSecurityApplicationGroupIdentifier: finishedDownload.applicationGroupIdentifier)
+            else { return }
+            let destination = container.appendingPathComponent(finishedDownload.identifier)
+            try? FileManager.default.removeItem(at: destination)
+            try? FileManager.default.moveItem(at: fileURL, to: destination)
+        }
+    }
+
+    func backgroundDownload(
+        _ download: BADownload, didReceive challenge: URLAuthenticationChallenge
+    ) async -> (URLSession.AuthChallengeDisposition, URLCredential?) {
+        (.performDefaultHandling, nil)
+    }
+}
