@@ -153,6 +153,9 @@ let package = Package(
 
         // Benchmarks (not tests): Benchmarks/run.sh.
         .executableTarget(
+            name: "BasdBenchmark", dependencies: ["BackgroundAssets", "BADaemonProtocol"],
+            path: "Benchmarks/BasdBenchmark"),
+        .executableTarget(
             name: "ExtensionHostBenchmark",
             dependencies: ["BAExtensionHost", "BackgroundAssets", "BackgroundAssetsTesting", "CBASystem"],
             path: "Benchmarks/ExtensionHostBenchmark"),

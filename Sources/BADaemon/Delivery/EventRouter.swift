@@ -31,6 +31,9 @@ final class EventRouter: @unchecked Sendable {
     /// Whether a call of the app's extension runs (or its slot is held).
     func isExtensionBusy(_ app: String) -> Bool { (machines[app]?.slot ?? .idle) != .idle }
 
+    /// Whether some app's events wait for its extension to be allowed again.
+    var hasHeldBackEvents: Bool { machines.values.contains { $0.heldBack != nil } }
+
     /// Whether anyone listens to transient progress.
     var hasListeners: Bool { !observers.isEmpty || !subscribers.isEmpty }
 

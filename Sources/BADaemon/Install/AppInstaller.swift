@@ -178,6 +178,7 @@ final class AppInstaller: @unchecked Sendable {
                 extensionPath: registration.extensionPath, manifestURL: manifestURL, restrictions: restrictions))
         if let group = registration.appGroupIdentifier { try services.containers.prepare(group: group) }
         log("registered \(registration.bundleIdentifier) \(registration.version)")
+        services.scheduler.wake()
         return previous
     }
 

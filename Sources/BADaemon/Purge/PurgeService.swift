@@ -10,6 +10,12 @@ final class PurgeService: @unchecked Sendable {
     /// When free space was last checked against the purge threshold.
     private var lastCheck: Date?
 
+    /// When the next free-space check is due (nil when the automatic purge is off).
+    var nextCheck: Date? {
+        guard services.settings.current.automaticPurge else { return nil }
+        return lastCheck.map { $0.addingTimeInterval(60) } ?? services.clock.now
+    }
+
     init(_ services: BasdServices) {
         self.services = services
     }

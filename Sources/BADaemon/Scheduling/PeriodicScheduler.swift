@@ -57,6 +57,7 @@ final class PeriodicScheduler: @unchecked Sendable {
                 registeredAt: app.registeredAt, using: &random)
         }
         save(state, of: bundleIdentifier)
+        wake()
     }
 
     // MARK: - Gates
@@ -133,11 +134,17 @@ final class PeriodicScheduler: @unchecked Sendable {
 
     // MARK: - The timer
 
-    /// Starts the timer on the executor, first firing at once.
+    /// Starts the timer on the executor, first firing at once. After each look it is armed for
+    /// the next thing due (a periodic run, a free-space check, events held back), never on a
+    /// fixed beat: an idle basd does not wake.
     func start() {
         let timer = DispatchSource.makeTimerSource(queue: services.executor.queue)
-        timer.schedule(deadline: .now() + .milliseconds(50), repeating: tickInterval)
-        timer.setEventHandler { [weak self] in self?.tick() }
+        timer.schedule(deadline: .now() + .milliseconds(50))
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            tick()
+            arm()
+        }
         timer.resume()
         self.timer = timer
     }
@@ -148,10 +155,32 @@ final class PeriodicScheduler: @unchecked Sendable {
         timer = nil
     }
 
-    /// How often the scheduler looks: a quarter of the minimum periodic interval, between 0.1 s and 30 s.
-    var tickInterval: DispatchTimeInterval {
-        let seconds = min(30, max(0.1, settings.periodicMinimumIntervalSeconds / 4))
-        return .milliseconds(Int(seconds * 1000))
+    /// Something changed what is due (an app registered or launched, a run ended, a quarantine
+    /// cleared): look again soon.
+    func wake() {
+        timer?.schedule(deadline: .now() + .milliseconds(50))
+    }
+
+    /// The shortest wait between two looks: a quarter of the minimum periodic interval, at least 0.1 s.
+    var minimumWait: TimeInterval { min(30, max(0.1, settings.periodicMinimumIntervalSeconds / 4)) }
+
+    /// The longest wait: basd re-reads its settings file at least this often.
+    static let maximumWait: TimeInterval = 60
+
+    /// Arms the timer for the next thing due.
+    private func arm() {
+        guard let timer else { return }
+        let now = self.now
+        var next = now.addingTimeInterval(Self.maximumWait)
+        if let apps = try? store.apps() {
+            for app in apps where app.extensionPath != nil {
+                if let due = schedulingState(app).periodic.nextRun { next = min(next, due) }
+            }
+        }
+        if services.delivery.hasHeldBackEvents { next = min(next, now.addingTimeInterval(minimumWait)) }
+        if let check = services.purge.nextCheck { next = min(next, check) }
+        let wait = max(minimumWait, next.timeIntervalSince(now))
+        timer.schedule(deadline: .now() + .milliseconds(Int(wait * 1000)))
     }
 
     /// One look at every app (executor).
@@ -213,6 +242,7 @@ final class PeriodicScheduler: @unchecked Sendable {
             at: now, policy: settings.periodicPolicy, usage: state.usage,
             registeredAt: current.registeredAt, using: &random)
         save(state, of: bundleIdentifier)
+        wake()
     }
 
     // MARK: - Requests
