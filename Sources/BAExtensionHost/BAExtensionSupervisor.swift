@@ -24,10 +24,24 @@ import Foundation
 public struct BAExtensionSupervisor: Sendable {
     /// The runner executable.
     public var runnerPath: String
+    /// How every call is confined (on by default: ``BAExtensionSandbox``).
+    public var sandbox: BAExtensionSandbox
 
     /// Uses `runnerPath`, or finds the runner: `$BA_EXTENSION_RUNNER`, next to this executable,
     /// then on `PATH`.
-    public init(runnerPath: String? = nil) throws(BAExtensionHostError) {
+    ///
+    /// - Parameter sandbox: how calls are confined; by default the sandbox is on unless
+    ///   `BA_EXTENSION_SANDBOX=off` is in the environment. With it off, a warning goes to stderr.
+    public init(
+        runnerPath: String? = nil, sandbox: BAExtensionSandbox = .fromEnvironment
+    ) throws(BAExtensionHostError) {
+        self.sandbox = sandbox
+        if !sandbox.isEnabled {
+            FileHandle.standardError.write(
+                Data(
+                    "WARNING: the extension sandbox is OFF: extension calls can use the network and read and write every file of this user (for debugging only)\n"
+                        .utf8))
+        }
         if let runnerPath {
             self.runnerPath = runnerPath
         } else if let found = Self.findRunner() {
@@ -71,7 +85,7 @@ public struct BAExtensionSupervisor: Sendable {
 
     /// Runs one call on the calling thread.
     public func runBlocking(_ invocation: BAExtensionInvocation) throws(BAExtensionHostError) -> BAExtensionRunResult {
-        var call = try SupervisedCall(runnerPath: runnerPath, invocation: invocation)
+        var call = try SupervisedCall(runnerPath: runnerPath, invocation: invocation, sandbox: sandbox)
         return call.run()
     }
 }
@@ -79,6 +93,10 @@ public struct BAExtensionSupervisor: Sendable {
 /// One spawned runner and everything read from it.
 struct SupervisedCall {
     let invocation: BAExtensionInvocation
+    /// The library, as an absolute path.
+    let libraryPath: String
+    /// The call's private temporary folder (its TMPDIR), removed when the call ends.
+    let temporaryDirectory: String
     let pid: pid_t
     var socket: Int32
     var output: Int32
@@ -104,21 +122,36 @@ struct SupervisedCall {
     static let outputTailLimit = 64 * 1024
     static let logLimit = 1000
 
-    init(runnerPath: String, invocation: BAExtensionInvocation) throws(BAExtensionHostError) {
+    init(runnerPath: String, invocation: BAExtensionInvocation, sandbox: BAExtensionSandbox)
+        throws(BAExtensionHostError)
+    {
         self.invocation = invocation
+        libraryPath = Self.resolvedLibraryPath(
+            invocation.libraryPath, currentDirectory: FileManager.default.currentDirectoryPath)
+        var template = Array((FileManager.default.temporaryDirectory.path + "/ba-call-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw BAExtensionHostError("cannot create the call's temporary folder: \(Self.errorText())")
+        }
+        temporaryDirectory = String(cString: made)
         var pair: [Int32] = [-1, -1]
         var pipe: [Int32] = [-1, -1]
         guard ba_sys_socketpair_cloexec(&pair) == 0 else {
+            rmdir(temporaryDirectory)
             throw BAExtensionHostError("socketpair failed: \(Self.errorText())")
         }
         guard ba_sys_pipe_cloexec(&pipe) == 0 else {
             close(pair[0])
             close(pair[1])
+            rmdir(temporaryDirectory)
             throw BAExtensionHostError("pipe2 failed: \(Self.errorText())")
         }
         var environment = ProcessInfo.processInfo.environment
         for (key, value) in invocation.environment { environment[key] = value }
-        let argv = [runnerPath]
+        let argv =
+            [runnerPath]
+            + Self.jailArguments(
+                invocation: invocation, libraryPath: libraryPath, temporaryDirectory: temporaryDirectory,
+                sandbox: sandbox)
         let envp = environment.map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
         let status = Self.withCStrings(argv) { argvPointer in
@@ -131,6 +164,7 @@ struct SupervisedCall {
         guard status == 0 else {
             close(pair[0])
             close(pipe[0])
+            rmdir(temporaryDirectory)
             throw BAExtensionHostError("cannot start \(runnerPath): \(String(cString: strerror(status)))")
         }
         self.pid = pid
@@ -143,6 +177,36 @@ struct SupervisedCall {
     }
 
     static func errorText() -> String { String(cString: strerror(errno)) }
+
+    /// How much longer than the host's deadline the runner waits before it ends the call itself
+    /// (when the host is gone or stuck).
+    static let runnerDeadlineGrace = Duration.seconds(1)
+
+    /// The runner's command line: its parent, its own deadline, and what the sandbox lets the call
+    /// touch (the extension's folder and the manifest to read; the container, a finished file's
+    /// folder and the private temporary folder to write).
+    static func jailArguments(
+        invocation: BAExtensionInvocation, libraryPath: String, temporaryDirectory: String, sandbox: BAExtensionSandbox
+    ) -> [String] {
+        let deadline = invocation.timeout + runnerDeadlineGrace
+        let milliseconds = deadline.components.seconds * 1000 + deadline.components.attoseconds / 1_000_000_000_000_000
+        var arguments = [
+            BA_RUNNER_ARG_PARENT, String(getpid()), BA_RUNNER_ARG_DEADLINE_MS, String(milliseconds),
+            BA_RUNNER_ARG_SANDBOX, sandbox.isEnabled ? "on" : "off", BA_RUNNER_ARG_TEMPORARY, temporaryDirectory,
+            BA_RUNNER_ARG_MAX_PROCESSES, String(sandbox.maximumProcesses),
+        ]
+        var reads = [(libraryPath as NSString).deletingLastPathComponent] + sandbox.readOnlyPaths
+        var writes = sandbox.readWritePaths
+        if let container = invocation.appGroupContainerPath { writes.append(container) }
+        switch invocation.event {
+        case .contentRequest(_, let manifestPath, _, _, _): reads.append(manifestPath)
+        case .finished(_, let filePath): writes.append((filePath as NSString).deletingLastPathComponent)
+        case .failed, .challenge, .willTerminate: break
+        }
+        for path in reads where !path.isEmpty { arguments += [BA_RUNNER_ARG_READ, path] }
+        for path in writes where !path.isEmpty { arguments += [BA_RUNNER_ARG_WRITE, path] }
+        return arguments
+    }
 
     static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
         var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
@@ -159,6 +223,7 @@ struct SupervisedCall {
         close(socket)
         close(output)
         if pidfd >= 0 { close(pidfd) }
+        try? FileManager.default.removeItem(atPath: temporaryDirectory)
         result.duration = .now - started
         result.processID = pid
         result.output = String(decoding: outputTail, as: UTF8.self)
@@ -327,8 +392,6 @@ struct SupervisedCall {
     }
 
     mutating func sendRequest() {
-        let libraryPath = Self.resolvedLibraryPath(
-            invocation.libraryPath, currentDirectory: FileManager.default.currentDirectoryPath)
         let request = RunRequest(
             libraryPath: libraryPath, event: invocation.event, memoryLimitBytes: invocation.memoryLimitBytes,
             maximumDownloads: UInt32(clamping: invocation.maximumDownloads),
@@ -367,6 +430,12 @@ struct SupervisedCall {
                     found: "\(failure.foundMajor).\(failure.foundMinor)",
                     expected: "\(BAHostABI.major).\(BAHostABI.minor)")
             case .invalidRequest: return .protocolError(reason: failure.message)
+            }
+        }
+        if !sawHello && exitCode == BA_RUNNER_EXIT_SANDBOX_UNAVAILABLE {
+            let text = String(decoding: outputTail, as: UTF8.self)
+            if let line = text.split(separator: "\n").last(where: { $0.hasPrefix(BA_RUNNER_SANDBOX_FAILURE_PREFIX) }) {
+                return .sandboxUnavailable(reason: String(line.dropFirst(BA_RUNNER_SANDBOX_FAILURE_PREFIX.count)))
             }
         }
         if summary != nil && exitCode == 0 { return .ok }
