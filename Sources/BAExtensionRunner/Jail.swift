@@ -102,6 +102,6 @@ struct JailError: Error {
 func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
     var pointers: [UnsafePointer<CChar>?] = strings.map { UnsafePointer(strdup($0)) }
     pointers.append(nil)
-    defer { pointers.forEach { free(UnsafeMutablePointer(mutating: $0)) } }
+    defer { for pointer in pointers { free(UnsafeMutablePointer(mutating: pointer)) } }
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }

@@ -11,7 +11,8 @@
  *   daemon FILE            fork, setsid, fork again: the grandchild writes its pid (as the
  *                          host sees it) to FILE and sleeps 120 s
  *   pgid-daemon FILE       the same with setpgid(0, 0) instead of setsid
- *   fork-flood N           fork up to N children that pause; logs how many forks succeeded
+ *   fork-flood N [FILE]    fork up to N children that pause; logs how many forks succeeded; the
+ *                          first child writes its pid (as the host sees it) to FILE
  *   ptrace                 fork a child, then PTRACE_ATTACH and process_vm_readv on it
  *   pid FILE               write this process's pid (as the host sees it) to FILE
  *   hang                   pause forever (the call ends at its deadline)
@@ -143,6 +144,7 @@ static void run(const ba_host_api *host, char *line)
         for (; made < wanted; made++) {
             pid_t child = fork();
             if (child == 0) {
+                if (count >= 3 && made == 0) (void)write_host_pid(words[2]);
                 pause();
                 _exit(0);
             }
@@ -151,6 +153,7 @@ static void run(const ba_host_api *host, char *line)
                 break;
             }
         }
+        for (int i = 0; count >= 3 && made > 0 && i < 500 && access(words[2], F_OK) != 0; i++) usleep(10000);
         if (error) say(host, "%s: stopped after %d forks: %s (errno %d)", action, made, strerror(error), error);
         else say(host, "%s: ok, %d forks", action, made);
     } else if (strcmp(action, "ptrace") == 0) {
