@@ -195,7 +195,15 @@ struct SupervisedCall {
             BA_RUNNER_ARG_SANDBOX, sandbox.isEnabled ? "on" : "off", BA_RUNNER_ARG_TEMPORARY, temporaryDirectory,
             BA_RUNNER_ARG_MAX_PROCESSES, String(sandbox.maximumProcesses),
         ]
-        var reads = [(libraryPath as NSString).deletingLastPathComponent] + sandbox.readOnlyPaths
+        // The library's folder, and its real folder when the path is a symbolic link (Landlock
+        // checks the file a link leads to; the app's own links are the app's choice).
+        var reads = [(libraryPath as NSString).deletingLastPathComponent]
+        if let real = realpath(libraryPath, nil) {
+            let resolved = (String(cString: real) as NSString).deletingLastPathComponent
+            free(real)
+            if resolved != reads[0] { reads.append(resolved) }
+        }
+        reads += sandbox.readOnlyPaths
         var writes = sandbox.readWritePaths
         if let container = invocation.appGroupContainerPath { writes.append(container) }
         switch invocation.event {

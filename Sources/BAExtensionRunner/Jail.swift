@@ -16,7 +16,8 @@ struct Jail {
     var maximumProcesses: UInt64 = 0
 
     /// What loading a library and ordinary C and Swift code read, besides the extension's own
-    /// folder and every folder a library of this process was loaded from. Missing ones are skipped.
+    /// folder, the runner's folder and every folder a library of this process was loaded from.
+    /// Missing ones are skipped.
     static let systemReadPaths = [
         "/usr", "/lib", "/lib64", "/lib32", "/libx32", "/bin", "/etc/ld.so.cache", "/etc/ld.so.conf",
         "/etc/ld.so.conf.d", "/etc/localtime", "/etc/timezone", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
@@ -69,6 +70,15 @@ struct Jail {
                     guard let directory, let context else { return }
                     context.assumingMemoryBound(to: [String].self).pointee.append(String(cString: directory))
                 }, pointer)
+        }
+        // The runner's own folder: where an installation (or a build) keeps libBackgroundAssets.so,
+        // which a Swift extension built outside the package loads through its rpath. An
+        // extension's rpath itself is not trusted: it names whatever folder the author likes.
+        var executable = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/exe", &executable, executable.count - 1)
+        if length > 0 {
+            let path = String(decoding: executable[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if let slash = path.lastIndex(of: "/") { loaded.append(String(path[..<slash])) }
         }
         for directory in loaded where !reads.contains(directory) { reads.append(directory) }
         var writes = writePaths
