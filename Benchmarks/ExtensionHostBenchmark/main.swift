@@ -76,11 +76,13 @@ let baseline = measure("posix_spawn + wait of /bin/true (floor)") {
 let sampleManifest = build.appendingPathComponent("../../../Examples/Manifests/sample-manifest.json").standardized.path
 var failures = 0
 
-@MainActor func call(_ supervisor: BAExtensionSupervisor, _ path: String, manifest: String, expecting count: Int) throws {
+@MainActor func call(_ supervisor: BAExtensionSupervisor, _ path: String, manifest: String, expecting count: Int) throws
+{
     let run = try supervisor.runBlocking(.contentRequest(.install, libraryPath: path, manifestPath: manifest))
     guard run.verdict == .ok, run.downloads.count == count else {
         failures += 1
-        FileHandle.standardError.write(Data("unexpected result: \(run.verdict), \(run.downloads.count) downloads\n".utf8))
+        FileHandle.standardError.write(
+            Data("unexpected result: \(run.verdict), \(run.downloads.count) downloads\n".utf8))
         return
     }
 }

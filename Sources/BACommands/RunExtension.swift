@@ -132,7 +132,8 @@ struct RunExtension: AsyncParsableCommand {
         var result: BAExtensionRunResult
         var durations: [Duration] = []
         do {
-            let supervisor = try BAExtensionSupervisor(sandbox: noSandbox ? .disabled : .fromEnvironment)
+            let supervisor = try BAExtensionSupervisor(
+                sandbox: noSandbox ? .disabled : .fromEnvironment, warmRunner: repeatCount > 1)
             repeat {
                 result = try await supervisor.run(invocation)
                 durations.append(result.duration)

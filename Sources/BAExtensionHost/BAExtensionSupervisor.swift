@@ -26,14 +26,21 @@ public struct BAExtensionSupervisor: Sendable {
     public var runnerPath: String
     /// How every call is confined (on by default: ``BAExtensionSandbox``).
     public var sandbox: BAExtensionSandbox
+    /// The warm runner calls are forked from, if one is used (see `init`).
+    let warm: WarmRunner?
 
     /// Uses `runnerPath`, or finds the runner: `$BA_EXTENSION_RUNNER`, next to this executable,
     /// then on `PATH`.
     ///
-    /// - Parameter sandbox: how calls are confined; by default the sandbox is on unless
-    ///   `BA_EXTENSION_SANDBOX=off` is in the environment. With it off, a warning goes to stderr.
+    /// - Parameters:
+    ///   - sandbox: how calls are confined; by default the sandbox is on unless
+    ///     `BA_EXTENSION_SANDBOX=off` is in the environment. With it off, a warning goes to stderr.
+    ///   - warmRunner: fork calls from a warm runner (a zygote started in the background by the
+    ///     first call, with Foundation and BackgroundAssets loaded) instead of spawning one per
+    ///     call; calls are spawned until it is ready, and whenever it cannot be used. Worth it for a
+    ///     host that makes many calls (basd); `BA_EXTENSION_WARM_RUNNER=off` turns it off.
     public init(
-        runnerPath: String? = nil, sandbox: BAExtensionSandbox = .fromEnvironment
+        runnerPath: String? = nil, sandbox: BAExtensionSandbox = .fromEnvironment, warmRunner: Bool = true
     ) throws(BAExtensionHostError) {
         self.sandbox = sandbox
         if !sandbox.isEnabled {
@@ -51,6 +58,8 @@ public struct BAExtensionSupervisor: Sendable {
                 "cannot find ba-extension-runner: set BA_EXTENSION_RUNNER, or install it next to this program or on PATH"
             )
         }
+        let warmAllowed = ProcessInfo.processInfo.environment["BA_EXTENSION_WARM_RUNNER"] != "off"
+        warm = warmRunner && warmAllowed ? WarmRunner(runnerPath: self.runnerPath) : nil
     }
 
     static func findRunner() -> String? {
@@ -85,7 +94,7 @@ public struct BAExtensionSupervisor: Sendable {
 
     /// Runs one call on the calling thread.
     public func runBlocking(_ invocation: BAExtensionInvocation) throws(BAExtensionHostError) -> BAExtensionRunResult {
-        var call = try SupervisedCall(runnerPath: runnerPath, invocation: invocation, sandbox: sandbox)
+        var call = try SupervisedCall(runnerPath: runnerPath, invocation: invocation, sandbox: sandbox, warm: warm)
         return call.run()
     }
 }
@@ -100,7 +109,11 @@ struct SupervisedCall {
     let pid: pid_t
     var socket: Int32
     var output: Int32
-    let pidfd: Int32
+    /// Readable when the runner has ended: a pidfd for a spawned runner (-1 on old kernels), the
+    /// status pipe for one forked by the warm runner.
+    let exitFD: Int32
+    /// For a forked runner: the warm runner that reports its wait status on `exitFD`.
+    let forkedBy: WarmRunner.Control?
     let started: ContinuousClock.Instant
     let deadline: ContinuousClock.Instant
 
@@ -122,10 +135,13 @@ struct SupervisedCall {
     static let outputTailLimit = 64 * 1024
     static let logLimit = 1000
 
-    init(runnerPath: String, invocation: BAExtensionInvocation, sandbox: BAExtensionSandbox)
+    init(runnerPath: String, invocation: BAExtensionInvocation, sandbox: BAExtensionSandbox, warm: WarmRunner?)
         throws(BAExtensionHostError)
     {
         self.invocation = invocation
+        started = .now
+        deadline = started + invocation.timeout
+        warnAt = deadline - min(.milliseconds(500), invocation.timeout / 10)
         libraryPath = Self.resolvedLibraryPath(
             invocation.libraryPath, currentDirectory: FileManager.default.currentDirectoryPath)
         var template = Array((FileManager.default.temporaryDirectory.path + "/ba-call-XXXXXX").utf8CString)
@@ -133,29 +149,65 @@ struct SupervisedCall {
             throw BAExtensionHostError("cannot create the call's temporary folder: \(Self.errorText())")
         }
         temporaryDirectory = String(cString: made)
+        // A call with its own environment needs an exec: the warm runner has the host's.
+        if invocation.environment.isEmpty, let control = warm?.ready() {
+            switch Self.fork(
+                from: control, invocation: invocation, libraryPath: libraryPath,
+                temporaryDirectory: temporaryDirectory, sandbox: sandbox)
+            {
+            case .success(let forked):
+                (pid, socket, output, exitFD) = forked
+                forkedBy = control
+                return
+            case .failure:
+                warm?.discard(control)
+            }
+        }
+        forkedBy = nil
+        do throws(BAExtensionHostError) {
+            (pid, socket, output, exitFD) = try Self.spawn(
+                runnerPath: runnerPath, invocation: invocation, libraryPath: libraryPath,
+                temporaryDirectory: temporaryDirectory, sandbox: sandbox)
+        } catch {
+            rmdir(temporaryDirectory)
+            throw error
+        }
+    }
+
+    typealias Started = (pid: pid_t, socket: Int32, output: Int32, exitFD: Int32)
+
+    /// A protocol socketpair and an output pipe, close-on-exec.
+    static func channels() throws(BAExtensionHostError) -> (pair: [Int32], pipe: [Int32]) {
         var pair: [Int32] = [-1, -1]
         var pipe: [Int32] = [-1, -1]
         guard ba_sys_socketpair_cloexec(&pair) == 0 else {
-            rmdir(temporaryDirectory)
             throw BAExtensionHostError("socketpair failed: \(Self.errorText())")
         }
         guard ba_sys_pipe_cloexec(&pipe) == 0 else {
             close(pair[0])
             close(pair[1])
-            rmdir(temporaryDirectory)
             throw BAExtensionHostError("pipe2 failed: \(Self.errorText())")
         }
+        return (pair, pipe)
+    }
+
+    /// Spawns a runner (posix_spawn: exec, own process group).
+    static func spawn(
+        runnerPath: String, invocation: BAExtensionInvocation, libraryPath: String, temporaryDirectory: String,
+        sandbox: BAExtensionSandbox
+    ) throws(BAExtensionHostError) -> Started {
+        let (pair, pipe) = try channels()
         var environment = ProcessInfo.processInfo.environment
         for (key, value) in invocation.environment { environment[key] = value }
         let argv =
             [runnerPath]
-            + Self.jailArguments(
-                invocation: invocation, libraryPath: libraryPath, temporaryDirectory: temporaryDirectory,
-                sandbox: sandbox)
+            + jailArguments(
+                invocation: invocation, parent: getpid(), libraryPath: libraryPath,
+                temporaryDirectory: temporaryDirectory, sandbox: sandbox)
         let envp = environment.map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
-        let status = Self.withCStrings(argv) { argvPointer in
-            Self.withCStrings(envp) { envPointer in
+        let status = withCStrings(argv) { argvPointer in
+            withCStrings(envp) { envPointer in
                 ba_sys_spawn(runnerPath, argvPointer, envPointer, pair[1], pipe[1], &pid)
             }
         }
@@ -164,16 +216,59 @@ struct SupervisedCall {
         guard status == 0 else {
             close(pair[0])
             close(pipe[0])
-            rmdir(temporaryDirectory)
             throw BAExtensionHostError("cannot start \(runnerPath): \(String(cString: strerror(status)))")
         }
-        self.pid = pid
-        self.socket = pair[0]
-        self.output = pipe[0]
-        self.pidfd = ba_sys_pidfd_open(pid)
-        self.started = .now
-        self.deadline = started + invocation.timeout
-        self.warnAt = deadline - min(.milliseconds(500), invocation.timeout / 10)
+        return (pid, pair[0], pipe[0], ba_sys_pidfd_open(pid))
+    }
+
+    /// Asks the warm runner for a child; fails (and closes everything) if it does not answer with
+    /// a pid, e.g. because it died.
+    static func fork(
+        from control: WarmRunner.Control, invocation: BAExtensionInvocation, libraryPath: String,
+        temporaryDirectory: String, sandbox: BAExtensionSandbox
+    ) -> Result<Started, BAExtensionHostError> {
+        let pair: [Int32]
+        let pipe: [Int32]
+        do { (pair, pipe) = try channels() } catch { return .failure(error) }
+        var status: [Int32] = [-1, -1]
+        guard ba_sys_pipe_cloexec(&status) == 0 else {
+            for fd in pair + pipe { close(fd) }
+            return .failure(BAExtensionHostError("pipe2 failed: \(Self.errorText())"))
+        }
+        let arguments = jailArguments(
+            invocation: invocation, parent: control.pid, libraryPath: libraryPath,
+            temporaryDirectory: temporaryDirectory, sandbox: sandbox)
+        var payload: [UInt8] = []
+        for argument in arguments { payload += Array(argument.utf8) + [0] }
+        let sent = payload.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) {
+                ba_sys_zygote_request(control.fd, $0.baseAddress, $0.count, pair[1], pipe[1], status[1])
+            }
+        }
+        close(pair[1])
+        close(pipe[1])
+        close(status[1])
+        var pid: Int32 = 0
+        let count = sent == 0 ? readAll(status[0], &pid) : 0
+        guard count == MemoryLayout<Int32>.size, pid > 0 else {
+            for fd in [pair[0], pipe[0], status[0]] { close(fd) }
+            return .failure(BAExtensionHostError("the warm runner did not start the call"))
+        }
+        return .success((pid, pair[0], pipe[0], status[0]))
+    }
+
+    /// Reads a 4-byte value, retrying EINTR and short reads; the number of bytes read.
+    static func readAll(_ fd: Int32, _ value: inout Int32) -> Int {
+        var got = 0
+        withUnsafeMutableBytes(of: &value) { buffer in
+            while got < buffer.count {
+                let n = read(fd, buffer.baseAddress! + got, buffer.count - got)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                got += n
+            }
+        }
+        return got
     }
 
     static func errorText() -> String { String(cString: strerror(errno)) }
@@ -186,12 +281,13 @@ struct SupervisedCall {
     /// touch (the extension's folder and the manifest to read; the container, a finished file's
     /// folder and the private temporary folder to write).
     static func jailArguments(
-        invocation: BAExtensionInvocation, libraryPath: String, temporaryDirectory: String, sandbox: BAExtensionSandbox
+        invocation: BAExtensionInvocation, parent: pid_t, libraryPath: String, temporaryDirectory: String,
+        sandbox: BAExtensionSandbox
     ) -> [String] {
         let deadline = invocation.timeout + runnerDeadlineGrace
         let milliseconds = deadline.components.seconds * 1000 + deadline.components.attoseconds / 1_000_000_000_000_000
         var arguments = [
-            BA_RUNNER_ARG_PARENT, String(getpid()), BA_RUNNER_ARG_DEADLINE_MS, String(milliseconds),
+            BA_RUNNER_ARG_PARENT, String(parent), BA_RUNNER_ARG_DEADLINE_MS, String(milliseconds),
             BA_RUNNER_ARG_SANDBOX, sandbox.isEnabled ? "on" : "off", BA_RUNNER_ARG_TEMPORARY, temporaryDirectory,
             BA_RUNNER_ARG_MAX_PROCESSES, String(sandbox.maximumProcesses),
         ]
@@ -230,17 +326,18 @@ struct SupervisedCall {
         drain()
         close(socket)
         close(output)
-        if pidfd >= 0 { close(pidfd) }
+        if exitFD >= 0 { close(exitFD) }
         try? FileManager.default.removeItem(atPath: temporaryDirectory)
         result.duration = .now - started
         result.processID = pid
+        result.wasForked = forkedBy != nil
         result.output = String(decoding: outputTail, as: UTF8.self)
         result.verdict = verdict(exitStatus: status)
         finishDownloads()
         return result
     }
 
-    /// Polls the socket, the output pipe and the pidfd until the runner exits or the deadline
+    /// Polls the socket, the output pipe and `exitFD` until the runner exits or the deadline
     /// passes (then kills the group). Returns the wait status.
     mutating func waitForExit() -> Int32 {
         while true {
@@ -263,8 +360,8 @@ struct SupervisedCall {
             ]
             // Without a pidfd (old kernels) wake up periodically to check for exit.
             let timeout: Int32
-            if pidfd >= 0 {
-                fds.append(pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0))
+            if exitFD >= 0 {
+                fds.append(pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0))
                 timeout = leftMilliseconds
             } else {
                 timeout = min(leftMilliseconds, 10)
@@ -291,6 +388,15 @@ struct SupervisedCall {
 
     mutating func reap(blocking: Bool) -> Int32? {
         var status: Int32 = 0
+        if forkedBy != nil {
+            // The warm runner reaps its children and writes the wait status; an end of the pipe
+            // without one means the warm runner died, and the call with it (SIGKILL).
+            if !blocking {
+                var ready = pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)
+                guard poll(&ready, 1, 0) == 1 else { return nil }
+            }
+            return Self.readAll(exitFD, &status) == MemoryLayout<Int32>.size ? status : SIGKILL
+        }
         while true {
             let reaped = waitpid(pid, &status, blocking ? 0 : WNOHANG)
             if reaped == pid { return status }

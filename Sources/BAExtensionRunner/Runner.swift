@@ -26,6 +26,8 @@ public enum ExtensionRunner {
         case badRequest = 3
         /// The jail or the sandbox could not be set up (`BA_RUNNER_EXIT_SANDBOX_UNAVAILABLE`).
         case sandboxUnavailable = 4
+        /// A zygote that cannot serve: its host falls back to spawning a runner per call.
+        case zygoteUnavailable = 5
     }
 
     /// Runs one call and exits.
@@ -35,7 +37,14 @@ public enum ExtensionRunner {
     /// `BA_RUNNER_EXIT_SANDBOX_UNAVAILABLE` before its hello, so no extension code ever runs
     /// outside the sandbox it was promised.
     public static func main() -> Never {
-        switch Jail.parse(Array(CommandLine.arguments.dropFirst())) {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == BA_RUNNER_ARG_ZYGOTE { Zygote.serve(arguments) }
+        runCall(arguments)
+    }
+
+    /// One call, as the command line (or a zygote's request) says.
+    static func runCall(_ arguments: [String]) -> Never {
+        switch Jail.parse(arguments) {
         case .failure(let error):
             failBeforeHello(error)
         case .success(let jail?):

@@ -308,6 +308,15 @@ static void run_init(const ba_call_jail *jail, int alive_read, int status_write)
     }
 }
 
+int ba_sys_die_with_parent(pid_t expected_parent) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return -1;
+    if (expected_parent > 0 && getppid() != expected_parent) {
+        errno = ESRCH;
+        return -1;
+    }
+    return 0;
+}
+
 int ba_sys_enter_call_jail(const ba_call_jail *jail, char *message, size_t message_size) {
     // 1. Die with the host. PR_SET_PDEATHSIG only covers a parent that dies after this call:
     //    if the host already died (we were reparented), stop here.

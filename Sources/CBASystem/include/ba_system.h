@@ -118,6 +118,32 @@ int ba_sys_enter_call_jail(const ba_call_jail *jail, char *message, size_t messa
 /// included; the main program, which has no name here, is left out).
 void ba_sys_visit_loaded_object_directories(void (*visit)(const char *directory, void *context), void *context);
 
+/// Asks for SIGKILL when the parent dies; -1 if the parent is already not `expected_parent`.
+int ba_sys_die_with_parent(pid_t expected_parent);
+
+/// The warm runner's first argument, followed by the host's pid.
+#define BA_RUNNER_ARG_ZYGOTE "--zygote"
+
+/// Serves as the warm runner (zygote) on `control`, a SOCK_SEQPACKET socket to the host; the
+/// caller must be single-threaded. Sends a 4-byte 0 when ready, then for each request (the runner
+/// arguments, NUL-separated, with three descriptors: the protocol socket, the output pipe and a
+/// status pipe) forks a child in its own process group that dies with the zygote, has fds 0-3 as
+/// a spawned runner has them, and calls `run_call(argc, argv)` (which must not return). On the
+/// status pipe the zygote writes the child's pid (4 bytes; a negative errno if it could not
+/// fork), then its wait status when it ends, and closes it. Returns 0 when the host closes
+/// `control`, -1/errno on failure.
+int ba_sys_zygote_serve(int control, void (*run_call)(int argc, char **argv));
+
+/// The host's side of one request to a zygote (see ba_sys_zygote_serve). 0 or -1/errno.
+int ba_sys_zygote_request(int control, const char *arguments, size_t length, int protocol_fd, int output_fd,
+                          int status_fd);
+
+/// socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC).
+int ba_sys_seqpacket_pair_cloexec(int fds[2]);
+
+/// The number of threads of this process (/proc/self/status), or -1.
+int ba_sys_thread_count(void);
+
 /// The running kernel's Landlock ABI version, or -1 if Landlock is unavailable.
 int ba_sys_landlock_abi(void);
 
