@@ -118,6 +118,9 @@ struct SupervisedCall {
     let deadline: ContinuousClock.Instant
 
     var decoder = FrameDecoder()
+    /// Whether the protocol socket and the output pipe may still have something to read.
+    var socketOpen = true
+    var outputOpen = true
     var outputTail: [UInt8] = []
     /// When to tell the extension the end is near (extensionWillTerminate), before the kill.
     let warnAt: ContinuousClock.Instant
@@ -354,9 +357,10 @@ struct SupervisedCall {
                 clamping: max(
                     0,
                     untilWake.components.seconds * 1000 + untilWake.components.attoseconds / 1_000_000_000_000_000 + 1))
+            // A descriptor at its end is left out (-1): it would make every poll return at once.
             var fds = [
-                pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: output, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: socketOpen ? socket : -1, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: outputOpen ? output : -1, events: Int16(POLLIN), revents: 0),
             ]
             // Without a pidfd (old kernels) wake up periodically to check for exit.
             let timeout: Int32
@@ -368,8 +372,8 @@ struct SupervisedCall {
             }
             let ready = poll(&fds, nfds_t(fds.count), timeout)
             if ready < 0 && errno != EINTR { return reap(blocking: true) ?? 0 }
-            if fds[0].revents != 0 { readSocket() }
-            if fds[1].revents != 0 { readOutput() }
+            if fds[0].revents != 0 { socketOpen = readSocket() }
+            if fds[1].revents != 0 { outputOpen = readOutput() }
         }
     }
 
@@ -409,8 +413,6 @@ struct SupervisedCall {
     /// that escaped the process group could hold them open).
     mutating func drain() {
         let limit = ContinuousClock.now + .seconds(1)
-        var socketOpen = true
-        var outputOpen = true
         while (socketOpen || outputOpen) && ContinuousClock.now < limit {
             var fds = [
                 pollfd(fd: socketOpen ? socket : -1, events: Int16(POLLIN), revents: 0),
