@@ -147,6 +147,42 @@ import Testing
         #expect(waitUntilGone(daemon, within: .seconds(1)))
     }
 
+    @Test func asAnUnprivilegedUserTheCallIsConfinedAndItsProcessesBounded() async throws {
+        // The deployment case: no privilege at all, every namespace made through a user namespace.
+        // Run as root (CI), the call runs as nobody through setpriv; as another user, as it is.
+        let setup = try Setup(["fork-flood 400 {C}/flood.pid", "connect-tcp 127.0.0.1 9", "write {C}/inside"])
+        defer { setup.directory.remove() }
+        var command = [ba] + arguments(setup)
+        if getuid() == 0 {
+            guard FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+                print("SandboxTests: skipped the unprivileged call: it needs /usr/bin/setpriv to run as nobody")
+                return
+            }
+            for path in [setup.directory.path, setup.container, setup.script] {
+                chown(path, 65534, 65534)
+            }
+            command = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command
+        }
+        let output = try await runProcess(command[0], Array(command.dropFirst()), environment: ["HOME": "/"])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any],
+            "\(output.stdout)\n\(output.stderr)")
+        if object["verdict"] as? String == "sandboxUnavailable" {
+            // A kernel that refuses unprivileged user namespaces (a sysctl, an LSM): named, not hidden.
+            print("SandboxTests: skipped the unprivileged call: \(object["verdictDetail"] ?? "")")
+            return
+        }
+        #expect(output.status == 0, "\(output.stdout)\n\(output.stderr)")
+        let logs = (object["logs"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? String }
+        let flood = try #require(logs.first { $0.hasPrefix("fork-flood:") }, "\(logs)")
+        // 256 processes and threads in all: the runner's pid 1 and worker, and the forks.
+        #expect(flood.hasPrefix("fork-flood: stopped after 25"), "\(flood)")
+        #expect(flood.hasSuffix("(errno 11)"), "\(flood)")
+        #expect(logs.contains("connect-tcp: refused: Operation not permitted (errno 1)"), "\(logs)")
+        #expect(logs.contains("write: ok, wrote"), "\(logs)")
+        #expect(waitUntilGone(try hostPID(setup.container + "/flood.pid"), within: .seconds(2)))
+    }
+
     @Test func theSamplesWorkInsideTheSandbox() async throws {
         let manifest = BuildProducts.source("Examples/Manifests/sample-manifest.json")
         for sample in ["SampleCExtension", "SampleSwiftExtension"] {
