@@ -58,6 +58,7 @@ public struct BAExtensionSupervisor: Sendable {
                 "cannot find ba-extension-runner: set BA_EXTENSION_RUNNER, or install it next to this program or on PATH"
             )
         }
+        SupervisedCall.removeOrphanedTemporaryDirectories
         let warmAllowed = ProcessInfo.processInfo.environment["BA_EXTENSION_WARM_RUNNER"] != "off"
         warm = warmRunner && warmAllowed ? WarmRunner(runnerPath: self.runnerPath) : nil
     }
@@ -147,7 +148,8 @@ struct SupervisedCall {
         warnAt = deadline - min(.milliseconds(500), invocation.timeout / 10)
         libraryPath = Self.resolvedLibraryPath(
             invocation.libraryPath, currentDirectory: FileManager.default.currentDirectoryPath)
-        var template = Array((FileManager.default.temporaryDirectory.path + "/ba-call-XXXXXX").utf8CString)
+        var template = Array(
+            (FileManager.default.temporaryDirectory.path + "/\(Self.temporaryPrefix)\(getpid())-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else {
             throw BAExtensionHostError("cannot create the call's temporary folder: \(Self.errorText())")
         }
@@ -275,6 +277,23 @@ struct SupervisedCall {
     }
 
     static func errorText() -> String { String(cString: strerror(errno)) }
+
+    /// A call's temporary folder is `$TMPDIR/ba-tmp-HOSTPID-XXXXXX`.
+    static let temporaryPrefix = "ba-tmp-"
+
+    /// Removes the temporary folders of calls whose host process is gone (killed before it could
+    /// remove them); done once per process, when its first supervisor is made.
+    static let removeOrphanedTemporaryDirectories: Void = {
+        let directory = FileManager.default.temporaryDirectory.path
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for entry in entries where entry.hasPrefix(temporaryPrefix) {
+            let fields = entry.dropFirst(temporaryPrefix.count).split(separator: "-")
+            guard fields.count == 2, let host = pid_t(fields[0]), host > 0, host != getpid() else { continue }
+            // Only a host that is certainly gone: a live process with that pid keeps its folders.
+            guard kill(host, 0) != 0 && errno == ESRCH else { continue }
+            try? FileManager.default.removeItem(atPath: directory + "/" + entry)
+        }
+    }()
 
     /// How much longer than the host's deadline the runner waits before it ends the call itself
     /// (when the host is gone or stuck).

@@ -129,6 +129,17 @@ import Testing
         #expect(host.waitForExit(timeout: 10) != nil)
         #expect(waitUntilGone(worker, within: .seconds(3)), "the call's worker outlived its host")
         #expect(waitUntilGone(daemon, within: .seconds(3)), "the call's daemon outlived its host")
+        // The dead host's temporary folder for the call is removed by the next host that starts.
+        let temporary = FileManager.default.temporaryDirectory.path
+        let prefix = "ba-tmp-\(host.pid)-"
+        func leftovers() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []).filter { $0.hasPrefix(prefix) }
+        }
+        #expect(!leftovers().isEmpty, "the killed host left no temporary folder to clean up")
+        let next = try await runProcess(
+            ba, ["run-extension", BuildProducts.library("SampleCExtension"), "--event", "install"])
+        #expect(next.status == 0, "\(next.stdout)\n\(next.stderr)")
+        #expect(leftovers().isEmpty, "\(leftovers())")
     }
 
     @Test func theRunnerEndsTheCallAtItsOwnDeadlineWhenTheHostIsStuck() async throws {
