@@ -9,4 +9,10 @@ swift build -c release
 build="$(swift build -c release --show-bin-path)"
 "$build/ExtensionHostBenchmark" "$build" "${1:-50}" "${2:-1000}"
 echo
+echo "as ba run-extension makes them (--repeat, sandbox on):"
+for library in SampleCExtension SampleSwiftExtension; do
+    "$build/ba" run-extension "$build/lib$library.so" --event install --repeat "${1:-50}" \
+        --manifest Examples/Manifests/sample-manifest.json | sed -n 2p | sed "s/^/  $library: /"
+done
+echo
 "$(dirname "$0")/downloads.sh" 5 "$build"

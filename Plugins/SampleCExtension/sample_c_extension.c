@@ -1266,25 +1266,10 @@ static void sample_extension_will_terminate(void *context, const ba_host_api *ho
 
 /* ---- The descriptor ---------------------------------------------------------------------- */
 
-static const ba_extension_desc sample_descriptor = {
-    .struct_size = (uint32_t)sizeof(ba_extension_desc),
-    .abi_major = BA_EXTENSION_ABI_MAJOR,
-    .abi_minor = BA_EXTENSION_ABI_MINOR,
-    .name = SAMPLE_NAME,
-    .name_length = sizeof(SAMPLE_NAME) - 1,
-    .version = "1.0.0",
-    .version_length = sizeof("1.0.0") - 1,
-    .context = NULL,
-    .downloads_for_request = sample_downloads_for_request,
-    .download_finished = sample_download_finished,
-    .download_failed = sample_download_failed,
-    .download_received_challenge = sample_download_received_challenge,
-    .extension_will_terminate = sample_extension_will_terminate,
-};
-
-BA_EXTENSION_EXPORT const ba_extension_desc *ba_extension_descriptor(void);
-
-BA_EXTENSION_EXPORT const ba_extension_desc *ba_extension_descriptor(void)
-{
-    return &sample_descriptor;
-}
+/* One line makes the descriptor (lengths, struct_size and ABI version filled in) and exports it. */
+BA_EXTENSION_DEFINE(SAMPLE_NAME, "1.0.0",
+                    .downloads_for_request = sample_downloads_for_request,
+                    .download_finished = sample_download_finished,
+                    .download_failed = sample_download_failed,
+                    .download_received_challenge = sample_download_received_challenge,
+                    .extension_will_terminate = sample_extension_will_terminate)

@@ -12,6 +12,8 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
     case notALibrary = 15
     case missingEntryPoint = 16
     case protocolError = 17
+    /// The call's sandbox could not be set up; the extension was not loaded.
+    case sandboxUnavailable = 18
     /// `ba fetch`: at least one download failed.
     case downloadFailed = 20
     /// `ba fetch`: interrupted (SIGINT) before every download ended; partial files are kept.
@@ -57,6 +59,7 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
         case .notALibrary: .notALibrary
         case .missingEntryPoint: .missingEntryPoint
         case .protocolError: .protocolError
+        case .sandboxUnavailable: .sandboxUnavailable
         }
     }
 
@@ -72,6 +75,7 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
         case "notALibrary": .notALibrary
         case "missingEntryPoint": .missingEntryPoint
         case "protocolError": .protocolError
+        case "sandboxUnavailable": .sandboxUnavailable
         default: .hostFailure
         }
     }

@@ -82,6 +82,19 @@ struct RunExtension: AsyncParsableCommand {
     @Option(help: "The app group container (holds the exclusive-control lock); default: a temporary one.")
     var appGroupContainer: String?
 
+    @Option(
+        name: .customLong("repeat"),
+        help:
+            "Make the call N times and print the median and p99 call time as the host made it (spawn to reap); stops at the first call that is not ok."
+    )
+    var repeatCount: Int = 1
+
+    @Flag(
+        help:
+            "Run without the sandbox (network, files, system calls, process count): for debugging only. Every process of the call still ends with it."
+    )
+    var noSandbox = false
+
     @Flag(help: "Print one JSON object instead of a table.")
     var json = false
 
@@ -93,6 +106,9 @@ struct RunExtension: AsyncParsableCommand {
             throw ValidationError("--timeout must be between 0 and 86400 seconds")
         }
         guard maxDownloads > 0 else { throw ValidationError("--max-downloads must be positive") }
+        guard repeatCount >= 1, repeatCount <= 100_000 else {
+            throw ValidationError("--repeat must be between 1 and 100000")
+        }
         switch event {
         case .finished, .failed:
             guard downloadJSON != nil else { throw ValidationError("--event \(event.rawValue) needs --download-json") }
@@ -116,19 +132,21 @@ struct RunExtension: AsyncParsableCommand {
             FileHandle.standardError.write(Data("ba: \(error.message)\n".utf8))
             throw ExitCode(BAExitCode.noInput.rawValue)
         }
-        let result: BAExtensionRunResult
+        var result: BAExtensionRunResult
+        var durations: [Duration] = []
         do {
-            let supervisor = try BAExtensionSupervisor()
-            result = try await supervisor.run(invocation)
+            let supervisor = try BAExtensionSupervisor(
+                sandbox: noSandbox ? .disabled : .fromEnvironment, warmRunner: repeatCount > 1)
+            repeat {
+                result = try await supervisor.run(invocation)
+                durations.append(result.duration)
+            } while result.verdict == .ok && durations.count < repeatCount
         } catch {
             FileHandle.standardError.write(Data("ba: \(error)\n".utf8))
             throw ExitCode(BAExitCode.hostFailure.rawValue)
         }
-        if json {
-            print(RunReport(result).json())
-        } else {
-            print(RunReport(result).table(verbose: verbose))
-        }
+        let report = RunReport(result, timing: repeatCount > 1 ? CallTiming(durations) : nil)
+        print(json ? report.json() : report.table(verbose: verbose))
         let code = BAExitCode.code(for: result)
         if code != .ok { throw ExitCode(code.rawValue) }
     }

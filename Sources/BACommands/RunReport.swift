@@ -5,8 +5,13 @@ import Foundation
 /// Renders a run's result as a table or as one JSON object.
 struct RunReport {
     let result: BAExtensionRunResult
+    /// With `--repeat`: the time of every call, spawn to reap, as the host measured it.
+    let timing: CallTiming?
 
-    init(_ result: BAExtensionRunResult) { self.result = result }
+    init(_ result: BAExtensionRunResult, timing: CallTiming? = nil) {
+        self.result = result
+        self.timing = timing
+    }
 
     /// Downloads are a set: listed by identifier so equal sets print equally.
     var sortedDownloads: [DownloadRecord] { result.downloads.sorted { $0.identifier < $1.identifier } }
@@ -42,6 +47,9 @@ struct RunReport {
         var durationMs: Double
         var peakMemoryBytes: Int64?
         var output: String
+        var calls: Int?
+        var medianMs: Double?
+        var p99Ms: Double?
     }
 
     func json() -> String {
@@ -60,7 +68,8 @@ struct RunReport {
             cancelled: result.cancelled,
             challengeDisposition: result.challengeDisposition,
             logs: result.logs.map { .init(level: $0.level, message: $0.message) },
-            durationMs: durationMilliseconds, peakMemoryBytes: result.peakMemoryBytes, output: result.output)
+            durationMs: durationMilliseconds, peakMemoryBytes: result.peakMemoryBytes, output: result.output,
+            calls: timing?.calls, medianMs: timing?.medianMilliseconds, p99Ms: timing?.p99Milliseconds)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(report) else { return "{\"verdict\": \"\(result.verdict.name)\"}" }
@@ -78,6 +87,12 @@ struct RunReport {
             header += String(format: ", peak memory %.1f MiB", Double(peak) / 1_048_576)
         }
         lines.append(header)
+        if let timing {
+            lines.append(
+                String(
+                    format: "%d calls: median %.3f ms, p99 %.3f ms (spawn to reap, as the host made them)",
+                    timing.calls, timing.medianMilliseconds, timing.p99Milliseconds))
+        }
         if !result.downloads.isEmpty {
             lines.append("")
             lines.append("\(result.downloads.count) download\(result.downloads.count == 1 ? "" : "s"):")

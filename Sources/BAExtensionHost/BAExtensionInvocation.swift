@@ -88,6 +88,8 @@ public struct BAExtensionRunResult: Sendable {
     /// The runner's process id, which was also its process group id (the group is killed when
     /// the call ends).
     public var processID: Int32 = 0
+    /// Whether the runner was forked from the warm runner (else it was spawned).
+    public var wasForked = false
 }
 
 /// A failure of the host itself (not of the extension): no verdict could be produced.

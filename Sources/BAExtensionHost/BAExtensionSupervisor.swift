@@ -24,10 +24,31 @@ import Foundation
 public struct BAExtensionSupervisor: Sendable {
     /// The runner executable.
     public var runnerPath: String
+    /// How every call is confined (on by default: ``BAExtensionSandbox``).
+    public var sandbox: BAExtensionSandbox
+    /// The warm runner calls are forked from, if one is used (see `init`).
+    let warm: WarmRunner?
 
     /// Uses `runnerPath`, or finds the runner: `$BA_EXTENSION_RUNNER`, next to this executable,
     /// then on `PATH`.
-    public init(runnerPath: String? = nil) throws(BAExtensionHostError) {
+    ///
+    /// - Parameters:
+    ///   - sandbox: how calls are confined; by default the sandbox is on unless
+    ///     `BA_EXTENSION_SANDBOX=off` is in the environment. With it off, a warning goes to stderr.
+    ///   - warmRunner: fork calls from a warm runner (a zygote started in the background by the
+    ///     first call, with Foundation and BackgroundAssets loaded) instead of spawning one per
+    ///     call; calls are spawned until it is ready, and whenever it cannot be used. Worth it for a
+    ///     host that makes many calls (basd); `BA_EXTENSION_WARM_RUNNER=off` turns it off.
+    public init(
+        runnerPath: String? = nil, sandbox: BAExtensionSandbox = .fromEnvironment, warmRunner: Bool = true
+    ) throws(BAExtensionHostError) {
+        self.sandbox = sandbox
+        if !sandbox.isEnabled {
+            FileHandle.standardError.write(
+                Data(
+                    "WARNING: the extension sandbox is OFF: extension calls can use the network and read and write every file of this user (for debugging only)\n"
+                        .utf8))
+        }
         if let runnerPath {
             self.runnerPath = runnerPath
         } else if let found = Self.findRunner() {
@@ -37,6 +58,9 @@ public struct BAExtensionSupervisor: Sendable {
                 "cannot find ba-extension-runner: set BA_EXTENSION_RUNNER, or install it next to this program or on PATH"
             )
         }
+        SupervisedCall.removeOrphanedTemporaryDirectories
+        let warmAllowed = ProcessInfo.processInfo.environment["BA_EXTENSION_WARM_RUNNER"] != "off"
+        warm = warmRunner && warmAllowed ? WarmRunner(runnerPath: self.runnerPath) : nil
     }
 
     static func findRunner() -> String? {
@@ -71,7 +95,7 @@ public struct BAExtensionSupervisor: Sendable {
 
     /// Runs one call on the calling thread.
     public func runBlocking(_ invocation: BAExtensionInvocation) throws(BAExtensionHostError) -> BAExtensionRunResult {
-        var call = try SupervisedCall(runnerPath: runnerPath, invocation: invocation)
+        var call = try SupervisedCall(runnerPath: runnerPath, invocation: invocation, sandbox: sandbox, warm: warm)
         return call.run()
     }
 }
@@ -79,14 +103,25 @@ public struct BAExtensionSupervisor: Sendable {
 /// One spawned runner and everything read from it.
 struct SupervisedCall {
     let invocation: BAExtensionInvocation
+    /// The library, as an absolute path.
+    let libraryPath: String
+    /// The call's private temporary folder (its TMPDIR), removed when the call ends.
+    let temporaryDirectory: String
     let pid: pid_t
     var socket: Int32
     var output: Int32
-    let pidfd: Int32
+    /// Readable when the runner has ended: a pidfd for a spawned runner (-1 on old kernels), the
+    /// status pipe for one forked by the warm runner.
+    let exitFD: Int32
+    /// For a forked runner: the warm runner that reports its wait status on `exitFD`.
+    let forkedBy: WarmRunner.Control?
     let started: ContinuousClock.Instant
     let deadline: ContinuousClock.Instant
 
     var decoder = FrameDecoder()
+    /// Whether the protocol socket and the output pipe may still have something to read.
+    var socketOpen = true
+    var outputOpen = true
     var outputTail: [UInt8] = []
     /// When to tell the extension the end is near (extensionWillTerminate), before the kill.
     let warnAt: ContinuousClock.Instant
@@ -104,8 +139,50 @@ struct SupervisedCall {
     static let outputTailLimit = 64 * 1024
     static let logLimit = 1000
 
-    init(runnerPath: String, invocation: BAExtensionInvocation) throws(BAExtensionHostError) {
+    init(runnerPath: String, invocation: BAExtensionInvocation, sandbox: BAExtensionSandbox, warm: WarmRunner?)
+        throws(BAExtensionHostError)
+    {
         self.invocation = invocation
+        started = .now
+        deadline = started + invocation.timeout
+        warnAt = deadline - min(.milliseconds(500), invocation.timeout / 10)
+        libraryPath = Self.resolvedLibraryPath(
+            invocation.libraryPath, currentDirectory: FileManager.default.currentDirectoryPath)
+        var template = Array(
+            (FileManager.default.temporaryDirectory.path + "/\(Self.temporaryPrefix)\(getpid())-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw BAExtensionHostError("cannot create the call's temporary folder: \(Self.errorText())")
+        }
+        temporaryDirectory = String(cString: made)
+        // A call with its own environment needs an exec: the warm runner has the host's.
+        if invocation.environment.isEmpty, let control = warm?.ready() {
+            switch Self.fork(
+                from: control, invocation: invocation, libraryPath: libraryPath,
+                temporaryDirectory: temporaryDirectory, sandbox: sandbox)
+            {
+            case .success(let forked):
+                (pid, socket, output, exitFD) = forked
+                forkedBy = control
+                return
+            case .failure:
+                warm?.discard(control)
+            }
+        }
+        forkedBy = nil
+        do throws(BAExtensionHostError) {
+            (pid, socket, output, exitFD) = try Self.spawn(
+                runnerPath: runnerPath, invocation: invocation, libraryPath: libraryPath,
+                temporaryDirectory: temporaryDirectory, sandbox: sandbox)
+        } catch {
+            rmdir(temporaryDirectory)
+            throw error
+        }
+    }
+
+    typealias Started = (pid: pid_t, socket: Int32, output: Int32, exitFD: Int32)
+
+    /// A protocol socketpair and an output pipe, close-on-exec.
+    static func channels() throws(BAExtensionHostError) -> (pair: [Int32], pipe: [Int32]) {
         var pair: [Int32] = [-1, -1]
         var pipe: [Int32] = [-1, -1]
         guard ba_sys_socketpair_cloexec(&pair) == 0 else {
@@ -116,13 +193,26 @@ struct SupervisedCall {
             close(pair[1])
             throw BAExtensionHostError("pipe2 failed: \(Self.errorText())")
         }
+        return (pair, pipe)
+    }
+
+    /// Spawns a runner (posix_spawn: exec, own process group).
+    static func spawn(
+        runnerPath: String, invocation: BAExtensionInvocation, libraryPath: String, temporaryDirectory: String,
+        sandbox: BAExtensionSandbox
+    ) throws(BAExtensionHostError) -> Started {
+        let (pair, pipe) = try channels()
         var environment = ProcessInfo.processInfo.environment
         for (key, value) in invocation.environment { environment[key] = value }
-        let argv = [runnerPath]
+        let argv =
+            [runnerPath]
+            + jailArguments(
+                invocation: invocation, parent: getpid(), libraryPath: libraryPath,
+                temporaryDirectory: temporaryDirectory, sandbox: sandbox)
         let envp = environment.map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
-        let status = Self.withCStrings(argv) { argvPointer in
-            Self.withCStrings(envp) { envPointer in
+        let status = withCStrings(argv) { argvPointer in
+            withCStrings(envp) { envPointer in
                 ba_sys_spawn(runnerPath, argvPointer, envPointer, pair[1], pipe[1], &pid)
             }
         }
@@ -133,21 +223,121 @@ struct SupervisedCall {
             close(pipe[0])
             throw BAExtensionHostError("cannot start \(runnerPath): \(String(cString: strerror(status)))")
         }
-        self.pid = pid
-        self.socket = pair[0]
-        self.output = pipe[0]
-        self.pidfd = ba_sys_pidfd_open(pid)
-        self.started = .now
-        self.deadline = started + invocation.timeout
-        self.warnAt = deadline - min(.milliseconds(500), invocation.timeout / 10)
+        return (pid, pair[0], pipe[0], ba_sys_pidfd_open(pid))
+    }
+
+    /// Asks the warm runner for a child; fails (and closes everything) if it does not answer with
+    /// a pid, e.g. because it died.
+    static func fork(
+        from control: WarmRunner.Control, invocation: BAExtensionInvocation, libraryPath: String,
+        temporaryDirectory: String, sandbox: BAExtensionSandbox
+    ) -> Result<Started, BAExtensionHostError> {
+        let pair: [Int32]
+        let pipe: [Int32]
+        do { (pair, pipe) = try channels() } catch { return .failure(error) }
+        var status: [Int32] = [-1, -1]
+        guard ba_sys_pipe_cloexec(&status) == 0 else {
+            for fd in pair + pipe { close(fd) }
+            return .failure(BAExtensionHostError("pipe2 failed: \(Self.errorText())"))
+        }
+        let arguments = jailArguments(
+            invocation: invocation, parent: control.pid, libraryPath: libraryPath,
+            temporaryDirectory: temporaryDirectory, sandbox: sandbox)
+        var payload: [UInt8] = []
+        for argument in arguments { payload += Array(argument.utf8) + [0] }
+        let sent = payload.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) {
+                ba_sys_zygote_request(control.fd, $0.baseAddress, $0.count, pair[1], pipe[1], status[1])
+            }
+        }
+        close(pair[1])
+        close(pipe[1])
+        close(status[1])
+        var pid: Int32 = 0
+        let count = sent == 0 ? readAll(status[0], &pid) : 0
+        guard count == MemoryLayout<Int32>.size, pid > 0 else {
+            for fd in [pair[0], pipe[0], status[0]] { close(fd) }
+            return .failure(BAExtensionHostError("the warm runner did not start the call"))
+        }
+        return .success((pid, pair[0], pipe[0], status[0]))
+    }
+
+    /// Reads a 4-byte value, retrying EINTR and short reads; the number of bytes read.
+    static func readAll(_ fd: Int32, _ value: inout Int32) -> Int {
+        var got = 0
+        withUnsafeMutableBytes(of: &value) { buffer in
+            while got < buffer.count {
+                let n = read(fd, buffer.baseAddress! + got, buffer.count - got)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                got += n
+            }
+        }
+        return got
     }
 
     static func errorText() -> String { String(cString: strerror(errno)) }
 
+    /// A call's temporary folder is `$TMPDIR/ba-tmp-HOSTPID-XXXXXX`.
+    static let temporaryPrefix = "ba-tmp-"
+
+    /// Removes the temporary folders of calls whose host process is gone (killed before it could
+    /// remove them); done once per process, when its first supervisor is made.
+    static let removeOrphanedTemporaryDirectories: Void = {
+        let directory = FileManager.default.temporaryDirectory.path
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for entry in entries where entry.hasPrefix(temporaryPrefix) {
+            let fields = entry.dropFirst(temporaryPrefix.count).split(separator: "-")
+            guard fields.count == 2, let host = pid_t(fields[0]), host > 0, host != getpid() else { continue }
+            // Only a host that is certainly gone: a live process with that pid keeps its folders.
+            guard kill(host, 0) != 0 && errno == ESRCH else { continue }
+            try? FileManager.default.removeItem(atPath: directory + "/" + entry)
+        }
+    }()
+
+    /// How much longer than the host's deadline the runner waits before it ends the call itself
+    /// (when the host is gone or stuck).
+    static let runnerDeadlineGrace = Duration.seconds(1)
+
+    /// The runner's command line: its parent, its own deadline, and what the sandbox lets the call
+    /// touch (the extension's folder and the manifest to read; the container, a finished file's
+    /// folder and the private temporary folder to write).
+    static func jailArguments(
+        invocation: BAExtensionInvocation, parent: pid_t, libraryPath: String, temporaryDirectory: String,
+        sandbox: BAExtensionSandbox
+    ) -> [String] {
+        let deadline = invocation.timeout + runnerDeadlineGrace
+        let milliseconds = deadline.components.seconds * 1000 + deadline.components.attoseconds / 1_000_000_000_000_000
+        var arguments = [
+            BA_RUNNER_ARG_PARENT, String(parent), BA_RUNNER_ARG_DEADLINE_MS, String(milliseconds),
+            BA_RUNNER_ARG_SANDBOX, sandbox.isEnabled ? "on" : "off", BA_RUNNER_ARG_TEMPORARY, temporaryDirectory,
+            BA_RUNNER_ARG_MAX_PROCESSES, String(sandbox.maximumProcesses),
+        ]
+        // The library's folder, and its real folder when the path is a symbolic link (Landlock
+        // checks the file a link leads to; the app's own links are the app's choice).
+        var reads = [(libraryPath as NSString).deletingLastPathComponent]
+        if let real = realpath(libraryPath, nil) {
+            let resolved = (String(cString: real) as NSString).deletingLastPathComponent
+            free(real)
+            if resolved != reads[0] { reads.append(resolved) }
+        }
+        reads += sandbox.readOnlyPaths
+        var writes = sandbox.readWritePaths
+        if let container = invocation.appGroupContainerPath { writes.append(container) }
+        switch invocation.event {
+        case .contentRequest(_, let manifestPath, _, _, _): reads.append(manifestPath)
+        case .finished(_, let filePath): writes.append((filePath as NSString).deletingLastPathComponent)
+        case .failed, .challenge, .willTerminate: break
+        }
+        for path in reads where !path.isEmpty { arguments += [BA_RUNNER_ARG_READ, path] }
+        for path in writes where !path.isEmpty { arguments += [BA_RUNNER_ARG_WRITE, path] }
+        return arguments
+    }
+
     static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
         var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
         pointers.append(nil)
-        defer { pointers.forEach { free($0) } }
+        defer { for pointer in pointers { free(pointer) } }
         return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 
@@ -158,16 +348,18 @@ struct SupervisedCall {
         drain()
         close(socket)
         close(output)
-        if pidfd >= 0 { close(pidfd) }
+        if exitFD >= 0 { close(exitFD) }
+        try? FileManager.default.removeItem(atPath: temporaryDirectory)
         result.duration = .now - started
         result.processID = pid
+        result.wasForked = forkedBy != nil
         result.output = String(decoding: outputTail, as: UTF8.self)
         result.verdict = verdict(exitStatus: status)
         finishDownloads()
         return result
     }
 
-    /// Polls the socket, the output pipe and the pidfd until the runner exits or the deadline
+    /// Polls the socket, the output pipe and `exitFD` until the runner exits or the deadline
     /// passes (then kills the group). Returns the wait status.
     mutating func waitForExit() -> Int32 {
         while true {
@@ -184,22 +376,23 @@ struct SupervisedCall {
                 clamping: max(
                     0,
                     untilWake.components.seconds * 1000 + untilWake.components.attoseconds / 1_000_000_000_000_000 + 1))
+            // A descriptor at its end is left out (-1): it would make every poll return at once.
             var fds = [
-                pollfd(fd: socket, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: output, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: socketOpen ? socket : -1, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: outputOpen ? output : -1, events: Int16(POLLIN), revents: 0),
             ]
             // Without a pidfd (old kernels) wake up periodically to check for exit.
             let timeout: Int32
-            if pidfd >= 0 {
-                fds.append(pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0))
+            if exitFD >= 0 {
+                fds.append(pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0))
                 timeout = leftMilliseconds
             } else {
                 timeout = min(leftMilliseconds, 10)
             }
             let ready = poll(&fds, nfds_t(fds.count), timeout)
             if ready < 0 && errno != EINTR { return reap(blocking: true) ?? 0 }
-            if fds[0].revents != 0 { readSocket() }
-            if fds[1].revents != 0 { readOutput() }
+            if fds[0].revents != 0 { socketOpen = readSocket() }
+            if fds[1].revents != 0 { outputOpen = readOutput() }
         }
     }
 
@@ -218,6 +411,15 @@ struct SupervisedCall {
 
     mutating func reap(blocking: Bool) -> Int32? {
         var status: Int32 = 0
+        if forkedBy != nil {
+            // The warm runner reaps its children and writes the wait status; an end of the pipe
+            // without one means the warm runner died, and the call with it (SIGKILL).
+            if !blocking {
+                var ready = pollfd(fd: exitFD, events: Int16(POLLIN), revents: 0)
+                guard poll(&ready, 1, 0) == 1 else { return nil }
+            }
+            return Self.readAll(exitFD, &status) == MemoryLayout<Int32>.size ? status : SIGKILL
+        }
         while true {
             let reaped = waitpid(pid, &status, blocking ? 0 : WNOHANG)
             if reaped == pid { return status }
@@ -230,8 +432,6 @@ struct SupervisedCall {
     /// that escaped the process group could hold them open).
     mutating func drain() {
         let limit = ContinuousClock.now + .seconds(1)
-        var socketOpen = true
-        var outputOpen = true
         while (socketOpen || outputOpen) && ContinuousClock.now < limit {
             var fds = [
                 pollfd(fd: socketOpen ? socket : -1, events: Int16(POLLIN), revents: 0),
@@ -327,8 +527,6 @@ struct SupervisedCall {
     }
 
     mutating func sendRequest() {
-        let libraryPath = Self.resolvedLibraryPath(
-            invocation.libraryPath, currentDirectory: FileManager.default.currentDirectoryPath)
         let request = RunRequest(
             libraryPath: libraryPath, event: invocation.event, memoryLimitBytes: invocation.memoryLimitBytes,
             maximumDownloads: UInt32(clamping: invocation.maximumDownloads),
@@ -367,6 +565,12 @@ struct SupervisedCall {
                     found: "\(failure.foundMajor).\(failure.foundMinor)",
                     expected: "\(BAHostABI.major).\(BAHostABI.minor)")
             case .invalidRequest: return .protocolError(reason: failure.message)
+            }
+        }
+        if !sawHello && exitCode == BA_RUNNER_EXIT_SANDBOX_UNAVAILABLE {
+            let text = String(decoding: outputTail, as: UTF8.self)
+            if let line = text.split(separator: "\n").last(where: { $0.hasPrefix(BA_RUNNER_SANDBOX_FAILURE_PREFIX) }) {
+                return .sandboxUnavailable(reason: String(line.dropFirst(BA_RUNNER_SANDBOX_FAILURE_PREFIX.count)))
             }
         }
         if summary != nil && exitCode == 0 { return .ok }

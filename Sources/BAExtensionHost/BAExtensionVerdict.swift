@@ -17,9 +17,12 @@ public enum BAExtensionVerdict: Equatable, Sendable, CustomStringConvertible {
     case missingEntryPoint(reason: String)
     /// The runner or the extension broke the protocol (garbage on the socket, exited mid-call).
     case protocolError(reason: String)
+    /// The call's sandbox could not be set up (the reason names the layer: namespaces, Landlock,
+    /// seccomp, …), so the extension was not loaded. Turning the sandbox off runs it anyway.
+    case sandboxUnavailable(reason: String)
 
     /// A stable name: `ok`, `timedOut`, `exceededMemory`, `crashed`, `abiMismatch`,
-    /// `notALibrary`, `missingEntryPoint`, `protocolError`.
+    /// `notALibrary`, `missingEntryPoint`, `protocolError`, `sandboxUnavailable`.
     public var name: String {
         switch self {
         case .ok: "ok"
@@ -30,6 +33,7 @@ public enum BAExtensionVerdict: Equatable, Sendable, CustomStringConvertible {
         case .notALibrary: "notALibrary"
         case .missingEntryPoint: "missingEntryPoint"
         case .protocolError: "protocolError"
+        case .sandboxUnavailable: "sandboxUnavailable"
         }
     }
 
@@ -39,7 +43,9 @@ public enum BAExtensionVerdict: Equatable, Sendable, CustomStringConvertible {
         case .ok, .timedOut, .exceededMemory: nil
         case .crashed(let signal): "signal \(signal) (\(signalName(signal)))"
         case .abiMismatch(let found, let expected): "found C ABI \(found), expected \(expected)"
-        case .notALibrary(let reason), .missingEntryPoint(let reason), .protocolError(let reason): reason
+        case .notALibrary(let reason), .missingEntryPoint(let reason), .protocolError(let reason),
+            .sandboxUnavailable(let reason):
+            reason
         }
     }
 

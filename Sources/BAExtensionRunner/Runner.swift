@@ -24,10 +24,34 @@ public enum ExtensionRunner {
     public enum ExitStatus: Int32 {
         case noRequest = 2
         case badRequest = 3
+        /// The jail or the sandbox could not be set up (`BA_RUNNER_EXIT_SANDBOX_UNAVAILABLE`).
+        case sandboxUnavailable = 4
+        /// A zygote that cannot serve: its host falls back to spawning a runner per call.
+        case zygoteUnavailable = 5
     }
 
     /// Runs one call and exits.
+    ///
+    /// Confined first, while still single-threaded, as the command line says (``Jail``): a runner
+    /// that cannot be confined as asked says why on stderr and exits with
+    /// `BA_RUNNER_EXIT_SANDBOX_UNAVAILABLE` before its hello, so no extension code ever runs
+    /// outside the sandbox it was promised.
     public static func main() -> Never {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == BA_RUNNER_ARG_ZYGOTE { Zygote.serve(arguments) }
+        runCall(arguments)
+    }
+
+    /// One call, as the command line (or a zygote's request) says.
+    static func runCall(_ arguments: [String]) -> Never {
+        switch Jail.parse(arguments) {
+        case .failure(let error):
+            failBeforeHello(error)
+        case .success(let jail?):
+            if let error = jail.enter() { failBeforeHello(error) }
+        case .success(nil):
+            break
+        }
         let channel = Channel(fd: protocolFD)
         channel.send(.hello(protocolVersion: RunnerProtocol.version))
         var decoder = FrameDecoder()
@@ -59,6 +83,12 @@ public enum ExtensionRunner {
         // _exit: the extension may have left threads or atexit handlers behind; none of them
         // may run after the call has ended.
         _exit(0)
+    }
+
+    static func failBeforeHello(_ error: JailError) -> Never {
+        let line = BA_RUNNER_SANDBOX_FAILURE_PREFIX + error.message + "\n"
+        _ = line.withCString { ba_sys_write_all(2, $0, strlen($0)) }
+        _exit(ExitStatus.sandboxUnavailable.rawValue)
     }
 
     static func prepare(memoryLimit: UInt64) -> RunnerFailure? {

@@ -281,6 +281,33 @@ typedef const ba_extension_desc *(*ba_extension_descriptor_fn)(void);
 BA_EXTENSION_EXPORT const ba_extension_desc *ba_extension_descriptor(void);
 #endif
 
+/* BA_EXTENSION_DEFINE(name, version, entry points...): the descriptor and the exported
+ * ba_extension_descriptor function in one line, with the lengths, struct_size and ABI version
+ * filled in (after GStreamer's GST_PLUGIN_DEFINE). `name` and `version` must be string literals;
+ * the rest are designated initializers of ba_extension_desc, in any order (C; C++20 needs them
+ * in field order):
+ *
+ *   BA_EXTENSION_DEFINE("com.example.app.assets", "1.0.0",
+ *                       .downloads_for_request = my_downloads_for_request,
+ *                       .extension_will_terminate = my_will_terminate)
+ *
+ * Use it once per library, at file scope. It only writes what a hand-made descriptor would:
+ * nothing of the ABI changes. */
+#define BA_EXTENSION_DEFINE(name_literal, version_literal, ...)                                   \
+    static const ba_extension_desc ba_extension_defined_descriptor_ = {                          \
+        .struct_size = (uint32_t)sizeof(ba_extension_desc),                                      \
+        .abi_major = BA_EXTENSION_ABI_MAJOR,                                                     \
+        .abi_minor = BA_EXTENSION_ABI_MINOR,                                                     \
+        .name = "" name_literal "",                                                              \
+        .name_length = sizeof(name_literal) - 1,                                                 \
+        .version = "" version_literal "",                                                        \
+        .version_length = sizeof(version_literal) - 1,                                           \
+        __VA_ARGS__};                                                                            \
+    BA_EXTENSION_EXPORT const ba_extension_desc *ba_extension_descriptor(void)                   \
+    {                                                                                            \
+        return &ba_extension_defined_descriptor_;                                                \
+    }
+
 #ifdef __cplusplus
 }
 #endif

@@ -66,4 +66,85 @@ int ba_sys_send_all(int fd, const void *bytes, size_t length);
 /// without waiting for it. Errors are ignored (it is only a head start for a later fsync).
 void ba_sys_start_writeback(int fd, int64_t offset, int64_t length);
 
+/// The runner's protocol descriptor (the host's end of a socketpair, as fd 3 in the runner).
+#define BA_RUNNER_PROTOCOL_FD 3
+
+/// ba-extension-runner's arguments (the host writes them, the runner reads them): each flag is
+/// followed by one value; `--read` and `--write` may repeat. Without `--parent` the runner is not
+/// confined at all (as a runner started by hand).
+#define BA_RUNNER_ARG_PARENT "--parent"
+#define BA_RUNNER_ARG_DEADLINE_MS "--deadline-ms"
+#define BA_RUNNER_ARG_SANDBOX "--sandbox"  // "on" or "off"
+#define BA_RUNNER_ARG_READ "--read"
+#define BA_RUNNER_ARG_WRITE "--write"
+#define BA_RUNNER_ARG_TEMPORARY "--temporary"
+#define BA_RUNNER_ARG_MAX_PROCESSES "--max-processes"
+/// The runner's exit status when the jail or the sandbox could not be set up (before hello); its
+/// last line on stderr then starts with BA_RUNNER_SANDBOX_FAILURE_PREFIX and names the layer.
+#define BA_RUNNER_EXIT_SANDBOX_UNAVAILABLE 4
+#define BA_RUNNER_SANDBOX_FAILURE_PREFIX "[ba-extension-runner] sandbox unavailable: "
+
+/// How ba_sys_enter_call_jail confines one extension call (docs/threat-model.md).
+typedef struct ba_call_jail {
+    /// The host's pid: the runner stops at once if its parent is already another process.
+    pid_t expected_parent;
+    /// The runner's own deadline in milliseconds from entry (0: none): past it the call's pid
+    /// namespace ends even if the host is gone or stuck.
+    int64_t deadline_ms;
+    /// 1: a user and a pid namespace per call, so every process the call creates ends with it.
+    int namespaces;
+    /// 1: also a network namespace, no_new_privs, RLIMIT_NPROC, Landlock and the seccomp filter.
+    int sandbox;
+    /// Paths the call may read (and execute), and paths it may read and write.
+    const char *const *read_paths;
+    size_t read_count;
+    const char *const *write_paths;
+    size_t write_count;
+    /// RLIMIT_NPROC inside the call's user namespace (0: unchanged). uid 0 is exempt by the kernel.
+    uint64_t max_processes;
+} ba_call_jail;
+
+/// Confines the calling process, which must be single-threaded, for one extension call: asks for
+/// SIGKILL when its parent dies (and exits 127 if `expected_parent` is already gone); with
+/// `namespaces`, unshares a user and a pid namespace (and with `sandbox` a network namespace) and
+/// forks twice. The caller stays outside as a relay that waits and then ends exactly as the
+/// worker did (exit code or signal); the first child is pid 1 of the namespace, which waits for
+/// the worker, enforces `deadline_ms`, and whose exit kills whatever the call left; the second,
+/// the worker, returns 0 from this function with the sandbox's layers applied. Only the worker
+/// returns; on failure it returns -1 with the reason in `message` (the layer and the errno).
+int ba_sys_enter_call_jail(const ba_call_jail *jail, char *message, size_t message_size);
+
+/// Calls `visit` with the directory of every shared object loaded in this process (duplicates
+/// included; the main program, which has no name here, is left out).
+void ba_sys_visit_loaded_object_directories(void (*visit)(const char *directory, void *context), void *context);
+
+/// Asks for SIGKILL when the parent dies; -1 if the parent is already not `expected_parent`.
+int ba_sys_die_with_parent(pid_t expected_parent);
+
+/// The warm runner's first argument, followed by the host's pid.
+#define BA_RUNNER_ARG_ZYGOTE "--zygote"
+
+/// Serves as the warm runner (zygote) on `control`, a SOCK_SEQPACKET socket to the host; the
+/// caller must be single-threaded. Sends a 4-byte 0 when ready, then for each request (the runner
+/// arguments, NUL-separated, with three descriptors: the protocol socket, the output pipe and a
+/// status pipe) forks a child in its own process group that dies with the zygote, has fds 0-3 as
+/// a spawned runner has them, and calls `run_call(argc, argv)` (which must not return). On the
+/// status pipe the zygote writes the child's pid (4 bytes; a negative errno if it could not
+/// fork), then its wait status when it ends, and closes it. Returns 0 when the host closes
+/// `control`, -1/errno on failure.
+int ba_sys_zygote_serve(int control, void (*run_call)(int argc, char **argv));
+
+/// The host's side of one request to a zygote (see ba_sys_zygote_serve). 0 or -1/errno.
+int ba_sys_zygote_request(int control, const char *arguments, size_t length, int protocol_fd, int output_fd,
+                          int status_fd);
+
+/// socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC).
+int ba_sys_seqpacket_pair_cloexec(int fds[2]);
+
+/// The number of threads of this process (/proc/self/status), or -1.
+int ba_sys_thread_count(void);
+
+/// The running kernel's Landlock ABI version, or -1 if Landlock is unavailable.
+int ba_sys_landlock_abi(void);
+
 #endif
