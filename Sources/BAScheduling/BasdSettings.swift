@@ -18,6 +18,7 @@ import Foundation
 /// | `purgeFreeSpaceThresholdBytes` | integer ≥ 0 | 1 073 741 824 (1 GiB) |
 /// | `automaticPurge` | boolean | `true` |
 /// | `backgroundDownloadConcurrency` | integer ≥ 1 | 4 |
+/// | `extensionSandbox` | boolean | `true` |
 ///
 /// ```json
 /// { "backgroundActivity": false, "dailyRuntimeAllowanceSeconds": 600 }
@@ -58,6 +59,9 @@ public struct BasdSettings: Sendable, Equatable {
     /// How many background-priority transfers run at once; more wait in the queue (priority, then
     /// arrival). Essential and foreground transfers start at once and are not counted. Default 4.
     public var backgroundDownloadConcurrency: Int
+    /// Whether extension calls run in the sandbox (no network, Landlock, seccomp; docs/threat-model.md).
+    /// Off is for debugging an extension only, and basd logs a warning at every call. Default on.
+    public var extensionSandbox: Bool
 
     /// The default settings, with any value overridden.
     public init(
@@ -71,7 +75,8 @@ public struct BasdSettings: Sendable, Equatable {
         extensionCallTimeoutSeconds: TimeInterval = 30,
         purgeFreeSpaceThresholdBytes: Int64 = 1 << 30,
         automaticPurge: Bool = true,
-        backgroundDownloadConcurrency: Int = 4
+        backgroundDownloadConcurrency: Int = 4,
+        extensionSandbox: Bool = true
     ) {
         self.backgroundActivity = backgroundActivity
         self.inAppContent = inAppContent
@@ -84,6 +89,7 @@ public struct BasdSettings: Sendable, Equatable {
         self.purgeFreeSpaceThresholdBytes = purgeFreeSpaceThresholdBytes
         self.automaticPurge = automaticPurge
         self.backgroundDownloadConcurrency = backgroundDownloadConcurrency
+        self.extensionSandbox = extensionSandbox
     }
 
     /// The periodic-check policy these settings make: base, minimum and maximum from the settings,
@@ -107,7 +113,7 @@ public struct BasdSettings: Sendable, Equatable {
         "backgroundActivity", "inAppContent", "dailyRuntimeAllowanceSeconds", "periodicBaseIntervalSeconds",
         "periodicMinimumIntervalSeconds", "periodicMaximumIntervalSeconds", "quarantineThreshold",
         "extensionCallTimeoutSeconds", "purgeFreeSpaceThresholdBytes", "automaticPurge",
-        "backgroundDownloadConcurrency",
+        "backgroundDownloadConcurrency", "extensionSandbox",
     ]
 
     /// The largest settings file read (1 MiB); anything bigger is not a hand-written config.
@@ -207,6 +213,7 @@ public struct BasdSettings: Sendable, Equatable {
         settings.backgroundDownloadConcurrency =
             try reader.integer("backgroundDownloadConcurrency", minimum: 1).map { Int(clamping: $0) }
             ?? settings.backgroundDownloadConcurrency
+        settings.extensionSandbox = try reader.bool("extensionSandbox") ?? settings.extensionSandbox
 
         if settings.periodicMinimumIntervalSeconds > settings.periodicMaximumIntervalSeconds {
             throw SettingsError(

@@ -40,16 +40,33 @@ enum ExtensionCallOutcome: Sendable {
 /// table, the extension's log lines, the scheduler's bookkeeping) before handing back the outcome.
 final class ExtensionCaller: @unchecked Sendable {
     unowned let services: BasdServices
-    private let supervisor: BAExtensionSupervisor?
+    private var supervisor: BAExtensionSupervisor?
 
     init(_ services: BasdServices) {
         self.services = services
+        supervisor = makeSupervisor(sandboxed: services.settings.current.extensionSandbox)
+    }
+
+    /// A supervisor with the sandbox on (as `BA_EXTENSION_SANDBOX` says) or off (the
+    /// `extensionSandbox` setting), or nil when runners cannot be started.
+    private func makeSupervisor(sandboxed: Bool) -> BAExtensionSupervisor? {
         do {
-            supervisor = try BAExtensionSupervisor(runnerPath: services.configuration.runnerPath)
+            return try BAExtensionSupervisor(
+                runnerPath: services.configuration.runnerPath, sandbox: sandboxed ? .fromEnvironment : .disabled)
         } catch {
             services.log("extensions cannot be woken: \(error)")
-            supervisor = nil
+            return nil
         }
+    }
+
+    /// Follows the `extensionSandbox` setting (a new supervisor when it changed).
+    private func currentSupervisor() -> BAExtensionSupervisor? {
+        let sandboxed = services.settings.current.extensionSandbox
+        let wanted = sandboxed ? BAExtensionSandbox.fromEnvironment.isEnabled : false
+        if let supervisor, supervisor.sandbox.isEnabled != wanted {
+            self.supervisor = makeSupervisor(sandboxed: sandboxed)
+        }
+        return self.supervisor
     }
 
     /// Whether runners can be started at all.
@@ -64,6 +81,12 @@ final class ExtensionCaller: @unchecked Sendable {
         done: @escaping (ExtensionCallOutcome) -> Void
     ) {
         let startedAt = services.clock.now
+        let supervisor = currentSupervisor()
+        if let supervisor, !supervisor.sandbox.isEnabled {
+            services.log(
+                "WARNING: calling the extension of \(app.bundleIdentifier) WITHOUT the sandbox "
+                    + "(extensionSandbox is off, or BA_EXTENSION_SANDBOX=off): it can reach the network and every file of the user")
+        }
         guard let supervisor else {
             cleanup?()
             let outcome = ExtensionCallOutcome.hostError("basd cannot start extension runners (see its log)")
