@@ -65,6 +65,7 @@ typedef int32_t ba_content_request;
 #define BA_CONTENT_REQUEST_INSTALL 1
 #define BA_CONTENT_REQUEST_UPDATE 2
 #define BA_CONTENT_REQUEST_PERIODIC 3
+#define BA_CONTENT_REQUEST_LANGUAGE_CHANGE 4 /* the user's language changed (ba simulate language-change) */
 
 /* BADownload.State raw values (Apple's). */
 typedef int32_t ba_download_state;
