@@ -71,19 +71,20 @@ final class Basd {
         return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    /// Context switches of all its threads so far.
-    var switches: Int {
+    /// Context switches so far, by thread.
+    var switchesByThread: [String: Int] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var total = 0
+        var counts: [String: Int] = [:]
         for task in tasks {
             guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8) else {
                 continue
             }
             for line in text.split(separator: "\n") where line.contains("ctxt_switches") {
-                total += Int(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "0") ?? 0
+                counts[task, default: 0] +=
+                    Int(line.split(separator: "\t").last?.trimmingCharacters(in: .whitespaces) ?? "0") ?? 0
             }
         }
-        return total
+        return counts
     }
 
     var descriptors: Int { ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).count }
@@ -164,10 +165,23 @@ case "small":
             count, elapsed, cpu, cpu * 1000 / Double(count), counter.failed))
 case "queue":
     let count = Int(arguments[3]) ?? 100_000
+    // A listener that never answers: the few running transfers hang, the rest stay queued.
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    listen(listener, 128)
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+    }
+    let port = UInt16(bigEndian: address.sin_port)
     let start = ContinuousClock.now
     for index in 0..<count {
-        // A port nothing listens on, behind a long retry: the downloads stay queued.
-        try manager.scheduleDownload(download("q\(index)", "http://127.0.0.1:9/q\(index)"))
+        try manager.scheduleDownload(download("q\(index)", "http://127.0.0.1:\(port)/q\(index)"))
     }
     let elapsed = seconds(since: start)
     let listStart = ContinuousClock.now
@@ -180,12 +194,14 @@ case "queue":
 case "idle":
     let duration = Double(arguments[3]) ?? 30
     usleep(2_000_000)  // past start-up
-    let before = basd.switches
+    let before = basd.switchesByThread
     usleep(UInt32(duration * 1_000_000))
-    let after = basd.switches
+    let after = basd.switchesByThread
+    // Threads alive at both readings (a thread that ended took its count with it).
+    let woken = after.reduce(0) { $0 + max(0, $1.value - (before[$1.key] ?? 0)) }
     print(
         String(
-            format: "idle %.0f s: %.2f wake-ups/s, basd RSS %d MiB", duration, Double(after - before) / duration,
+            format: "idle %.0f s: %.2f wake-ups/s, basd RSS %d MiB", duration, Double(woken) / duration,
             basd.status("VmRSS") / 1024))
 default:
     FileHandle.standardError.write(Data("unknown benchmark \(arguments[2])\n".utf8))

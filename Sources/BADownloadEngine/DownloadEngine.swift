@@ -148,6 +148,10 @@ final class EngineLoop: @unchecked Sendable {
     var active: [ObjectIdentifier: Transfer] = [:]
     /// Transfers waiting for a retry time.
     var retrying: [ObjectIdentifier: Transfer] = [:]
+    /// The same transfers by due time, soonest first, so neither a loop turn nor the poll timeout
+    /// walks them all (thousands wait while offline). An entry whose transfer left ``retrying``
+    /// or got another due time is skipped when it comes up.
+    var retryTimes = Heap<RetryEntry>()
     /// Destination and partial paths in use, to the transfer id using them.
     var destinations: [String: String] = [:]
     var sequence = 0
@@ -199,10 +203,9 @@ final class EngineLoop: @unchecked Sendable {
         curl_multi_timeout(multi, &curlTimeout)
         if curlTimeout >= 0 { timeout = min(timeout, curlTimeout) }
         let now = clock.now()
-        for transfer in retrying.values {
-            if case .waitingForRetry(let until) = transfer.machine.state {
-                timeout = min(timeout, max(0, Int(milliseconds(until - now)) + 1))
-            }
+        dropStaleRetryTimes()
+        if let next = retryTimes.min {
+            timeout = min(timeout, max(0, Int(milliseconds(next.until - now)) + 1))
         }
         let realNow = ContinuousClock.now
         for transfer in active.values {
@@ -336,10 +339,15 @@ final class EngineLoop: @unchecked Sendable {
     func startDueTransfers() {
         if !retrying.isEmpty {
             let now = clock.now()
-            for (key, transfer) in retrying {
-                guard case .waitingForRetry(let until) = transfer.machine.state, until <= now else { continue }
-                retrying[key] = nil
-                if transfer.startsAtOnce { start(transfer) } else { enqueue(transfer) }
+            dropStaleRetryTimes()
+            while let next = retryTimes.min, next.until <= now {
+                _ = retryTimes.popMin()
+                let transfer = next.transfer
+                if next.isCurrent(in: retrying) {
+                    retrying[ObjectIdentifier(transfer)] = nil
+                    if transfer.startsAtOnce { start(transfer) } else { enqueue(transfer) }
+                }
+                dropStaleRetryTimes()
             }
         }
         var runningBackground = active.values.reduce(0) { $0 + ($1.startsAtOnce ? 0 : 1) }
@@ -378,6 +386,7 @@ final class EngineLoop: @unchecked Sendable {
             // Waiting holds no descriptor either; the file is opened again when it starts.
             transfer.closeFile()
             retrying[ObjectIdentifier(transfer)] = transfer
+            retryTimes.insert(RetryEntry(until: until, transfer: transfer))
             emit(.retrying(id: transfer.id, attempt: attempt, delay: until - clock.now(), reason: reason))
         case .askForCredentials(let challenge):
             // A credential given with the request is sent once without asking anyone.
@@ -428,6 +437,31 @@ final class EngineLoop: @unchecked Sendable {
         }
         forget(transfer)
         emit(.failed(id: transfer.id, error: error))
+    }
+}
+
+/// A transfer's due time for its retry.
+struct RetryEntry: Comparable {
+    let until: Duration
+    let transfer: Transfer
+
+    /// Whether the transfer still waits in `retrying` for this very time.
+    func isCurrent(in retrying: [ObjectIdentifier: Transfer]) -> Bool {
+        guard retrying[ObjectIdentifier(transfer)] === transfer,
+            case .waitingForRetry(let due) = transfer.machine.state
+        else { return false }
+        return due == until
+    }
+
+    static func < (a: RetryEntry, b: RetryEntry) -> Bool { a.until < b.until }
+    static func == (a: RetryEntry, b: RetryEntry) -> Bool { a.until == b.until && a.transfer === b.transfer }
+}
+
+extension EngineLoop {
+    /// Pops entries of transfers that no longer wait for that time (cancelled, started, promoted).
+    func dropStaleRetryTimes() {
+        while let first = retryTimes.min, !first.isCurrent(in: retrying) { _ = retryTimes.popMin() }
+        if retrying.isEmpty { retryTimes = Heap() }
     }
 }
 
