@@ -16,7 +16,7 @@ extension BAStore {
         let now = self.now
         return try write("registering \(app.bundleIdentifier)") { db in
             let previous = try Self.fetchApp(db, app.bundleIdentifier)
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     INSERT INTO app (\(StoredApp.columns)) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, 0, 0, NULL)
                     ON CONFLICT (bundle_identifier) DO UPDATE SET
@@ -41,7 +41,7 @@ extension BAStore {
     /// Every registered app, by bundle identifier.
     public func apps() throws(BAStoreError) -> [StoredApp] {
         try read("reading apps") { db in
-            try Row.fetchAll(db, sql: "SELECT \(StoredApp.columns) FROM app ORDER BY bundle_identifier")
+            try Row.fetchAllCached(db, sql: "SELECT \(StoredApp.columns) FROM app ORDER BY bundle_identifier")
                 .map(StoredApp.init(row:))
         }
     }
@@ -62,10 +62,10 @@ extension BAStore {
                 throw Self.unknownApp(bundleIdentifier, path: path)
             }
             guard !app.launched else { return false }
-            try db.execute(
+            try db.executeCached(
                 sql: "UPDATE app SET launched = 1, updated_at = ? WHERE bundle_identifier = ?",
                 arguments: [now, bundleIdentifier])
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     UPDATE download SET restriction = NULL, updated_at = ?
                     WHERE app_id = ? AND state IN (0, 1, 2) AND restriction IS NOT NULL
@@ -86,7 +86,7 @@ extension BAStore {
             guard let app = try Self.fetchApp(db, bundleIdentifier) else {
                 throw Self.unknownApp(bundleIdentifier, path: path)
             }
-            try db.execute(sql: "DELETE FROM app WHERE bundle_identifier = ?", arguments: [bundleIdentifier])
+            try db.executeCached(sql: "DELETE FROM app WHERE bundle_identifier = ?", arguments: [bundleIdentifier])
             return app
         }
     }
@@ -99,7 +99,7 @@ extension BAStore {
     {
         let column = essential ? "essential_allowance_used" : "allowance_used"
         try write("charging \(bundleIdentifier)'s allowance") { db in
-            try db.execute(
+            try db.executeCached(
                 sql: "UPDATE app SET \(column) = \(column) + ? WHERE bundle_identifier = ?",
                 arguments: [max(0, bytes), bundleIdentifier])
             guard db.changesCount == 1 else { throw Self.unknownApp(bundleIdentifier, path: path) }
@@ -110,14 +110,14 @@ extension BAStore {
     /// - Throws: ``BAStoreError/Code/unknownApp``.
     public func setScheduling(app bundleIdentifier: String, _ json: String) throws(BAStoreError) {
         try write("saving \(bundleIdentifier)'s scheduling state") { db in
-            try db.execute(
+            try db.executeCached(
                 sql: "UPDATE app SET scheduling = ? WHERE bundle_identifier = ?", arguments: [json, bundleIdentifier])
             guard db.changesCount == 1 else { throw Self.unknownApp(bundleIdentifier, path: path) }
         }
     }
 
     static func fetchApp(_ db: Database, _ bundleIdentifier: String) throws -> StoredApp? {
-        try Row.fetchOne(
+        try Row.fetchOneCached(
             db, sql: "SELECT \(StoredApp.columns) FROM app WHERE bundle_identifier = ?", arguments: [bundleIdentifier]
         ).map(StoredApp.init(row:))
     }

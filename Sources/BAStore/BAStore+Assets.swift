@@ -9,7 +9,7 @@ extension BAStore {
     /// Starts tracking a finished file (replacing an earlier record of the same download).
     public func recordAsset(_ asset: StoredAsset) throws(BAStoreError) {
         try write("recording the finished file of \(asset.downloadUniqueIdentifier)") { db in
-            try db.execute(
+            try db.executeCached(
                 sql: "INSERT OR REPLACE INTO asset (\(Self.assetColumns)) VALUES (\(Self.placeholders(10)))",
                 arguments: [
                     asset.downloadUniqueIdentifier, asset.appIdentifier, asset.identifier, asset.deliveredPath,
@@ -22,7 +22,7 @@ extension BAStore {
     /// Every tracked finished file, oldest first.
     public func assets() throws(BAStoreError) -> [StoredAsset] {
         try read("reading the finished files") { db in
-            try Row.fetchAll(db, sql: "SELECT \(Self.assetColumns) FROM asset ORDER BY finished_at").map { row in
+            try Row.fetchAllCached(db, sql: "SELECT \(Self.assetColumns) FROM asset ORDER BY finished_at").map { row in
                 StoredAsset(
                     downloadUniqueIdentifier: row["download_id"], appIdentifier: row["app_id"],
                     identifier: row["identifier"], deliveredPath: row["delivered_path"],
@@ -38,7 +38,7 @@ extension BAStore {
         guard !downloadUniqueIdentifiers.isEmpty else { return }
         try write("forgetting \(downloadUniqueIdentifiers.count) finished file(s)") { db in
             for id in downloadUniqueIdentifiers {
-                try db.execute(sql: "DELETE FROM asset WHERE download_id = ?", arguments: [id])
+                try db.executeCached(sql: "DELETE FROM asset WHERE download_id = ?", arguments: [id])
             }
         }
     }

@@ -37,7 +37,7 @@ extension BAStore {
             }
             // Checked in this (immediate, so exclusive) transaction for a message naming the other
             // download; the partial unique index `download_active_identifier` enforces it anyway.
-            if let existing = try String.fetchOne(
+            if let existing = try String.fetchOneCached(
                 db,
                 sql: """
                     SELECT unique_identifier FROM download
@@ -56,7 +56,7 @@ extension BAStore {
                         + "schedule a copy with a fresh one", path: path)
             }
             let failure = stored.lastError
-            try db.execute(
+            try db.executeCached(
                 sql: "INSERT INTO download (\(StoredDownload.columns)) VALUES (\(Self.placeholders(23)))",
                 arguments: [
                     stored.uniqueIdentifier, stored.appIdentifier, stored.identifier, stored.url,
@@ -68,7 +68,7 @@ extension BAStore {
                 ])
             if chargingAllowance, let size = stored.expectedSize {
                 let column = stored.isEssential ? "essential_allowance_used" : "allowance_used"
-                try db.execute(
+                try db.executeCached(
                     sql: "UPDATE app SET \(column) = \(column) + ? WHERE bundle_identifier = ?",
                     arguments: [size, stored.appIdentifier])
             }
@@ -84,7 +84,7 @@ extension BAStore {
     /// The app's downloads, active and ended, oldest first.
     public func downloads(app bundleIdentifier: String) throws(BAStoreError) -> [StoredDownload] {
         try read("reading the downloads of \(bundleIdentifier)") { db in
-            try Row.fetchAll(
+            try Row.fetchAllCached(
                 db,
                 sql: """
                     SELECT \(StoredDownload.columns) FROM download WHERE app_id = ?
@@ -99,7 +99,7 @@ extension BAStore {
     /// resumes.
     public func activeDownloads() throws(BAStoreError) -> [StoredDownload] {
         try read("reading the active downloads") { db in
-            try Row.fetchAll(
+            try Row.fetchAllCached(
                 db,
                 sql: """
                     SELECT \(StoredDownload.columns) FROM download WHERE state IN (0, 1, 2)
@@ -113,7 +113,7 @@ extension BAStore {
     /// without reading them (for `status`).
     public func activeDownloadCount() throws(BAStoreError) -> Int {
         try read("counting the active downloads") { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM download WHERE state IN (0, 1, 2)") ?? 0
+            try Int.fetchOneCached(db, sql: "SELECT count(*) FROM download WHERE state IN (0, 1, 2)") ?? 0
         }
     }
 
@@ -128,7 +128,7 @@ extension BAStore {
     public func cancel(app bundleIdentifier: String, identifier: String) throws(BAStoreError) -> StoredDownload {
         try write("cancelling \(identifier) of \(bundleIdentifier)") { db in
             guard
-                let download = try Row.fetchOne(
+                let download = try Row.fetchOneCached(
                     db,
                     sql: """
                         SELECT \(StoredDownload.columns) FROM download
@@ -140,7 +140,7 @@ extension BAStore {
                     .notScheduled, "\(bundleIdentifier) has no active download \"\(identifier)\" to cancel",
                     path: path)
             }
-            try db.execute(
+            try db.executeCached(
                 sql: "DELETE FROM download WHERE unique_identifier = ?", arguments: [download.uniqueIdentifier])
             return download
         }
@@ -163,7 +163,7 @@ extension BAStore {
             }
             download.isForeground = true
             download.updatedAt = now
-            try db.execute(
+            try db.executeCached(
                 sql: "UPDATE download SET foreground = 1, updated_at = ? WHERE unique_identifier = ?",
                 arguments: [now, uniqueIdentifier])
             return download
@@ -171,7 +171,7 @@ extension BAStore {
     }
 
     static func fetchDownload(_ db: Database, _ uniqueIdentifier: String) throws -> StoredDownload? {
-        try Row.fetchOne(
+        try Row.fetchOneCached(
             db, sql: "SELECT \(StoredDownload.columns) FROM download WHERE unique_identifier = ?",
             arguments: [uniqueIdentifier]
         ).map(StoredDownload.init(row:))

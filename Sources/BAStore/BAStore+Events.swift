@@ -17,7 +17,7 @@ extension BAStore {
         throws(BAStoreError) -> [StoredEvent]
     {
         try read("reading the undelivered events of \(bundleIdentifier)") { db in
-            try Row.fetchAll(
+            try Row.fetchAllCached(
                 db,
                 sql: """
                     SELECT \(StoredEvent.columns) FROM event
@@ -36,7 +36,7 @@ extension BAStore {
     public func markDelivered(app bundleIdentifier: String, through sequence: Int64) throws(BAStoreError) -> Int {
         let now = self.now
         return try write("acknowledging the events of \(bundleIdentifier)") { db in
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     UPDATE event SET delivered_at = ?
                     WHERE app_id = ? AND sequence <= ? AND delivered_at IS NULL
@@ -51,7 +51,7 @@ extension BAStore {
     @discardableResult
     public func pruneDeliveredEvents(olderThan date: Date) throws(BAStoreError) -> Int {
         try write("pruning delivered events") { db in
-            try db.execute(
+            try db.executeCached(
                 sql: "DELETE FROM event WHERE delivered_at IS NOT NULL AND delivered_at < ?", arguments: [date])
             return db.changesCount
         }

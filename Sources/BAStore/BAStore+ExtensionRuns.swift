@@ -16,7 +16,7 @@ extension BAStore {
             guard try Self.fetchApp(db, run.appIdentifier) != nil else {
                 throw Self.unknownApp(run.appIdentifier, path: path)
             }
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     INSERT INTO extension_run (app_id, event, verdict, detail, started_at, duration_ms)
                     VALUES (?, ?, ?, ?, ?, ?)
@@ -36,7 +36,7 @@ extension BAStore {
         -> [StoredExtensionRun]
     {
         try read("reading the extension runs of \(bundleIdentifier)") { db in
-            try Row.fetchAll(
+            try Row.fetchAllCached(
                 db,
                 sql: """
                     SELECT \(StoredExtensionRun.columns) FROM extension_run WHERE app_id = ?
@@ -52,7 +52,7 @@ extension BAStore {
     @discardableResult
     public func pruneExtensionRuns(olderThan date: Date) throws(BAStoreError) -> Int {
         try write("pruning extension runs") { db in
-            try db.execute(sql: "DELETE FROM extension_run WHERE started_at < ?", arguments: [date])
+            try db.executeCached(sql: "DELETE FROM extension_run WHERE started_at < ?", arguments: [date])
             return db.changesCount
         }
     }

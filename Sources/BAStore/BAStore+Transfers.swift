@@ -19,7 +19,7 @@ extension BAStore {
         throws(BAStoreError) -> StoredEvent
     {
         try transition(uniqueIdentifier, "recording the start of") { db, download, now in
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     UPDATE download SET state = 2, bytes_on_disk = ?, foreground = ?, attempts = attempts + 1,
                         partial_path = coalesce(?, partial_path), updated_at = ?
@@ -38,7 +38,7 @@ extension BAStore {
     @discardableResult
     public func recordPaused(uniqueIdentifier: String, bytesOnDisk: Int64) throws(BAStoreError) -> StoredEvent {
         try transition(uniqueIdentifier, "recording the pause of") { db, download, now in
-            try db.execute(
+            try db.executeCached(
                 sql: "UPDATE download SET state = 1, bytes_on_disk = ?, updated_at = ? WHERE unique_identifier = ?",
                 arguments: [bytesOnDisk, now, uniqueIdentifier])
             return try appendEvent(db, download, .paused, EventPayload.Paused(bytesOnDisk: bytesOnDisk), now)
@@ -65,12 +65,12 @@ extension BAStore {
         uniqueIdentifier: String, bytesOnDisk: Int64, totalBytes: Int64? = nil, validator: String? = nil
     ) throws(BAStoreError) -> StoredEvent {
         try transition(uniqueIdentifier, "recording the progress of") { db, download, now in
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     UPDATE download SET bytes_on_disk = ?, validator = coalesce(?, validator), updated_at = ?
                     WHERE unique_identifier = ?
                     """, arguments: [bytesOnDisk, validator, now, uniqueIdentifier])
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     DELETE FROM event
                     WHERE download_id = ? AND kind = 'progress' AND delivered_at IS NULL
@@ -90,7 +90,7 @@ extension BAStore {
         -> StoredEvent
     {
         try transition(uniqueIdentifier, "recording a credential request of") { db, download, now in
-            try db.execute(
+            try db.executeCached(
                 sql: "UPDATE download SET updated_at = ? WHERE unique_identifier = ?",
                 arguments: [now, uniqueIdentifier])
             return try appendEvent(
@@ -114,7 +114,7 @@ extension BAStore {
     {
         try transition(uniqueIdentifier, "recording the end of") { db, download, now in
             let size = size ?? download.bytesOnDisk
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     UPDATE download SET state = 3, destination_path = ?, bytes_on_disk = ?, updated_at = ?
                     WHERE unique_identifier = ?
@@ -135,7 +135,7 @@ extension BAStore {
         -> StoredEvent
     {
         try transition(uniqueIdentifier, "recording the failure of") { db, download, now in
-            try db.execute(
+            try db.executeCached(
                 sql: """
                     UPDATE download SET state = -1, error_domain = ?, error_code = ?, error_message = ?,
                         updated_at = ?
@@ -173,7 +173,7 @@ extension BAStore {
         _ db: Database, _ download: StoredDownload, _ kind: StoredEvent.Kind, _ payload: some Encodable, _ now: Date
     ) throws -> StoredEvent {
         let payloadText = try EventPayload.json(payload)
-        try db.execute(
+        try db.executeCached(
             sql: """
                 INSERT INTO event (app_id, download_id, kind, payload, created_at) VALUES (?, ?, ?, ?, ?)
                 """, arguments: [download.appIdentifier, download.uniqueIdentifier, kind.rawValue, payloadText, now])

@@ -142,14 +142,59 @@ public final class BAStore: Sendable {
     // MARK: - Transactions
 
     /// Runs `body` in one immediate transaction and commits it before returning; rolls back if
-    /// it throws.
+    /// it throws. Inside ``batch(_:_:)`` it is a savepoint of the batch's transaction instead.
     func write<T>(_ doing: String, _ body: (Database) throws -> T) throws(BAStoreError) -> T {
-        do { return try pool.write(body) } catch { throw Self.mapError(error, path: path, doing: doing) }
+        do {
+            if let batch = Self.currentBatch {
+                var result: T?
+                try batch.db.inSavepoint {
+                    result = try body(batch.db)
+                    return .commit
+                }
+                guard let result else { throw BAStoreError(.database, "\(doing): the savepoint returned nothing", path: path) }
+                return result
+            }
+            return try pool.write(body)
+        } catch {
+            throw Self.mapError(error, path: path, doing: doing)
+        }
     }
 
-    /// Runs `body` on a snapshot of the last committed state.
+    /// Runs `body` on a snapshot of the last committed state (inside a batch: on the batch's
+    /// connection, which sees the batch's own changes).
     func read<T>(_ doing: String, _ body: (Database) throws -> T) throws(BAStoreError) -> T {
-        do { return try pool.read(body) } catch { throw Self.mapError(error, path: path, doing: doing) }
+        do {
+            if let batch = Self.currentBatch { return try body(batch.db) }
+            return try pool.read(body)
+        } catch {
+            throw Self.mapError(error, path: path, doing: doing)
+        }
+    }
+
+    /// Group commit: every store call `body` makes (on this thread) joins one transaction,
+    /// committed (one fsync) when `body` returns. A call that throws inside is rolled back alone
+    /// (a savepoint) and the others stay; if the commit itself fails, nothing of the batch is
+    /// stored, and this throws.
+    ///
+    /// What the calls return is not durable before this returns: tell no one about it inside
+    /// `body`.
+    public func batch<T>(_ doing: String, _ body: () throws -> T) throws(BAStoreError) -> T {
+        do {
+            return try pool.write { db in
+                try Self.$currentBatch.withValue(BatchConnection(db: db)) { try body() }
+            }
+        } catch {
+            throw Self.mapError(error, path: path, doing: doing)
+        }
+    }
+
+    /// The connection of the batch running on this thread, if any.
+    @TaskLocal static var currentBatch: BatchConnection?
+
+    /// A batch's connection, only ever used on the thread that runs the batch.
+    final class BatchConnection: @unchecked Sendable {
+        let db: Database
+        init(db: Database) { self.db = db }
     }
 
     /// The store's current time.

@@ -122,13 +122,16 @@ struct SchedulingTests {
             until: { $0.contains("periodic waits for the extension's current call to end") })
         #expect(Self.runners(of: basd) == first, "one call at a time")
 
-        kill(-first[0], SIGKILL)  // the runner's process group: it and the hang's forked child
+        // The runner's process group (it and the hang's forked child), and the runner itself.
+        kill(-first[0], SIGKILL)
+        kill(first[0], SIGKILL)
         let installed = try await install
         #expect(installed.stdout.contains("extension install: crashed"), "\(installed.stdout)\(installed.stderr)")
         let second = try await CLIQueries.poll(
             "the simulation's runner", daemon, timeout: 30, read: { Self.runners(of: basd) },
             until: { !$0.isEmpty && $0 != first })
         kill(-second[0], SIGKILL)
+        kill(second[0], SIGKILL)
         let simulation = try await simulated
         #expect(simulation.status == 13, "a real run, ended: \(simulation.stdout)\(simulation.stderr)")
         #expect(simulation.stdout.contains("extension periodic: crashed"), "\(simulation.stdout)")
@@ -138,18 +141,28 @@ struct SchedulingTests {
 
     /// The pids of basd's extension runners (its children named ba-extension-runner), from /proc.
     static func runners(of basd: Int32) -> [Int32] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.compactMap { entry -> Int32? in
+        // "PID (COMM) STATE PPID …"; COMM is cut to 15 bytes and may hold spaces.
+        var parents: [Int32: Int32] = [:]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
             guard let pid = Int32(entry),
                 let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
-            else { return nil }
-            // "PID (COMM) STATE PPID …"; COMM is cut to 15 bytes and may hold spaces.
+                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")"),
+                stat[stat.index(after: open)..<close] == "ba-extension-ru"
+            else { continue }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard stat[stat.index(after: open)..<close] == "ba-extension-ru", fields.count > 1,
-                Int32(fields[1]) == basd
-            else { return nil }
-            return pid
+            if fields.count > 1, let parent = Int32(fields[1]) { parents[pid] = parent }
+        }
+        // A call's runner: a child of basd, or of basd's warm runner (which forks one per call);
+        // the warm runner itself makes no call.
+        func isWarmRunner(_ pid: Int32) -> Bool {
+            let command = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
+            return command.contains("--zygote")
+        }
+        // (Its forked children keep its command line.)
+        return parents.compactMap { pid, parent -> Int32? in
+            if parent == basd { return isWarmRunner(pid) ? nil : pid }
+            if parents[parent] == basd, isWarmRunner(parent) { return pid }
+            return nil
         }.sorted()
     }
 

@@ -6,27 +6,56 @@ import Foundation
 
 // The engine's events, recorded in the store and handed to the event router (executor).
 extension TransferCoordinator {
-    func handle(_ event: EngineEvent) {
-        if event.id.hasPrefix("manifest:") {
-            manifestFetches[event.id]?(event)
-            return
+    /// Handles events of the engine, in order: manifest fetches go to their callers, transfers out
+    /// of space wait, and the rest is recorded in one transaction, whose events then go to the
+    /// event router.
+    func handle(_ events: [EngineEvent]) {
+        var toStore: [EngineEvent] = []
+        for event in events {
+            if event.id.hasPrefix("manifest:") {
+                manifestFetches[event.id]?(event)
+                continue
+            }
+            // A transfer out of space waits at once: that needs no store write, so it is not held
+            // behind events the store could not record yet.
+            if case .failed(let id, let error) = event, error.code == .noSpace {
+                progress[id] = nil
+                waitForSpace(id, error)
+                continue
+            }
+            toStore.append(event)
         }
-        // A transfer out of space waits at once: that needs no store write, so it is not held
-        // behind events the store could not record yet.
-        if case .failed(let id, let error) = event, error.code == .noSpace {
-            progress[id] = nil
-            waitForSpace(id, error)
-            return
-        }
+        guard !toStore.isEmpty else { return }
         // Events the store could not record yet go first, in order.
         guard unrecorded.isEmpty else {
-            unrecorded.append(event)
+            unrecorded += toStore
             return
         }
-        if !record(event) {
-            unrecorded.append(event)
+        if !recordBatch(toStore) {
+            unrecorded += toStore
             armRetry()
         }
+    }
+
+    private struct StoreRefused: Error {}
+
+    /// Records `events` in one transaction (one fsync), then tells the event router; false (and
+    /// nothing stored) when the store could not be written.
+    private func recordBatch(_ events: [EngineEvent]) -> Bool {
+        afterCommit.removeAll()
+        do {
+            try store.batch("recording \(events.count) engine event(s)") {
+                for event in events where !record(event) { throw StoreRefused() }
+            }
+        } catch {
+            afterCommit.removeAll()
+            if unrecorded.isEmpty { log("recording \(events.count) engine event(s) failed, kept to be recorded later: \(error)") }
+            return false
+        }
+        let actions = afterCommit
+        afterCommit.removeAll()
+        for action in actions { action() }
+        return true
     }
 
     /// Records one engine event; false when the store could not be written (the event is to be
@@ -78,7 +107,7 @@ extension TransferCoordinator {
         } catch let error as BAStoreError where error.code == .unknownDownload || error.code == .downloadEnded {
             // A late event of a cancelled or ended download: nothing to record.
         } catch let error as BAStoreError where error.code == .database {
-            if unrecorded.isEmpty { log("recording \(event) failed, kept to be recorded later: \(error)") }
+            if unrecorded.isEmpty { log("recording \(event) failed: \(error)") }
             return false
         } catch {
             log("recording \(event) failed: \(error)")
@@ -86,9 +115,9 @@ extension TransferCoordinator {
         return true
     }
 
-    /// A durable event was appended: the event router takes it from here.
+    /// An event was appended: the event router takes it once its batch is committed.
     private func recorded(_ event: StoredEvent) {
-        services.delivery.recorded(event)
+        afterCommit.append { [services] in services.delivery.recorded(event) }
     }
 
     /// Progress between two durable records: pushed to whoever listens now, never stored.
@@ -97,7 +126,10 @@ extension TransferCoordinator {
         // Read once per transfer, not for every progress tick (cancel and the end drop the mark).
         if progress[id]?.download == nil { progress[id]?.download = try store.download(uniqueIdentifier: id) }
         guard let download = progress[id]?.download, download.state.isActive else { return }
-        services.delivery.transientProgress(of: download, bytesWritten: bytesWritten, totalBytes: totalBytes)
+        // After the batch, so it never goes out before an event recorded ahead of it.
+        afterCommit.append { [services] in
+            services.delivery.transientProgress(of: download, bytesWritten: bytesWritten, totalBytes: totalBytes)
+        }
     }
 
     // MARK: - No space, no store
@@ -126,10 +158,7 @@ extension TransferCoordinator {
     /// Records what the store refused before (in order, stopping at the first that fails again),
     /// then starts the transfers that wait for space if there is more room now.
     func retryWaiting() {
-        while let first = unrecorded.first {
-            guard record(first) else { break }
-            unrecorded.removeFirst()
-        }
+        if !unrecorded.isEmpty, recordBatch(unrecorded) { unrecorded.removeAll() }
         if !unrecorded.isEmpty {
             armRetry()
             return

@@ -3,6 +3,7 @@ import BADownloadEngine
 import BAExtensionProtocol
 import BAStore
 import Foundation
+import Synchronization
 
 typealias EngineEvent = BADownloadEngine.DownloadEvent
 typealias WireEvent = BADaemonProtocol.DownloadEvent
@@ -48,6 +49,12 @@ final class TransferCoordinator: @unchecked Sendable {
     var unrecorded: [EngineEvent] = []
     /// Whether a look at ``waitingForSpace`` and ``unrecorded`` is armed.
     var retryArmed = false
+    /// What to do once the batch being recorded is committed (tell the event router, send
+    /// transient progress), in order.
+    var afterCommit: [() -> Void] = []
+    /// Engine events not yet taken by the executor (the engine's task appends, one executor
+    /// turn takes them all).
+    private let arriving = Mutex<[EngineEvent]>([])
     private var eventsTask: Task<Void, Never>?
 
     init(_ services: BasdServices) {
@@ -60,13 +67,26 @@ final class TransferCoordinator: @unchecked Sendable {
     var store: BAStore { services.store }
     var log: @Sendable (String) -> Void { services.log }
 
-    /// Forwards the engine's events to the executor. Call once.
+    /// Forwards the engine's events to the executor, in batches: events that arrive while the
+    /// executor is busy are taken together in its next turn and recorded in one transaction
+    /// (group commit). Call once.
     func followEngine() {
         let events = engine.events
         let executor = services.executor
         eventsTask = Task { [self] in
             for await event in events {
-                executor.async { self.handle(event) }
+                let first = arriving.withLock { queue in
+                    queue.append(event)
+                    return queue.count == 1
+                }
+                guard first else { continue }
+                executor.async {
+                    let batch = self.arriving.withLock { queue in
+                        defer { queue.removeAll(keepingCapacity: true) }
+                        return queue
+                    }
+                    self.handle(batch)
+                }
             }
         }
     }
