@@ -45,6 +45,26 @@ extension BAStore {
         }
     }
 
+    /// Deletes ended (finished or failed) downloads last changed before `date`, with their
+    /// delivered events; one with an event still undelivered, or a finished file still tracked
+    /// for purging, stays.
+    ///
+    /// - Returns: How many downloads were deleted.
+    @discardableResult
+    public func pruneEndedDownloads(olderThan date: Date) throws(BAStoreError) -> Int {
+        try write("pruning ended downloads") { db in
+            try db.executeCached(
+                sql: """
+                    DELETE FROM download
+                    WHERE state IN (-1, 3) AND updated_at < ?
+                        AND NOT EXISTS (SELECT 1 FROM event
+                                        WHERE event.download_id = download.unique_identifier AND delivered_at IS NULL)
+                        AND NOT EXISTS (SELECT 1 FROM asset WHERE asset.download_id = download.unique_identifier)
+                    """, arguments: [date])
+            return db.changesCount
+        }
+    }
+
     /// Deletes delivered events acknowledged before `date`. Undelivered events are never pruned.
     ///
     /// - Returns: How many events were deleted.

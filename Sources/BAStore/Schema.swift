@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 2
+    static let currentVersion = 3
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -21,6 +21,10 @@ enum Schema {
         migrator.registerMigration("v2") { db in
             try db.execute(sql: v2)
             try db.execute(sql: "PRAGMA user_version = 2")
+        }
+        migrator.registerMigration("v3") { db in
+            try db.execute(sql: v3)
+            try db.execute(sql: "PRAGMA user_version = 3")
         }
         return migrator
     }
@@ -134,5 +138,30 @@ extension Schema {
             finished_at          TEXT    NOT NULL
         );
         CREATE INDEX asset_app ON asset (app_id);
+        """
+
+}
+
+extension Schema {
+    /// Version 3 (issues 12 and 13): extension runs of a `languageChange` content request (SQLite
+    /// cannot change a CHECK, so the table is rebuilt), and an index to prune ended downloads by age.
+    static let v3 = """
+        CREATE TABLE extension_run_v3 (
+            id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+            app_id               TEXT    NOT NULL REFERENCES app (bundle_identifier) ON DELETE CASCADE,
+            event                TEXT    NOT NULL
+                CHECK (event IN ('install', 'update', 'periodic', 'languageChange', 'finished', 'failed', 'challenge')),
+            verdict              TEXT    NOT NULL,
+            detail               TEXT,
+            started_at           TEXT    NOT NULL,
+            duration_ms          INTEGER NOT NULL CHECK (duration_ms >= 0)
+        );
+        INSERT INTO extension_run_v3 SELECT * FROM extension_run;
+        DROP TABLE extension_run;
+        ALTER TABLE extension_run_v3 RENAME TO extension_run;
+        CREATE INDEX extension_run_app ON extension_run (app_id, started_at);
+
+        -- Pruning ended downloads by age.
+        CREATE INDEX download_ended ON download (updated_at) WHERE state IN (-1, 3);
         """
 }

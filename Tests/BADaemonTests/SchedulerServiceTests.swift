@@ -355,4 +355,49 @@ struct SchedulerServiceTests {
         #expect(purged.count == 2 && purged[0].contains("/c.bin") && purged[1].contains("/a.bin"), "\(purged)")
         #expect(harness.log.all.contains { $0.contains("under \(threshold): purged 20000 bytes") })
     }
+
+    @Test("history older than a week is pruned: ended downloads nothing is owed for, acknowledged events")
+    func historyIsPruned() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualWallClock(Self.start)
+        let (stateDirectory, store) = try Self.prepare(directory, server: server, clock: clock, extensionPath: nil)
+        let harness = try ServiceHarness(stateDirectory: stateDirectory, store: store, clock: clock)
+        defer { harness.shutdown() }
+        server.setFile("/a.bin", contents: SampleAppFixture.bytes(1_000, seed: 1))
+        server.setFile("/b.bin", contents: SampleAppFixture.bytes(1_000, seed: 2))
+        let app = try #require(try store.app(Self.app))
+        try harness.service.queue.sync {
+            for name in ["a", "b"] {
+                try harness.service.transfers.schedule(
+                    DownloadPayload(identifier: name, url: server.url("/\(name).bin")), for: app, contentRequest: 0)
+            }
+        }
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while try store.downloads(app: Self.app).filter({ $0.state == .finished }).count < 2 {
+            guard Date() < deadline else { throw HarnessError("downloads did not finish: \(harness.log.all)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        // The app heard about "a" (acknowledged through its finished event); "b" is still owed.
+        let finishedA = try #require(
+            try store.undeliveredEvents(app: Self.app, limit: 100).first {
+                $0.kind == .finished
+                    && $0.downloadUniqueIdentifier
+                        == (try? store.downloads(app: Self.app).first { $0.identifier == "a" }?.uniqueIdentifier)
+            })
+        // The app took the file (acknowledging removes what it left in place).
+        try harness.service.queue.sync {
+            try harness.service.delivery.acknowledge(app: Self.app, through: finishedA.sequence)
+        }
+        harness.tick()
+        #expect(try store.downloads(app: Self.app).count == 2, "a day old: kept")
+
+        clock.advance(by: 8 * Self.day)
+        harness.tick()
+        let left = try store.downloads(app: Self.app).map(\.identifier)
+        #expect(left == ["b"], "\(left)")
+        #expect(harness.log.all.contains { $0.contains("pruned 1 ended download(s)") }, "\(harness.log.all)")
+    }
 }

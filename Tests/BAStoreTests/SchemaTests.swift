@@ -28,10 +28,10 @@ import Testing
         #expect(tables == ["app", "asset", "download", "event", "extension_run", "grdb_migrations"])
         #expect(
             indexes == [
-                "asset_app", "download_active_identifier", "download_active_order", "download_app", "event_delivered",
-                "event_download", "event_undelivered", "extension_run_app",
+                "asset_app", "download_active_identifier", "download_active_order", "download_app", "download_ended",
+                "event_delivered", "event_download", "event_undelivered", "extension_run_app",
             ])
-        #expect(migrations == ["v1", "v2"])
+        #expect(migrations == ["v1", "v2", "v3"])
         let mode = try FileManager.default.attributesOfItem(atPath: test.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
 
@@ -53,16 +53,16 @@ import Testing
         try test.store.close()
         try test.tamper { db in
             try db.execute(sql: "CREATE TABLE later_feature (id INTEGER PRIMARY KEY)")
-            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v3')")
-            try db.execute(sql: "PRAGMA user_version = 3")
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v4')")
+            try db.execute(sql: "PRAGMA user_version = 4")
         }
         let error = #expect(throws: BAStoreError.self) { _ = try BAStore.open(path: test.path) }
         #expect(error?.code == .schemaTooNew)
-        #expect(error?.message.contains("schema version 3") == true, "\(String(describing: error))")
-        #expect(error?.message.contains("up to 2") == true, "\(String(describing: error))")
-        #expect(error?.message.contains("v3") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("schema version 4") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("up to 3") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("v4") == true, "\(String(describing: error))")
         // Refused untouched.
-        #expect(try TestStore.inspect(test.path) { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 3)
+        #expect(try TestStore.inspect(test.path) { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 4)
 
         // A newer migration alone (same user_version) is refused too.
         try test.tamper { db in try db.execute(sql: "PRAGMA user_version = 2") }

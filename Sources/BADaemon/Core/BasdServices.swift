@@ -101,9 +101,6 @@ final class BasdServices: @unchecked Sendable {
             transfers.removeLeftoverManifests()
             transfers.resumeActiveDownloads()
             do {
-                // The log keeps acknowledged events a week (for `ba events` history); undelivered
-                // ones are never pruned.
-                try store.pruneDeliveredEvents(olderThan: clock.now.addingTimeInterval(-7 * 86_400))
                 for app in try store.apps() { delivery.route(app.bundleIdentifier) }
             } catch {
                 log("could not route the undelivered events: \(error)")

@@ -223,6 +223,35 @@ final class PeriodicScheduler: @unchecked Sendable {
         }
         services.delivery.schedulerTick()
         services.purge.checkFreeSpace()
+        pruneHistory()
+    }
+
+    /// How long ended downloads and acknowledged events stay (for `ba downloads` and `ba events`
+    /// history) before they are deleted: a week.
+    static let historyRetention: TimeInterval = 7 * 86_400
+
+    /// When the history was last pruned.
+    private var lastPrune: Date?
+
+    /// Deletes history older than ``historyRetention`` (at start, then at most once an hour):
+    /// ended downloads nothing is owed for and acknowledged events. Undelivered events, active
+    /// downloads and tracked finished files are never pruned, so the state file does not grow
+    /// without bound.
+    func pruneHistory() {
+        let now = self.now
+        if let last = lastPrune, now >= last, now.timeIntervalSince(last) < 3_600 { return }
+        lastPrune = now
+        let cutoff = now.addingTimeInterval(-Self.historyRetention)
+        do {
+            // Finished files that are gone are no longer tracked (a purge plan finds them), so
+            // their downloads can go too.
+            _ = try services.purge.purge(dryRun: true)
+            let events = try store.pruneDeliveredEvents(olderThan: cutoff)
+            let downloads = try store.pruneEndedDownloads(olderThan: cutoff)
+            if events + downloads > 0 { log("pruned \(downloads) ended download(s) and \(events) event(s) older than a week") }
+        } catch {
+            log("pruning the history failed: \(error)")
+        }
     }
 
     /// A periodic `downloads(for: .periodic)` call; the next run is scheduled from its end.
