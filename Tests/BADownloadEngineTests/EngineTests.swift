@@ -42,7 +42,7 @@ func sha256(_ data: [UInt8]) throws -> String {
     let directory = try TemporaryDirectory()
     defer { directory.remove() }
     let path = directory.url.appendingPathComponent("f").path
-    FileManager.default.createFile(atPath: path, contents: Data(data))
+    try Data(data).write(to: URL(fileURLWithPath: path))
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
     process.arguments = [path]

@@ -53,12 +53,12 @@ import Testing
         #expect(essential.applicationGroupIdentifier == "group.g")
         let sized = BAURLDownload(identifier: "s", request: request, fileSize: 5, applicationGroupIdentifier: "group.g")
         #expect(!sized.isEssential && sized.fileSize == 5 && sized.priority == .default)
-        let legacy = BAURLDownload(identifier: "l", request: request, applicationGroupIdentifier: "group.g")
+        let (legacy, legacyPriority) = (LegacyInitializers.self as any LegacyDownloads.Type).make(request)
         #expect(!legacy.isEssential && legacy.fileSize == 0)
-        let legacyPriority = BAURLDownload(
-            identifier: "p", request: request, applicationGroupIdentifier: "group.g", priority: .min)
         #expect(legacyPriority.priority == .min)
     }
+
+
 
     @Test func removingEssentialAndCopy() {
         let essential = BAURLDownload(
@@ -150,5 +150,21 @@ import Testing
         #expect(
             Legacy().downloads(for: .periodic, manifestURL: url, extensionInfo: info).map(\.identifier) == ["periodic"])
         #expect(Legacy().downloads(for: .update, manifestURL: url, extensionInfo: info).isEmpty)
+    }
+}
+
+/// The 2022 initializers, still accepted (deprecated, as Apple deprecated them), called through a
+/// protocol so the test builds without warnings.
+protocol LegacyDownloads {
+    static func make(_ request: URLRequest) -> (BAURLDownload, BAURLDownload)
+}
+
+enum LegacyInitializers: LegacyDownloads {
+    @available(*, deprecated)
+    static func make(_ request: URLRequest) -> (BAURLDownload, BAURLDownload) {
+        (
+            BAURLDownload(identifier: "l", request: request, applicationGroupIdentifier: "group.g"),
+            BAURLDownload(identifier: "p", request: request, applicationGroupIdentifier: "group.g", priority: .min)
+        )
     }
 }
