@@ -1,6 +1,6 @@
 import ArgumentParser
 import BADaemonProtocol
-import CBASystem
+internal import CBASystem
 import Foundation
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import BACommands
-import CBASystem
+internal import CBASystem
 import Dispatch
 import Foundation
 import Synchronization

@@ -2,7 +2,7 @@ import BAAssetServer
 import BACommands
 import BADaemonProtocol
 import BADownloadEngine
-import CBASystem
+internal import CBASystem
 import Foundation
 import Synchronization
 

@@ -1,4 +1,4 @@
-import CCurl
+internal import CCurl
 import Foundation
 
 // The libcurl side of the engine thread: easy handles, their options and callbacks, and the

@@ -1,6 +1,6 @@
 import BAExclusiveControl
 import BAExtensionProtocol
-import CBASystem
+internal import CBASystem
 import Foundation
 
 #if canImport(Glibc)

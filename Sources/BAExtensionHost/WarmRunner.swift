@@ -1,4 +1,4 @@
-import CBASystem
+internal import CBASystem
 import Foundation
 
 #if canImport(Glibc)

@@ -1,6 +1,6 @@
 import BAExtensionABI
 import BAExtensionProtocol
-import CBASystem
+internal import CBASystem
 import Synchronization
 
 #if canImport(Glibc)

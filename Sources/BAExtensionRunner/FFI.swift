@@ -1,4 +1,4 @@
-import CFFI
+internal import CFFI
 
 /// A libffi status other than `FFI_OK`, as a typed value.
 struct FFIStatus: Error, CustomStringConvertible {

@@ -1,7 +1,7 @@
 import BAExtensionABI
 import BAExtensionProtocol
-import CBAExtension
-import CFFI
+internal import CBAExtension
+internal import CFFI
 
 /// Builds the `ba_host_api` table for one invocation: each function is a libffi closure whose
 /// user data is the invocation, so host functions need no global state.

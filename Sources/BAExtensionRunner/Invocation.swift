@@ -1,8 +1,8 @@
 import BAExclusiveControl
 import BAExtensionABI
 import BAExtensionProtocol
-import CBAExtension
-import CFFI
+internal import CBAExtension
+internal import CFFI
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import CBASystem
+internal import CBASystem
 
 #if canImport(Glibc)
     import Glibc

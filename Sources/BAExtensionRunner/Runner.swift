@@ -1,9 +1,9 @@
 import BAExclusiveControl
 import BAExtensionABI
 import BAExtensionProtocol
-import CBAExtension
-import CBASystem
-import CFFI
+internal import CBAExtension
+internal import CBASystem
+internal import CFFI
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,5 @@
 import BAExtensionProtocol
-import CFFI
+internal import CFFI
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,5 @@
-import CBASystem
-import CCurl
+internal import CBASystem
+internal import CCurl
 import Foundation
 
 #if canImport(Glibc)
