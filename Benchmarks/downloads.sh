@@ -29,28 +29,16 @@ server_pid=""
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work" "$shm"; }
 trap cleanup EXIT
 
-mkdir -p "$work/root/small" "$work/out"
+mkdir -p "$work/out" "$work/root"
 echo "preparing files in $work ..." >&2
 head -c $((1 << 30)) /dev/urandom > "$work/root/big.bin"
-python3 - "$work/root/small" <<'PY'
-import os, sys
-root = sys.argv[1]
-block = os.urandom(16384)
-for i in range(5000):
-    with open(os.path.join(root, f"f{i:05d}.bin"), "wb") as f:
-        f.write(block[i % 64:] + block[:i % 64])
-PY
-
-"$build/ba-asset-server" --root "$work/root" --port 0 > "$work/server.out" &
-server_pid=$!
-for _ in $(seq 1 100); do grep -q listening "$work/server.out" 2>/dev/null && break; sleep 0.05; done
-base="$(sed -n 's/^listening on //p' "$work/server.out")"
-[ -n "$base" ] || { echo "the asset server did not start" >&2; exit 1; }
-for i in $(seq -f "%05g" 0 4999); do echo "$base/small/f$i.bin"; done > "$work/small.list"
+. "$(dirname "$0")/common.sh"
+make_small_files "$work/root/small"
+start_server "$build" "$work/root" "$work/server.out"
+cp "$work/server.out.list" "$work/small.list"
 sha_big="$(sha256sum "$work/root/big.bin" | cut -d' ' -f1)"
 
 now() { date +%s.%N; }
-calc() { python3 -c "print($1)"; }
 # time_it NAME COMMAND...: runs the command after clearing the output folder, prints seconds.
 time_it() {
     rm -rf "$work/out" "$shm/out" && mkdir -p "$work/out" "$shm/out"
@@ -60,7 +48,6 @@ time_it() {
     end=$(now)
     calc "$end - $start"
 }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 measure() { # measure LABEL COMMAND...: median of $runs
     local label=$1; shift
     local values=()

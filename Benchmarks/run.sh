@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One command for the benchmarks: builds in release and runs them, printing medians, p99s and
 # ratios against a baseline measured on this machine in the same run.
-#   Benchmarks/run.sh [calls] [downloads]     (then the download benchmark: Benchmarks/downloads.sh)
+#   Benchmarks/run.sh [calls] [downloads] [queued]
+# then the download engine against curl and aria2c (Benchmarks/downloads.sh), then basd at scale
+# against curl (Benchmarks/basd.sh: an app's 5,000 small files, N queued, idle basd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -16,3 +18,5 @@ for library in SampleCExtension SampleSwiftExtension; do
 done
 echo
 "$(dirname "$0")/downloads.sh" 5 "$build"
+echo
+"$(dirname "$0")/basd.sh" 3 "$build" "${3:-100000}"
