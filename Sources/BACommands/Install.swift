@@ -33,8 +33,13 @@ struct Install: ParsableCommand {
     @Flag(help: "Return once the extension has run and the downloads are scheduled; do not wait for essentials.")
     var noWait = false
 
+    @OptionGroup var deadline: InstallDeadline
+
     func run() throws {
-        try InstallFlow(daemon: daemon, appDirectory: appDirectory, mode: .automatic, json: json, noWait: noWait).run()
+        try InstallFlow(
+            daemon: daemon, appDirectory: appDirectory, mode: .automatic, json: json, noWait: noWait,
+            timeout: deadline.timeout
+        ).run()
     }
 }
 
@@ -61,8 +66,13 @@ struct Update: ParsableCommand {
     @Flag(help: "Return once the extension has run and the downloads are scheduled; do not wait for essentials.")
     var noWait = false
 
+    @OptionGroup var deadline: InstallDeadline
+
     func run() throws {
-        try InstallFlow(daemon: daemon, appDirectory: appDirectory, mode: .update, json: json, noWait: noWait).run()
+        try InstallFlow(
+            daemon: daemon, appDirectory: appDirectory, mode: .update, json: json, noWait: noWait,
+            timeout: deadline.timeout
+        ).run()
     }
 }
 
@@ -73,8 +83,11 @@ struct InstallFlow {
     var mode: InstallRequest.Mode
     var json: Bool
     var noWait: Bool
+    /// Seconds after which ba stops waiting (exit 22); nil waits as long as it takes.
+    var timeout: Double? = nil
 
     func run() throws {
+        if let timeout { InstallDeadline.arm(seconds: timeout, appDirectory: appDirectory) }
         let directory = URL(fileURLWithPath: appDirectory, isDirectory: true).standardizedFileURL.path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {

@@ -32,9 +32,11 @@ public enum ServerMessage: Sendable, Hashable, Codable {
         case apps([AppInfo])
         /// A purge plan, or what was purged (`purge`).
         case purge(PurgeReport)
+        /// What `uninstallApp` did.
+        case uninstalled(UninstallReport)
 
         private enum CodingKeys: String, CodingKey {
-            case type, status, downloads, code, message, welcome, lock, report, apps, purge
+            case type, status, downloads, code, message, welcome, lock, report, apps, purge, uninstall
         }
 
         public init(from decoder: any Decoder) throws {
@@ -49,6 +51,7 @@ public enum ServerMessage: Sendable, Hashable, Codable {
             case "extensionRun": self = .extensionRun(try container.decode(ExtensionRunReport.self, forKey: .report))
             case "apps": self = .apps(try container.decode([AppInfo].self, forKey: .apps))
             case "purge": self = .purge(try container.decode(PurgeReport.self, forKey: .purge))
+            case "uninstalled": self = .uninstalled(try container.decode(UninstallReport.self, forKey: .uninstall))
             case "error":
                 self = .error(
                     code: try container.decode(Int.self, forKey: .code),
@@ -82,6 +85,9 @@ public enum ServerMessage: Sendable, Hashable, Codable {
             case .purge(let report):
                 try container.encode("purge", forKey: .type)
                 try container.encode(report, forKey: .purge)
+            case .uninstalled(let report):
+                try container.encode("uninstalled", forKey: .type)
+                try container.encode(report, forKey: .uninstall)
             case .error(let code, let message):
                 try container.encode("error", forKey: .type)
                 try container.encode(code, forKey: .code)

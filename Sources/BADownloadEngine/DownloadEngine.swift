@@ -35,6 +35,8 @@ public final class DownloadEngine: Sendable {
         /// a renamed file without its bytes (writeback starts every 8 MiB during the download, so
         /// the final fsync is short). Off for tools that, like curl, leave that to the kernel.
         public var durable: Bool = true
+        /// The `User-Agent` sent with every request (a request's own header wins); nil sends none.
+        public var userAgent: String?
         public init() {}
     }
 

@@ -16,8 +16,15 @@ extension AppInstaller {
     ) {
         let bundleIdentifier = app.bundleIdentifier
         services.delivery.requestExtension(for: bundleIdentifier, what: kind.rawValue) { [self] callID in
-            // Read again: the app may have been re-registered while this call waited.
-            let current = (try? store.app(bundleIdentifier)) ?? app
+            // Read again: the app may have been re-registered, or uninstalled, while this call waited.
+            guard let current = try? store.app(bundleIdentifier) else {
+                var report = report
+                report.skipped = "\(bundleIdentifier) was uninstalled"
+                report.callRefused = true
+                done(report)
+                services.delivery.contentCallEnded(callID, app: bundleIdentifier)
+                return
+            }
             startContentRequest(kind, of: current, bypassAllowance: bypassAllowance, report: report) { [self] report in
                 done(report)
                 services.delivery.contentCallEnded(callID, app: bundleIdentifier)

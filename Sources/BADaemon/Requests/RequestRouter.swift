@@ -67,6 +67,10 @@ final class RequestRouter: @unchecked Sendable {
                 try require(.cli, client, request)
                 try services.installer.simulate(event, app: app, reply: reply)
                 return nil
+            case .uninstallApp(let app, let keepData):
+                try require(.cli, client, request)
+                services.installer.uninstall(app, keepData: keepData, why: "ba uninstall", reply: reply)
+                return nil
             default:
                 break
             }
@@ -142,7 +146,7 @@ final class RequestRouter: @unchecked Sendable {
         case .lockStatus(let bundleIdentifier):
             try require(.cli, client, request)
             return .lock(try lockStatus(app: bundleIdentifier))
-        case .installApp, .simulate:
+        case .installApp, .simulate, .uninstallApp:
             throw Refusal(.internalError, "\(request.type) is answered later")
         case .listApps:
             try require(.cli, client, request)

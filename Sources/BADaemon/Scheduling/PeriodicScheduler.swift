@@ -167,6 +167,16 @@ final class PeriodicScheduler: @unchecked Sendable {
             return
         }
         for app in apps where app.extensionPath != nil {
+            if app.manifestURL != nil, !services.delivery.isExtensionBusy(app.bundleIdentifier),
+                AppInstaller.appDirectoryIsGone(app)
+            {
+                // Installed from a directory that is gone (the package was removed without
+                // `ba uninstall`): uninstall it rather than fail its periodic runs forever.
+                log("\(app.bundleIdentifier): its app directory \(app.appDirectory) is gone; uninstalling it")
+                services.installer.uninstall(
+                    app.bundleIdentifier, keepData: false, why: "app directory gone", reply: { _ in })
+                continue
+            }
             var state = schedulingState(app)
             if state.periodic.ensureScheduled(
                 now: now, policy: settings.periodicPolicy, usage: state.usage, registeredAt: app.registeredAt,

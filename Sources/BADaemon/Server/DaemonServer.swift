@@ -60,7 +60,7 @@ public final class DaemonServer: Sendable {
     }
 
     /// basd's version string.
-    public static let version = "0.1.0"
+    public static let version = ReleaseVersion.string
 
     /// Writes `line` and a newline to standard error.
     public static let logToStandardError: @Sendable (String) -> Void = { line in

@@ -54,6 +54,9 @@ final class TransferCoordinator: @unchecked Sendable {
         self.services = services
         var configuration = services.configuration.engine
         configuration.backgroundConcurrency = services.settings.current.backgroundDownloadConcurrency
+        if configuration.userAgent == nil {
+            configuration.userAgent = "basd/\(services.configuration.daemonVersion) (swift-background-assets)"
+        }
         engine = DownloadEngine(configuration: configuration)
     }
 
@@ -119,7 +122,16 @@ final class TransferCoordinator: @unchecked Sendable {
             expectedSize: download.isEssential ? download.expectedSize : nil,
             byteLimit: download.restriction?.byteLimit, sha256: download.sha256, priority: download.priority,
             isEssential: download.isEssential, isForeground: download.isForeground,
-            allowList: download.restriction?.allowList.map(HostAllowList.init), validator: download.validator)
+            allowList: download.restriction?.allowList.map(HostAllowList.init), trust: trust,
+            validator: download.validator)
+    }
+
+    /// How manifests and downloads trust servers: basd's `caFile`, `caDirectory` and
+    /// `pinnedPublicKey` settings (none: the system's CAs).
+    var trust: DownloadRequest.Trust {
+        let settings = services.settings.current
+        return DownloadRequest.Trust(
+            caFile: settings.caFile, pinnedPublicKey: settings.pinnedPublicKey, caDirectory: settings.caDirectory)
     }
 
     func destination(of download: StoredDownload) -> String {
