@@ -47,6 +47,7 @@ public final class DownloadEngine: Sendable {
         case respond(String, ChallengeResponse)
         case liftRestrictions(String)
         case setBackgroundConcurrency(Int)
+        case holdBackground(Bool)
         case shutdown
     }
 
@@ -104,6 +105,11 @@ public final class DownloadEngine: Sendable {
     /// Changes how many background transfers run at once.
     public func setBackgroundConcurrency(_ count: Int) { post(.setBackgroundConcurrency(max(1, count))) }
 
+    /// Holds background transfers (Low Power Mode) or lets them go again. Held, running background
+    /// transfers pause keeping every byte (event `paused`) and wait in the queue with the others;
+    /// foreground and essential transfers go on. Let go, they resume with ranged requests.
+    public func holdBackground(_ held: Bool) { post(.holdBackground(held)) }
+
     /// Wakes the engine thread (after advancing a ``ManualEngineClock``).
     public func wake() {
         curl_multi_wakeup(UnsafeMutableRawPointer(bitPattern: multiAddress))
@@ -150,6 +156,8 @@ final class EngineLoop: @unchecked Sendable {
     var active: [ObjectIdentifier: Transfer] = [:]
     /// Transfers waiting for a retry time.
     var retrying: [ObjectIdentifier: Transfer] = [:]
+    /// Background transfers are held (``DownloadEngine/holdBackground(_:)``).
+    var backgroundHeld = false
     /// Destination and partial paths in use, to the transfer id using them.
     var destinations: [String: String] = [:]
     var sequence = 0
@@ -300,7 +308,8 @@ final class EngineLoop: @unchecked Sendable {
                 transfer.machine.pause()
                 emit(.paused(id: id, bytesOnDisk: transfer.bytesOnDisk))
                 start(transfer)
-            } else if transfer.machine.state == .queued {
+            } else if transfer.machine.state == .queued || transfer.machine.state == .paused {
+                // Queued, or paused in the queue while background transfers are held.
                 transfer.queueGeneration += 1
                 start(transfer)
             }
@@ -329,6 +338,8 @@ final class EngineLoop: @unchecked Sendable {
             transfer.machine.liftAllowList()
         case .setBackgroundConcurrency(let count):
             configuration.backgroundConcurrency = count
+        case .holdBackground(let held):
+            holdBackground(held)
         case .shutdown:
             running = false
         }
@@ -348,7 +359,7 @@ final class EngineLoop: @unchecked Sendable {
             }
         }
         var runningBackground = active.values.reduce(0) { $0 + ($1.startsAtOnce ? 0 : 1) }
-        while runningBackground < configuration.backgroundConcurrency, let entry = queue.popMin() {
+        while !backgroundHeld, runningBackground < configuration.backgroundConcurrency, let entry = queue.popMin() {
             let transfer = entry.transfer
             // A stale entry: the transfer was promoted, cancelled or already started.
             guard entry.generation == transfer.queueGeneration, transfers[transfer.id] === transfer,

@@ -41,6 +41,8 @@ final class BasdServices: @unchecked Sendable {
         /// How often a transfer waiting for disk space (or a store write waiting to be retried)
         /// looks again.
         var spaceRetryInterval: Duration = .seconds(2)
+        /// Where Low Power Mode is read (the platform's power profile); tests point it at a file.
+        var lowPowerMode = LowPowerMode.fromEnvironment()
     }
 
     let executor = ServiceExecutor()

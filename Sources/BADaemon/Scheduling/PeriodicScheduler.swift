@@ -12,6 +12,8 @@ final class PeriodicScheduler: @unchecked Sendable {
     unowned let services: BasdServices
     /// The scheduler's timer.
     private var timer: (any DispatchSourceTimer)?
+    /// Why the machine is in Low Power Mode, as last read (nil: it is not).
+    private(set) var lowPowerMode: String?
     var random = SystemRandomNumberGenerator()
 
     init(_ services: BasdServices) {
@@ -68,6 +70,9 @@ final class PeriodicScheduler: @unchecked Sendable {
         guard services.extensions.isAvailable else { return "basd cannot start extension runners (see its log)" }
         guard settings.backgroundActivity else {
             return "background activity is off in basd's settings (backgroundActivity; error 111)"
+        }
+        if let reason = checkLowPowerMode() {
+            return "Low Power Mode is on (\(reason)): no extension runs until it is off"
         }
         if !app.launched, !settings.inAppContent {
             return "in-app content is off in basd's settings (inAppContent): no extension runs before the app's first launch"
@@ -154,9 +159,26 @@ final class PeriodicScheduler: @unchecked Sendable {
         return .milliseconds(Int(seconds * 1000))
     }
 
+    /// Reads the power profile; on a change, holds background transfers (or lets them go) and
+    /// logs it. Returns why Low Power Mode is on, or nil.
+    @discardableResult
+    func checkLowPowerMode() -> String? {
+        let reason = services.configuration.lowPowerMode.reason()
+        guard reason != lowPowerMode else { return reason }
+        lowPowerMode = reason
+        if let reason {
+            log("Low Power Mode is on (\(reason)): no extension runs; background downloads wait")
+        } else {
+            log("Low Power Mode is off: extensions may run and background downloads go on")
+        }
+        services.transfers.holdBackground(reason != nil)
+        return reason
+    }
+
     /// One look at every app (executor).
     func tick() {
         services.settings.refresh()
+        checkLowPowerMode()
         let settings = self.settings
         let now = self.now
         let apps: [StoredApp]

@@ -48,6 +48,8 @@ final class TransferCoordinator: @unchecked Sendable {
     var unrecorded: [EngineEvent] = []
     /// Whether a look at ``waitingForSpace`` and ``unrecorded`` is armed.
     var retryArmed = false
+    /// Whether background transfers are held (Low Power Mode).
+    var backgroundHeld = false
     private var eventsTask: Task<Void, Never>?
 
     init(_ services: BasdServices) {
@@ -198,6 +200,9 @@ final class TransferCoordinator: @unchecked Sendable {
             appIdentifier: download.appIdentifier, attempts: download.attempts, errorCode: download.lastError?.code,
             errorMessage: download.lastError?.message)
         if download.state.isActive, waitingForSpace[download.uniqueIdentifier] != nil { info.waitingFor = "space" }
+        if download.state.isActive, backgroundHeld, !download.isEssential, !download.isForeground {
+            info.waitingFor = "lowPowerMode"
+        }
         return info
     }
 
