@@ -132,6 +132,10 @@ final class RequestRouter: @unchecked Sendable {
             return .ok
         case .listDownloads(let app):
             try require(.cli, client, request)
+            if let app, try store.app(app) == nil {
+                throw Refusal(
+                    .callerConnectionNotAccepted, "app \(app) is not registered with basd (`ba apps` lists the apps)")
+            }
             let apps = try app.map { [$0] } ?? store.apps().map(\.bundleIdentifier)
             return .downloads(try apps.flatMap { try store.downloads(app: $0) }.map(services.transfers.info))
         case .promoteDownload(let uniqueIdentifier):
