@@ -60,6 +60,8 @@ public struct ClientMessage: Sendable, Hashable, Codable {
                 event: try container.decode(SimulatedEvent.self, forKey: .event))
         case "clearQuarantine": request = .clearQuarantine(app: try container.decode(String.self, forKey: .app))
         case "purge": request = .purge(dryRun: try container.decode(Bool.self, forKey: .dryRun))
+        case "retryDownload":
+            request = .retryDownload(uniqueIdentifier: try container.decode(String.self, forKey: .uniqueIdentifier))
         case "uninstallApp":
             request = .uninstallApp(
                 app: try container.decode(String.self, forKey: .app),
@@ -97,6 +99,7 @@ public struct ClientMessage: Sendable, Hashable, Codable {
             try container.encode(app, forKey: .app)
             try container.encode(event, forKey: .event)
         case .purge(let dryRun): try container.encode(dryRun, forKey: .dryRun)
+        case .retryDownload(let uniqueIdentifier): try container.encode(uniqueIdentifier, forKey: .uniqueIdentifier)
         case .uninstallApp(let app, let keepData):
             try container.encode(app, forKey: .app)
             try container.encode(keepData, forKey: .keepData)
@@ -164,6 +167,10 @@ public enum Request: Sendable, Hashable {
     /// group container unless `keepData` or another registered app shares the group. Answered with
     /// ``ServerMessage/Result/uninstalled(_:)``, also when the app was not registered.
     case uninstallApp(app: String, keepData: Bool)
+    /// Tries a download again now (CLI only; `ba retry`): a failed one becomes active again,
+    /// resuming from its partial file where it is still valid; an active one waiting out a backoff
+    /// (or for disk space) starts at once. Answered with `ok`.
+    case retryDownload(uniqueIdentifier: String)
 
     /// The wire name (`type`) of the request.
     public var type: String {
@@ -188,6 +195,7 @@ public enum Request: Sendable, Hashable {
         case .clearQuarantine: "clearQuarantine"
         case .purge: "purge"
         case .uninstallApp: "uninstallApp"
+        case .retryDownload: "retryDownload"
         }
     }
 }

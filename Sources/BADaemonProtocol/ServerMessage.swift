@@ -177,8 +177,13 @@ public struct DownloadInfo: Sendable, Hashable, Codable {
     public var errorCode: Int?
     public var errorMessage: String?
     /// What an active download waits for before its transfer can go on, if anything: `"space"`
-    /// (the file system is full; it resumes by itself when there is room).
+    /// (the file system is full; it resumes by itself when there is room), `"retry"` (an attempt
+    /// failed, or the host could not be reached; ``errorMessage`` says why and ``nextAttemptAt``
+    /// when it tries again), `"lowPowerMode"` (a background download while the power profile
+    /// saves power).
     public var waitingFor: String?
+    /// When a download waiting for a retry tries again (seconds since 1970).
+    public var nextAttemptAt: Double?
 
     /// Creates download info.
     public init(

@@ -48,6 +48,7 @@ public final class DownloadEngine: Sendable {
         case liftRestrictions(String)
         case setBackgroundConcurrency(Int)
         case holdBackground(Bool)
+        case retryNow(String?)
         case shutdown
     }
 
@@ -109,6 +110,10 @@ public final class DownloadEngine: Sendable {
     /// transfers pause keeping every byte (event `paused`) and wait in the queue with the others;
     /// foreground and essential transfers go on. Let go, they resume with ranged requests.
     public func holdBackground(_ held: Bool) { post(.holdBackground(held)) }
+
+    /// Ends the wait of a transfer waiting to retry (`id`), or of every one (nil: the network
+    /// changed): it starts now (or queues, if a background slot is not free).
+    public func retryNow(_ id: String?) { post(.retryNow(id)) }
 
     /// Wakes the engine thread (after advancing a ``ManualEngineClock``).
     public func wake() {
@@ -301,6 +306,8 @@ final class EngineLoop: @unchecked Sendable {
         case .promote(let id):
             guard let transfer = transfers[id], !transfer.machine.isForeground else { return }
             transfer.machine.promote()
+            // Waiting out a backoff: promoted means now.
+            if transfer.machine.retryNow() { retrying[ObjectIdentifier(transfer)] = nil }
             if transfer.machine.state == .running {
                 // Take it off the wire keeping every byte written, then resume it in the
                 // foreground with a ranged request.
@@ -340,6 +347,8 @@ final class EngineLoop: @unchecked Sendable {
             configuration.backgroundConcurrency = count
         case .holdBackground(let held):
             holdBackground(held)
+        case .retryNow(let id):
+            retryNow(id)
         case .shutdown:
             running = false
         }

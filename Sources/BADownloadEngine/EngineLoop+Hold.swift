@@ -12,3 +12,14 @@ extension EngineLoop {
         }
     }
 }
+
+// Cutting a retry's wait short (engine thread).
+extension EngineLoop {
+    func retryNow(_ id: String?) {
+        for (key, transfer) in retrying where id == nil || transfer.id == id {
+            guard transfer.machine.retryNow() else { continue }
+            retrying[key] = nil
+            if transfer.startsAtOnce { start(transfer) } else { enqueue(transfer) }
+        }
+    }
+}

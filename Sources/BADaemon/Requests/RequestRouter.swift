@@ -142,6 +142,10 @@ final class RequestRouter: @unchecked Sendable {
             try require(.cli, client, request)
             try services.transfers.promote(try activeDownload(uniqueIdentifier: uniqueIdentifier))
             return .ok
+        case .retryDownload(let uniqueIdentifier):
+            try require(.cli, client, request)
+            try services.transfers.retry(uniqueIdentifier)
+            return .ok
         case .cancelDownload(let uniqueIdentifier):
             try require(.cli, client, request)
             let download = try activeDownload(uniqueIdentifier: uniqueIdentifier)

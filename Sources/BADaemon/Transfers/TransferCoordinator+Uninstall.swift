@@ -11,6 +11,7 @@ extension TransferCoordinator {
             engine.cancel(download.uniqueIdentifier)
             progress[download.uniqueIdentifier] = nil
             waitingForSpace[download.uniqueIdentifier] = nil
+            retryWaits[download.uniqueIdentifier] = nil
             if let partial = download.partialPath {
                 unlink(partial)
                 unlink(partial + ".validator")

@@ -50,6 +50,8 @@ final class TransferCoordinator: @unchecked Sendable {
     var retryArmed = false
     /// Whether background transfers are held (Low Power Mode).
     var backgroundHeld = false
+    /// Transfers waiting to retry, by unique identifier: why, and when they try again.
+    var retryWaits: [String: (reason: String, until: Date)] = [:]
     private var eventsTask: Task<Void, Never>?
 
     init(_ services: BasdServices) {
@@ -200,6 +202,11 @@ final class TransferCoordinator: @unchecked Sendable {
             appIdentifier: download.appIdentifier, attempts: download.attempts, errorCode: download.lastError?.code,
             errorMessage: download.lastError?.message)
         if download.state.isActive, waitingForSpace[download.uniqueIdentifier] != nil { info.waitingFor = "space" }
+        if download.state.isActive, let wait = retryWaits[download.uniqueIdentifier] {
+            info.waitingFor = "retry"
+            info.errorMessage = wait.reason
+            info.nextAttemptAt = wait.until.timeIntervalSince1970
+        }
         if download.state.isActive, backgroundHeld, !download.isEssential, !download.isForeground {
             info.waitingFor = "lowPowerMode"
         }
