@@ -65,7 +65,8 @@ struct RetryCommandTests {
         let failed = try await CLIQueries.poll(
             "the 404 to fail the download", daemon, timeout: 20, read: { try await row(daemon, "level") },
             until: { $0?["state"] as? String == "failed" })
-        #expect((failed?["errorMessage"] as? String ?? "").contains("404"), "\(failed ?? [:])")
+        let failure = failed?["errorMessage"] as? String ?? ""
+        #expect(failure.contains("404"), "\(failed ?? [:])")
 
         server.setFile("/level.bin", contents: [UInt8](repeating: 7, count: 10_000))
         let retry = try await runProcess(ba, ["retry", String(id.prefix(8)), "--socket", daemon.socketPath])
@@ -97,8 +98,8 @@ struct RetryCommandTests {
                 }
                 return next - Date().timeIntervalSince1970 > 5
             })
-        #expect(
-            (waiting?["errorMessage"] as? String ?? "").contains("127.0.0.1:\(port)"), "\(waiting ?? [:])")
+        let lastError = waiting?["errorMessage"] as? String ?? ""
+        #expect(lastError.contains("127.0.0.1:\(port)"), "\(waiting ?? [:])")
         #expect(waiting?["state"] as? String != "failed")
         let text = try await runProcess(ba, ["downloads", "--app", Self.app, "--socket", daemon.socketPath])
         #expect(text.stdout.contains("(waiting for retry until "), "\(text.stdout)")

@@ -100,6 +100,7 @@ final class BasdServices: @unchecked Sendable {
     func start() {
         transfers.followEngine()
         executor.sync {
+            transfers.watchNetwork()
             transfers.removeLeftoverManifests()
             transfers.resumeActiveDownloads()
             do {

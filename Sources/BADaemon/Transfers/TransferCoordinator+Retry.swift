@@ -33,3 +33,22 @@ extension TransferCoordinator {
         log("download \(uniqueIdentifier) (\(download.appIdentifier) \(download.identifier)): requeued by ba retry")
     }
 }
+
+// Network changes (executor).
+extension TransferCoordinator {
+    /// Starts watching the kernel's network changes (call once, at start).
+    func watchNetwork() {
+        do {
+            networkMonitor = try NetworkChangeMonitor(executor: services.executor) { [self] in networkChanged() }
+        } catch {
+            log("not watching network changes (\(error)); transfers waiting for the network retry on their backoff")
+        }
+    }
+
+    /// A link, address or route came or went: every transfer waiting to retry tries now.
+    func networkChanged() {
+        guard !retryWaits.isEmpty else { return }
+        log("the network changed: \(retryWaits.count) transfer(s) waiting to retry try again now")
+        engine.retryNow(nil)
+    }
+}

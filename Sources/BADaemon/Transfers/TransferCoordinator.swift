@@ -52,6 +52,8 @@ final class TransferCoordinator: @unchecked Sendable {
     var backgroundHeld = false
     /// Transfers waiting to retry, by unique identifier: why, and when they try again.
     var retryWaits: [String: (reason: String, until: Date)] = [:]
+    /// Network changes cut those waits short.
+    var networkMonitor: NetworkChangeMonitor?
     private var eventsTask: Task<Void, Never>?
 
     init(_ services: BasdServices) {
@@ -99,6 +101,7 @@ final class TransferCoordinator: @unchecked Sendable {
 
     /// Stops the engine; transfers keep their partial files.
     func shutdown() {
+        networkMonitor?.stop()
         engine.shutdown()
         eventsTask?.cancel()
     }
