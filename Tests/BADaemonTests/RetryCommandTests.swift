@@ -116,4 +116,47 @@ struct RetryCommandTests {
             until: { $0?["state"] as? String == "finished" })
         #expect(Date().timeIntervalSince(started) < 5)
     }
+
+    @Test("an install whose manifest could not be fetched is tried again by basd itself")
+    func manifestFetchRetried() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [
+                .init(identifier: "catalog", path: "/catalog.json", contents: SampleAppFixture.catalog, essential: true)
+            ])
+        defer { fixture.remove() }
+        let port = try Self.closedPort()
+        try fixture.editInfoPlist { $0["BAManifestURL"] = "http://127.0.0.1:\(port)/manifest.json" }
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 20, "\(install.stdout)\(install.stderr)")
+        #expect(install.stdout.contains("basd tries again in 5 s by itself"), "\(install.stdout)")
+
+        // The manifest's server comes up; nobody asks again, basd does.
+        let manifestServer = try await AssetServer.start(port: port)
+        defer { Task { try? await manifestServer.shutdown() } }
+        let manifest = try JSONSerialization.data(
+            withJSONObject: [
+                "applicationGroupIdentifier": SampleAppFixture.group,
+                "assets": [
+                    [
+                        "identifier": "catalog", "url": server.url("/catalog.json"),
+                        "fileSize": SampleAppFixture.catalog.count, "essential": true,
+                    ]
+                ],
+            ])
+        manifestServer.setFile("/manifest.json", contents: Array(manifest))
+        let rows = try await CLIQueries.poll(
+            "the install to be retried and its catalog to finish", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
+            until: { rows in
+                rows.contains { $0["identifier"] as? String == "catalog" && $0["state"] as? String == "finished" }
+            })
+        #expect(rows.count == 1, "\(rows)")
+        #expect(daemon.standardError.contains("fetching its manifest again for install"), "\(daemon.standardError)")
+    }
 }

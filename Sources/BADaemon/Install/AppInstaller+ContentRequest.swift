@@ -59,11 +59,15 @@ extension AppInstaller {
             var report = report
             switch outcome {
             case .failure(let failure):
-                report.skipped = "the manifest could not be fetched: \(failure.message)"
+                let delay = manifestFailed(kind, app: app.bundleIdentifier)
+                report.skipped =
+                    "the manifest could not be fetched: \(failure.message); basd tries again in \(delay) s by itself "
+                    + "(sooner when the network changes)"
                 report.manifestError = failure.message
                 log("\(app.bundleIdentifier): \(report.skipped ?? "")")
                 done(report)
             case .success(let manifest):
+                manifestRetries[app.bundleIdentifier] = nil
                 report.manifestBytes = manifest.size
                 var current = app
                 if !app.launched {

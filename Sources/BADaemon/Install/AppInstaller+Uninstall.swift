@@ -41,6 +41,7 @@ extension AppInstaller {
         let active = try store.downloads(app: bundleIdentifier).filter { $0.state.isActive }
         services.transfers.drop(active)
         let app = try store.removeApp(bundleIdentifier)
+        manifestRetries[bundleIdentifier] = nil
         var report = UninstallReport(
             bundleIdentifier: bundleIdentifier, wasRegistered: true, version: app.version,
             cancelledDownloads: active.count)

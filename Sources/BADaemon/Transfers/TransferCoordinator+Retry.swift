@@ -47,6 +47,7 @@ extension TransferCoordinator {
 
     /// A link, address or route came or went: every transfer waiting to retry tries now.
     func networkChanged() {
+        services.installer.retryManifestsNow()
         guard !retryWaits.isEmpty else { return }
         log("the network changed: \(retryWaits.count) transfer(s) waiting to retry try again now")
         engine.retryNow(nil)
