@@ -183,6 +183,17 @@ extension AppInstaller {
                     case let error as BAStoreError: Refusal(error)
                     default: Refusal(ErrorCodes.downloadInvalid, "\(error)")
                     }
+                // An essential download of the same identifier still active (a re-run `ba install`
+                // while the first one's download retries): adopted, so the installer waits for it.
+                if refusal.code == ErrorCodes.downloadAlreadyScheduled, record.isEssential,
+                    let existing = try? store.downloads(app: app.bundleIdentifier).first(where: {
+                        $0.identifier == record.identifier && $0.state.isActive && $0.isEssential
+                    })
+                {
+                    log("\(app.bundleIdentifier): essential \"\(record.identifier)\" is already scheduled; waiting for it")
+                    report.scheduled.append(services.transfers.info(existing))
+                    continue
+                }
                 report.refused.append(
                     RefusedDownload(
                         identifier: record.identifier, code: refusal.code, reason: refusal.message,

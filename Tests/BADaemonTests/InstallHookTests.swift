@@ -1,0 +1,65 @@
+import BAAssetServer
+import BATestSupport
+import Foundation
+import Testing
+
+/// `ba install`/`ba update` as a package hook runs them: bounded by `--timeout`, and a re-run while
+/// an essential download is still going waits for that download instead of refusing it.
+@Suite("ba install in a package hook", .timeLimit(.minutes(2)))
+struct InstallHookTests {
+    let ba = BuildProducts.executable("ba")
+
+    func slowFixture(_ server: AssetServer) throws -> SampleAppFixture {
+        server.setBehavior(.trickle(bytesPerSecond: 128 << 10), for: "/levels/level-1.pak")
+        return try SampleAppFixture(
+            server: server,
+            assets: [
+                .init(
+                    identifier: "level-1", path: "/levels/level-1.pak",
+                    contents: SampleAppFixture.bytes(384 << 10, seed: 5), essential: true)
+            ])
+    }
+
+    @Test("--timeout: ba stops waiting with exit 22 and basd goes on")
+    func timeout() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try slowFixture(server)
+        defer { fixture.remove() }
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let started = Date()
+        let install = try await runProcess(
+            ba, ["install", fixture.appDirectory, "--timeout", "1", "--socket", daemon.socketPath])
+        #expect(install.status == 22, "\(install.stdout)\(install.stderr)")
+        #expect(install.stderr.contains("gave up waiting after 1.0 s (--timeout)"), "\(install.stderr)")
+        #expect(Date().timeIntervalSince(started) < 2.5)
+        // Line-buffered on a pipe: the report printed before the deadline is there.
+        #expect(install.stdout.contains("scheduled 1 essential"), "\(install.stdout)")
+        _ = try await CLIQueries.poll(
+            "level-1 to finish in basd", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
+            until: { rows in rows.contains { $0["state"] as? String == "finished" } })
+        let bad = try await runProcess(ba, ["install", fixture.appDirectory, "--timeout", "0"])
+        #expect(bad.status == 64, "\(bad.stderr)")
+    }
+
+    @Test("a re-run while the essential download is still going waits for it (no duplicate refusal)")
+    func adoptsTheActiveEssential() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try slowFixture(server)
+        defer { fixture.remove() }
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let first = try await runProcess(
+            ba, ["install", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
+        #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
+        let again = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(again.status == 0, "\(again.stdout)\(again.stderr)\n\(daemon.standardError)")
+        #expect(!again.stdout.contains("refused"), "\(again.stdout)")
+        #expect(again.stdout.contains("finished level-1"), "\(again.stdout)")
+        let rows = try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier)
+        #expect(rows.count == 1 && rows.first?["state"] as? String == "finished", "\(rows)")
+    }
+}
