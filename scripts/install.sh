@@ -74,8 +74,11 @@ done
 
 # Man pages from --help: one per command and subcommand.
 ba="$prefix/bin/ba"
-man_page() {  # NAME TITLE HELP-COMMAND...
+man_page() {  # NAME FALLBACK-TITLE HELP-COMMAND...
     local name=$1 title=$2; shift 2
+    local overview
+    overview="$("$@" --help | awk '/^OVERVIEW: /{on=1; sub(/^OVERVIEW: /, "")} on && /^$/{exit} on{printf "%s%s", sep, $0; sep=" "}')"
+    title="${overview:-$title}"
     {
         printf '.TH %s 1 "" "swift-background-assets %s" "User Commands"\n' "$(echo "$name" | tr a-z A-Z)" \
             "$("$ba" --version)"
