@@ -38,7 +38,7 @@ struct Install: ParsableCommand {
     func run() throws {
         try InstallFlow(
             daemon: daemon, appDirectory: appDirectory, mode: .automatic, json: json, noWait: noWait,
-            timeout: deadline.timeout
+            timeout: deadline.timeout, strict: deadline.strict
         ).run()
     }
 }
@@ -71,7 +71,7 @@ struct Update: ParsableCommand {
     func run() throws {
         try InstallFlow(
             daemon: daemon, appDirectory: appDirectory, mode: .update, json: json, noWait: noWait,
-            timeout: deadline.timeout
+            timeout: deadline.timeout, strict: deadline.strict
         ).run()
     }
 }
@@ -85,6 +85,8 @@ struct InstallFlow {
     var noWait: Bool
     /// Seconds after which ba stops waiting (exit 22); nil waits as long as it takes.
     var timeout: Double? = nil
+    /// Whether a refused non-essential download fails the install too (exit 20).
+    var strict = false
 
     func run() throws {
         if let timeout { InstallDeadline.arm(seconds: timeout, appDirectory: appDirectory) }
@@ -145,6 +147,15 @@ struct InstallFlow {
                     + "\(report.bundleIdentifier) stays installed")
             failed = true
         }
+        // A refused non-essential download does not fail the install, but an installer must hear
+        // about it: on stderr, and as a failure with --strict.
+        for refused in report.refused where refused.isEssential != true {
+            printError(
+                "download \"\(refused.identifier)\" was refused: \(refused.reason) (error \(refused.code)); "
+                    + "\(report.bundleIdentifier) is installed without it\(strict ? "" : " (--strict makes this a failure)")"
+            )
+            if strict { failed = true }
+        }
         if failed { throw ExitCode(BAExitCode.downloadFailed.rawValue) }
     }
 }
@@ -177,7 +188,8 @@ struct InstallReportPrinter {
         for download in report.scheduled {
             let size = download.download.fileSize.map(HumanReadable.bytes) ?? "size unknown"
             Swift.print(
-                "    \(download.download.isEssential ? "essential" : "         ") \(download.download.identifier) (\(size))")
+                "    \(download.download.isEssential ? "essential" : "         ") \(download.download.identifier) (\(size))"
+            )
         }
         for refused in report.refused {
             Swift.print("  refused \(refused.identifier): \(refused.reason) (error \(refused.code))")
@@ -260,7 +272,9 @@ final class EssentialWatcher: @unchecked Sendable {
         if json { Swift.print(jsonLine(event)) }
         switch event.kind {
         case .progress, .began, .paused:
-            if let bytes = event.bytesWritten ?? event.offset ?? event.bytesOnDisk { written[event.downloadUniqueIdentifier] = bytes }
+            if let bytes = event.bytesWritten ?? event.offset ?? event.bytesOnDisk {
+                written[event.downloadUniqueIdentifier] = bytes
+            }
         case .finished:
             finished.insert(event.downloadUniqueIdentifier)
             written[event.downloadUniqueIdentifier] = event.size ?? download.download.fileSize ?? 0
@@ -294,7 +308,8 @@ final class EssentialWatcher: @unchecked Sendable {
             if quarter != lastQuarter {
                 lastQuarter = quarter
                 Swift.print(
-                    "essential downloads: \(Int(fraction * 100))% (\(HumanReadable.bytes(done)) of \(HumanReadable.bytes(total)))")
+                    "essential downloads: \(Int(fraction * 100))% (\(HumanReadable.bytes(done)) of \(HumanReadable.bytes(total)))"
+                )
             }
             return
         }

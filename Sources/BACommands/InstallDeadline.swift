@@ -1,13 +1,16 @@
 import ArgumentParser
 import Foundation
 
-/// `--timeout` of `ba install` and `ba update`: how long a package hook lets them wait.
+/// `--timeout` and `--strict` of `ba install` and `ba update`: what a package hook needs.
 struct InstallDeadline: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "Stop waiting after this many seconds (exit 22); basd goes on with the install and its downloads.",
             valueName: "seconds"))
     var timeout: Double?
+
+    @Flag(help: "Exit 20 when any download (not only an essential one) was refused when scheduled.")
+    var strict = false
 
     func validate() throws {
         if let timeout, !(timeout > 0 && timeout.isFinite) {

@@ -62,9 +62,10 @@ public final class DaemonServer: Sendable {
     /// basd's version string.
     public static let version = ReleaseVersion.string
 
-    /// Writes `line` and a newline to standard error.
+    /// Writes `line` and a newline to standard error: with a syslog priority prefix when standard
+    /// error is the journal, with the time otherwise (``LogFormat``).
     public static let logToStandardError: @Sendable (String) -> Void = { line in
-        FileHandle.standardError.write(Data("basd: \(line)\n".utf8))
+        FileHandle.standardError.write(Data((LogFormat.standardError.line(line, at: Date()) + "\n").utf8))
     }
 
     /// What the server was started with.
