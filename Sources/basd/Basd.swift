@@ -38,11 +38,19 @@ struct Basd: AsyncParsableCommand {
     )
     var socketPath: String?
 
+    @Option(
+        name: .customLong("config"),
+        help:
+            "basd's settings file (env BA_CONFIG; default $XDG_CONFIG_HOME/background-assets/config.json, or STATE_DIR/config.json where one is left from an older basd)."
+    )
+    var settingsPath: String?
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         var configuration = DaemonServer.Configuration(
             stateDirectory: stateDirectory ?? DaemonProtocol.defaultStateDirectory(environment),
             socketPath: socketPath ?? DaemonProtocol.defaultSocketPath(environment))
+        configuration.settingsPath = settingsPath ?? environment["BA_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
         let server: DaemonServer
         do {
             // First, before anything could start a child that inherits LISTEN_* or fd 3.

@@ -100,6 +100,7 @@ final class BasdServices: @unchecked Sendable {
     func start() {
         transfers.followEngine()
         executor.sync {
+            settings.watch()
             transfers.watchNetwork()
             transfers.removeLeftoverManifests()
             transfers.resumeActiveDownloads()
@@ -118,7 +119,10 @@ final class BasdServices: @unchecked Sendable {
     /// Stops the scheduler and the engine (transfers keep their partial files) and waits until
     /// queued work is done.
     func shutdown() {
-        executor.sync { scheduler.stop() }
+        executor.sync {
+            scheduler.stop()
+            settings.stop()
+        }
         transfers.shutdown()
         executor.sync {}
     }

@@ -41,6 +41,8 @@ public final class DaemonServer: Sendable {
         public var log: @Sendable (String) -> Void
         /// The extension runner; nil finds `ba-extension-runner` next to basd or via `$BA_EXTENSION_RUNNER`.
         public var runnerPath: String?
+        /// basd's settings file; nil: ``settingsPath(stateDirectory:environment:)``.
+        public var settingsPath: String?
 
         /// Creates a configuration.
         public init(
@@ -108,7 +110,10 @@ public final class DaemonServer: Sendable {
             } catch {
                 throw DaemonError(.store, "cannot open basd's state at \(configuration.storePath)", cause: error)
             }
-            var settings = SettingsFile(path: configuration.stateDirectory + "/config.json")
+            let settingsPath =
+                configuration.settingsPath
+                ?? Self.settingsPath(stateDirectory: configuration.stateDirectory, log: configuration.log)
+            var settings = SettingsFile(path: settingsPath)
             if case .rejected(let error) = settings.check() {
                 try? store.close()
                 throw DaemonError(.settings, "basd's settings are not usable: \(error.description)")
