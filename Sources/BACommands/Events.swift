@@ -209,8 +209,11 @@ final class EventPrinter: @unchecked Sendable {
         case .paused:
             return event.bytesOnDisk.map { "\(HumanReadable.bytes($0)) kept" } ?? ""
         case .progress:
-            let written = event.bytesWritten ?? 0
-            guard let total = event.totalBytes, total > 0 else { return "\(HumanReadable.bytes(written))" }
+            // A stored progress event carries what is on disk; a transient one what was written.
+            let written = event.bytesWritten ?? event.bytesOnDisk ?? 0
+            guard let total = event.totalBytes ?? event.download?.fileSize, total > 0 else {
+                return "\(HumanReadable.bytes(written))"
+            }
             let percent = Int((Double(written) / Double(total) * 100).rounded(.down))
             return "\(HumanReadable.bytes(written)) / \(HumanReadable.bytes(total)) (\(percent)%)"
         case .finished:

@@ -182,7 +182,7 @@ struct InstallReportPrinter {
         }
         let essential = report.scheduled.filter(\.download.isEssential)
         let other = report.scheduled.count - essential.count
-        if report.event != nil {
+        if report.event != nil, report.verdict == "ok" {
             Swift.print("  scheduled \(essential.count) essential and \(other) other download(s)")
         }
         for download in report.scheduled {

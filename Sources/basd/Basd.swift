@@ -45,10 +45,22 @@ struct Basd: AsyncParsableCommand {
     )
     var settingsPath: String?
 
+    /// `path` made absolute against the current folder.
+    static func absolute(_ path: String) -> String {
+        path.hasPrefix("/")
+            ? path
+            : URL(
+                fileURLWithPath: path,
+                relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+            ).standardizedFileURL.path
+    }
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         var configuration = DaemonServer.Configuration(
-            stateDirectory: stateDirectory ?? DaemonProtocol.defaultStateDirectory(environment),
+            // Absolute, so the paths basd reports (containers, lock files, finished files) do not
+            // depend on the folder basd was started in.
+            stateDirectory: Self.absolute(stateDirectory ?? DaemonProtocol.defaultStateDirectory(environment)),
             socketPath: socketPath ?? DaemonProtocol.defaultSocketPath(environment))
         configuration.settingsPath = settingsPath ?? environment["BA_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
         let server: DaemonServer

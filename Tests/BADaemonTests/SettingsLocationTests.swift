@@ -22,7 +22,8 @@ struct SettingsLocationTests {
         _ = try await CLIQueries.poll(
             "basd to load the new settings", daemon, timeout: 10, read: { daemon.standardError },
             until: { $0.contains("settings: \(folder)/config.json loaded") })
-        #expect(Date().timeIntervalSince(started) < 5, "applied by the tick, not at once")
+        // The scheduler tick comes every 30 s here: only the watch explains less, even on a busy machine.
+        #expect(Date().timeIntervalSince(started) < 20, "applied by the tick, not at once")
 
         // A bad edit is refused, naming the key; the good settings stay.
         try Data(#"{"backgroundDownloadConcurency": 3}"#.utf8).write(to: URL(fileURLWithPath: folder + "/config.json"))

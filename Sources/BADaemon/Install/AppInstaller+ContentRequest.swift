@@ -38,8 +38,18 @@ extension AppInstaller {
     ) {
         var report = report
         // Nothing to call is not a refusal: an app may come without an extension or a manifest.
-        guard app.extensionPath != nil else {
+        guard let libraryPath = app.extensionPath else {
             report.skipped = "the app has no extension (BAExtensionPath)"
+            done(report)
+            return
+        }
+        // A library that is not there is not the extension's failure (no quarantine): say what to fix.
+        if access(libraryPath, F_OK) != 0 {
+            report.skipped =
+                "its extension library \(libraryPath) does not exist (BAExtensionPath in \(app.appDirectory)/Info.plist); "
+                + "put it back, or fix the key, then run `ba update \(app.appDirectory)`"
+            report.callRefused = true
+            log("\(app.bundleIdentifier) \(kind.rawValue): \(report.skipped ?? "")")
             done(report)
             return
         }
@@ -61,7 +71,8 @@ extension AppInstaller {
             case .failure(let failure):
                 let delay = manifestFailed(kind, app: app.bundleIdentifier)
                 report.skipped =
-                    "the manifest could not be fetched: \(failure.message); basd tries again in \(delay) s by itself "
+                    "the manifest could not be fetched from \(manifestURL) (BAManifestURL in "
+                    + "\(app.appDirectory)/Info.plist): \(failure.message); basd tries again in \(delay) s by itself "
                     + "(sooner when the network changes)"
                 report.manifestError = failure.message
                 log("\(app.bundleIdentifier): \(report.skipped ?? "")")

@@ -161,6 +161,7 @@ final class TransferCoordinator: @unchecked Sendable {
 
     func cancel(app: String, identifier: String) throws {
         let download = try store.cancel(app: app, identifier: identifier)
+        log("download \(download.uniqueIdentifier) (\(app) \(identifier)) cancelled at \(download.bytesOnDisk) bytes")
         engine.cancel(download.uniqueIdentifier)
         progress[download.uniqueIdentifier] = nil
         if waitingForSpace.removeValue(forKey: download.uniqueIdentifier) != nil, let partial = download.partialPath {
