@@ -21,13 +21,18 @@ final class SettingsService: @unchecked Sendable {
     func watch() {
         let directory = (file.path as NSString).deletingLastPathComponent
         do {
-            watcher = try SettingsWatcher(directory: directory, executor: services.executor) { [self] in refresh() }
+            // Weak: the watcher's thread may outlive basd's services (an in-process test).
+            watcher = try SettingsWatcher(directory: directory, executor: services.executor) { [weak self] in
+                self?.refresh()
+            }
         } catch {
             services.log("settings: not watching \(directory) (\(error)); edits apply at the next scheduler tick")
         }
     }
 
     func stop() { watcher?.stop() }
+
+    deinit { watcher?.stop() }
 
     /// Re-reads the file if it changed and tells the engine a new concurrency bound.
     func refresh() {

@@ -28,7 +28,7 @@ extension AppInstaller {
         manifestRetries[app] = retry
         let delay = ManifestRetry.delaySeconds(afterAttempt: retry.attempt)
         let generation = retry.generation
-        services.executor.after(.seconds(delay)) { [self] in retryManifest(of: app, generation: generation) }
+        services.executor.after(.seconds(delay)) { [weak self] in self?.retryManifest(of: app, generation: generation) }
         return delay
     }
 

@@ -39,7 +39,10 @@ extension TransferCoordinator {
     /// Starts watching the kernel's network changes (call once, at start).
     func watchNetwork() {
         do {
-            networkMonitor = try NetworkChangeMonitor(executor: services.executor) { [self] in networkChanged() }
+            // Weak: the monitor's thread may outlive basd's services (an in-process test).
+            networkMonitor = try NetworkChangeMonitor(executor: services.executor) { [weak self] in
+                self?.networkChanged()
+            }
         } catch {
             log("not watching network changes (\(error)); transfers waiting for the network retry on their backoff")
         }

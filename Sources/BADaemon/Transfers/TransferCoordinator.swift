@@ -56,6 +56,8 @@ final class TransferCoordinator: @unchecked Sendable {
     var networkMonitor: NetworkChangeMonitor?
     private var eventsTask: Task<Void, Never>?
 
+    deinit { networkMonitor?.stop() }
+
     init(_ services: BasdServices) {
         self.services = services
         var configuration = services.configuration.engine
