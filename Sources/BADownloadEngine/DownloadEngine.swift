@@ -37,6 +37,9 @@ public final class DownloadEngine: Sendable {
         public var durable: Bool = true
         /// The `User-Agent` sent with every request (a request's own header wins); nil sends none.
         public var userAgent: String?
+        /// libcurl's own trace of every request (`CURLOPT_VERBOSE`) on standard error: for
+        /// debugging a server or a proxy (`basd --log-level debug`).
+        public var verbose = false
         public init() {}
     }
 

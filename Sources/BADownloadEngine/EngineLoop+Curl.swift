@@ -59,6 +59,7 @@ extension EngineLoop {
         if let pin = transfer.request.trust.pinnedPublicKey { ccurl_setopt_string(easy, CURLOPT_PINNEDPUBLICKEY, pin) }
         if let directory = transfer.request.trust.caDirectory { ccurl_setopt_string(easy, CURLOPT_CAPATH, directory) }
         if let userAgent = configuration.userAgent { ccurl_setopt_string(easy, CURLOPT_USERAGENT, userAgent) }
+        if configuration.verbose { ccurl_setopt_long(easy, CURLOPT_VERBOSE, 1) }
         curl_multi_add_handle(multi, easy)
         emit(.began(id: transfer.id, offset: offset, isForeground: transfer.machine.isForeground))
     }

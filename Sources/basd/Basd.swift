@@ -45,6 +45,18 @@ struct Basd: AsyncParsableCommand {
     )
     var settingsPath: String?
 
+    /// How much basd logs.
+    enum LogLevel: String, ExpressibleByArgument, CaseIterable {
+        case warning, info, debug
+    }
+
+    @Option(
+        name: .customLong("log-level"),
+        help:
+            "warning: only lines that report a failure; info: every line (the default); debug: also libcurl's trace of every request."
+    )
+    var logLevel: LogLevel = .info
+
     /// `path` made absolute against the current folder.
     static func absolute(_ path: String) -> String {
         path.hasPrefix("/")
@@ -63,6 +75,12 @@ struct Basd: AsyncParsableCommand {
             stateDirectory: Self.absolute(stateDirectory ?? DaemonProtocol.defaultStateDirectory(environment)),
             socketPath: socketPath ?? DaemonProtocol.defaultSocketPath(environment))
         configuration.settingsPath = settingsPath ?? environment["BA_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        configuration.traceTransfers = logLevel == .debug
+        if logLevel == .warning {
+            configuration.log = { line in
+                if DaemonServer.isWarning(line) { DaemonServer.logToStandardError(line) }
+            }
+        }
         let server: DaemonServer
         do {
             // First, before anything could start a child that inherits LISTEN_* or fd 3.

@@ -1,6 +1,10 @@
 import Foundation
 
 extension DaemonServer {
+    /// Whether a log line reports a failure (`--log-level warning` keeps only those; the journal
+    /// gets them at priority 4).
+    public static func isWarning(_ line: String) -> Bool { LogFormat.priority(of: line) == 4 }
+
     /// Where basd's settings are: `$XDG_CONFIG_HOME/background-assets/config.json` (default
     /// `~/.config/background-assets/config.json`), unless a `config.json` is still in the state
     /// folder, the place older basds read: that one is read, with a notice to move it.

@@ -43,6 +43,8 @@ public final class DaemonServer: Sendable {
         public var runnerPath: String?
         /// basd's settings file; nil: ``settingsPath(stateDirectory:environment:)``.
         public var settingsPath: String?
+        /// libcurl's trace of every request on standard error (`--log-level debug`).
+        public var traceTransfers = false
 
         /// Creates a configuration.
         public init(
@@ -122,6 +124,7 @@ public final class DaemonServer: Sendable {
             var serviceConfiguration = BasdServices.Configuration(
                 stateDirectory: configuration.stateDirectory, daemonVersion: configuration.daemonVersion)
             serviceConfiguration.runnerPath = configuration.runnerPath
+            serviceConfiguration.engine.verbose = configuration.traceTransfers
             let service = BasdServices(
                 store: store, configuration: serviceConfiguration, settings: settings, log: configuration.log,
                 connectionCount: { context.connectionCount })
