@@ -5,7 +5,8 @@ import BADaemonProtocol
 /// puts `ba demo` (module `BADemo`) first.
 public enum BASubcommands {
     public static let all: [any ParsableCommand.Type] = [
-        RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self, Retry.self, Events.self, Lock.self,
+        RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self, Retry.self, Events.self,
+        Lock.self,
         Install.self, Update.self, Uninstall.self, Simulate.self, Apps.self, Purge.self, Service.self,
     ]
 

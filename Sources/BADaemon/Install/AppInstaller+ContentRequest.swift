@@ -201,7 +201,9 @@ extension AppInstaller {
                         $0.identifier == record.identifier && $0.state.isActive && $0.isEssential
                     })
                 {
-                    log("\(app.bundleIdentifier): essential \"\(record.identifier)\" is already scheduled; waiting for it")
+                    log(
+                        "\(app.bundleIdentifier): essential \"\(record.identifier)\" is already scheduled; "
+                            + "waiting for it")
                     report.scheduled.append(services.transfers.info(existing))
                     continue
                 }

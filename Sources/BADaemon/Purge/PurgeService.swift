@@ -80,7 +80,9 @@ final class PurgeService: @unchecked Sendable {
         // is the app's now (never purged), or its inode was reused by another file, whose later
         // reports must not carry this asset's name.
         var forget = Array(deleted.keys)
-        forget += plan.entries.filter { if case .modified = $0.status { true } else { false } }.map(\.asset.downloadUniqueID)
+        for entry in plan.entries {
+            if case .modified = entry.status { forget.append(entry.asset.downloadUniqueID) }
+        }
         if !plan.scanTruncated {
             forget += plan.entries.filter { $0.status == .missing }.map(\.asset.downloadUniqueID)
         }
