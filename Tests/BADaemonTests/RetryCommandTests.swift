@@ -159,4 +159,27 @@ struct RetryCommandTests {
         #expect(rows.count == 1, "\(rows)")
         #expect(daemon.standardError.contains("fetching its manifest again for install"), "\(daemon.standardError)")
     }
+
+    @Test("a cancel leaves a trace: an event for ba events, and a second ba cancel says when and by whom")
+    func cancelTrace() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        server.setFile("/slow.bin", contents: [UInt8](repeating: 1, count: 1 << 20))
+        server.setBehavior(.trickle(bytesPerSecond: 64 << 10), for: "/slow.bin")
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        try Self.register(daemon)
+        let events = try CLIProcess(["events", "--follow", "--json", "--socket", daemon.socketPath])
+        defer { events.kill() }
+        try events.wait("subscribed") { $0.stderr.contains("following events") }
+        let id = try Self.schedule(daemon, "slow", url: server.url("/slow.bin"))
+        let cancel = try await runProcess(ba, ["cancel", id, "--socket", daemon.socketPath])
+        #expect(cancel.status == 0, "\(cancel.stdout)\(cancel.stderr)")
+        try events.wait("the cancel's event") { $0.stdout.contains(#""errorCode":-999"#) }
+        #expect(events.stdout.contains("cancelled by ba cancel"), "\(events.stdout)")
+        let again = try await runProcess(ba, ["cancel", id, "--socket", daemon.socketPath])
+        #expect(again.status == 32, "\(again.stdout)\(again.stderr)")
+        #expect(again.stderr.contains("was cancelled by ba cancel at"), "\(again.stderr)")
+        #expect(daemon.standardError.contains("cancelled by ba cancel"), "\(daemon.standardError)")
+    }
 }

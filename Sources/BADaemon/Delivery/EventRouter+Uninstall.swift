@@ -8,3 +8,11 @@ extension EventRouter {
         machines[app] = nil
     }
 }
+
+// Events for the CLI only (executor).
+extension EventRouter {
+    /// Sends a transient event (sequence 0, never stored) to the CLI observers.
+    func tellObservers(_ event: WireEvent) {
+        for observer in observers.values { observer.send(.event(event)) }
+    }
+}

@@ -149,7 +149,7 @@ final class RequestRouter: @unchecked Sendable {
         case .cancelDownload(let uniqueIdentifier):
             try require(.cli, client, request)
             let download = try activeDownload(uniqueIdentifier: uniqueIdentifier)
-            try services.transfers.cancel(app: download.appIdentifier, identifier: download.identifier)
+            try services.transfers.cancel(app: download.appIdentifier, identifier: download.identifier, by: "ba cancel")
             return .ok
         case .lockStatus(let bundleIdentifier):
             try require(.cli, client, request)
@@ -210,6 +210,9 @@ final class RequestRouter: @unchecked Sendable {
 
     private func activeDownload(uniqueIdentifier: String) throws -> StoredDownload {
         guard let download = try store.download(uniqueIdentifier: uniqueIdentifier), download.state.isActive else {
+            if let cancelled = services.transfers.recentlyCancelled(uniqueIdentifier) {
+                throw Refusal(ErrorCodes.downloadNotScheduled, cancelled)
+            }
             throw Refusal(ErrorCodes.downloadNotScheduled, "no scheduled download has unique identifier \(uniqueIdentifier)")
         }
         return download

@@ -54,6 +54,8 @@ final class TransferCoordinator: @unchecked Sendable {
     var retryWaits: [String: (reason: String, until: Date)] = [:]
     /// Network changes cut those waits short.
     var networkMonitor: NetworkChangeMonitor?
+    /// Downloads cancelled lately (their rows are gone): who and when, for a second `ba cancel`.
+    var cancelledLately: [String: String] = [:]
     private var eventsTask: Task<Void, Never>?
 
     deinit { networkMonitor?.stop() }
@@ -161,9 +163,13 @@ final class TransferCoordinator: @unchecked Sendable {
         engine.promote(download.uniqueIdentifier)
     }
 
-    func cancel(app: String, identifier: String) throws {
+    /// Cancels the app's active download `identifier`; `by` says who asked (the log, the CLI's event).
+    func cancel(app: String, identifier: String, by: String = "the app") throws {
         let download = try store.cancel(app: app, identifier: identifier)
-        log("download \(download.uniqueIdentifier) (\(app) \(identifier)) cancelled at \(download.bytesOnDisk) bytes")
+        log(
+            "download \(download.uniqueIdentifier) (\(app) \(identifier)) cancelled by \(by) "
+                + "at \(download.bytesOnDisk) bytes")
+        noteCancelled(download, by: by)
         engine.cancel(download.uniqueIdentifier)
         progress[download.uniqueIdentifier] = nil
         if waitingForSpace.removeValue(forKey: download.uniqueIdentifier) != nil, let partial = download.partialPath {
