@@ -69,7 +69,7 @@ extension AppInstaller {
             var report = report
             switch outcome {
             case .failure(let failure):
-                let delay = manifestFailed(kind, app: app.bundleIdentifier)
+                let delay = manifestFailed(kind, app: app.bundleIdentifier, error: failure.message)
                 report.skipped =
                     "the manifest could not be fetched from \(manifestURL) (BAManifestURL in "
                     + "\(app.appDirectory)/Info.plist): \(failure.message); basd tries again in \(delay) s by itself "

@@ -8,6 +8,15 @@ struct ManifestRetry: Sendable {
     var attempt = 0
     /// Which armed timer is current (a newer failure or a network change supersedes older ones).
     var generation = 0
+    /// The last failure, and when the next try is due (for `ba apps`).
+    var lastError = ""
+    var nextTry = Date()
+
+    /// "install: the manifest could not be fetched (…); tried 2 time(s), next at 2026-…Z".
+    var summary: String {
+        "\(kind.rawValue): the manifest could not be fetched (\(lastError)); tried \(attempt) time(s), next at "
+            + LogFormat.timestamp(nextTry)
+    }
 
     /// The wait after `attempt` failures: 5 s, doubling, at most an hour.
     static func delaySeconds(afterAttempt attempt: Int) -> Int {
@@ -19,14 +28,16 @@ struct ManifestRetry: Sendable {
 // that was down for a periodic run.
 extension AppInstaller {
     /// Records a failed fetch for `kind` and arms the next try; returns its delay in seconds.
-    func manifestFailed(_ kind: ContentRequestKind, app: String) -> Int {
+    func manifestFailed(_ kind: ContentRequestKind, app: String, error: String = "") -> Int {
         var retry = manifestRetries[app] ?? ManifestRetry(kind: kind)
         // An install or update still owed outranks a periodic run.
         if retry.kind == .periodic { retry.kind = kind }
         retry.attempt += 1
         retry.generation += 1
-        manifestRetries[app] = retry
         let delay = ManifestRetry.delaySeconds(afterAttempt: retry.attempt)
+        retry.lastError = error
+        retry.nextTry = services.clock.now.addingTimeInterval(TimeInterval(delay))
+        manifestRetries[app] = retry
         let generation = retry.generation
         services.executor.after(.seconds(delay)) { [weak self] in self?.retryManifest(of: app, generation: generation) }
         return delay

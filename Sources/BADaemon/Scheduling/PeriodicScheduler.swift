@@ -262,7 +262,7 @@ final class PeriodicScheduler: @unchecked Sendable {
             let policy = settings.runtimeAllowancePolicy
             let runtimeLeft = max(
                 0, policy.allowance(usage: state.usage, now: now) - state.allowance.used(now: now, policy: policy))
-            return AppInfo(
+            var info = AppInfo(
                 bundleIdentifier: app.bundleIdentifier, version: app.version, appGroupIdentifier: app.appGroupIdentifier,
                 appDirectory: app.appDirectory, extensionPath: app.extensionPath, launched: app.launched,
                 downloadAllowanceRemaining: remaining.nonEssential,
@@ -272,6 +272,8 @@ final class PeriodicScheduler: @unchecked Sendable {
                 quarantine: state.quarantine.isQuarantined(
                     currentIdentity: app.extensionPath.flatMap(ExtensionFileIdentity.current(path:))),
                 lastRuns: runs)
+            info.manifestRetry = services.installer.manifestRetries[app.bundleIdentifier]?.summary
+            return info
         }
     }
 
