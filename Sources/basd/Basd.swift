@@ -76,11 +76,7 @@ struct Basd: AsyncParsableCommand {
             socketPath: socketPath ?? DaemonProtocol.defaultSocketPath(environment))
         configuration.settingsPath = settingsPath ?? environment["BA_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.traceTransfers = logLevel == .debug
-        if logLevel == .warning {
-            configuration.log = { line in
-                if DaemonServer.isWarning(line) { DaemonServer.logToStandardError(line) }
-            }
-        }
+        if logLevel == .warning { configuration.log = DaemonServer.log(level: .warning) }
         let server: DaemonServer
         do {
             // First, before anything could start a child that inherits LISTEN_* or fd 3.

@@ -37,6 +37,15 @@ struct LogFormatTests {
         #expect(LogFormat.journal.line(text, at: Date()) == line)
     }
 
+    @Test("swift-log levels become syslog priorities for the journal")
+    func levels() {
+        #expect(BasdLogHandler.priority(of: .warning) == 4)
+        #expect(BasdLogHandler.priority(of: .info) == 6)
+        #expect(BasdLogHandler.priority(of: .error) == 3)
+        #expect(BasdLogHandler.priority(of: .debug) == 7)
+        #expect(LogFormat.journal.line("x", at: Date(), priority: 3) == "<3>basd: x")
+    }
+
     @Test("elsewhere a line starts with the UTC time in milliseconds")
     func timestamped() {
         let date = Date(timeIntervalSince1970: 1_795_606_802.118)

@@ -34,10 +34,10 @@ enum LogFormat: Sendable, Equatable {
         return failure.contains { lowered.contains($0) } ? 4 : 6
     }
 
-    /// The line as written, without its newline.
-    func line(_ text: String, at date: Date) -> String {
+    /// The line as written, without its newline; `priority` defaults to the text's.
+    func line(_ text: String, at date: Date, priority: Int? = nil) -> String {
         switch self {
-        case .journal: return "<\(Self.priority(of: text))>basd: \(text)"
+        case .journal: return "<\(priority ?? Self.priority(of: text))>basd: \(text)"
         case .timestamped: return Self.timestamp(date) + " basd: " + text
         }
     }

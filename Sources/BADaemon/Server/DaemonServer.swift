@@ -3,6 +3,7 @@ import BAExclusiveControl
 import BAScheduling
 import BAStore
 import Foundation
+import Logging
 import NIOCore
 import NIOPosix
 
@@ -66,10 +67,15 @@ public final class DaemonServer: Sendable {
     /// basd's version string.
     public static let version = ReleaseVersion.string
 
-    /// Writes `line` and a newline to standard error: with a syslog priority prefix when standard
-    /// error is the journal, with the time otherwise (``LogFormat``).
-    public static let logToStandardError: @Sendable (String) -> Void = { line in
-        FileHandle.standardError.write(Data((LogFormat.standardError.line(line, at: Date()) + "\n").utf8))
+    /// Writes `line` and a newline to standard error through swift-log at level info: with a
+    /// syslog priority prefix when standard error is the journal, with the time otherwise
+    /// (``LogFormat``). A line that reports a failure is logged at level warning.
+    public static let logToStandardError: @Sendable (String) -> Void = log(level: .info)
+
+    /// basd's log at `level` (`--log-level`): lines below it are dropped.
+    public static func log(level: Logger.Level) -> @Sendable (String) -> Void {
+        let logger = Logger(label: "basd") { _ in BasdLogHandler(level: level) }
+        return { line in logger.log(level: isWarning(line) ? .warning : .info, "\(line)") }
     }
 
     /// What the server was started with.
