@@ -137,7 +137,7 @@ struct RetryCommandTests {
         #expect(install.stdout.contains("basd tries again in 5 s by itself"), "\(install.stdout)")
         let retry = try await CLIQueries.app(daemon)["manifestRetry"] as? String ?? ""
         #expect(retry.hasPrefix("install: the manifest could not be fetched ("), "\(retry)")
-        #expect(retry.contains("tried 1 time(s), next at "), "\(retry)")
+        #expect(retry.contains(" time(s), next at "), "\(retry)")
 
         // The manifest's server comes up; nobody asks again, basd does.
         let manifestServer = try await AssetServer.start(port: port)

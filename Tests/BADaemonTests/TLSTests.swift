@@ -27,11 +27,13 @@ final class PrivateCATLSServer {
         try directory.write("san.cnf", "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
         for arguments in [
             [
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                "ca.key", "-out", "ca.pem", "-days", "2",
                 "-subj", "/CN=Background Assets Test CA",
             ],
             [
-                "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj",
+                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "server.key",
+                "-out", "server.csr", "-subj",
                 "/CN=localhost",
             ],
             [
