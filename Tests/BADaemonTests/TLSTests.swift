@@ -190,6 +190,26 @@ struct TLSTests {
         #expect(daemon.standardError.contains("unable to get local issuer certificate"), "\(daemon.standardError)")
     }
 
+    @Test("pinnedPublicKey: a server presenting another key fails, naming the setting")
+    func wrongPin() async throws {
+        let tls = try await PrivateCATLSServer()
+        defer { tls.stop() }
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let fixture = try SampleAppFixture(server: server, assets: [])
+        defer { fixture.remove() }
+        try tls.serve("manifest.json", Array(#"{"assets": []}"#.utf8))
+        try fixture.editInfoPlist { $0["BAManifestURL"] = tls.url("/manifest.json") }
+        let directory = try TemporaryDirectory()
+        let wrong = "sha256//" + Data(repeating: 0, count: 32).base64EncodedString()
+        try writeSettings(#"{"caFile": "\#(tls.caFile)", "pinnedPublicKey": "\#(wrong)"}"#, in: directory)
+        let daemon = try DaemonProcess(directory: directory)
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 20, "\(install.stdout)\(install.stderr)")
+        #expect(install.stdout.contains("pinnedPublicKey"), "\(install.stdout)")
+    }
+
     @Test("a caFile that does not exist stops basd at start with the key named")
     func missingCAFile() async throws {
         let directory = try TemporaryDirectory()
