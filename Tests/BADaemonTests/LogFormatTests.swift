@@ -76,7 +76,7 @@ struct LogFormatTests {
     /// Starts basd with `arguments`, its stderr in a file; returns the process and the file.
     func startBasd(_ directory: TemporaryDirectory, _ arguments: [String]) throws -> (Process, String) {
         let log = directory.path + "/basd.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         let basd = Process()
         basd.executableURL = URL(fileURLWithPath: BuildProducts.executable("basd"))
         basd.arguments =

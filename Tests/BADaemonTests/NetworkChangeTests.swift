@@ -21,7 +21,7 @@ struct NetworkChangeTests {
         defer { directory.remove() }
         let socketPath = directory.path + "/basd.sock"
         let log = directory.path + "/basd.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         let basd = Process()
         basd.executableURL = URL(fileURLWithPath: NetworkNamespace.unshare)
         basd.arguments = [

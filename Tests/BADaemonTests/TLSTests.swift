@@ -53,7 +53,7 @@ final class PrivateCATLSServer {
         // Port 0: the kernel picks one, and s_server prints it ("ACCEPT 127.0.0.1:PORT"). Its
         // output goes to a file, so a full pipe can never block it.
         let log = path + "/s_server.log"
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.executableURL = URL(fileURLWithPath: Self.openssl)
         process.arguments = [
             "s_server", "-WWW", "-accept", "127.0.0.1:0", "-cert", path + "/server.pem", "-key", path + "/server.key",
