@@ -54,7 +54,7 @@ struct LowPowerModeTests {
             .write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
         let daemon = try DaemonProcess(directory: directory, environment: ["BASD_POWER_PROFILE_FILE": profile])
         defer { daemon.kill() }
-        server.setBehavior(.trickle(bytesPerSecond: 64 << 10), for: "/levels/level-1.pak")
+        server.setBehavior(.trickle(bytesPerSecond: 128 << 10), for: "/levels/level-1.pak")
         let fixture = try SampleAppFixture(
             server: server,
             assets: [
@@ -62,7 +62,7 @@ struct LowPowerModeTests {
                     identifier: "catalog", path: "/catalog.json", contents: SampleAppFixture.catalog, essential: true),
                 .init(
                     identifier: "level-1", path: "/levels/level-1.pak",
-                    contents: SampleAppFixture.bytes(256 << 10, seed: 4), essential: false),
+                    contents: SampleAppFixture.bytes(1 << 20, seed: 4), essential: false),
             ])
         defer { fixture.remove() }
 
@@ -102,7 +102,7 @@ struct LowPowerModeTests {
         // Balanced: it resumes and finishes.
         try Data("balanced\n".utf8).write(to: URL(fileURLWithPath: profile))
         _ = try await CLIQueries.poll(
-            "level-1 to finish", daemon, timeout: 30,
+            "level-1 to finish", daemon, timeout: 60,
             read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
             until: { rows in
                 rows.contains { $0["identifier"] as? String == "level-1" && $0["state"] as? String == "finished" }
