@@ -9,15 +9,16 @@ import Testing
 struct InstallHookTests {
     let ba = BuildProducts.executable("ba")
 
-    /// One essential download of `megabytes` MiB at 128 KiB/s (8 s a MiB).
-    func slowFixture(_ server: AssetServer, megabytes: Int = 1) throws -> SampleAppFixture {
-        server.setBehavior(.trickle(bytesPerSecond: 128 << 10), for: "/levels/level-1.pak")
+    /// One essential download that the server stalls after its first KiB: it stays active (and
+    /// idle) until the test ends, however busy the machine.
+    func stalledFixture(_ server: AssetServer) throws -> SampleAppFixture {
+        server.setBehavior(.stall(afterBytes: 1024), for: "/levels/level-1.pak")
         return try SampleAppFixture(
             server: server,
             assets: [
                 .init(
                     identifier: "level-1", path: "/levels/level-1.pak",
-                    contents: SampleAppFixture.bytes(megabytes << 20, seed: 5), essential: true)
+                    contents: SampleAppFixture.bytes(1 << 20, seed: 5), essential: true)
             ])
     }
 
@@ -25,8 +26,7 @@ struct InstallHookTests {
     func timeout() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
-        // 32 s to download: far longer than ba may take to start, even on a busy machine.
-        let fixture = try slowFixture(server, megabytes: 4)
+        let fixture = try stalledFixture(server)
         defer { fixture.remove() }
         let daemon = try DaemonProcess()
         defer { daemon.kill() }
@@ -48,8 +48,7 @@ struct InstallHookTests {
     func adoptsTheActiveEssential() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
-        // 32 s to download: still running when the update comes, however busy the machine.
-        let fixture = try slowFixture(server, megabytes: 4)
+        let fixture = try stalledFixture(server)
         defer { fixture.remove() }
         let daemon = try DaemonProcess()
         defer { daemon.kill() }
