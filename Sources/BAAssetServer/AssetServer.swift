@@ -123,6 +123,12 @@ public final class AssetServer: Sendable {
         store.setBehavior(behavior, for: path)
     }
 
+    /// Makes every path without a behaviour of its own behave this way (a `trickle` for the whole
+    /// server, say); `nil` restores normal service.
+    public func setDefaultBehavior(_ behavior: Behavior?) {
+        store.setDefaultBehavior(behavior)
+    }
+
     /// Every request received so far, in order of arrival (the most recent 200,000 at most).
     public var requests: [RecordedRequest] {
         store.requests

@@ -37,6 +37,8 @@ final class AssetStore: Sendable {
     private struct State {
         var files: [String: MemoryFile] = [:]
         var behaviors: [String: BehaviorSlot] = [:]
+        /// Applies to every path without a behaviour of its own.
+        var defaultBehavior: Behavior?
         var requests: [RecordedRequest] = []
         var connections: [ObjectIdentifier: any Channel] = [:]
         var isShutDown = false
@@ -83,12 +85,19 @@ final class AssetStore: Sendable {
         state.withLock { $0.behaviors[RequestPath.key(path)] = slot }
     }
 
+    func setDefaultBehavior(_ behavior: Behavior?) {
+        state.withLock { $0.defaultBehavior = behavior }
+    }
+
     /// Takes the decision for one request of `path`, counting it against a `status` behaviour's `times` and
     /// advancing a `changeETagEachRequest` generation.
     func decide(_ path: String) -> RequestDecision {
         state.withLock { state in
             var decision = RequestDecision(behavior: nil, generation: 0, memoryFile: state.files[path])
-            guard var slot = state.behaviors[path] else { return decision }
+            guard var slot = state.behaviors[path] else {
+                decision.behavior = state.defaultBehavior
+                return decision
+            }
             switch slot.behavior {
             case .status:
                 guard slot.remaining > 0 else { return decision }

@@ -92,3 +92,30 @@ struct Cancel: ParsableCommand {
             { .cancelDownload(uniqueIdentifier: $0) }, done: { "cancelled \($0)" })
     }
 }
+
+/// `ba retry`: tries a failed download again, or cuts a retry's wait short.
+struct Retry: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Try a download (any app's) again now: a failed one is requeued, a waiting one starts at once.",
+        discussion: """
+            A failed download becomes active again and resumes from its partial file where the server's \
+            validator still matches (else from the start); one waiting out a backoff after a failed attempt, \
+            or waiting for disk space, starts at once. Exits 0 when done, 32 when no download has that unique \
+            identifier (or it finished), 33 when the app already has another active download with the same \
+            identifier.
+
+            Examples:
+              ba retry 6F9619FF-8B86-D011-B42D-00C04FC964FF
+              ba retry 6F9619FF        # an unambiguous prefix, as `ba downloads` prints it
+            """)
+
+    @OptionGroup var daemon: DaemonOptions
+
+    @Argument(help: "The download's unique identifier, or an unambiguous prefix of it.")
+    var uniqueIdentifier: String
+
+    func run() throws {
+        try DownloadCommand(daemon: daemon, uniqueIdentifier: uniqueIdentifier).run(
+            { .retryDownload(uniqueIdentifier: $0) }, done: { "retrying \($0)" })
+    }
+}

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BADaemonProtocol
+import Foundation
 
 /// `ba downloads`: every app's downloads as basd knows them.
 struct Downloads: ParsableCommand {
@@ -56,7 +57,7 @@ struct Downloads: ParsableCommand {
             table.append([
                 row.appIdentifier ?? "-", row.identifier, String(row.uniqueIdentifier.prefix(8)),
                 // A download waiting for disk space says so.
-                row.waitingFor.map { "\(row.state) (waiting for \($0))" } ?? row.state,
+                row.waitingFor.map { "\(row.state) (waiting for \($0)\(Self.nextAttempt(row)))" } ?? row.state,
                 HumanReadable.bytes(row.bytesOnDisk) + " / " + (row.fileSize.map(HumanReadable.bytes) ?? "?"),
                 "\(row.priority)", row.essential ? "yes" : "no", row.foreground ? "yes" : "no",
                 row.attempts.map(String.init) ?? "-",
@@ -64,6 +65,14 @@ struct Downloads: ParsableCommand {
             ])
         }
         return table.render()
+    }
+
+    /// `" until 11:23:05"` for a download waiting for a retry, else "".
+    static func nextAttempt(_ row: Row) -> String {
+        guard let at = row.nextAttemptAt else { return "" }
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss"
+        return " until " + formatter.string(from: Date(timeIntervalSince1970: at))
     }
 
     /// `CODE: MESSAGE`, or `-` when no attempt failed.
@@ -95,8 +104,10 @@ package struct DownloadRow: Encodable {
     package var errorMessage: String?
     package var applicationGroupIdentifier: String?
     package var sha256: String?
-    /// What an active download waits for (`space`), if anything.
+    /// What an active download waits for (`space`, `retry`, `lowPowerMode`), if anything.
     package var waitingFor: String?
+    /// When a download waiting for a retry tries again (seconds since 1970).
+    package var nextAttemptAt: Double?
 
     package init(_ info: DownloadInfo) {
         appIdentifier = info.appIdentifier
@@ -116,6 +127,7 @@ package struct DownloadRow: Encodable {
         applicationGroupIdentifier = info.download.applicationGroupIdentifier
         sha256 = info.download.sha256
         waitingFor = info.waitingFor
+        nextAttemptAt = info.nextAttemptAt
     }
 
     /// `BADownload.State`'s name for its raw value.

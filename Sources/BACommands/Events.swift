@@ -13,9 +13,10 @@ struct Events: ParsableCommand {
         abstract: "Follow every app's download events as they happen, one line each.",
         discussion: """
             basd streams events as they happen and keeps no history for the command line, so --follow is \
-            required: ba prints each event until SIGINT (Ctrl-C) or SIGTERM (exit 0) or until basd goes away \
-            (exit 31). Once subscribed it says so on stderr ("following events from basd at PATH"); stdout \
-            holds only events. Progress events (sequence 0) are transient: not stored, never redelivered.
+            required: ba prints each event until SIGINT (Ctrl-C) or SIGTERM (exit 0). When basd goes away \
+            (a restart), ba says so on stderr and waits for it to come back, then follows again (events in \
+            between are not shown); with --no-reconnect it exits 31 instead. Once subscribed it says so on \
+            stderr ("following events from basd at PATH"); stdout holds only events. Progress events (sequence 0) are transient: not stored, never redelivered.
 
             Examples:
               ba events --follow
@@ -44,9 +45,14 @@ struct Events: ParsableCommand {
         }
     }
 
+    @Flag(
+        name: .customLong("no-reconnect"),
+        help: "Exit 31 when basd goes away instead of waiting for it to come back.")
+    var noReconnect = false
+
     func run() throws {
         let printer = EventPrinter(json: json, app: app, includesProgress: !noProgress)
-        let end = StreamEnd()
+        let state = FollowState()
         // A handler in place before anything else, not a dispatch source: a source's handler is
         // installed later on another thread, and until then a signal would kill ba (or, with
         // SIG_IGN set, be lost) where a script expects exit 0.
@@ -59,47 +65,89 @@ struct Events: ParsableCommand {
         Thread {
             var byte: UInt8 = 0
             while read(signalPipe, &byte, 1) < 0 && errno == EINTR {}
-            end.finish(.interrupted)
+            state.interrupt()
         }.start()
 
-        let session = try daemon.connect(
-            onEvent: { printer.write($0) }, onClose: { end.finish(.lost($0)) })
-        let result = try session.call(.subscribeEvents)
-        guard case .ok = result else { throw session.unexpected(result, to: .subscribeEvents) }
-        FileHandle.standardError.write(
-            Data("following events from basd at \(session.socketPath) (Ctrl-C to stop)\n".utf8))
-        switch end.wait() {
-        case .interrupted:
-            session.client.close()
-        case .lost(let error):
-            printError("stopped following: \(error.message) (basd at \(session.socketPath) stopped?)")
-            throw ExitCode(BAExitCode.daemonConnectionLost.rawValue)
+        var connected = false
+        while true {
+            let session: DaemonSession
+            do {
+                session = try daemon.tryConnect(onEvent: { printer.write($0) }, onClose: { state.lost($0) })
+                let result = try session.client.call(.subscribeEvents)
+                guard case .ok = result else { throw session.unexpected(result, to: .subscribeEvents) }
+            } catch let error as DaemonClientError {
+                // The first connection must work (exit 30 says basd is not there); later ones are
+                // retried until basd is back or ba is interrupted.
+                guard connected else { throw DaemonSession.unavailable(error) }
+                if state.interrupted(within: .milliseconds(250)) { return }
+                continue
+            }
+            FileHandle.standardError.write(
+                Data(
+                    (connected
+                        ? "basd is back at \(session.socketPath); following its events again\n"
+                        : "following events from basd at \(session.socketPath) (Ctrl-C to stop)\n").utf8))
+            connected = true
+            switch state.waitForEnd() {
+            case .interrupted:
+                session.client.close()
+                return
+            case .lost(let error):
+                guard !noReconnect else {
+                    printError("stopped following: \(error.message) (basd at \(session.socketPath) stopped?)")
+                    throw ExitCode(BAExitCode.daemonConnectionLost.rawValue)
+                }
+                printError(
+                    "lost basd at \(session.socketPath) (\(error.message)); waiting for it to come back "
+                        + "(events in between are not shown; Ctrl-C to stop)")
+            }
         }
     }
 
-    /// Why following ended: the first of a signal or the connection's end.
-    final class StreamEnd: @unchecked Sendable {
-        enum Reason {
+    /// Why following a connection ended: a signal (for good) or the connection's end (per connection).
+    final class FollowState: @unchecked Sendable {
+        enum End {
             case interrupted
             case lost(DaemonClientError)
         }
 
         private let lock = NSLock()
-        private var reason: Reason?
-        private let done = DispatchSemaphore(value: 0)
+        private var isInterrupted = false
+        private var lostError: DaemonClientError?
+        private let changed = DispatchSemaphore(value: 0)
 
-        func finish(_ reason: Reason) {
-            let first = lock.withLock {
-                guard self.reason == nil else { return false }
-                self.reason = reason
-                return true
-            }
-            if first { done.signal() }
+        func interrupt() {
+            lock.withLock { isInterrupted = true }
+            changed.signal()
         }
 
-        func wait() -> Reason {
-            done.wait()
-            return lock.withLock { reason! }
+        func lost(_ error: DaemonClientError) {
+            lock.withLock { lostError = error }
+            changed.signal()
+        }
+
+        /// Blocks until ba is interrupted or the current connection is lost.
+        func waitForEnd() -> End {
+            while true {
+                let end: End? = lock.withLock {
+                    if isInterrupted { return .interrupted }
+                    defer { lostError = nil }
+                    return lostError.map { .lost($0) }
+                }
+                if let end { return end }
+                changed.wait()
+            }
+        }
+
+        /// Waits up to `duration`; true when ba was interrupted.
+        func interrupted(within duration: Duration) -> Bool {
+            let milliseconds = Int(
+                duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+            _ = changed.wait(timeout: .now() + .milliseconds(milliseconds))
+            return lock.withLock {
+                lostError = nil
+                return isInterrupted
+            }
         }
     }
 }
@@ -161,8 +209,11 @@ final class EventPrinter: @unchecked Sendable {
         case .paused:
             return event.bytesOnDisk.map { "\(HumanReadable.bytes($0)) kept" } ?? ""
         case .progress:
-            let written = event.bytesWritten ?? 0
-            guard let total = event.totalBytes, total > 0 else { return "\(HumanReadable.bytes(written))" }
+            // A stored progress event carries what is on disk; a transient one what was written.
+            let written = event.bytesWritten ?? event.bytesOnDisk ?? 0
+            guard let total = event.totalBytes ?? event.download?.fileSize, total > 0 else {
+                return "\(HumanReadable.bytes(written))"
+            }
             let percent = Int((Double(written) / Double(total) * 100).rounded(.down))
             return "\(HumanReadable.bytes(written)) / \(HumanReadable.bytes(total)) (\(percent)%)"
         case .finished:

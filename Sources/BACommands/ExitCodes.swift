@@ -18,6 +18,9 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
     case downloadFailed = 20
     /// `ba fetch`: interrupted (SIGINT) before every download ended; partial files are kept.
     case interrupted = 21
+    /// `ba install`, `ba update`: `--timeout` passed before the extension's call or the essential
+    /// downloads ended; they go on in basd.
+    case waitTimedOut = 22
     /// Commands that talk to basd: it is not running (nothing listens on the socket) or refused
     /// the handshake.
     case daemonUnavailable = 30

@@ -33,8 +33,13 @@ struct Install: ParsableCommand {
     @Flag(help: "Return once the extension has run and the downloads are scheduled; do not wait for essentials.")
     var noWait = false
 
+    @OptionGroup var deadline: InstallDeadline
+
     func run() throws {
-        try InstallFlow(daemon: daemon, appDirectory: appDirectory, mode: .automatic, json: json, noWait: noWait).run()
+        try InstallFlow(
+            daemon: daemon, appDirectory: appDirectory, mode: .automatic, json: json, noWait: noWait,
+            timeout: deadline.timeout, strict: deadline.strict
+        ).run()
     }
 }
 
@@ -61,8 +66,13 @@ struct Update: ParsableCommand {
     @Flag(help: "Return once the extension has run and the downloads are scheduled; do not wait for essentials.")
     var noWait = false
 
+    @OptionGroup var deadline: InstallDeadline
+
     func run() throws {
-        try InstallFlow(daemon: daemon, appDirectory: appDirectory, mode: .update, json: json, noWait: noWait).run()
+        try InstallFlow(
+            daemon: daemon, appDirectory: appDirectory, mode: .update, json: json, noWait: noWait,
+            timeout: deadline.timeout, strict: deadline.strict
+        ).run()
     }
 }
 
@@ -73,8 +83,13 @@ struct InstallFlow {
     var mode: InstallRequest.Mode
     var json: Bool
     var noWait: Bool
+    /// Seconds after which ba stops waiting (exit 22); nil waits as long as it takes.
+    var timeout: Double? = nil
+    /// Whether a refused non-essential download fails the install too (exit 20).
+    var strict = false
 
     func run() throws {
+        if let timeout { InstallDeadline.arm(seconds: timeout, appDirectory: appDirectory) }
         let directory = URL(fileURLWithPath: appDirectory, isDirectory: true).standardizedFileURL.path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -132,6 +147,15 @@ struct InstallFlow {
                     + "\(report.bundleIdentifier) stays installed")
             failed = true
         }
+        // A refused non-essential download does not fail the install, but an installer must hear
+        // about it: on stderr, and as a failure with --strict.
+        for refused in report.refused where refused.isEssential != true {
+            printError(
+                "download \"\(refused.identifier)\" was refused: \(refused.reason) (error \(refused.code)); "
+                    + "\(report.bundleIdentifier) is installed without it\(strict ? "" : " (--strict makes this a failure)")"
+            )
+            if strict { failed = true }
+        }
         if failed { throw ExitCode(BAExitCode.downloadFailed.rawValue) }
     }
 }
@@ -158,13 +182,14 @@ struct InstallReportPrinter {
         }
         let essential = report.scheduled.filter(\.download.isEssential)
         let other = report.scheduled.count - essential.count
-        if report.event != nil {
+        if report.event != nil, report.verdict == "ok" {
             Swift.print("  scheduled \(essential.count) essential and \(other) other download(s)")
         }
         for download in report.scheduled {
             let size = download.download.fileSize.map(HumanReadable.bytes) ?? "size unknown"
             Swift.print(
-                "    \(download.download.isEssential ? "essential" : "         ") \(download.download.identifier) (\(size))")
+                "    \(download.download.isEssential ? "essential" : "         ") \(download.download.identifier) (\(size))"
+            )
         }
         for refused in report.refused {
             Swift.print("  refused \(refused.identifier): \(refused.reason) (error \(refused.code))")
@@ -247,7 +272,9 @@ final class EssentialWatcher: @unchecked Sendable {
         if json { Swift.print(jsonLine(event)) }
         switch event.kind {
         case .progress, .began, .paused:
-            if let bytes = event.bytesWritten ?? event.offset ?? event.bytesOnDisk { written[event.downloadUniqueIdentifier] = bytes }
+            if let bytes = event.bytesWritten ?? event.offset ?? event.bytesOnDisk {
+                written[event.downloadUniqueIdentifier] = bytes
+            }
         case .finished:
             finished.insert(event.downloadUniqueIdentifier)
             written[event.downloadUniqueIdentifier] = event.size ?? download.download.fileSize ?? 0
@@ -281,7 +308,8 @@ final class EssentialWatcher: @unchecked Sendable {
             if quarter != lastQuarter {
                 lastQuarter = quarter
                 Swift.print(
-                    "essential downloads: \(Int(fraction * 100))% (\(HumanReadable.bytes(done)) of \(HumanReadable.bytes(total)))")
+                    "essential downloads: \(Int(fraction * 100))% (\(HumanReadable.bytes(done)) of \(HumanReadable.bytes(total)))"
+                )
             }
             return
         }

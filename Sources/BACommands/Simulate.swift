@@ -144,6 +144,7 @@ struct Apps: ParsableCommand {
                 table.rows.append(["next periodic run", formatter.string(from: Date(timeIntervalSince1970: next))])
             }
             if let quarantine = app.quarantine { table.rows.append(["QUARANTINED", quarantine]) }
+            if let retry = app.manifestRetry { table.rows.append(["manifest", retry]) }
             for run in app.lastRuns {
                 let when = formatter.string(from: Date(timeIntervalSince1970: run.startedAt))
                 table.rows.append([

@@ -128,6 +128,9 @@ public struct AppInfo: Sendable, Hashable, Codable {
     public var quarantine: String?
     /// The last extension calls, newest first.
     public var lastRuns: [ExtensionRunInfo]
+    /// A content request whose manifest could not be fetched, waiting to be tried again: what
+    /// failed and when basd tries again.
+    public var manifestRetry: String?
 
     public init(
         bundleIdentifier: String, version: String, appGroupIdentifier: String?, appDirectory: String,

@@ -18,7 +18,7 @@ public struct ClientMessage: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case id, type, protocolVersion, client, download, identifier, throughSequence, app, uniqueIdentifier,
-            disposition, user, password, install, event, dryRun
+            disposition, user, password, install, event, dryRun, keepData
     }
 
     public init(from decoder: any Decoder) throws {
@@ -60,6 +60,12 @@ public struct ClientMessage: Sendable, Hashable, Codable {
                 event: try container.decode(SimulatedEvent.self, forKey: .event))
         case "clearQuarantine": request = .clearQuarantine(app: try container.decode(String.self, forKey: .app))
         case "purge": request = .purge(dryRun: try container.decode(Bool.self, forKey: .dryRun))
+        case "retryDownload":
+            request = .retryDownload(uniqueIdentifier: try container.decode(String.self, forKey: .uniqueIdentifier))
+        case "uninstallApp":
+            request = .uninstallApp(
+                app: try container.decode(String.self, forKey: .app),
+                keepData: try container.decodeIfPresent(Bool.self, forKey: .keepData) ?? false)
         default: throw UnknownMessageType(type: type, id: id)
         }
     }
@@ -93,6 +99,10 @@ public struct ClientMessage: Sendable, Hashable, Codable {
             try container.encode(app, forKey: .app)
             try container.encode(event, forKey: .event)
         case .purge(let dryRun): try container.encode(dryRun, forKey: .dryRun)
+        case .retryDownload(let uniqueIdentifier): try container.encode(uniqueIdentifier, forKey: .uniqueIdentifier)
+        case .uninstallApp(let app, let keepData):
+            try container.encode(app, forKey: .app)
+            try container.encode(keepData, forKey: .keepData)
         }
     }
 }
@@ -152,6 +162,15 @@ public enum Request: Sendable, Hashable {
     /// What basd would purge to get free space back over its threshold, or purges it (CLI only):
     /// answered with ``ServerMessage/Result/purge(_:)``.
     case purge(dryRun: Bool)
+    /// Removes an app (CLI only; `ba uninstall`): cancels its downloads, waits out a running call
+    /// of its extension, removes its registration, downloads, events and runs, and deletes its app
+    /// group container unless `keepData` or another registered app shares the group. Answered with
+    /// ``ServerMessage/Result/uninstalled(_:)``, also when the app was not registered.
+    case uninstallApp(app: String, keepData: Bool)
+    /// Tries a download again now (CLI only; `ba retry`): a failed one becomes active again,
+    /// resuming from its partial file where it is still valid; an active one waiting out a backoff
+    /// (or for disk space) starts at once. Answered with `ok`.
+    case retryDownload(uniqueIdentifier: String)
 
     /// The wire name (`type`) of the request.
     public var type: String {
@@ -175,6 +194,8 @@ public enum Request: Sendable, Hashable {
         case .simulate: "simulate"
         case .clearQuarantine: "clearQuarantine"
         case .purge: "purge"
+        case .uninstallApp: "uninstallApp"
+        case .retryDownload: "retryDownload"
         }
     }
 }

@@ -36,9 +36,11 @@ public enum ServerMessage: Sendable, Hashable, Codable {
         case apps([AppInfo])
         /// A purge plan, or what was purged (`purge`).
         case purge(PurgeReport)
+        /// What `uninstallApp` did.
+        case uninstalled(UninstallReport)
 
         private enum CodingKeys: String, CodingKey {
-            case type, status, downloads, code, message, welcome, lock, report, apps, purge
+            case type, status, downloads, code, message, welcome, lock, report, apps, purge, uninstall
         }
 
         public init(from decoder: any Decoder) throws {
@@ -53,6 +55,7 @@ public enum ServerMessage: Sendable, Hashable, Codable {
             case "extensionRun": self = .extensionRun(try container.decode(ExtensionRunReport.self, forKey: .report))
             case "apps": self = .apps(try container.decode([AppInfo].self, forKey: .apps))
             case "purge": self = .purge(try container.decode(PurgeReport.self, forKey: .purge))
+            case "uninstalled": self = .uninstalled(try container.decode(UninstallReport.self, forKey: .uninstall))
             case "error":
                 self = .error(
                     code: try container.decode(Int.self, forKey: .code),
@@ -86,6 +89,9 @@ public enum ServerMessage: Sendable, Hashable, Codable {
             case .purge(let report):
                 try container.encode("purge", forKey: .type)
                 try container.encode(report, forKey: .purge)
+            case .uninstalled(let report):
+                try container.encode("uninstalled", forKey: .type)
+                try container.encode(report, forKey: .uninstall)
             case .error(let code, let message):
                 try container.encode("error", forKey: .type)
                 try container.encode(code, forKey: .code)
@@ -181,8 +187,13 @@ public struct DownloadInfo: Sendable, Hashable, Codable {
     public var errorCode: Int?
     public var errorMessage: String?
     /// What an active download waits for before its transfer can go on, if anything: `"space"`
-    /// (the file system is full; it resumes by itself when there is room).
+    /// (the file system is full; it resumes by itself when there is room), `"retry"` (an attempt
+    /// failed, or the host could not be reached; ``errorMessage`` says why and ``nextAttemptAt``
+    /// when it tries again), `"lowPowerMode"` (a background download while the power profile
+    /// saves power).
     public var waitingFor: String?
+    /// When a download waiting for a retry tries again (seconds since 1970).
+    public var nextAttemptAt: Double?
 
     /// Creates download info.
     public init(

@@ -35,6 +35,11 @@ public final class DownloadEngine: Sendable {
         /// a renamed file without its bytes (writeback starts every 8 MiB during the download, so
         /// the final fsync is short). Off for tools that, like curl, leave that to the kernel.
         public var durable: Bool = true
+        /// The `User-Agent` sent with every request (a request's own header wins); nil sends none.
+        public var userAgent: String?
+        /// libcurl's own trace of every request (`CURLOPT_VERBOSE`) on standard error: for
+        /// debugging a server or a proxy (`basd --log-level debug`).
+        public var verbose = false
         public init() {}
     }
 
@@ -45,6 +50,8 @@ public final class DownloadEngine: Sendable {
         case respond(String, ChallengeResponse)
         case liftRestrictions(String)
         case setBackgroundConcurrency(Int)
+        case holdBackground(Bool)
+        case retryNow(String?)
         case shutdown
     }
 
@@ -102,6 +109,15 @@ public final class DownloadEngine: Sendable {
     /// Changes how many background transfers run at once.
     public func setBackgroundConcurrency(_ count: Int) { post(.setBackgroundConcurrency(max(1, count))) }
 
+    /// Holds background transfers (Low Power Mode) or lets them go again. Held, running background
+    /// transfers pause keeping every byte (event `paused`) and wait in the queue with the others;
+    /// foreground and essential transfers go on. Let go, they resume with ranged requests.
+    public func holdBackground(_ held: Bool) { post(.holdBackground(held)) }
+
+    /// Ends the wait of a transfer waiting to retry (`id`), or of every one (nil: the network
+    /// changed): it starts now (or queues, if a background slot is not free).
+    public func retryNow(_ id: String?) { post(.retryNow(id)) }
+
     /// Wakes the engine thread (after advancing a ``ManualEngineClock``).
     public func wake() {
         curl_multi_wakeup(UnsafeMutableRawPointer(bitPattern: multiAddress))
@@ -152,6 +168,8 @@ final class EngineLoop: @unchecked Sendable {
     /// walks them all (thousands wait while offline). An entry whose transfer left ``retrying``
     /// or got another due time is skipped when it comes up.
     var retryTimes = Heap<RetryEntry>()
+    /// Background transfers are held (``DownloadEngine/holdBackground(_:)``).
+    var backgroundHeld = false
     /// Destination and partial paths in use, to the transfer id using them.
     var destinations: [String: String] = [:]
     var sequence = 0
@@ -291,6 +309,8 @@ final class EngineLoop: @unchecked Sendable {
         case .promote(let id):
             guard let transfer = transfers[id], !transfer.machine.isForeground else { return }
             transfer.machine.promote()
+            // Waiting out a backoff: promoted means now.
+            if transfer.machine.retryNow() { retrying[ObjectIdentifier(transfer)] = nil }
             if transfer.machine.state == .running {
                 // Take it off the wire keeping every byte written, then resume it in the
                 // foreground with a ranged request.
@@ -298,7 +318,8 @@ final class EngineLoop: @unchecked Sendable {
                 transfer.machine.pause()
                 emit(.paused(id: id, bytesOnDisk: transfer.bytesOnDisk))
                 start(transfer)
-            } else if transfer.machine.state == .queued {
+            } else if transfer.machine.state == .queued || transfer.machine.state == .paused {
+                // Queued, or paused in the queue while background transfers are held.
                 transfer.queueGeneration += 1
                 start(transfer)
             }
@@ -327,6 +348,10 @@ final class EngineLoop: @unchecked Sendable {
             transfer.machine.liftAllowList()
         case .setBackgroundConcurrency(let count):
             configuration.backgroundConcurrency = count
+        case .holdBackground(let held):
+            holdBackground(held)
+        case .retryNow(let id):
+            retryNow(id)
         case .shutdown:
             running = false
         }
@@ -351,7 +376,7 @@ final class EngineLoop: @unchecked Sendable {
             }
         }
         var runningBackground = active.values.reduce(0) { $0 + ($1.startsAtOnce ? 0 : 1) }
-        while runningBackground < configuration.backgroundConcurrency, let entry = queue.popMin() {
+        while !backgroundHeld, runningBackground < configuration.backgroundConcurrency, let entry = queue.popMin() {
             let transfer = entry.transfer
             // A stale entry: the transfer was promoted, cancelled or already started.
             guard entry.generation == transfer.queueGeneration, transfers[transfer.id] === transfer,

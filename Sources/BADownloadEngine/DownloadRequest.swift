@@ -21,9 +21,13 @@ public struct DownloadRequest: Sendable {
         public var caFile: String?
         /// A pinned public key: `sha256//BASE64` (one or more, `;`-separated) or a PEM/DER file.
         public var pinnedPublicKey: String?
-        public init(caFile: String? = nil, pinnedPublicKey: String? = nil) {
+        /// A folder of CA certificates (hashed names, as `openssl rehash` makes) to trust instead
+        /// of the system's.
+        public var caDirectory: String?
+        public init(caFile: String? = nil, pinnedPublicKey: String? = nil, caDirectory: String? = nil) {
             self.caFile = caFile
             self.pinnedPublicKey = pinnedPublicKey
+            self.caDirectory = caDirectory
         }
     }
 

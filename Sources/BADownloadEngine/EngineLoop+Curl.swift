@@ -57,6 +57,9 @@ extension EngineLoop {
         }
         if let caFile = transfer.request.trust.caFile { ccurl_setopt_string(easy, CURLOPT_CAINFO, caFile) }
         if let pin = transfer.request.trust.pinnedPublicKey { ccurl_setopt_string(easy, CURLOPT_PINNEDPUBLICKEY, pin) }
+        if let directory = transfer.request.trust.caDirectory { ccurl_setopt_string(easy, CURLOPT_CAPATH, directory) }
+        if let userAgent = configuration.userAgent { ccurl_setopt_string(easy, CURLOPT_USERAGENT, userAgent) }
+        if configuration.verbose { ccurl_setopt_long(easy, CURLOPT_VERBOSE, 1) }
         curl_multi_add_handle(multi, easy)
         emit(.began(id: transfer.id, offset: offset, isForeground: transfer.machine.isForeground))
     }
@@ -141,7 +144,10 @@ extension EngineLoop {
                     .sizeMismatch, "the server sent more than the expected size for \(url)",
                     curlCode: Int32(result.rawValue)))
         }
-        if code.isTLS { return .fatal(DownloadError(.tls, "\(url): \(code)", curlCode: Int32(result.rawValue))) }
+        if code.isTLS {
+            return .fatal(
+                DownloadError(.tls, "\(url): \(code)\(tlsCause(of: transfer))", curlCode: Int32(result.rawValue)))
+        }
         if code.isTransient || result == CURLE_OK {
             let what = result == CURLE_OK ? "the server closed the connection" : "\(code)"
             return .retryable(

@@ -54,8 +54,13 @@ public struct PurgePlanner: Sendable {
         var entries = assets.map { asset in
             let files = located.files(of: asset)
             let status = Self.status(of: asset, files: files, openBy: open.pids(of: asset.key))
+            // A file that differs from the record may not be the asset at all (the asset was
+            // deleted and a new file got its inode): it is reported with the asset's own size,
+            // never the stranger's.
+            let size: Int64 =
+                if case .modified = status { asset.size } else { files.first?.identity.size ?? asset.size }
             return PurgePlan.Entry(
-                asset: asset, status: status, path: files.first?.path, size: files.first?.identity.size ?? asset.size,
+                asset: asset, status: status, path: files.first?.path, size: size,
                 reason: Self.reason(
                     for: status, asset: asset, truncatedAfter: located.truncated ? located.entriesVisited : nil),
                 willDelete: false)
@@ -135,7 +140,7 @@ public struct PurgePlanner: Sendable {
         case .purgeable(_, _, let lastUsed):
             "purgeable: unmodified since it finished \(PurgeDates.day(asset.finishedAt)), last used \(PurgeDates.day(lastUsed))"
         case .modified(let modification):
-            "kept: modified (\(modification))"
+            "kept: modified (\(modification)), or its inode now holds another file"
         case .inUse(let pids):
             "kept: open by \(pids.count == 1 ? "pid" : "pids") \(pids.map(String.init).joined(separator: ", "))"
         case .pendingDelivery:

@@ -19,6 +19,9 @@ import Foundation
 /// | `automaticPurge` | boolean | `true` |
 /// | `backgroundDownloadConcurrency` | integer ≥ 1 | 4 |
 /// | `extensionSandbox` | boolean | `true` |
+/// | `caFile` | absolute path of a PEM file | none (the system's CAs) |
+/// | `caDirectory` | absolute path of a folder of hashed CA certificates | none (the system's CAs) |
+/// | `pinnedPublicKey` | `sha256//BASE64[;sha256//…]` or a key file's absolute path | none |
 ///
 /// ```json
 /// { "backgroundActivity": false, "dailyRuntimeAllowanceSeconds": 600 }
@@ -62,6 +65,15 @@ public struct BasdSettings: Sendable, Equatable {
     /// Whether extension calls run in the sandbox (no network, Landlock, seccomp; docs/threat-model.md).
     /// Off is for debugging an extension only, and basd logs a warning at every call. Default on.
     public var extensionSandbox: Bool
+    /// A PEM file of CA certificates that manifests and downloads trust instead of the system's
+    /// (a private CA). Default none.
+    public var caFile: String?
+    /// A folder of CA certificates (named by hash, as `openssl rehash` makes them) that manifests
+    /// and downloads trust instead of the system's. Default none.
+    public var caDirectory: String?
+    /// The public key every server must present, as libcurl's `CURLOPT_PINNEDPUBLICKEY` takes it:
+    /// `sha256//BASE64` hashes (`;`-separated) or a PEM/DER key file. Default none.
+    public var pinnedPublicKey: String?
 
     /// The default settings, with any value overridden.
     public init(
@@ -113,7 +125,7 @@ public struct BasdSettings: Sendable, Equatable {
         "backgroundActivity", "inAppContent", "dailyRuntimeAllowanceSeconds", "periodicBaseIntervalSeconds",
         "periodicMinimumIntervalSeconds", "periodicMaximumIntervalSeconds", "quarantineThreshold",
         "extensionCallTimeoutSeconds", "purgeFreeSpaceThresholdBytes", "automaticPurge",
-        "backgroundDownloadConcurrency", "extensionSandbox",
+        "backgroundDownloadConcurrency", "extensionSandbox", "caFile", "caDirectory", "pinnedPublicKey",
     ]
 
     /// The largest settings file read (1 MiB); anything bigger is not a hand-written config.
@@ -214,6 +226,17 @@ public struct BasdSettings: Sendable, Equatable {
             try reader.integer("backgroundDownloadConcurrency", minimum: 1).map { Int(clamping: $0) }
             ?? settings.backgroundDownloadConcurrency
         settings.extensionSandbox = try reader.bool("extensionSandbox") ?? settings.extensionSandbox
+        settings.caFile = try reader.path("caFile", directory: false)
+        settings.caDirectory = try reader.path("caDirectory", directory: true)
+        if let pin = try reader.string("pinnedPublicKey") {
+            guard pin.hasPrefix("sha256//") || pin.hasPrefix("/") else {
+                throw SettingsError(
+                    .invalidValue, path: path, key: "pinnedPublicKey",
+                    message: "pinnedPublicKey must be sha256//BASE64 (one or more, ;-separated) or a key file's "
+                        + "absolute path, found \"\(pin)\"")
+            }
+            settings.pinnedPublicKey = pin
+        }
 
         if settings.periodicMinimumIntervalSeconds > settings.periodicMaximumIntervalSeconds {
             throw SettingsError(
@@ -252,6 +275,33 @@ public struct BasdSettings: Sendable, Equatable {
                 throw SettingsError(.invalidValue, path: path, key: key, message: "\(key) must be more than 0")
             }
             return seconds
+        }
+
+        func string(_ key: String) throws(SettingsError) -> String? {
+            guard let value = object[key] else { return nil }
+            guard case .string(let string) = value, !string.isEmpty else {
+                throw wrongType(key, expected: "a non-empty string", found: value)
+            }
+            return string
+        }
+
+        /// An absolute path to an existing file (or folder).
+        func path(_ key: String, directory: Bool) throws(SettingsError) -> String? {
+            guard let path = try string(key) else { return nil }
+            let what = directory ? "folder" : "file"
+            guard path.hasPrefix("/") else {
+                throw SettingsError(
+                    .invalidValue, path: self.path, key: key,
+                    message: "\(key) must be an absolute path, found \"\(path)\"")
+            }
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory),
+                isDirectory.boolValue == directory
+            else {
+                throw SettingsError(
+                    .invalidValue, path: self.path, key: key, message: "\(key): no \(what) at \(path)")
+            }
+            return path
         }
 
         func integer(_ key: String, minimum: Int64) throws(SettingsError) -> Int64? {

@@ -1,3 +1,4 @@
+internal import BADaemonProtocol
 internal import BAExtensionProtocol
 import Foundation
 
@@ -18,8 +19,11 @@ import Foundation
         /// - **In an app's process**: basd names the app's group and container when the app
         ///   connects (connecting now if needed, as any ``BADownloadManager`` call does); the
         ///   container is returned when `groupIdentifier` is the app's `BAAppGroupID`. An unknown
-        ///   group, an app without a group, or basd unreachable on the first use give nil. Once
-        ///   known, the answer is remembered, so it keeps working while basd restarts.
+        ///   group or an app without a group give nil. Once known, the answer is remembered, so it
+        ///   keeps working while basd restarts. With basd unreachable on the first use, the app's
+        ///   own `Info.plist` (next to the executable or one folder up) gives its `BAAppGroupID`, and
+        ///   the container is `STATE_DIR/groups/GROUP` in basd's default state folder
+        ///   (`$BA_STATE_DIR`, else `$XDG_DATA_HOME/background-assets`, …) when that folder exists.
         ///
         /// The folder exists (basd creates it when the app is registered); nothing is created here.
         ///
@@ -50,7 +54,27 @@ enum AppGroupContainer {
             return path(forGroup: group, environmentValue: named)
         }
         if ExtensionHostConnection.active != nil { return nil }
-        return AppDaemonConnection.shared.containerPath(forGroup: group)
+        if let path = AppDaemonConnection.shared.containerPath(forGroup: group) { return path }
+        return offlinePath(
+            forGroup: group, environment: environment,
+            infoPlists: AppIdentity.infoPlistCandidates(executablePath: AppIdentity.currentExecutablePath))
+    }
+
+    /// Without basd: the container in basd's default state folder, when `group` is the
+    /// `BAAppGroupID` of the first of `infoPlists` that exists and the folder is there.
+    static func offlinePath(forGroup group: String, environment: [String: String], infoPlists: [String]) -> String? {
+        guard !group.isEmpty, !group.contains("/"), group != "..", group != "." else { return nil }
+        guard let plistPath = infoPlists.first(where: { FileManager.default.fileExists(atPath: $0) }),
+            let data = FileManager.default.contents(atPath: plistPath),
+            let plist = (try? PropertyListSerialization.propertyList(from: data, format: nil)) as? [String: Any],
+            plist["BAAppGroupID"] as? String == group
+        else { return nil }
+        let path = DaemonProtocol.defaultStateDirectory(environment) + "/groups/" + group
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            return nil
+        }
+        return path
     }
 
     /// The extension side: `value` when its last path component is `group`.

@@ -22,8 +22,15 @@ struct BAAssetServerCommand: AsyncParsableCommand {
     @Option(help: "The port to listen on; 0 picks a free one.")
     var port = 0
 
+    @Option(
+        help: ArgumentHelp(
+            "Send every body at about this many bytes per second per connection, like a slow link (default: as fast as possible).",
+            valueName: "bytes-per-second"))
+    var rate: Int?
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be within 0...65535") }
+        if let rate, rate < 1 { throw ValidationError("--rate must be at least 1 byte per second") }
         if let root {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue
@@ -36,6 +43,7 @@ struct BAAssetServerCommand: AsyncParsableCommand {
         let signals = TerminationSignals()
         let server = try await AssetServer.start(
             root: root.map { URL(fileURLWithPath: $0, isDirectory: true) }, host: host, port: port)
+        if let rate { server.setDefaultBehavior(.trickle(bytesPerSecond: rate)) }
         // FileHandle writes are unbuffered: the line is out when this returns.
         FileHandle.standardOutput.write(Data("listening on \(server.baseURL)\n".utf8))
         await signals.next()

@@ -3,6 +3,7 @@ import BACommands
 @main
 enum BA {
     static func main() async {
+        OutputBuffering.lineBufferWhenPiped()
         await BACommand.main()
     }
 }

@@ -16,6 +16,7 @@ struct BACommand: AsyncParsableCommand {
               ba events --follow
               ba service install
             """,
+        version: BASubcommands.version,
         subcommands: [BADemoCommand.command] + BASubcommands.all)
 
     init() {}

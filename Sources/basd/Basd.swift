@@ -38,11 +38,45 @@ struct Basd: AsyncParsableCommand {
     )
     var socketPath: String?
 
+    @Option(
+        name: .customLong("config"),
+        help:
+            "basd's settings file (env BA_CONFIG; default $XDG_CONFIG_HOME/background-assets/config.json, or STATE_DIR/config.json where one is left from an older basd)."
+    )
+    var settingsPath: String?
+
+    /// How much basd logs.
+    enum LogLevel: String, ExpressibleByArgument, CaseIterable {
+        case warning, info, debug
+    }
+
+    @Option(
+        name: .customLong("log-level"),
+        help:
+            "warning: only lines that report a failure; info: every line (the default); debug: also libcurl's trace of every request."
+    )
+    var logLevel: LogLevel = .info
+
+    /// `path` made absolute against the current folder.
+    static func absolute(_ path: String) -> String {
+        path.hasPrefix("/")
+            ? path
+            : URL(
+                fileURLWithPath: path,
+                relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+            ).standardizedFileURL.path
+    }
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         var configuration = DaemonServer.Configuration(
-            stateDirectory: stateDirectory ?? DaemonProtocol.defaultStateDirectory(environment),
+            // Absolute, so the paths basd reports (containers, lock files, finished files) do not
+            // depend on the folder basd was started in.
+            stateDirectory: Self.absolute(stateDirectory ?? DaemonProtocol.defaultStateDirectory(environment)),
             socketPath: socketPath ?? DaemonProtocol.defaultSocketPath(environment))
+        configuration.settingsPath = settingsPath ?? environment["BA_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        configuration.traceTransfers = logLevel == .debug
+        if logLevel == .warning { configuration.log = DaemonServer.log(level: .warning) }
         let server: DaemonServer
         do {
             // First, before anything could start a child that inherits LISTEN_* or fd 3.

@@ -50,6 +50,33 @@ import Testing
         #expect(throws: (any Error).self) { try RawHTTPClient(port: port) }
     }
 
+    @Test("--rate slows every body down, like a slow link")
+    func rate() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("slow.bin", sampleBytes(30_000))
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = ["--root", directory.url.path, "--port", "0", "--rate", "20000"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        let port = try #require(Int(text.dropFirst("listening on http://127.0.0.1:".count).prefix { $0.isNumber }))
+        let started = ContinuousClock.now
+        let response = try RawHTTPClient(port: port).request("GET", "/slow.bin", headers: [])
+        #expect(response.body == sampleBytes(30_000))
+        // 30 000 bytes at 20 000 bytes a second: about 1.5 s, never much less.
+        #expect(ContinuousClock.now - started > .milliseconds(1200))
+    }
+
     @Test func usageErrorsExit64() throws {
         let process = Process()
         process.executableURL = Self.executable

@@ -244,14 +244,16 @@ struct CLICommandTests {
         try await server.shutdown()
     }
 
-    @Test("events --follow: human lines, and exit 31 when basd goes away")
+    @Test("events --follow --no-reconnect: human lines, and exit 31 when basd goes away")
     func eventsWhenBasdStops() async throws {
         let server = try await AssetServer.start()
         server.setFile("/a.bin", contents: [UInt8](repeating: 1, count: 5000))
         let daemon = try DaemonProcess()
         defer { daemon.kill() }
         try Self.register(daemon)
-        let events = try CLIProcess(["events", "--follow", "--no-progress", "--socket", daemon.socketPath])
+        let events = try CLIProcess([
+            "events", "--follow", "--no-progress", "--no-reconnect", "--socket", daemon.socketPath,
+        ])
         defer { events.kill() }
         try events.wait("subscribed") { $0.stderr.contains("following events") }
         let client = try DaemonClient(

@@ -249,3 +249,36 @@ import Testing
         #expect(AppDaemonConnection.container(container, ofGroup: nil, matches: "group.b") == nil)
     }
 }
+
+/// `containerURL(forSecurityApplicationGroupIdentifier:)` with basd down: the app's Info.plist and
+/// basd's default state folder.
+@Suite struct OfflineContainerTests {
+    @Test("the app's own group in the default state folder; another group, no plist or no folder: nil")
+    func offlinePath() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ba-offline-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let state = directory.appendingPathComponent("state").path
+        let container = state + "/groups/group.com.example.game"
+        try FileManager.default.createDirectory(atPath: container, withIntermediateDirectories: true)
+        let plist = directory.appendingPathComponent("Info.plist").path
+        try PropertyListSerialization.data(
+            fromPropertyList: ["CFBundleIdentifier": "com.example.game", "BAAppGroupID": "group.com.example.game"],
+            format: .xml, options: 0
+        ).write(to: URL(fileURLWithPath: plist))
+        let environment = ["BA_STATE_DIR": state]
+        #expect(
+            AppGroupContainer.offlinePath(
+                forGroup: "group.com.example.game", environment: environment, infoPlists: ["/nonexistent", plist])
+                == container)
+        #expect(
+            AppGroupContainer.offlinePath(forGroup: "group.other", environment: environment, infoPlists: [plist]) == nil
+        )
+        #expect(
+            AppGroupContainer.offlinePath(forGroup: "group.com.example.game", environment: environment, infoPlists: [])
+                == nil)
+        #expect(
+            AppGroupContainer.offlinePath(
+                forGroup: "group.com.example.game", environment: ["BA_STATE_DIR": state + "-none"], infoPlists: [plist])
+                == nil)
+    }
+}

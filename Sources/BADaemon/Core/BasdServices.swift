@@ -41,6 +41,8 @@ final class BasdServices: @unchecked Sendable {
         /// How often a transfer waiting for disk space (or a store write waiting to be retried)
         /// looks again.
         var spaceRetryInterval: Duration = .seconds(2)
+        /// Where Low Power Mode is read (the platform's power profile); tests point it at a file.
+        var lowPowerMode = LowPowerMode.fromEnvironment()
     }
 
     let executor = ServiceExecutor()
@@ -98,6 +100,8 @@ final class BasdServices: @unchecked Sendable {
     func start() {
         transfers.followEngine()
         executor.sync {
+            settings.watch()
+            transfers.watchNetwork()
             transfers.removeLeftoverManifests()
             transfers.resumeActiveDownloads()
             do {
@@ -112,7 +116,10 @@ final class BasdServices: @unchecked Sendable {
     /// Stops the scheduler and the engine (transfers keep their partial files) and waits until
     /// queued work is done.
     func shutdown() {
-        executor.sync { scheduler.stop() }
+        executor.sync {
+            scheduler.stop()
+            settings.stop()
+        }
         transfers.shutdown()
         executor.sync {}
     }

@@ -1,10 +1,13 @@
 import BAScheduling
+import Foundation
 
-/// The owner of basd's settings file (`STATE_DIR/config.json`): read at start, re-read by the
-/// scheduler's tick when it changed; a bad edit is logged and the last good settings stay.
+/// The owner of basd's settings file (`$XDG_CONFIG_HOME/background-assets/config.json`, or the
+/// old `STATE_DIR/config.json`): read at start, re-read at once when its folder changes (inotify)
+/// and by the scheduler's tick; a bad edit is logged and the last good settings stay.
 final class SettingsService: @unchecked Sendable {
     private unowned let services: BasdServices
     private var file: SettingsFile
+    private var watcher: SettingsWatcher?
 
     init(_ services: BasdServices, file: SettingsFile) {
         self.services = services
@@ -14,6 +17,23 @@ final class SettingsService: @unchecked Sendable {
     /// The settings in force.
     var current: BasdSettings { file.settings }
 
+    /// Starts watching the settings file's folder (call once, at start).
+    func watch() {
+        let directory = (file.path as NSString).deletingLastPathComponent
+        do {
+            // Weak: the watcher's thread may outlive basd's services (an in-process test).
+            watcher = try SettingsWatcher(directory: directory, executor: services.executor) { [weak self] in
+                self?.refresh()
+            }
+        } catch {
+            services.log("settings: not watching \(directory) (\(error)); edits apply at the next scheduler tick")
+        }
+    }
+
+    func stop() { watcher?.stop() }
+
+    deinit { watcher?.stop() }
+
     /// Re-reads the file if it changed and tells the engine a new concurrency bound.
     func refresh() {
         switch file.check() {
@@ -22,6 +42,8 @@ final class SettingsService: @unchecked Sendable {
         case .loaded:
             services.log("settings: \(file.path) loaded")
             services.transfers.setBackgroundConcurrency(file.settings.backgroundDownloadConcurrency)
+            // A switch turned back on, or Low Power Mode: held-back events may go now.
+            services.delivery.schedulerTick()
         case .rejected(let error):
             services.log("settings: ignoring the edit of \(file.path), keeping the last good ones: \(error)")
         }

@@ -16,8 +16,15 @@ extension AppInstaller {
     ) {
         let bundleIdentifier = app.bundleIdentifier
         services.delivery.requestExtension(for: bundleIdentifier, what: kind.rawValue) { [self] callID in
-            // Read again: the app may have been re-registered while this call waited.
-            let current = (try? store.app(bundleIdentifier)) ?? app
+            // Read again: the app may have been re-registered, or uninstalled, while this call waited.
+            guard let current = try? store.app(bundleIdentifier) else {
+                var report = report
+                report.skipped = "\(bundleIdentifier) was uninstalled"
+                report.callRefused = true
+                done(report)
+                services.delivery.contentCallEnded(callID, app: bundleIdentifier)
+                return
+            }
             startContentRequest(kind, of: current, bypassAllowance: bypassAllowance, report: report) { [self] report in
                 done(report)
                 services.delivery.contentCallEnded(callID, app: bundleIdentifier)
@@ -31,8 +38,18 @@ extension AppInstaller {
     ) {
         var report = report
         // Nothing to call is not a refusal: an app may come without an extension or a manifest.
-        guard app.extensionPath != nil else {
+        guard let libraryPath = app.extensionPath else {
             report.skipped = "the app has no extension (BAExtensionPath)"
+            done(report)
+            return
+        }
+        // A library that is not there is not the extension's failure (no quarantine): say what to fix.
+        if access(libraryPath, F_OK) != 0 {
+            report.skipped =
+                "its extension library \(libraryPath) does not exist (BAExtensionPath in \(app.appDirectory)/Info.plist); "
+                + "put it back, or fix the key, then run `ba update \(app.appDirectory)`"
+            report.callRefused = true
+            log("\(app.bundleIdentifier) \(kind.rawValue): \(report.skipped ?? "")")
             done(report)
             return
         }
@@ -52,11 +69,16 @@ extension AppInstaller {
             var report = report
             switch outcome {
             case .failure(let failure):
-                report.skipped = "the manifest could not be fetched: \(failure.message)"
+                let delay = manifestFailed(kind, app: app.bundleIdentifier, error: failure.message)
+                report.skipped =
+                    "the manifest could not be fetched from \(manifestURL) (BAManifestURL in "
+                    + "\(app.appDirectory)/Info.plist): \(failure.message); basd tries again in \(delay) s by itself "
+                    + "(sooner when the network changes)"
                 report.manifestError = failure.message
                 log("\(app.bundleIdentifier): \(report.skipped ?? "")")
                 done(report)
             case .success(let manifest):
+                manifestRetries[app.bundleIdentifier] = nil
                 report.manifestBytes = manifest.size
                 var current = app
                 if !app.launched {
@@ -172,6 +194,19 @@ extension AppInstaller {
                     case let error as BAStoreError: Refusal(error)
                     default: Refusal(ErrorCodes.downloadInvalid, "\(error)")
                     }
+                // An essential download of the same identifier still active (a re-run `ba install`
+                // while the first one's download retries): adopted, so the installer waits for it.
+                if refusal.code == ErrorCodes.downloadAlreadyScheduled, record.isEssential,
+                    let existing = try? store.downloads(app: app.bundleIdentifier).first(where: {
+                        $0.identifier == record.identifier && $0.state.isActive && $0.isEssential
+                    })
+                {
+                    log(
+                        "\(app.bundleIdentifier): essential \"\(record.identifier)\" is already scheduled; "
+                            + "waiting for it")
+                    report.scheduled.append(services.transfers.info(existing))
+                    continue
+                }
                 report.refused.append(
                     RefusedDownload(
                         identifier: record.identifier, code: refusal.code, reason: refusal.message,

@@ -31,8 +31,11 @@ enum ContentRequestKind: String, Sendable {
 /// Install, update and simulate: the owner of app registration and of content-request calls
 /// (`downloads(for:manifestURL:extensionInfo:)`), which it makes through the app's extension slot
 /// (``EventRouter/requestExtension(for:what:start:)``) so no two calls of one app overlap.
+/// Between calls it keeps only the content requests whose manifest fetch failed, to try again.
 final class AppInstaller: @unchecked Sendable {
     unowned let services: BasdServices
+    /// Content requests whose manifest could not be fetched, by app: tried again by themselves.
+    var manifestRetries: [String: ManifestRetry] = [:]
 
     init(_ services: BasdServices) {
         self.services = services

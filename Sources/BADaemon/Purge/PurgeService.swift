@@ -82,8 +82,13 @@ final class PurgeService: @unchecked Sendable {
             }
         }
         // A file that is gone (deleted by the app, copied elsewhere, purged) is no longer tracked;
-        // one past a truncated walk may only be unreached, so it stays.
+        // one past a truncated walk may only be unreached, so it stays. Nor is a modified one: it
+        // is the app's now (never purged), or its inode was reused by another file, whose later
+        // reports must not carry this asset's name.
         var forget = Array(deleted.keys)
+        for entry in plan.entries {
+            if case .modified = entry.status { forget.append(entry.asset.downloadUniqueID) }
+        }
         if !plan.scanTruncated {
             forget += plan.entries.filter { $0.status == .missing }.map(\.asset.downloadUniqueID)
         }

@@ -67,6 +67,10 @@ final class RequestRouter: @unchecked Sendable {
                 try require(.cli, client, request)
                 try services.installer.simulate(event, app: app, reply: reply)
                 return nil
+            case .uninstallApp(let app, let keepData):
+                try require(.cli, client, request)
+                services.installer.uninstall(app, keepData: keepData, why: "ba uninstall", reply: reply)
+                return nil
             default:
                 break
             }
@@ -128,21 +132,29 @@ final class RequestRouter: @unchecked Sendable {
             return .ok
         case .listDownloads(let app):
             try require(.cli, client, request)
+            if let app, try store.app(app) == nil {
+                throw Refusal(
+                    .callerConnectionNotAccepted, "app \(app) is not registered with basd (`ba apps` lists the apps)")
+            }
             let apps = try app.map { [$0] } ?? store.apps().map(\.bundleIdentifier)
             return .downloads(try apps.flatMap { try store.downloads(app: $0) }.map(services.transfers.info))
         case .promoteDownload(let uniqueIdentifier):
             try require(.cli, client, request)
             try services.transfers.promote(try activeDownload(uniqueIdentifier: uniqueIdentifier))
             return .ok
+        case .retryDownload(let uniqueIdentifier):
+            try require(.cli, client, request)
+            try services.transfers.retry(uniqueIdentifier)
+            return .ok
         case .cancelDownload(let uniqueIdentifier):
             try require(.cli, client, request)
             let download = try activeDownload(uniqueIdentifier: uniqueIdentifier)
-            try services.transfers.cancel(app: download.appIdentifier, identifier: download.identifier)
+            try services.transfers.cancel(app: download.appIdentifier, identifier: download.identifier, by: "ba cancel")
             return .ok
         case .lockStatus(let bundleIdentifier):
             try require(.cli, client, request)
             return .lock(try lockStatus(app: bundleIdentifier))
-        case .installApp, .simulate:
+        case .installApp, .simulate, .uninstallApp:
             throw Refusal(.internalError, "\(request.type) is answered later")
         case .listApps:
             try require(.cli, client, request)
@@ -198,6 +210,9 @@ final class RequestRouter: @unchecked Sendable {
 
     private func activeDownload(uniqueIdentifier: String) throws -> StoredDownload {
         guard let download = try store.download(uniqueIdentifier: uniqueIdentifier), download.state.isActive else {
+            if let cancelled = services.transfers.recentlyCancelled(uniqueIdentifier) {
+                throw Refusal(ErrorCodes.downloadNotScheduled, cancelled)
+            }
             throw Refusal(ErrorCodes.downloadNotScheduled, "no scheduled download has unique identifier \(uniqueIdentifier)")
         }
         return download

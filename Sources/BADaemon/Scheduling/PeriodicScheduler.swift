@@ -12,6 +12,8 @@ final class PeriodicScheduler: @unchecked Sendable {
     unowned let services: BasdServices
     /// The scheduler's timer.
     private var timer: (any DispatchSourceTimer)?
+    /// Why the machine is in Low Power Mode, as last read (nil: it is not).
+    private(set) var lowPowerMode: String?
     var random = SystemRandomNumberGenerator()
 
     init(_ services: BasdServices) {
@@ -69,6 +71,9 @@ final class PeriodicScheduler: @unchecked Sendable {
         guard services.extensions.isAvailable else { return "basd cannot start extension runners (see its log)" }
         guard settings.backgroundActivity else {
             return "background activity is off in basd's settings (backgroundActivity; error 111)"
+        }
+        if let reason = checkLowPowerMode() {
+            return "Low Power Mode is on (\(reason)): no extension runs until it is off"
         }
         if !app.launched, !settings.inAppContent {
             return "in-app content is off in basd's settings (inAppContent): no extension runs before the app's first launch"
@@ -135,8 +140,9 @@ final class PeriodicScheduler: @unchecked Sendable {
     // MARK: - The timer
 
     /// Starts the timer on the executor, first firing at once. After each look it is armed for
-    /// the next thing due (a periodic run, a free-space check, events held back), never on a
-    /// fixed beat: an idle basd does not wake.
+    /// the next thing due (a periodic run, a free-space check, events held back), and, while apps
+    /// with extensions are registered, at most ``minimumWait`` later (the power profile and the
+    /// apps' directories are polled); a basd with nothing registered looks once a minute.
     func start() {
         let timer = DispatchSource.makeTimerSource(queue: services.executor.queue)
         timer.schedule(deadline: .now() + .milliseconds(50))
@@ -172,7 +178,10 @@ final class PeriodicScheduler: @unchecked Sendable {
         guard let timer else { return }
         let now = self.now
         var next = now.addingTimeInterval(Self.maximumWait)
-        if let apps = try? store.apps() {
+        if let apps = try? store.apps(), apps.contains(where: { $0.extensionPath != nil }) {
+            // The power profile and the apps' directories have no change notification: with apps
+            // registered, basd looks at them every `minimumWait` (30 s by default).
+            next = min(next, now.addingTimeInterval(minimumWait))
             for app in apps where app.extensionPath != nil {
                 if let due = schedulingState(app).periodic.nextRun { next = min(next, due) }
             }
@@ -183,9 +192,26 @@ final class PeriodicScheduler: @unchecked Sendable {
         timer.schedule(deadline: .now() + .milliseconds(Int(wait * 1000)))
     }
 
+    /// Reads the power profile; on a change, holds background transfers (or lets them go) and
+    /// logs it. Returns why Low Power Mode is on, or nil.
+    @discardableResult
+    func checkLowPowerMode() -> String? {
+        let reason = services.configuration.lowPowerMode.reason()
+        guard reason != lowPowerMode else { return reason }
+        lowPowerMode = reason
+        if let reason {
+            log("Low Power Mode is on (\(reason)): no extension runs; background downloads wait")
+        } else {
+            log("Low Power Mode is off: extensions may run and background downloads go on")
+        }
+        services.transfers.holdBackground(reason != nil)
+        return reason
+    }
+
     /// One look at every app (executor).
     func tick() {
         services.settings.refresh()
+        checkLowPowerMode()
         let settings = self.settings
         let now = self.now
         let apps: [StoredApp]
@@ -196,6 +222,16 @@ final class PeriodicScheduler: @unchecked Sendable {
             return
         }
         for app in apps where app.extensionPath != nil {
+            if app.manifestURL != nil, !services.delivery.isExtensionBusy(app.bundleIdentifier),
+                AppInstaller.appDirectoryIsGone(app)
+            {
+                // Installed from a directory that is gone (the package was removed without
+                // `ba uninstall`): uninstall it rather than fail its periodic runs forever.
+                log("\(app.bundleIdentifier): its app directory \(app.appDirectory) is gone; uninstalling it")
+                services.installer.uninstall(
+                    app.bundleIdentifier, keepData: false, why: "app directory gone", reply: { _ in })
+                continue
+            }
             var state = schedulingState(app)
             if state.periodic.ensureScheduled(
                 now: now, policy: settings.periodicPolicy, usage: state.usage, registeredAt: app.registeredAt,
@@ -289,7 +325,7 @@ final class PeriodicScheduler: @unchecked Sendable {
             let policy = settings.runtimeAllowancePolicy
             let runtimeLeft = max(
                 0, policy.allowance(usage: state.usage, now: now) - state.allowance.used(now: now, policy: policy))
-            return AppInfo(
+            var info = AppInfo(
                 bundleIdentifier: app.bundleIdentifier, version: app.version, appGroupIdentifier: app.appGroupIdentifier,
                 appDirectory: app.appDirectory, extensionPath: app.extensionPath, launched: app.launched,
                 downloadAllowanceRemaining: remaining.nonEssential,
@@ -299,6 +335,8 @@ final class PeriodicScheduler: @unchecked Sendable {
                 quarantine: state.quarantine.isQuarantined(
                     currentIdentity: app.extensionPath.flatMap(ExtensionFileIdentity.current(path:))),
                 lastRuns: runs)
+            info.manifestRetry = services.installer.manifestRetries[app.bundleIdentifier]?.summary
+            return info
         }
     }
 

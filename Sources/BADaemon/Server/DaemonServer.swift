@@ -3,6 +3,7 @@ import BAExclusiveControl
 import BAScheduling
 import BAStore
 import Foundation
+import Logging
 import NIOCore
 import NIOPosix
 
@@ -41,6 +42,10 @@ public final class DaemonServer: Sendable {
         public var log: @Sendable (String) -> Void
         /// The extension runner; nil finds `ba-extension-runner` next to basd or via `$BA_EXTENSION_RUNNER`.
         public var runnerPath: String?
+        /// basd's settings file; nil: ``settingsPath(stateDirectory:environment:)``.
+        public var settingsPath: String?
+        /// libcurl's trace of every request on standard error (`--log-level debug`).
+        public var traceTransfers = false
 
         /// Creates a configuration.
         public init(
@@ -60,11 +65,17 @@ public final class DaemonServer: Sendable {
     }
 
     /// basd's version string.
-    public static let version = "0.1.0"
+    public static let version = ReleaseVersion.string
 
-    /// Writes `line` and a newline to standard error.
-    public static let logToStandardError: @Sendable (String) -> Void = { line in
-        FileHandle.standardError.write(Data("basd: \(line)\n".utf8))
+    /// Writes `line` and a newline to standard error through swift-log at level info: with a
+    /// syslog priority prefix when standard error is the journal, with the time otherwise
+    /// (``LogFormat``). A line that reports a failure is logged at level warning.
+    public static let logToStandardError: @Sendable (String) -> Void = log(level: .info)
+
+    /// basd's log at `level` (`--log-level`): lines below it are dropped.
+    public static func log(level: Logger.Level) -> @Sendable (String) -> Void {
+        let logger = Logger(label: "basd") { _ in BasdLogHandler(level: level) }
+        return { line in logger.log(level: isWarning(line) ? .warning : .info, "\(line)") }
     }
 
     /// What the server was started with.
@@ -108,7 +119,10 @@ public final class DaemonServer: Sendable {
             } catch {
                 throw DaemonError(.store, "cannot open basd's state at \(configuration.storePath)", cause: error)
             }
-            var settings = SettingsFile(path: configuration.stateDirectory + "/config.json")
+            let settingsPath =
+                configuration.settingsPath
+                ?? Self.settingsPath(stateDirectory: configuration.stateDirectory, log: configuration.log)
+            var settings = SettingsFile(path: settingsPath)
             if case .rejected(let error) = settings.check() {
                 try? store.close()
                 throw DaemonError(.settings, "basd's settings are not usable: \(error.description)")
@@ -117,6 +131,7 @@ public final class DaemonServer: Sendable {
             var serviceConfiguration = BasdServices.Configuration(
                 stateDirectory: configuration.stateDirectory, daemonVersion: configuration.daemonVersion)
             serviceConfiguration.runnerPath = configuration.runnerPath
+            serviceConfiguration.engine.verbose = configuration.traceTransfers
             let service = BasdServices(
                 store: store, configuration: serviceConfiguration, settings: settings, log: configuration.log,
                 connectionCount: { context.connectionCount })

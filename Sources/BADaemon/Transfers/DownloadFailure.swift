@@ -31,6 +31,17 @@ enum DownloadFailure {
     /// The failure stored with the download (and sent in its `failed` event).
     static func stored(_ error: DownloadError) -> StoredDownload.Failure {
         let (domain, code) = code(for: error.code)
-        return StoredDownload.Failure(domain: domain, code: code, message: error.message)
+        return StoredDownload.Failure(domain: domain, code: code, message: message(error))
+    }
+
+    /// The engine's message, and for a TLS failure the basd setting that fixes it.
+    static func message(_ error: DownloadError) -> String {
+        guard error.code == .tls else { return error.message }
+        // CURLE_SSL_PINNEDPUBKEYNOTMATCH
+        if error.curlCode == 90 {
+            return error.message + "; the server's public key is not the one basd's pinnedPublicKey setting names"
+        }
+        return error.message
+            + "; to trust a private CA, name it in basd's settings (caFile: a PEM file, or caDirectory; docs/operations.md)"
     }
 }

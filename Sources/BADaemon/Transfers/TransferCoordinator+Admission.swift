@@ -122,7 +122,7 @@ extension TransferCoordinator {
         var cancelled: [String] = []
         for identifier in identifiers {
             do {
-                try cancel(app: app, identifier: identifier)
+                try cancel(app: app, identifier: identifier, by: "the extension")
                 cancelled.append(identifier)
                 log("the extension of \(app) cancelled \"\(identifier)\"")
             } catch {

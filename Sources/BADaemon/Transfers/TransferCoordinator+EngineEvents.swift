@@ -65,6 +65,7 @@ extension TransferCoordinator {
             switch event {
             case .began(let id, let offset, let isForeground):
                 waitingForSpace[id] = nil
+                retryWaits[id] = nil
                 progress[id] = ProgressMark(recordedAt: services.clock.instant, bytes: offset)
                 try recorded(store.recordBegan(uniqueIdentifier: id, offset: offset, isForeground: isForeground))
             case .paused(let id, let bytesOnDisk):
@@ -92,6 +93,8 @@ extension TransferCoordinator {
                 progress[id]?.recordedAt = services.clock.instant
             case .retrying(let id, let attempt, let delay, let reason):
                 log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(delay)")
+                let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+                retryWaits[id] = (reason, services.clock.now.addingTimeInterval(seconds))
             case .needsCredentials(let id, let challenge):
                 try recorded(store.recordNeedsCredentials(uniqueIdentifier: id, challenge: challenge))
             case .finished(let id, let path, let size, let sha256, _):
@@ -101,6 +104,7 @@ extension TransferCoordinator {
                 recorded(event)
             case .failed(let id, let error):
                 progress[id] = nil
+                retryWaits[id] = nil
                 guard error.code != .cancelled else { return true }
                 try recorded(store.markFailed(uniqueIdentifier: id, error: DownloadFailure.stored(error)))
             }

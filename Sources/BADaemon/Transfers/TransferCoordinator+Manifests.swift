@@ -68,7 +68,7 @@ extension TransferCoordinator {
                 unlink(destination + ".partial")
                 unlink(destination + ".partial.validator")
                 let code = DownloadFailure.stored(error)
-                done(.failure(ManifestFailure("\(error.message) (\(code.domain) \(code.code))")))
+                done(.failure(ManifestFailure("\(code.message) (\(code.domain) \(code.code))")))
             case .needsCredentials:
                 engine.respond(to: id, with: .cancel)
             default:
@@ -78,7 +78,8 @@ extension TransferCoordinator {
         engine.add(
             DownloadRequest(
                 id: id, url: url, destination: destination, partialPath: destination + ".partial", byteLimit: remaining,
-                priority: 1000, isEssential: true, isForeground: true, allowList: allowList.map(HostAllowList.init)))
+                priority: 1000, isEssential: true, isForeground: true, allowList: allowList.map(HostAllowList.init),
+                trust: trust))
     }
 
     struct ManifestFailure: Error, Sendable {

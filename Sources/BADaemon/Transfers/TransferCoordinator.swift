@@ -55,12 +55,25 @@ final class TransferCoordinator: @unchecked Sendable {
     /// Engine events not yet taken by the executor (the engine's task appends, one executor
     /// turn takes them all).
     private let arriving = Mutex<[EngineEvent]>([])
+    /// Whether background transfers are held (Low Power Mode).
+    var backgroundHeld = false
+    /// Transfers waiting to retry, by unique identifier: why, and when they try again.
+    var retryWaits: [String: (reason: String, until: Date)] = [:]
+    /// Network changes cut those waits short.
+    var networkMonitor: NetworkChangeMonitor?
+    /// Downloads cancelled lately (their rows are gone): who and when, for a second `ba cancel`.
+    var cancelledLately: [String: String] = [:]
     private var eventsTask: Task<Void, Never>?
+
+    deinit { networkMonitor?.stop() }
 
     init(_ services: BasdServices) {
         self.services = services
         var configuration = services.configuration.engine
         configuration.backgroundConcurrency = services.settings.current.backgroundDownloadConcurrency
+        if configuration.userAgent == nil {
+            configuration.userAgent = "basd/\(services.configuration.daemonVersion) (swift-background-assets)"
+        }
         engine = DownloadEngine(configuration: configuration)
     }
 
@@ -112,6 +125,7 @@ final class TransferCoordinator: @unchecked Sendable {
 
     /// Stops the engine; transfers keep their partial files.
     func shutdown() {
+        networkMonitor?.stop()
         engine.shutdown()
         eventsTask?.cancel()
     }
@@ -139,7 +153,16 @@ final class TransferCoordinator: @unchecked Sendable {
             expectedSize: download.isEssential ? download.expectedSize : nil,
             byteLimit: download.restriction?.byteLimit, sha256: download.sha256, priority: download.priority,
             isEssential: download.isEssential, isForeground: download.isForeground,
-            allowList: download.restriction?.allowList.map(HostAllowList.init), validator: download.validator)
+            allowList: download.restriction?.allowList.map(HostAllowList.init), trust: trust,
+            validator: download.validator)
+    }
+
+    /// How manifests and downloads trust servers: basd's `caFile`, `caDirectory` and
+    /// `pinnedPublicKey` settings (none: the system's CAs).
+    var trust: DownloadRequest.Trust {
+        let settings = services.settings.current
+        return DownloadRequest.Trust(
+            caFile: settings.caFile, pinnedPublicKey: settings.pinnedPublicKey, caDirectory: settings.caDirectory)
     }
 
     func destination(of download: StoredDownload) -> String {
@@ -160,8 +183,13 @@ final class TransferCoordinator: @unchecked Sendable {
         engine.promote(download.uniqueIdentifier)
     }
 
-    func cancel(app: String, identifier: String) throws {
+    /// Cancels the app's active download `identifier`; `by` says who asked (the log, the CLI's event).
+    func cancel(app: String, identifier: String, by: String = "the app") throws {
         let download = try store.cancel(app: app, identifier: identifier)
+        log(
+            "download \(download.uniqueIdentifier) (\(app) \(identifier)) cancelled by \(by) "
+                + "at \(download.bytesOnDisk) bytes")
+        noteCancelled(download, by: by)
         engine.cancel(download.uniqueIdentifier)
         progress[download.uniqueIdentifier] = nil
         if waitingForSpace.removeValue(forKey: download.uniqueIdentifier) != nil, let partial = download.partialPath {
@@ -206,6 +234,14 @@ final class TransferCoordinator: @unchecked Sendable {
             appIdentifier: download.appIdentifier, attempts: download.attempts, errorCode: download.lastError?.code,
             errorMessage: download.lastError?.message)
         if download.state.isActive, waitingForSpace[download.uniqueIdentifier] != nil { info.waitingFor = "space" }
+        if download.state.isActive, let wait = retryWaits[download.uniqueIdentifier] {
+            info.waitingFor = "retry"
+            info.errorMessage = wait.reason
+            info.nextAttemptAt = wait.until.timeIntervalSince1970
+        }
+        if download.state.isActive, backgroundHeld, !download.isEssential, !download.isForeground {
+            info.waitingFor = "lowPowerMode"
+        }
         return info
     }
 

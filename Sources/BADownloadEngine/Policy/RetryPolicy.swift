@@ -49,6 +49,15 @@ public struct RetryPolicy: Sendable, Equatable {
         return delay
     }
 
+    /// The wait before trying again after `attempt` requests in a row could not reach the host
+    /// (offline): the same full-jitter backoff, capped at a minute (or ``maximumDelay`` if less),
+    /// and never a reason to give up.
+    public func offlineDelay(afterAttempt attempt: Int, random: Double) -> Duration {
+        let exponent = min(max(attempt - 1, 0), 30)
+        let ceiling = min(initialDelay * (1 << exponent), maximumDelay, .seconds(60))
+        return max(ceiling * random, .milliseconds(1))
+    }
+
     /// Parses `Retry-After`: delta-seconds or an HTTP date (relative to `now`, Unix seconds).
     public static func parseRetryAfter(_ value: String, nowUnixSeconds: Int64) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)

@@ -57,6 +57,9 @@ public struct TransferStateMachine: Sendable {
     public private(set) var credentialsSent = false
     public private(set) var isForeground: Bool
     private var firstFailure: Duration?
+    /// Requests that failed because the host could not be reached (offline): they do not count
+    /// toward giving up.
+    public private(set) var offlineAttempts = 0
     private let originalURL: String
     private var allowList: HostAllowList?
 
@@ -85,6 +88,14 @@ public struct TransferStateMachine: Sendable {
         // Without a validator a range could splice two versions: start from zero.
         let offset = validator == nil ? 0 : bytesOnDisk
         return .startRequest(url: currentURL, offset: offset, validator: offset > 0 ? validator : nil)
+    }
+
+    /// Ends a wait for a retry now (a promotion, `ba retry`, a network change): true when the
+    /// transfer was waiting and may start at once.
+    public mutating func retryNow() -> Bool {
+        guard case .waitingForRetry = state else { return false }
+        state = .queued
+        return true
     }
 
     /// The owner promoted the transfer to the foreground (it fails fast from now on).
@@ -159,13 +170,26 @@ public struct TransferStateMachine: Sendable {
             if isForeground && isConnectivity {
                 return fail(DownloadError(.network, "\(reason) (foreground downloads do not wait for connectivity)"))
             }
+            if isConnectivity {
+                // Offline: waiting for the network is not failing. Neither the attempt nor the time
+                // counts toward giving up; the wait grows to a minute at most (a network change
+                // cuts it short: ``retryNow()``).
+                offlineAttempts += 1
+                firstFailure = nil
+                let delay = policy.offlineDelay(afterAttempt: offlineAttempts, random: random)
+                state = .waitingForRetry(until: now + delay)
+                return .waitUntil(now + delay, attempt: attempts, reason: reason)
+            }
             let started = firstFailure ?? now
             firstFailure = started
             guard
                 let delay = policy.delay(
-                    afterAttempt: attempts, retryAfter: retryAfter, failingFor: now - started, random: random)
+                    afterAttempt: attempts - offlineAttempts, retryAfter: retryAfter, failingFor: now - started,
+                    random: random)
             else {
-                return fail(DownloadError(.retriesExhausted, "\(reason); gave up after \(attempts) attempts"))
+                return fail(
+                    DownloadError(
+                        .retriesExhausted, "\(reason); gave up after \(attempts - offlineAttempts) attempts"))
             }
             state = .waitingForRetry(until: now + delay)
             return .waitUntil(now + delay, attempt: attempts, reason: reason)

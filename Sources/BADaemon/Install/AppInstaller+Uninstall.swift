@@ -1,0 +1,81 @@
+import BADaemonProtocol
+import BAStore
+import Foundation
+
+// Uninstalling an app: `ba uninstall`, or basd finding the app's directory gone (executor).
+extension AppInstaller {
+    /// `uninstallApp`: once the app's extension is free (a running call is waited out, never
+    /// killed: it ends within its deadline), cancels the app's downloads, removes its registration
+    /// with its downloads, events and runs, and deletes its app group container unless `keepData`
+    /// or another registered app shares the group. Idempotent: an app that is not registered gets
+    /// a report saying so.
+    func uninstall(
+        _ bundleIdentifier: String, keepData: Bool, why: String,
+        reply: @escaping @Sendable (ServerMessage.Result) -> Void
+    ) {
+        guard (try? store.app(bundleIdentifier)) != nil else {
+            reply(.uninstalled(UninstallReport(bundleIdentifier: bundleIdentifier, wasRegistered: false)))
+            return
+        }
+        services.delivery.requestExtension(for: bundleIdentifier, what: "uninstall") { [self] callID in
+            let result: ServerMessage.Result
+            do {
+                result = .uninstalled(try removeNow(bundleIdentifier, keepData: keepData, why: why))
+            } catch let error as BAStoreError {
+                result = Refusal(error).result
+            } catch {
+                result = Refusal(.internalError, "uninstalling \(bundleIdentifier) failed: \(error)").result
+            }
+            services.delivery.contentCallEnded(callID, app: bundleIdentifier)
+            services.delivery.forget(bundleIdentifier)
+            reply(result)
+        }
+    }
+
+    /// Removes the app now (its extension is not running).
+    private func removeNow(_ bundleIdentifier: String, keepData: Bool, why: String) throws -> UninstallReport {
+        guard try store.app(bundleIdentifier) != nil else {
+            // Removed while this request waited (a second `ba uninstall`).
+            return UninstallReport(bundleIdentifier: bundleIdentifier, wasRegistered: false)
+        }
+        let active = try store.downloads(app: bundleIdentifier).filter { $0.state.isActive }
+        services.transfers.drop(active)
+        let app = try store.removeApp(bundleIdentifier)
+        manifestRetries[bundleIdentifier] = nil
+        var report = UninstallReport(
+            bundleIdentifier: bundleIdentifier, wasRegistered: true, version: app.version,
+            cancelledDownloads: active.count)
+        if let group = app.appGroupIdentifier {
+            let container = services.containers.container(group: group)
+            let sharers = try store.apps().filter { $0.appGroupIdentifier == group }.map(\.bundleIdentifier)
+            if keepData {
+                report.keptContainer = "--keep-data"
+            } else if !sharers.isEmpty {
+                report.keptContainer = "app group \(group) is shared with \(sharers.sorted().joined(separator: ", "))"
+            } else {
+                do {
+                    if FileManager.default.fileExists(atPath: container) {
+                        try FileManager.default.removeItem(atPath: container)
+                    }
+                    report.removedContainer = container
+                } catch {
+                    report.containerError = "could not delete \(container): \(error.localizedDescription)"
+                }
+            }
+        }
+        var line = "uninstalled \(bundleIdentifier) \(app.version) (\(why)): \(active.count) download(s) cancelled"
+        if let removed = report.removedContainer { line += ", container \(removed) deleted" }
+        if let kept = report.keptContainer { line += ", container kept (\(kept))" }
+        if let error = report.containerError { line += ", \(error)" }
+        log(line)
+        return report
+    }
+
+    /// Whether the app's directory is gone (`ENOENT` or `ENOTDIR` on the path itself): what a
+    /// package removal leaves. Any other failure (permissions, an I/O error) is not taken as gone.
+    static func appDirectoryIsGone(_ app: StoredApp) -> Bool {
+        var info = stat()
+        guard lstat(app.appDirectory, &info) != 0 else { return false }
+        return errno == ENOENT || errno == ENOTDIR
+    }
+}

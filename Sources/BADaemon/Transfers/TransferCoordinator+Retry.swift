@@ -1,0 +1,58 @@
+import BADaemonProtocol
+import BAStore
+import Foundation
+
+// `ba retry` (executor).
+extension TransferCoordinator {
+    /// Tries a download again now: a failed one is made active and handed to the engine (which
+    /// resumes from its partial file where its validator still matches); an active one waiting out
+    /// a backoff or for space starts at once.
+    func retry(_ uniqueIdentifier: String) throws {
+        guard let download = try store.download(uniqueIdentifier: uniqueIdentifier) else {
+            throw Refusal(ErrorCodes.downloadNotScheduled, "no download has unique identifier \(uniqueIdentifier)")
+        }
+        if download.state.isActive {
+            if waitingForSpace[uniqueIdentifier] != nil {
+                restartAfterSpaceWait(uniqueIdentifier)
+            } else {
+                engine.retryNow(uniqueIdentifier)
+            }
+            log("download \(uniqueIdentifier): retry now (ba retry)")
+            return
+        }
+        guard download.state == .failed else {
+            throw Refusal(
+                ErrorCodes.downloadNotScheduled, "download \(uniqueIdentifier) is finished; there is nothing to retry")
+        }
+        let requeued = try store.requeue(uniqueIdentifier: uniqueIdentifier)
+        guard let request = engineRequest(for: requeued) else {
+            throw Refusal(
+                .internalError, "download \(uniqueIdentifier) cannot be handed to the engine (see basd's log)")
+        }
+        engine.add(request)
+        log("download \(uniqueIdentifier) (\(download.appIdentifier) \(download.identifier)): requeued by ba retry")
+    }
+}
+
+// Network changes (executor).
+extension TransferCoordinator {
+    /// Starts watching the kernel's network changes (call once, at start).
+    func watchNetwork() {
+        do {
+            // Weak: the monitor's thread may outlive basd's services (an in-process test).
+            networkMonitor = try NetworkChangeMonitor(executor: services.executor) { [weak self] in
+                self?.networkChanged()
+            }
+        } catch {
+            log("not watching network changes (\(error)); transfers waiting for the network retry on their backoff")
+        }
+    }
+
+    /// A link, address or route came or went: every transfer waiting to retry tries now.
+    func networkChanged() {
+        services.installer.retryManifestsNow()
+        guard !retryWaits.isEmpty else { return }
+        log("the network changed: \(retryWaits.count) transfer(s) waiting to retry try again now")
+        engine.retryNow(nil)
+    }
+}

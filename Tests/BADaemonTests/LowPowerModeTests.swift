@@ -1,0 +1,111 @@
+import BAAssetServer
+import BATestSupport
+import Foundation
+import Testing
+
+@testable import BADaemon
+
+/// Low Power Mode: the profile table, then a real basd reading a fake power-profile file
+/// (`BASD_POWER_PROFILE_FILE`): no extension runs, background downloads wait, essentials go on.
+@Suite("Low Power Mode", .timeLimit(.minutes(3)))
+struct LowPowerModeTests {
+    let ba = BuildProducts.executable("ba")
+
+    @Test(
+        "what a power-profile source says",
+        arguments: [
+            ("power-saver\n", "power-saver", true),
+            ("low-power\n", "low-power", true),
+            ("quiet", "quiet", true),
+            ("balanced\n", "balanced", false),
+            ("performance", "performance", false),
+            ("[State]\nProfile=power-saver\nPreviousProfile=balanced\n", "power-saver", true),
+            ("[State]\nProfile=balanced\n", "balanced", false),
+            ("", nil, false),
+            ("a=b\n", nil, false),
+        ] as [(String, String?, Bool)])
+    func profileTable(text: String, name: String?, lowPower: Bool) {
+        #expect(LowPowerMode.profileName(in: text) == name)
+        #expect((name.map(LowPowerMode.isLowPower) ?? false) == lowPower)
+    }
+
+    @Test("the first readable source decides; none readable is not Low Power Mode")
+    func sources() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let saver = try directory.write("ppd.ini", "[State]\nProfile=power-saver\n")
+        let acpi = try directory.write("platform_profile", "balanced\n")
+        #expect(
+            LowPowerMode(sources: [directory.path + "/missing", saver, acpi]).reason()?.contains("power-saver") == true)
+        #expect(LowPowerMode(sources: [acpi, saver]).reason() == nil)
+        #expect(LowPowerMode(sources: [directory.path + "/missing"]).reason() == nil)
+        #expect(LowPowerMode.fromEnvironment(["BASD_POWER_PROFILE_FILE": saver]).sources == [saver])
+    }
+
+    @Test("in power-saver no extension runs and background downloads wait; back to balanced they go on")
+    func basdFollowsThePowerProfile() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        let profile = try directory.write("profile", "power-saver\n")
+        try FileManager.default.createDirectory(atPath: directory.path + "/state", withIntermediateDirectories: true)
+        // A quick scheduler tick (a quarter of the minimum interval) reads the profile.
+        try Data(#"{"periodicMinimumIntervalSeconds": 1, "periodicBaseIntervalSeconds": 600}"#.utf8)
+            .write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
+        let daemon = try DaemonProcess(directory: directory, environment: ["BASD_POWER_PROFILE_FILE": profile])
+        defer { daemon.kill() }
+        server.setBehavior(.trickle(bytesPerSecond: 128 << 10), for: "/levels/level-1.pak")
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [
+                .init(
+                    identifier: "catalog", path: "/catalog.json", contents: SampleAppFixture.catalog, essential: true),
+                .init(
+                    identifier: "level-1", path: "/levels/level-1.pak",
+                    contents: SampleAppFixture.bytes(1 << 20, seed: 4), essential: false),
+            ])
+        defer { fixture.remove() }
+
+        let refused = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(refused.status == 34, "\(refused.stdout)\(refused.stderr)")
+        #expect(refused.stderr.contains("Low Power Mode is on (power profile power-saver"), "\(refused.stderr)")
+
+        try Data("balanced\n".utf8).write(to: URL(fileURLWithPath: profile))
+        _ = try await CLIQueries.poll(
+            "basd to see the balanced profile", daemon, timeout: 20, read: { daemon.standardError },
+            until: { $0.contains("Low Power Mode is off") })
+        let install = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
+        _ = try await CLIQueries.poll(
+            "level-1 to start", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
+            until: { rows in
+                rows.contains { $0["identifier"] as? String == "level-1" && ($0["bytesOnDisk"] as? Int ?? 0) > 0 }
+            })
+
+        // Power-saver again: the background download waits, saying why.
+        try Data("power-saver\n".utf8).write(to: URL(fileURLWithPath: profile))
+        let waiting = try await CLIQueries.poll(
+            "level-1 to wait for Low Power Mode", daemon, timeout: 20,
+            read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
+            until: { rows in
+                rows.contains {
+                    $0["identifier"] as? String == "level-1" && $0["waitingFor"] as? String == "lowPowerMode"
+                }
+            })
+        let level = try #require(waiting.first { $0["identifier"] as? String == "level-1" })
+        #expect(level["state"] as? String != "finished", "\(level)")
+        let text = try await runProcess(
+            ba, ["downloads", "--app", SampleAppFixture.bundleIdentifier, "--socket", daemon.socketPath])
+        #expect(text.stdout.contains("waiting for lowPowerMode"), "\(text.stdout)")
+
+        // Balanced: it resumes and finishes.
+        try Data("balanced\n".utf8).write(to: URL(fileURLWithPath: profile))
+        _ = try await CLIQueries.poll(
+            "level-1 to finish", daemon, timeout: 60,
+            read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
+            until: { rows in
+                rows.contains { $0["identifier"] as? String == "level-1" && $0["state"] as? String == "finished" }
+            })
+    }
+}

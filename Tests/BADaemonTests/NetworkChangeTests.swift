@@ -1,0 +1,125 @@
+import BADaemonProtocol
+import BATestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A network that comes back: basd in a network namespace of its own whose loopback is down, a
+/// download waiting to retry, then `ip link set lo up`: the netlink event starts it at once.
+@Suite(
+    "network changes", .timeLimit(.minutes(2)),
+    .enabled(if: NetworkNamespace.isAvailable, "needs unshare --net, nsenter and ip (a network namespace)"))
+struct NetworkChangeTests {
+    static let app = "com.example.netns"
+
+    @Test("a download waiting for the network starts within a second of the network coming up")
+    func linkUpCutsTheWaitShort() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let socketPath = directory.path + "/basd.sock"
+        let log = directory.path + "/basd.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let basd = Process()
+        basd.executableURL = URL(fileURLWithPath: NetworkNamespace.unshare)
+        basd.arguments = [
+            "--user", "--map-root-user", "--net", "--", BuildProducts.executable("basd"), "--state-dir",
+            directory.path + "/state", "--socket", socketPath,
+        ]
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        basd.standardOutput = output
+        basd.standardError = output
+        try basd.run()
+        var processes = [basd]
+        defer {
+            for process in processes where process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        func logText() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        try await poll("basd to listen", timeout: 20) { logText().contains("basd listening on") }
+
+        // Registered, and a download from a server in the namespace, unreachable while lo is down.
+        let root = directory.path + "/www"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try Data(repeating: 9, count: 8192).write(to: URL(fileURLWithPath: root + "/a.bin"))
+        let cli = try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        defer { cli.close() }
+        try cli.call(
+            .registerApp(
+                AppRegistration(
+                    bundleIdentifier: Self.app, version: "1", appGroupIdentifier: "group.com.example.netns",
+                    appDirectory: directory.path, extensionPath: nil)))
+        let app = try DaemonClient(
+            socketPath: socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.app, pid: getpid()))
+        defer { app.close() }
+        try app.call(.schedule(DownloadPayload(identifier: "a", url: "http://127.0.0.1:8080/a.bin")))
+
+        // The server listens in the namespace (on any address: lo has none yet).
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: NetworkNamespace.nsenter)
+        server.arguments = [
+            "--target", "\(basd.processIdentifier)", "--net", "--", BuildProducts.executable("ba-asset-server"),
+            "--root", root, "--host", "0.0.0.0", "--port", "8080",
+        ]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        processes.append(server)
+
+        // Waiting, with the next attempt far enough off that only the network change explains a
+        // quick finish.
+        func download() throws -> DownloadInfo? {
+            guard case .downloads(let infos) = try cli.call(.listDownloads(app: Self.app)) else { return nil }
+            return infos.first
+        }
+        var waitingUntil = 0.0
+        try await poll("a retry wait of more than 3 s", timeout: 60) {
+            guard let info = try download(), info.waitingFor == "retry", let next = info.nextAttemptAt else {
+                return false
+            }
+            waitingUntil = next
+            return next - Date().timeIntervalSince1970 > 3
+        }
+
+        let up = try await runProcess(
+            NetworkNamespace.nsenter,
+            [
+                "--target", "\(basd.processIdentifier)", "--net", "--", NetworkNamespace.ip,
+                "link", "set", "lo", "up",
+            ])
+        #expect(up.status == 0, "\(up.stderr)")
+        try await poll("the download to finish", timeout: 20) { try download()?.state == 3 }
+        #expect(Date().timeIntervalSince1970 < waitingUntil, "finished only after the backoff")
+        #expect(logText().contains("the network changed: 1 transfer(s) waiting to retry try again now"), "\(logText())")
+    }
+
+    func poll(_ what: String, timeout: Double, until condition: () throws -> Bool) async throws {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while try !condition() {
+            guard Date() < deadline else { throw HarnessError("timed out waiting for \(what)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
+
+/// Whether this machine lets the tests make a network namespace.
+enum NetworkNamespace {
+    static let unshare = "/usr/bin/unshare"
+    static let nsenter = "/usr/bin/nsenter"
+    static let ip =
+        ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "ip"
+
+    static let isAvailable: Bool = {
+        guard FileManager.default.isExecutableFile(atPath: unshare),
+            FileManager.default.isExecutableFile(atPath: nsenter),
+            FileManager.default.isExecutableFile(atPath: ip)
+        else { return false }
+        let probe = try? runProcessBlocking(
+            unshare, ["--user", "--map-root-user", "--net", "--", "/bin/true"], environment: [:], currentDirectory: nil)
+        return probe?.status == 0
+    }()
+}

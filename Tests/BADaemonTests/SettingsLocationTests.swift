@@ -1,0 +1,47 @@
+import BATestSupport
+import Foundation
+import Testing
+
+/// Where basd's settings live ($XDG_CONFIG_HOME, the old place with a notice) and that an edit
+/// applies at once (inotify), not at the next scheduler tick (30 s with the defaults).
+@Suite("basd's settings file", .timeLimit(.minutes(1)))
+struct SettingsLocationTests {
+    @Test("under $XDG_CONFIG_HOME, and an edit applies at once")
+    func xdgAndInotify() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = directory.path + "/config/background-assets"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let daemon = try DaemonProcess(
+            directory: directory, environment: ["XDG_CONFIG_HOME": directory.path + "/config"])
+        defer { daemon.kill() }
+        // Written whole and renamed into place, as operations.md says.
+        try Data(#"{"backgroundDownloadConcurrency": 2}"#.utf8).write(
+            to: URL(fileURLWithPath: folder + "/config.json.new"))
+        let started = Date()
+        #expect(rename(folder + "/config.json.new", folder + "/config.json") == 0)
+        _ = try await CLIQueries.poll(
+            "basd to load the new settings", daemon, timeout: 10, read: { daemon.standardError },
+            until: { $0.contains("settings: \(folder)/config.json loaded") })
+        // The scheduler tick comes every 30 s here: only the watch explains less, even on a busy machine.
+        #expect(Date().timeIntervalSince(started) < 20, "applied by the tick, not at once")
+
+        // A bad edit is refused, naming the key; the good settings stay.
+        try Data(#"{"backgroundDownloadConcurency": 3}"#.utf8).write(to: URL(fileURLWithPath: folder + "/config.json"))
+        _ = try await CLIQueries.poll(
+            "basd to refuse the bad edit", daemon, timeout: 10, read: { daemon.standardError },
+            until: { $0.contains("did you mean \"backgroundDownloadConcurrency\"") })
+    }
+
+    @Test("a config.json left in the state folder is read, with a notice to move it")
+    func oldPlace() async throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path + "/state", withIntermediateDirectories: true)
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
+        let daemon = try DaemonProcess(
+            directory: directory, environment: ["XDG_CONFIG_HOME": directory.path + "/config"])
+        defer { daemon.kill() }
+        _ = try await CLIQueries.poll(
+            "the notice", daemon, timeout: 10, read: { daemon.standardError },
+            until: { $0.contains("the old place; move it to \(directory.path)/config/background-assets/config.json") })
+    }
+}
