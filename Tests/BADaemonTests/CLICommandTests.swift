@@ -217,7 +217,9 @@ struct CLICommandTests {
     func downloadsShowLiveBytes() async throws {
         let server = try await AssetServer.start()
         server.setFile("/slow.bin", contents: [UInt8](repeating: 3, count: 4 << 20))
-        server.setBehavior(.trickle(bytesPerSecond: 256 << 10), for: "/slow.bin")
+        // 3 MiB at once, then nothing: the engine has reported them, while the store recorded
+        // progress at most once a second (a trickle made this a race on a loaded machine).
+        server.setBehavior(.stall(afterBytes: 3 << 20), for: "/slow.bin")
         let daemon = try DaemonProcess()
         defer { daemon.kill() }
         try Self.register(daemon)
