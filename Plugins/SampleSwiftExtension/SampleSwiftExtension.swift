@@ -43,7 +43,9 @@ struct SampleSwiftExtension: BADownloaderExtension {
     /// The identifier of the catalog download.
     static let catalogIdentifier = "catalog"
 
-    func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<
+    func downloads(
+        for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo
+    ) -> Set<
         BADownload
     > {
         let manifest: Manifest
@@ -183,7 +185,9 @@ struct SampleSwiftExtension: BADownloaderExtension {
         }
     }
 
-    func backgroundDownload(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
+    func backgroundDownload(
+        _ download: BADownload, didReceive challenge: URLAuthenticationChallenge
+    ) async
         -> (URLSession.AuthChallengeDisposition, URLCredential?)
     {
         let environment = ProcessInfo.processInfo.environment

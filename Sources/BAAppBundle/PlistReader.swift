@@ -109,7 +109,9 @@ struct PlistReader {
 
     /// An optional path relative to `directory`, returned absolute. It must stay inside the
     /// directory: no `..` component at all (even `a/../b`), no leading `/`, no NUL.
-    func extensionPath(_ key: String, in dictionary: [String: Any], directory: String) throws(AppBundleError)
+    func extensionPath(
+        _ key: String, in dictionary: [String: Any], directory: String
+    ) throws(AppBundleError)
         -> String?
     {
         guard let string = try optionalString(key, in: dictionary) else { return nil }

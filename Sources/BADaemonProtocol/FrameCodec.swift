@@ -43,7 +43,9 @@ extension DaemonProtocol {
     /// Decodes a client's payload (a frame without its prefix).
     /// - Throws: `.invalidJSON`, `.unknownMessage`, or `.unsupportedProtocolVersion` for a `hello`
     ///   outside ``supportedVersions`` (with the request id when it could be read).
-    public static func decodeClientMessage(_ payload: some Collection<UInt8>) throws(DaemonProtocolError)
+    public static func decodeClientMessage(
+        _ payload: some Collection<UInt8>
+    ) throws(DaemonProtocolError)
         -> ClientMessage
     {
         let message: ClientMessage = try decode(payload)
@@ -60,13 +62,17 @@ extension DaemonProtocol {
 
     /// Decodes basd's payload (a frame without its prefix).
     /// - Throws: `.invalidJSON` or `.unknownMessage`.
-    public static func decodeServerMessage(_ payload: some Collection<UInt8>) throws(DaemonProtocolError)
+    public static func decodeServerMessage(
+        _ payload: some Collection<UInt8>
+    ) throws(DaemonProtocolError)
         -> ServerMessage
     {
         try decode(payload)
     }
 
-    private static func decode<Message: Decodable>(_ payload: some Collection<UInt8>) throws(DaemonProtocolError)
+    private static func decode<Message: Decodable>(
+        _ payload: some Collection<UInt8>
+    ) throws(DaemonProtocolError)
         -> Message
     {
         guard !payload.isEmpty else { throw DaemonProtocolError(.emptyFrame, "the frame is empty") }

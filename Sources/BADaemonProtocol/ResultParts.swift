@@ -34,7 +34,9 @@ extension ServerMessage.Result {
             let refused = chunks(report.refused)
             var parts: [ServerMessage.Result] = []
             for index in 0..<max(scheduled.count, refused.count) {
-                var part = index == 0 ? report : ExtensionRunReport(bundleIdentifier: report.bundleIdentifier, version: report.version)
+                var part =
+                    index == 0
+                    ? report : ExtensionRunReport(bundleIdentifier: report.bundleIdentifier, version: report.version)
                 part.scheduled = index < scheduled.count ? scheduled[index] : []
                 part.refused = index < refused.count ? refused[index] : []
                 if index > 0 { part.logs = [] }

@@ -29,7 +29,9 @@ struct Demo: AsyncParsableCommand {
               ba demo --keep --rate 524288     # slower link, keep the folder afterwards
             """)
 
-    @Option(help: ArgumentHelp("The Examples folder of this checkout (default: found from ba's location).", valueName: "dir"))
+    @Option(
+        help: ArgumentHelp(
+            "The Examples folder of this checkout (default: found from ba's location).", valueName: "dir"))
     var examples: String?
 
     @Option(help: "Bytes per second per connection the server sends the non-essential assets at, like a slow link.")
@@ -105,7 +107,8 @@ struct DemoProducts {
     var examples: String
 
     static func locate(examples: String?) throws -> DemoProducts {
-        let ba = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let ba =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let build = (ba as NSString).deletingLastPathComponent
         let products = DemoProducts(
             ba: ba, basd: build + "/basd", sampleApp: build + "/SampleApp",
@@ -126,7 +129,9 @@ struct DemoProducts {
         var folder = URL(fileURLWithPath: build).standardizedFileURL
         for _ in 0..<6 {
             let candidate = folder.appendingPathComponent("Examples/SampleApp/Info.plist").path
-            if FileManager.default.fileExists(atPath: candidate) { return folder.appendingPathComponent("Examples").path }
+            if FileManager.default.fileExists(atPath: candidate) {
+                return folder.appendingPathComponent("Examples").path
+            }
             folder.deleteLastPathComponent()
         }
         let current = FileManager.default.currentDirectoryPath + "/Examples"

@@ -55,7 +55,9 @@ struct DemoAssets {
             for entry in entries {
                 // Manifest URLs are absolute (the extension gets the manifest as a local file);
                 // catalog URLs are relative to the catalog, which is served at the root.
-                let path = "/" + (entry.url.hasPrefix(baseURL + "/") ? String(entry.url.dropFirst(baseURL.count + 1)) : entry.url)
+                let path =
+                    "/"
+                    + (entry.url.hasPrefix(baseURL + "/") ? String(entry.url.dropFirst(baseURL.count + 1)) : entry.url)
                 let bytes: [UInt8]
                 if let generate = entry.generate {
                     bytes = SampleAssets.bytes(seed: generate.seed, size: generate.size)

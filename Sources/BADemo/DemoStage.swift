@@ -159,7 +159,8 @@ final class DemoStage: Sendable {
         while !wanted.isSubset(of: Set(rows.map(\.identifier))) {
             guard Date() < deadline else {
                 throw DemoFailure(
-                    message: "the extension did not schedule the catalog's assets (\(wanted.sorted().joined(separator: ", "))) "
+                    message:
+                        "the extension did not schedule the catalog's assets (\(wanted.sorted().joined(separator: ", "))) "
                         + "within 30 s; basd's log: \(basdLog)")
             }
             try await Task.sleep(for: .milliseconds(50))

@@ -1,5 +1,4 @@
 internal import CCrypto
-
 import Foundation
 
 /// Streaming SHA-256 (OpenSSL's EVP interface).

@@ -139,7 +139,9 @@ struct SupervisedCall {
     static let outputTailLimit = 64 * 1024
     static let logLimit = 1000
 
-    init(runnerPath: String, invocation: BAExtensionInvocation, sandbox: BAExtensionSandbox, warm: WarmRunner?)
+    init(
+        runnerPath: String, invocation: BAExtensionInvocation, sandbox: BAExtensionSandbox, warm: WarmRunner?
+    )
         throws(BAExtensionHostError)
     {
         self.invocation = invocation

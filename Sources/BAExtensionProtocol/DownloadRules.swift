@@ -82,7 +82,9 @@ public enum DownloadRules {
         }
         if path.isEmpty { return Violation(code: downloadInvalid, reason: "\(what) is empty") }
         if path.utf8.count > 4096 { return invalid("is longer than 4096 bytes") }
-        if path.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return invalid("contains a NUL or control character") }
+        if path.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            return invalid("contains a NUL or control character")
+        }
         guard path.hasPrefix("/") else { return invalid("is not an absolute path (a URL is not a path)") }
         for component in path.split(separator: "/") where component == "." || component == ".." {
             return invalid("contains a '\(component)' component; give the path without it")

@@ -114,7 +114,9 @@ public enum ExtensionRunner {
         }
     }
 
-    static func call(_ request: RunRequest, channel: Channel, decoder: FrameDecoder) -> Result<
+    static func call(
+        _ request: RunRequest, channel: Channel, decoder: FrameDecoder
+    ) -> Result<
         RunnerSummary, RunnerFailure
     > {
         // RTLD_NODELETE: unloading a Swift library breaks the runtime's conformance caches.

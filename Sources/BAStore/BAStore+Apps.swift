@@ -94,7 +94,9 @@ extension BAStore {
     /// Adds `bytes` to what the app has used of its pre-launch allowance (essential or not): the
     /// manifest's size, for one.
     /// - Throws: ``BAStoreError/Code/unknownApp``.
-    public func chargeAllowance(app bundleIdentifier: String, bytes: Int64, essential: Bool = false)
+    public func chargeAllowance(
+        app bundleIdentifier: String, bytes: Int64, essential: Bool = false
+    )
         throws(BAStoreError)
     {
         let column = essential ? "essential_allowance_used" : "allowance_used"

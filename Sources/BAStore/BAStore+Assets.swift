@@ -26,7 +26,8 @@ extension BAStore {
                 StoredAsset(
                     downloadUniqueIdentifier: row["download_id"], appIdentifier: row["app_id"],
                     identifier: row["identifier"], deliveredPath: row["delivered_path"],
-                    device: UInt64(bitPattern: row["device"] as Int64), inode: UInt64(bitPattern: row["inode"] as Int64),
+                    device: UInt64(bitPattern: row["device"] as Int64),
+                    inode: UInt64(bitPattern: row["inode"] as Int64),
                     size: row["size"], modificationTimeNanoseconds: row["mtime_ns"], sha256: row["sha256"],
                     finishedAt: row["finished_at"])
             }

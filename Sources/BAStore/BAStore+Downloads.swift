@@ -15,7 +15,9 @@ extension BAStore {
     ///   100 upstream); ``BAStoreError/Code/unknownApp``; ``BAStoreError/Code/invalidArgument``
     ///   when the state is not an active one or a size is negative.
     @discardableResult
-    public func schedule(_ download: StoredDownload, chargingAllowance: Bool = false) throws(BAStoreError)
+    public func schedule(
+        _ download: StoredDownload, chargingAllowance: Bool = false
+    ) throws(BAStoreError)
         -> StoredDownload
     {
         guard download.state.isActive else {

@@ -13,7 +13,9 @@ extension BAStore {
     ///   - after: Only events with a greater sequence (0 for all): a sender that has events in
     ///     flight asks for those after the last one it sent.
     ///   - limit: At most this many.
-    public func undeliveredEvents(app bundleIdentifier: String, after: Int64 = 0, limit: Int = 100)
+    public func undeliveredEvents(
+        app bundleIdentifier: String, after: Int64 = 0, limit: Int = 100
+    )
         throws(BAStoreError) -> [StoredEvent]
     {
         try read("reading the undelivered events of \(bundleIdentifier)") { db in

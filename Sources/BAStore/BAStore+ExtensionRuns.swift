@@ -32,7 +32,9 @@ extension BAStore {
     }
 
     /// The app's most recent extension runs, newest first.
-    public func extensionRuns(app bundleIdentifier: String, limit: Int = 100) throws(BAStoreError)
+    public func extensionRuns(
+        app bundleIdentifier: String, limit: Int = 100
+    ) throws(BAStoreError)
         -> [StoredExtensionRun]
     {
         try read("reading the extension runs of \(bundleIdentifier)") { db in

@@ -15,7 +15,9 @@ extension BAStore {
     /// - Returns: The appended event.
     /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
     @discardableResult
-    public func recordBegan(uniqueIdentifier: String, offset: Int64, isForeground: Bool, partialPath: String? = nil)
+    public func recordBegan(
+        uniqueIdentifier: String, offset: Int64, isForeground: Bool, partialPath: String? = nil
+    )
         throws(BAStoreError) -> StoredEvent
     {
         try transition(uniqueIdentifier, "recording the start of") { db, download, now in
@@ -86,7 +88,9 @@ extension BAStore {
     /// - Returns: The appended event.
     /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
     @discardableResult
-    public func recordNeedsCredentials(uniqueIdentifier: String, challenge: String) throws(BAStoreError)
+    public func recordNeedsCredentials(
+        uniqueIdentifier: String, challenge: String
+    ) throws(BAStoreError)
         -> StoredEvent
     {
         try transition(uniqueIdentifier, "recording a credential request of") { db, download, now in
@@ -109,7 +113,9 @@ extension BAStore {
     /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded`` (so a
     ///   download never finishes twice).
     @discardableResult
-    public func markFinished(uniqueIdentifier: String, destination: String, size: Int64? = nil)
+    public func markFinished(
+        uniqueIdentifier: String, destination: String, size: Int64? = nil
+    )
         throws(BAStoreError) -> StoredEvent
     {
         try transition(uniqueIdentifier, "recording the end of") { db, download, now in
@@ -131,7 +137,9 @@ extension BAStore {
     /// - Returns: The appended event.
     /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
     @discardableResult
-    public func markFailed(uniqueIdentifier: String, error: StoredDownload.Failure) throws(BAStoreError)
+    public func markFailed(
+        uniqueIdentifier: String, error: StoredDownload.Failure
+    ) throws(BAStoreError)
         -> StoredEvent
     {
         try transition(uniqueIdentifier, "recording the failure of") { db, download, now in

@@ -52,7 +52,9 @@ public final class BAStore: Sendable {
     /// - Throws: ``BAStoreError`` with ``BAStoreError/Code/schemaTooNew`` when the file was
     ///   written by a newer version, ``BAStoreError/Code/database`` when it cannot be opened or is
     ///   not a database.
-    public static func open(path: String, clock: @escaping @Sendable () -> Date = { Date() }) throws(BAStoreError)
+    public static func open(
+        path: String, clock: @escaping @Sendable () -> Date = { Date() }
+    ) throws(BAStoreError)
         -> BAStore
     {
         try prepareFile(at: path)
@@ -151,7 +153,9 @@ public final class BAStore: Sendable {
                     result = try body(batch.db)
                     return .commit
                 }
-                guard let result else { throw BAStoreError(.database, "\(doing): the savepoint returned nothing", path: path) }
+                guard let result else {
+                    throw BAStoreError(.database, "\(doing): the savepoint returned nothing", path: path)
+                }
                 return result
             }
             return try pool.write(body)

@@ -12,13 +12,17 @@ extension Database {
 }
 
 extension Row {
-    static func fetchOneCached(_ db: Database, sql: String, arguments: StatementArguments = StatementArguments())
+    static func fetchOneCached(
+        _ db: Database, sql: String, arguments: StatementArguments = StatementArguments()
+    )
         throws -> Row?
     {
         try fetchOne(db.cachedStatement(sql: sql), arguments: arguments)
     }
 
-    static func fetchAllCached(_ db: Database, sql: String, arguments: StatementArguments = StatementArguments())
+    static func fetchAllCached(
+        _ db: Database, sql: String, arguments: StatementArguments = StatementArguments()
+    )
         throws -> [Row]
     {
         try fetchAll(db.cachedStatement(sql: sql), arguments: arguments)
@@ -26,7 +30,9 @@ extension Row {
 }
 
 extension DatabaseValueConvertible where Self: StatementColumnConvertible {
-    static func fetchOneCached(_ db: Database, sql: String, arguments: StatementArguments = StatementArguments())
+    static func fetchOneCached(
+        _ db: Database, sql: String, arguments: StatementArguments = StatementArguments()
+    )
         throws -> Self?
     {
         try fetchOne(db.cachedStatement(sql: sql), arguments: arguments)

@@ -267,7 +267,9 @@ public final class BADownloadManager: NSObject, @unchecked Sendable {
     }
 
     /// Runs blocking `work` on a new thread and resumes the caller with its result.
-    private static func offThread<T: Sendable>(_ work: @escaping @Sendable () throws(BAError) -> T)
+    private static func offThread<T: Sendable>(
+        _ work: @escaping @Sendable () throws(BAError) -> T
+    )
         async throws(BAError)
         -> T
     {

@@ -21,7 +21,9 @@ public protocol BADownloadManagerDelegate: AnyObject {
     /// The server asked for authentication. Implement this or the completion-handler form (on
     /// Apple's system both are one Objective-C method); the manager calls this one, whose
     /// default calls the completion-handler form.
-    func download(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
+    func download(
+        _ download: BADownload, didReceive challenge: URLAuthenticationChallenge
+    ) async
         -> (URLSession.AuthChallengeDisposition, URLCredential?)
     /// The completion-handler form of ``download(_:didReceive:)-(_,_)``; the default answers
     /// `.performDefaultHandling`.
@@ -41,7 +43,9 @@ extension BADownloadManagerDelegate {
         _ download: BADownload, didWriteBytes bytesWritten: Int64, totalBytesWritten: Int64,
         totalBytesExpectedToWrite: Int64
     ) {}
-    public func download(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
+    public func download(
+        _ download: BADownload, didReceive challenge: URLAuthenticationChallenge
+    ) async
         -> (URLSession.AuthChallengeDisposition, URLCredential?)
     {
         let answer = await withCheckedContinuation { continuation in

@@ -96,12 +96,16 @@ public protocol BADownloaderExtension: _BADownloaderExtensionLegacyEntryPoints {
     /// `manifestURL` is a read-only local copy of the app's manifest, deleted after the call.
     /// Return downloads here: scheduling through ``BADownloadManager`` while this runs is refused.
     /// Essential downloads are only honoured for `.install` and `.update`.
-    func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<
+    func downloads(
+        for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo
+    ) -> Set<
         BADownload
     >
 
     /// Answers an authentication challenge for a download when no app is running.
-    func backgroundDownload(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
+    func backgroundDownload(
+        _ download: BADownload, didReceive challenge: URLAuthenticationChallenge
+    ) async
         -> (URLSession.AuthChallengeDisposition, URLCredential?)
 
     /// Called when a download failed and no app is running.
@@ -146,13 +150,17 @@ public struct BADefaultDownloaderExtensionConfiguration: BADownloaderExtensionCo
 extension BADownloaderExtension {
     public var configuration: any BADownloaderExtensionConfiguration { BADefaultDownloaderExtensionConfiguration() }
 
-    public func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<
+    public func downloads(
+        for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo
+    ) -> Set<
         BADownload
     > {
         LegacyEntryPoints.downloads(self, for: request, extensionInfo)
     }
 
-    public func backgroundDownload(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
+    public func backgroundDownload(
+        _ download: BADownload, didReceive challenge: URLAuthenticationChallenge
+    ) async
         -> (URLSession.AuthChallengeDisposition, URLCredential?)
     {
         (.performDefaultHandling, nil)

@@ -26,7 +26,9 @@ import Synchronization
 ///   - name: The name the host reports; defaults to the type's name.
 ///   - version: The version the host reports.
 /// - Returns: A pointer to the constant descriptor.
-public func BAExportExtension<E: BADownloaderExtension>(_ type: E.Type, name: String? = nil, version: String = "1.0.0")
+public func BAExportExtension<E: BADownloaderExtension>(
+    _ type: E.Type, name: String? = nil, version: String = "1.0.0"
+)
     -> UnsafeRawPointer
 {
     ExportedExtensions.descriptor(for: type, name: name ?? String(describing: type), version: version)

@@ -62,7 +62,9 @@ enum Plist {
     }
 
     /// `entries` with `key` set to `value` (appended when absent), or removed when `value` is nil.
-    static func setting(_ key: String, to value: String?, in entries: [(key: String, value: String)]) -> [(
+    static func setting(
+        _ key: String, to value: String?, in entries: [(key: String, value: String)]
+    ) -> [(
         key: String, value: String
     )] {
         var result = entries.filter { $0.key != key }

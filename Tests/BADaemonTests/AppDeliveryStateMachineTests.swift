@@ -60,8 +60,12 @@ struct AppDeliveryStateMachineTests {
     static let rows: [Row] = [
         // Sessions.
         Row(start: idle.name, input: .sessionSubscribed, actions: [.sendToApp], slotAfter: .idle, sessionsAfter: 1),
-        Row(start: subscribed.name, input: .sessionClosed, actions: [.routeToExtension], slotAfter: .idle, sessionsAfter: 0),
-        Row(start: subscribed.name, input: .sessionSubscribed, actions: [.sendToApp], slotAfter: .idle, sessionsAfter: 2),
+        Row(
+            start: subscribed.name, input: .sessionClosed, actions: [.routeToExtension], slotAfter: .idle,
+            sessionsAfter: 0),
+        Row(
+            start: subscribed.name, input: .sessionSubscribed, actions: [.sendToApp], slotAfter: .idle, sessionsAfter: 2
+        ),
         // The event in the extension is the extension's until its call ends.
         Row(
             start: inEvent.name, input: .sessionSubscribed, actions: [], slotAfter: .eventCall(sequence: 7),
@@ -72,7 +76,9 @@ struct AppDeliveryStateMachineTests {
         // Recorded events.
         Row(start: idle.name, input: .eventRecorded, actions: [.routeToExtension], slotAfter: .idle, sessionsAfter: 0),
         Row(start: subscribed.name, input: .eventRecorded, actions: [.sendToApp], slotAfter: .idle, sessionsAfter: 1),
-        Row(start: inEvent.name, input: .eventRecorded, actions: [], slotAfter: .eventCall(sequence: 7), sessionsAfter: 0),
+        Row(
+            start: inEvent.name, input: .eventRecorded, actions: [], slotAfter: .eventCall(sequence: 7),
+            sessionsAfter: 0),
         Row(
             start: inEventWithSession.name, input: .eventRecorded, actions: [], slotAfter: .eventCall(sequence: 7),
             sessionsAfter: 1),
@@ -133,7 +139,9 @@ struct AppDeliveryStateMachineTests {
         Row(
             start: contentAndWaiting.name, input: .contentCallEnded(1), actions: [.startContentCall(2)],
             slotAfter: .contentCall(2), sessionsAfter: 0),
-        Row(start: inContent.name, input: .contentCallEnded(9), actions: [], slotAfter: .contentCall(1), sessionsAfter: 0),
+        Row(
+            start: inContent.name, input: .contentCallEnded(9), actions: [], slotAfter: .contentCall(1),
+            sessionsAfter: 0),
         // Retries.
         Row(start: idle.name, input: .retryDue, actions: [.routeToExtension], slotAfter: .idle, sessionsAfter: 0),
         Row(start: subscribed.name, input: .retryDue, actions: [.sendToApp], slotAfter: .idle, sessionsAfter: 1),

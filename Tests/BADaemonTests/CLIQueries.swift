@@ -42,7 +42,8 @@ enum CLIQueries {
     /// Reads with `read` until `condition` holds on what it read; throws after `timeout` seconds
     /// with the last value and basd's log.
     static func poll<T>(
-        _ what: String, _ daemon: DaemonProcess, timeout: Double, read: () async throws -> T, until condition: (T) -> Bool
+        _ what: String, _ daemon: DaemonProcess, timeout: Double, read: () async throws -> T,
+        until condition: (T) -> Bool
     ) async throws -> T {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while true {

@@ -153,7 +153,8 @@ struct CoreDefectTests {
                 try cli.call(.registerApp(registration))
                 Issue.record("registered \(registration)")
             } catch {
-                #expect(error.code == 0 && error.message.contains(why), "\(registration): \(error.code) \(error.message)")
+                #expect(
+                    error.code == 0 && error.message.contains(why), "\(registration): \(error.code) \(error.message)")
             }
         }
         #expect(!FileManager.default.fileExists(atPath: daemon.stateDirectory + "/groups/g"))
@@ -211,7 +212,8 @@ struct CoreDefectTests {
             events.filter { $0.kind == .finished }.count + events.filter { $0.kind == .failed }.count >= 300
         }
         let failed = events.filter { $0.kind == .failed }
-        #expect(failed.isEmpty, "\(failed.prefix(3).map { $0.errorMessage ?? "" })\n\(daemon.standardError.suffix(2000))")
+        #expect(
+            failed.isEmpty, "\(failed.prefix(3).map { $0.errorMessage ?? "" })\n\(daemon.standardError.suffix(2000))")
     }
 
     /// Listings larger than a frame arrive in parts: 2 500 queued downloads through the app's
@@ -264,7 +266,9 @@ struct CoreDefectTests {
         try app.call(.subscribeEvents)
         let identifier = String(repeating: "é", count: 500)
         try app.call(.schedule(DownloadPayload(identifier: identifier, url: server.url("/long.bin"))))
-        let events = try inbox.wait(timeout: 30, "the end") { $0.contains { $0.kind == .finished || $0.kind == .failed } }
+        let events = try inbox.wait(timeout: 30, "the end") {
+            $0.contains { $0.kind == .finished || $0.kind == .failed }
+        }
         let finished = try #require(events.first { $0.kind == .finished }, "\(events.map { $0.errorMessage ?? "" })")
         #expect(finished.identifier == identifier)
         #expect(FileManager.default.contents(atPath: finished.destination ?? "")?.count == 5_000)

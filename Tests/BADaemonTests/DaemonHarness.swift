@@ -121,7 +121,9 @@ final class DaemonProcess: @unchecked Sendable {
 }
 
 /// Runs `basd` to completion (for the ones expected to exit by themselves), bounded by a SIGKILL.
-func runDaemonToExit(stateDirectory: String, socketPath: String, timeout: Double = 20) throws -> (
+func runDaemonToExit(
+    stateDirectory: String, socketPath: String, timeout: Double = 20
+) throws -> (
     status: Int32, stdout: String, stderr: String
 ) {
     let process = Process()

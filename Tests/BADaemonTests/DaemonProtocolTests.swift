@@ -190,7 +190,8 @@ struct ConnectionRulesTests {
         #expect(machine.received(.hello(protocolVersion: 1, client: client)) == .none)  // closed: ignored
 
         var fresh = ConnectionStateMachine()
-        #expect(fresh.received(.hello(protocolVersion: 1, client: client)) == .greet(protocolVersion: 1, client: client))
+        #expect(
+            fresh.received(.hello(protocolVersion: 1, client: client)) == .greet(protocolVersion: 1, client: client))
         #expect(fresh.received(.status) == .status(protocolVersion: 1))
         guard case .reply(.error(56, _)) = fresh.received(.hello(protocolVersion: 1, client: client)) else {
             Issue.record("second hello accepted")

@@ -327,11 +327,14 @@ struct DownloadServiceTests {
 
 @Suite("basd crash safety")
 struct DaemonCrashTests {
-    @Test("SIGKILL mid-transfer: after a restart every download completes intact, acknowledged events are not redelivered")
+    @Test(
+        "SIGKILL mid-transfer: after a restart every download completes intact, acknowledged events are not redelivered"
+    )
     func killMidTransfer() async throws {
         let server = try await AssetServer.start()
         let size = 3_000_000
-        let files = (0..<3).map { index in ("f\(index).bin", DownloadServiceTests.bytes(size, seed: UInt8(index + 10))) }
+        let files = (0..<3).map { index in ("f\(index).bin", DownloadServiceTests.bytes(size, seed: UInt8(index + 10)))
+        }
         for (name, contents) in files {
             server.setFile("/" + name, contents: contents)
             server.setBehavior(.trickle(bytesPerSecond: 1_500_000), for: "/" + name)

@@ -14,7 +14,9 @@ struct ExtensionIsolationTests {
         let folder = "/proc/\(pid)/fd"
         var result: [Int: String] = [:]
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
-            if let fd = Int(name), let target = try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + name) {
+            if let fd = Int(name),
+                let target = try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + name)
+            {
                 result[fd] = target
             }
         }
@@ -34,7 +36,8 @@ struct ExtensionIsolationTests {
         defer { watcher.kill() }
         try watcher.wait("subscribed") { $0.stderr.contains("following events") }
 
-        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
+        let install = try await runProcess(
+            ba, ["install", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
         let line = try #require(
             install.stdout.split(separator: "\n").first { $0.contains("descriptors:") }, "\(install.stdout)")

@@ -24,7 +24,8 @@ struct HostileExtensionTests {
     func fixture(_ server: AssetServer, _ daemon: DaemonProcess, _ actions: [String]) throws -> SampleAppFixture {
         let container = daemon.stateDirectory + "/groups/" + SampleAppFixture.group
         let script = actions.map {
-            $0.replacingOccurrences(of: "{S}", with: daemon.stateDirectory).replacingOccurrences(of: "{C}", with: container)
+            $0.replacingOccurrences(of: "{S}", with: daemon.stateDirectory).replacingOccurrences(
+                of: "{C}", with: container)
         }.joined(separator: "\n")
         return try SampleAppFixture(server: server, manifest: Array(script.utf8), extensionLibrary: "BATestEscape")
     }
@@ -38,7 +39,9 @@ struct HostileExtensionTests {
     }
 
     static func pid(in path: String) -> Int32? {
-        (try? String(contentsOfFile: path, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        (try? String(contentsOfFile: path, encoding: .utf8)).flatMap {
+            Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
     }
 
     @Test("network, basd's socket and state, another app's container, ptrace, setsid and setpgid daemons, a fork flood")
@@ -67,7 +70,8 @@ struct HostileExtensionTests {
         #expect(install.stdout.contains("extension install: ok"), "\(install.stdout)\(install.stderr)")
         let log = daemon.standardError
         for refused in [
-            "connect-tcp: refused", "unix: refused", "read: refused", "write: refused: Permission denied", "ptrace: refused",
+            "connect-tcp: refused", "unix: refused", "read: refused", "write: refused: Permission denied",
+            "ptrace: refused",
         ] {
             #expect(log.contains(refused), "\(refused): \(log)")
         }
@@ -125,7 +129,8 @@ struct HostileExtensionTests {
         defer { Task { try? await server.shutdown() } }
         let directory = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory.path + "/state", withIntermediateDirectories: true)
-        try Data(#"{"extensionSandbox": false}"#.utf8).write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
+        try Data(#"{"extensionSandbox": false}"#.utf8).write(
+            to: URL(fileURLWithPath: directory.path + "/state/config.json"))
         let daemon = try DaemonProcess(directory: directory)
         defer { daemon.kill() }
         let port = URLComponents(string: server.url("/"))?.port ?? 0

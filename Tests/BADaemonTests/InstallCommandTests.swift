@@ -70,7 +70,8 @@ struct SampleAppFixture {
         if let extensionLibrary {
             // A copy, so a test can replace the file.
             try fileManager.copyItem(
-                atPath: BuildProducts.library(extensionLibrary), toPath: appDirectory + "/lib/libSampleSwiftExtension.so")
+                atPath: BuildProducts.library(extensionLibrary),
+                toPath: appDirectory + "/lib/libSampleSwiftExtension.so")
         } else {
             try fileManager.createSymbolicLink(
                 atPath: appDirectory + "/lib/libSampleSwiftExtension.so",
@@ -129,7 +130,8 @@ struct InstallCommandTests {
 
     static func state(_ row: [String: Any]?) -> String? { row?["state"] as? String }
 
-    @Test("ba install of the sample app: essentials with progress before it returns, the rest in basd, no manifest left")
+    @Test(
+        "ba install of the sample app: essentials with progress before it returns, the rest in basd, no manifest left")
     func installSampleApp() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
@@ -138,7 +140,8 @@ struct InstallCommandTests {
         let fixture = try SampleAppFixture(
             server: server,
             assets: [
-                .init(identifier: "catalog", path: "/catalog.json", contents: SampleAppFixture.catalog, essential: true),
+                .init(
+                    identifier: "catalog", path: "/catalog.json", contents: SampleAppFixture.catalog, essential: true),
                 .init(identifier: "level-1", path: "/levels/level-1.pak", contents: level1, essential: true),
                 .init(identifier: "level-2", path: "/levels/level-2.pak", contents: level2, essential: false),
             ])
@@ -167,7 +170,8 @@ struct InstallCommandTests {
         #expect(later["level-2"]?["bytesOnDisk"] as? Int == level2.count, "\(later)")
         // The manifest was fetched once, and its file is gone.
         #expect(server.requests(for: "/manifest.json").count == 1)
-        let manifests = (try? FileManager.default.contentsOfDirectory(atPath: daemon.stateDirectory + "/manifests")) ?? []
+        let manifests =
+            (try? FileManager.default.contentsOfDirectory(atPath: daemon.stateDirectory + "/manifests")) ?? []
         #expect(manifests.isEmpty, "\(manifests)")
 
         // The same version again: registered, the extension not called.
@@ -177,13 +181,16 @@ struct InstallCommandTests {
         #expect(server.requests(for: "/manifest.json").count == 1)
     }
 
-    @Test("a newer version runs .update; --json prints the report and the essentials' events; --no-wait returns at once")
+    @Test(
+        "a newer version runs .update; --json prints the report and the essentials' events; --no-wait returns at once")
     func updateAndJSON() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(
             server: server,
-            assets: [.init(identifier: "catalog", path: "/catalog.json", contents: SampleAppFixture.catalog, essential: true)])
+            assets: [
+                .init(identifier: "catalog", path: "/catalog.json", contents: SampleAppFixture.catalog, essential: true)
+            ])
         defer { fixture.remove() }
         let daemon = try DaemonProcess()
         defer { daemon.kill() }
@@ -202,7 +209,8 @@ struct InstallCommandTests {
         // Version 2: an update.
         try fixture.editInfoPlist(format: .binary) { $0["CFBundleShortVersionString"] = "2.0" }
         _ = try await waitForDownloads(daemon, "the first catalog to end") { Self.state($0["catalog"]) == "finished" }
-        let update = try await runProcess(ba, ["install", fixture.appDirectory, "--json", "--socket", daemon.socketPath])
+        let update = try await runProcess(
+            ba, ["install", fixture.appDirectory, "--json", "--socket", daemon.socketPath])
         #expect(update.status == 0, "\(update.stdout)\(update.stderr)\n\(daemon.standardError)")
         let updateLines = update.stdout.split(separator: "\n").compactMap {
             (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
@@ -213,7 +221,8 @@ struct InstallCommandTests {
         #expect(updateLines.dropFirst().contains { $0["kind"] as? String == "finished" }, "\(update.stdout)")
 
         // `ba update` runs .update even for the same version.
-        let forced = try await runProcess(ba, ["update", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
+        let forced = try await runProcess(
+            ba, ["update", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
         #expect(forced.status == 0, "\(forced.stdout)\(forced.stderr)")
         #expect(forced.stdout.contains("extension update: ok"), "\(forced.stdout)")
     }
@@ -224,7 +233,8 @@ struct InstallCommandTests {
         defer { Task { try? await server.shutdown() } }
         let daemon = try DaemonProcess()
         defer { daemon.kill() }
-        let missing = try await runProcess(ba, ["install", daemon.directory.path + "/nope", "--socket", daemon.socketPath])
+        let missing = try await runProcess(
+            ba, ["install", daemon.directory.path + "/nope", "--socket", daemon.socketPath])
         #expect(missing.status == 66, "\(missing.stderr)")
 
         let broken = try SampleAppFixture(server: server, assets: []) { $0["BAAppGroupID"] = 42 }
@@ -244,6 +254,8 @@ struct InstallCommandTests {
         defer { noManifest.remove() }
         let failed = try await runProcess(ba, ["install", noManifest.appDirectory, "--socket", daemon.socketPath])
         #expect(failed.status == 20, "\(failed.stdout)\(failed.stderr)")
-        #expect(failed.stdout.contains("manifest could not be fetched") && failed.stdout.contains("404"), "\(failed.stdout)")
+        #expect(
+            failed.stdout.contains("manifest could not be fetched") && failed.stdout.contains("404"), "\(failed.stdout)"
+        )
     }
 }

@@ -21,12 +21,16 @@ struct RestrictionTests {
         let first = output.stdout.split(separator: "\n").first.map(String.init) ?? ""
         guard let object = (try? JSONSerialization.jsonObject(with: Data(first.utf8))) as? [String: Any],
             let report = object["report"] as? [String: Any]
-        else { throw HarnessError("ba \(arguments): \(output.status) \(output.stdout)\(output.stderr)\n\(daemon.standardError)") }
+        else {
+            throw HarnessError(
+                "ba \(arguments): \(output.status) \(output.stdout)\(output.stderr)\n\(daemon.standardError)")
+        }
         return report
     }
 
     func simulate(_ daemon: DaemonProcess, _ event: String) async throws -> [String: Any] {
-        let output = try await runProcess(ba, ["simulate", event, "--app", Self.app, "--json", "--socket", daemon.socketPath])
+        let output = try await runProcess(
+            ba, ["simulate", event, "--app", Self.app, "--json", "--socket", daemon.socketPath])
         guard let object = (try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8))) as? [String: Any],
             let report = object["report"] as? [String: Any]
         else { throw HarnessError("ba simulate \(event): \(output.status) \(output.stdout)\(output.stderr)") }
@@ -36,13 +40,17 @@ struct RestrictionTests {
     static func refused(_ report: [String: Any]) -> [String: (code: Int, reason: String)] {
         var result: [String: (code: Int, reason: String)] = [:]
         for entry in report["refused"] as? [[String: Any]] ?? [] {
-            result[entry["identifier"] as? String ?? ""] = (entry["code"] as? Int ?? -1, entry["reason"] as? String ?? "")
+            result[entry["identifier"] as? String ?? ""] = (
+                entry["code"] as? Int ?? -1, entry["reason"] as? String ?? ""
+            )
         }
         return result
     }
 
     static func scheduled(_ report: [String: Any]) -> [String] {
-        (report["scheduled"] as? [[String: Any]] ?? []).compactMap { ($0["download"] as? [String: Any])?["identifier"] as? String }
+        (report["scheduled"] as? [[String: Any]] ?? []).compactMap {
+            ($0["download"] as? [String: Any])?["identifier"] as? String
+        }
     }
 
     @Test("BADownloadAllowance: 112 past it, what is left reported to the extension and by ba apps; none after launch")
@@ -81,7 +89,10 @@ struct RestrictionTests {
         let periodic = try await simulate(daemon, "periodic")
         #expect(Self.refused(periodic)["big"] == nil, "\(periodic)")
         #expect(Self.scheduled(periodic).contains("big"), "\(periodic)")
-        #expect((periodic["logs"] as? [String] ?? []).contains { $0.contains("allowance left: unrestricted, essential: unrestricted") })
+        #expect(
+            (periodic["logs"] as? [String] ?? []).contains {
+                $0.contains("allowance left: unrestricted, essential: unrestricted")
+            })
         app = try await CLIQueries.app(daemon)
         #expect(app["launched"] as? Bool == true)
         #expect(app["downloadAllowanceRemaining"] == nil, "\(app)")
@@ -94,8 +105,12 @@ struct RestrictionTests {
         let fixture = try SampleAppFixture(
             server: server,
             assets: [
-                .init(identifier: "core", path: "/core.bin", contents: SampleAppFixture.bytes(4000, seed: 5), essential: true),
-                .init(identifier: "extra", path: "/extra.bin", contents: SampleAppFixture.bytes(3000, seed: 6), essential: false),
+                .init(
+                    identifier: "core", path: "/core.bin", contents: SampleAppFixture.bytes(4000, seed: 5),
+                    essential: true),
+                .init(
+                    identifier: "extra", path: "/extra.bin", contents: SampleAppFixture.bytes(3000, seed: 6),
+                    essential: false),
             ]
         ) { info in
             info["BAInitialDownloadRestrictions"] = ["BAEssentialDownloadAllowance": 1000]
@@ -107,8 +122,12 @@ struct RestrictionTests {
 
         let install = try await report(daemon, ["install", fixture.appDirectory])
         let refused = Self.refused(install)
-        #expect(refused["core"]?.code == 112 && refused["core"]?.reason.contains("BAEssentialDownloadAllowance") == true, "\(install)")
-        #expect(refused["extra"]?.code == 112 && refused["extra"]?.reason.contains("BAMaxInstallSize") == true, "\(install)")
+        #expect(
+            refused["core"]?.code == 112 && refused["core"]?.reason.contains("BAEssentialDownloadAllowance") == true,
+            "\(install)")
+        #expect(
+            refused["extra"]?.code == 112 && refused["extra"]?.reason.contains("BAMaxInstallSize") == true, "\(install)"
+        )
         #expect(Self.scheduled(install).isEmpty)
 
         try CLIQueries.launch(daemon, app: Self.app)
@@ -173,7 +192,9 @@ struct RestrictionTests {
                 .init(
                     identifier: "elsewhere", path: "/elsewhere.bin", contents: SampleAppFixture.bytes(100, seed: 7),
                     essential: false, url: "http://localhost:\(port)/elsewhere.bin"),
-                .init(identifier: "here", path: "/here.bin", contents: SampleAppFixture.bytes(100, seed: 8), essential: false),
+                .init(
+                    identifier: "here", path: "/here.bin", contents: SampleAppFixture.bytes(100, seed: 8),
+                    essential: false),
             ]
         ) { info in
             info["BAInitialDownloadRestrictions"] = ["BADownloadDomainAllowList": ["127.0.0.1"]]
@@ -200,7 +221,9 @@ struct RestrictionTests {
         let contents = SampleAppFixture.bytes(8000, seed: 9)
         let fixture = try SampleAppFixture(
             server: server,
-            assets: [.init(identifier: "liar", path: "/liar.bin", contents: contents, essential: false, declaredSize: 1000)]
+            assets: [
+                .init(identifier: "liar", path: "/liar.bin", contents: contents, essential: false, declaredSize: 1000)
+            ]
         ) { info in
             info["BAInitialDownloadRestrictions"] = ["BADownloadAllowance": 100_000]
         }
@@ -210,7 +233,9 @@ struct RestrictionTests {
         let install = try await report(daemon, ["install", fixture.appDirectory])
         #expect(Self.scheduled(install) == ["liar"], "\(install)")
         let tests = InstallCommandTests()
-        let failed = try await tests.waitForDownloads(daemon, "liar to fail") { InstallCommandTests.state($0["liar"]) == "failed" }
+        let failed = try await tests.waitForDownloads(daemon, "liar to fail") {
+            InstallCommandTests.state($0["liar"]) == "failed"
+        }
         #expect(failed["liar"]?["errorCode"] as? Int == 203, "\(failed)")
         #expect((failed["liar"]?["errorMessage"] as? String)?.contains("8000") == true, "\(failed)")
 

@@ -123,7 +123,9 @@ struct SampleCatalogTests {
     }
 
     /// Runs the sample app (Examples/SampleApp/Sources) against `daemon`, as `ba demo` does.
-    static func runApp(_ fixture: SampleAppFixture, _ daemon: DaemonProcess, deadline: Int) async throws
+    static func runApp(
+        _ fixture: SampleAppFixture, _ daemon: DaemonProcess, deadline: Int
+    ) async throws
         -> ProcessOutput
     {
         try await runProcess(

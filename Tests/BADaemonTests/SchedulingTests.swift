@@ -21,19 +21,25 @@ struct SchedulingTests {
     static func daemon(settings: [String: Any]) throws -> DaemonProcess {
         let directory = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory.path + "/state", withIntermediateDirectories: true)
-        try JSONSerialization.data(withJSONObject: settings).write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
+        try JSONSerialization.data(withJSONObject: settings).write(
+            to: URL(fileURLWithPath: directory.path + "/state/config.json"))
         return try DaemonProcess(directory: directory)
     }
 
     /// Polls `ba apps` until `condition` holds (bounded).
-    func waitForApp(_ daemon: DaemonProcess, _ what: String, until condition: ([String: Any]) -> Bool) async throws
+    func waitForApp(
+        _ daemon: DaemonProcess, _ what: String, until condition: ([String: Any]) -> Bool
+    ) async throws
         -> [String: Any]
     {
-        try await CLIQueries.poll(what, daemon, timeout: 30, read: { try await CLIQueries.app(daemon) }, until: condition)
+        try await CLIQueries.poll(
+            what, daemon, timeout: 30, read: { try await CLIQueries.app(daemon) }, until: condition)
     }
 
     static func runs(_ app: [String: Any]) -> [(event: String, verdict: String)] {
-        (app["lastRuns"] as? [[String: Any]] ?? []).map { ($0["event"] as? String ?? "", $0["verdict"] as? String ?? "") }
+        (app["lastRuns"] as? [[String: Any]] ?? []).map {
+            ($0["event"] as? String ?? "", $0["verdict"] as? String ?? "")
+        }
     }
 
     @Test("a malformed config.json stops basd at start, naming the file and the key")
@@ -41,8 +47,10 @@ struct SchedulingTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try FileManager.default.createDirectory(atPath: directory.path + "/state", withIntermediateDirectories: true)
-        try Data(#"{"backgroundActivity": "no"}"#.utf8).write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
-        let run = try runDaemonToExit(stateDirectory: directory.path + "/state", socketPath: directory.path + "/basd.sock")
+        try Data(#"{"backgroundActivity": "no"}"#.utf8).write(
+            to: URL(fileURLWithPath: directory.path + "/state/config.json"))
+        let run = try runDaemonToExit(
+            stateDirectory: directory.path + "/state", socketPath: directory.path + "/basd.sock")
         #expect(run.status != 0)
         #expect(run.stderr.contains("config.json") && run.stderr.contains("backgroundActivity"), "\(run.stderr)")
     }
@@ -53,14 +61,19 @@ struct SchedulingTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(
             server: server,
-            assets: [.init(identifier: "news", path: "/news.bin", contents: SampleAppFixture.bytes(100, seed: 1), essential: false)])
+            assets: [
+                .init(
+                    identifier: "news", path: "/news.bin", contents: SampleAppFixture.bytes(100, seed: 1),
+                    essential: false)
+            ])
         defer { fixture.remove() }
         let daemon = try Self.daemon(settings: [
             "periodicBaseIntervalSeconds": 0.4, "periodicMinimumIntervalSeconds": 0.2,
             "periodicMaximumIntervalSeconds": 0.8, "dailyRuntimeAllowanceSeconds": 0.001,
         ])
         defer { daemon.kill() }
-        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
+        let install = try await runProcess(
+            ba, ["install", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
 
         // The install used up the (tiny) allowance; a periodic run is due within a second and refused.
@@ -73,7 +86,8 @@ struct SchedulingTests {
         #expect(app["nextPeriodicRun"] as? Double != nil)
 
         // `ba simulate` bypasses the allowance (as Apple's tool does).
-        let simulated = try await runProcess(ba, ["simulate", "-s", "--periodic", "-b", Self.app, "--socket", daemon.socketPath])
+        let simulated = try await runProcess(
+            ba, ["simulate", "-s", "--periodic", "-b", Self.app, "--socket", daemon.socketPath])
         #expect(simulated.status == 0, "\(simulated.stdout)\(simulated.stderr)")
         #expect(simulated.stdout.contains("extension periodic: ok"), "\(simulated.stdout)")
     }
@@ -84,21 +98,27 @@ struct SchedulingTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(
             server: server,
-            assets: [.init(identifier: "news", path: "/news.bin", contents: SampleAppFixture.bytes(100, seed: 1), essential: false)])
+            assets: [
+                .init(
+                    identifier: "news", path: "/news.bin", contents: SampleAppFixture.bytes(100, seed: 1),
+                    essential: false)
+            ])
         defer { fixture.remove() }
         let daemon = try Self.daemon(settings: [
             "periodicBaseIntervalSeconds": 0.4, "periodicMinimumIntervalSeconds": 0.2,
             "periodicMaximumIntervalSeconds": 0.8,
         ])
         defer { daemon.kill() }
-        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
+        let install = try await runProcess(
+            ba, ["install", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
         let app = try await waitForApp(daemon, "a periodic run") { Self.runs($0).contains { $0 == ("periodic", "ok") } }
         // Newest first, at most 5: on a slow machine several periodic runs and a download's event wake
         // may have pushed the install out of the list; where it is still there, it is older than them.
         let events = Self.runs(app).map(\.event)
         if let install = events.firstIndex(of: "install") {
-            #expect(events[..<install].contains("periodic") && !events[(install + 1)...].contains("periodic"), "\(events)")
+            #expect(
+                events[..<install].contains("periodic") && !events[(install + 1)...].contains("periodic"), "\(events)")
         }
     }
 
@@ -116,7 +136,8 @@ struct SchedulingTests {
         async let install = runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         let first = try await CLIQueries.poll(
             "the install's runner", daemon, timeout: 30, read: { Self.runners(of: basd) }, until: { !$0.isEmpty })
-        async let simulated = runProcess(ba, ["simulate", "periodic", "--app", Self.app, "--socket", daemon.socketPath])
+        async let simulated = runProcess(
+            ba, ["simulate", "periodic", "--app", Self.app, "--socket", daemon.socketPath])
         _ = try await CLIQueries.poll(
             "the simulation waiting for the install's call", daemon, timeout: 30, read: { daemon.standardError },
             until: { $0.contains("periodic waits for the extension's current call to end") })
@@ -172,16 +193,23 @@ struct SchedulingTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(
             server: server,
-            assets: [.init(identifier: "core", path: "/core.bin", contents: SampleAppFixture.bytes(100, seed: 1), essential: true)])
+            assets: [
+                .init(
+                    identifier: "core", path: "/core.bin", contents: SampleAppFixture.bytes(100, seed: 1),
+                    essential: true)
+            ])
         defer { fixture.remove() }
 
         let quiet = try Self.daemon(settings: ["backgroundActivity": false])
         defer { quiet.kill() }
         let refused = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", quiet.socketPath])
         #expect(refused.status == 34, "registered, the extension not called: \(refused.stdout)\(refused.stderr)")
-        #expect(refused.stdout.contains("background activity is off") && refused.stdout.contains("111"), "\(refused.stdout)")
+        #expect(
+            refused.stdout.contains("background activity is off") && refused.stdout.contains("111"), "\(refused.stdout)"
+        )
         #expect(refused.stderr.contains("stays registered"), "\(refused.stderr)")
-        let simulated = try await runProcess(ba, ["simulate", "periodic", "--app", Self.app, "--socket", quiet.socketPath])
+        let simulated = try await runProcess(
+            ba, ["simulate", "periodic", "--app", Self.app, "--socket", quiet.socketPath])
         #expect(simulated.status == 34 && simulated.stdout.contains("111"), "\(simulated.stdout)\(simulated.stderr)")
 
         let noContent = try Self.daemon(settings: ["inAppContent": false])
@@ -192,7 +220,8 @@ struct SchedulingTests {
         #expect(server.requests(for: "/manifest.json").isEmpty, "no manifest fetched for a run that does not happen")
         // After launch the extension runs, but an essential download is still refused.
         try CLIQueries.launch(noContent, app: Self.app)
-        let update = try await runProcess(ba, ["simulate", "update", "--app", Self.app, "--socket", noContent.socketPath])
+        let update = try await runProcess(
+            ba, ["simulate", "update", "--app", Self.app, "--socket", noContent.socketPath])
         #expect(update.stdout.contains("refused core") && update.stdout.contains("error 109"), "\(update.stdout)")
     }
 
@@ -202,7 +231,11 @@ struct SchedulingTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(
             server: server,
-            assets: [.init(identifier: "news", path: "/news.bin", contents: SampleAppFixture.bytes(100, seed: 1), essential: false)],
+            assets: [
+                .init(
+                    identifier: "news", path: "/news.bin", contents: SampleAppFixture.bytes(100, seed: 1),
+                    essential: false)
+            ],
             extensionLibrary: "BATestCrash")
         defer { fixture.remove() }
         let daemon = try Self.daemon(settings: ["quarantineThreshold": 2])
@@ -233,15 +266,19 @@ struct SchedulingTests {
         // --clear-quarantine releases without a new file.
         try FileManager.default.removeItem(atPath: library)
         try FileManager.default.copyItem(atPath: BuildProducts.library("BATestCrash"), toPath: library)
-        for _ in 0..<2 { _ = try await runProcess(ba, ["simulate", "update", "--app", Self.app, "--socket", daemon.socketPath]) }
+        for _ in 0..<2 {
+            _ = try await runProcess(ba, ["simulate", "update", "--app", Self.app, "--socket", daemon.socketPath])
+        }
         #expect(try await CLIQueries.app(daemon)["quarantine"] != nil)
         let cleared = try await runProcess(ba, ["apps", "--clear-quarantine", Self.app, "--socket", daemon.socketPath])
-        #expect(cleared.status == 0 && cleared.stdout.contains("quarantine cleared"), "\(cleared.stdout)\(cleared.stderr)")
+        #expect(
+            cleared.status == 0 && cleared.stdout.contains("quarantine cleared"), "\(cleared.stdout)\(cleared.stderr)")
         let again = try await runProcess(ba, ["simulate", "update", "--app", Self.app, "--socket", daemon.socketPath])
         #expect(again.status == 13, "runs (and crashes) again: \(again.stdout)")
     }
 
-    @Test("ba purge: a moved, unmodified finished file is purged under the threshold; pending and modified ones are kept")
+    @Test(
+        "ba purge: a moved, unmodified finished file is purged under the threshold; pending and modified ones are kept")
     func purge() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
@@ -276,23 +313,33 @@ struct SchedulingTests {
             until: { rows in rows.count == 2 && rows.allSatisfy { $0["state"] as? String == "finished" } })
         app.close()
         let delivered = rows.compactMap { row -> (String, String)? in
-            guard let id = row["uniqueIdentifier"] as? String, let name = row["identifier"] as? String else { return nil }
+            guard let id = row["uniqueIdentifier"] as? String, let name = row["identifier"] as? String else {
+                return nil
+            }
             return (name, daemon.stateDirectory + "/groups/\(group)/.background-assets/downloads/\(id)-\(name)")
         }
         var report = try await purgePlan(daemon)
-        #expect(report.allSatisfy { $0["status"] as? String == "pendingDelivery" && $0["wouldDelete"] as? Bool == false }, "\(report)")
+        #expect(
+            report.allSatisfy { $0["status"] as? String == "pendingDelivery" && $0["wouldDelete"] as? Bool == false },
+            "\(report)")
 
         // The app takes both (a move keeps the inode) and changes b.
         let container = daemon.stateDirectory + "/groups/\(group)"
-        for (name, path) in delivered { try FileManager.default.moveItem(atPath: path, toPath: container + "/\(name).bin") }
+        for (name, path) in delivered {
+            try FileManager.default.moveItem(atPath: path, toPath: container + "/\(name).bin")
+        }
         let handle = try #require(FileHandle(forWritingAtPath: container + "/b.bin"))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data("changed".utf8))
         try handle.close()
         report = try await purgePlan(daemon)
         let byName = Dictionary(report.map { ($0["identifier"] as? String ?? "", $0) }, uniquingKeysWith: { $1 })
-        #expect(byName["a"]?["status"] as? String == "purgeable" && byName["a"]?["wouldDelete"] as? Bool == true, "\(report)")
-        #expect(byName["b"]?["status"] as? String == "modified" && byName["b"]?["wouldDelete"] as? Bool == false, "\(report)")
+        #expect(
+            byName["a"]?["status"] as? String == "purgeable" && byName["a"]?["wouldDelete"] as? Bool == true,
+            "\(report)")
+        #expect(
+            byName["b"]?["status"] as? String == "modified" && byName["b"]?["wouldDelete"] as? Bool == false,
+            "\(report)")
         #expect(FileManager.default.fileExists(atPath: container + "/a.bin"), "a dry run deletes nothing")
 
         let purged = try await runProcess(ba, ["purge", "--socket", daemon.socketPath])

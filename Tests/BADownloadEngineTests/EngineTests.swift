@@ -60,7 +60,9 @@ func sha256(_ data: [UInt8]) throws -> String {
     /// changes the server between attempts without racing the engine.
     let clock = ManualEngineClock()
 
-    func fixture(configure: (inout DownloadEngine.Configuration) -> Void = { _ in }) async throws
+    func fixture(
+        configure: (inout DownloadEngine.Configuration) -> Void = { _ in }
+    ) async throws
         -> (AssetServer, DownloadEngine, EventReader, TemporaryDirectory)
     {
         let server = try await AssetServer.start()
@@ -213,7 +215,8 @@ func sha256(_ data: [UInt8]) throws -> String {
             Issue.record("\(events.seen)")
             return
         }
-        #expect(sameBytes(contents(target), new), "old prefix + new tail spliced (lastModifiedOnly: \(lastModifiedOnly))")
+        #expect(
+            sameBytes(contents(target), new), "old prefix + new tail spliced (lastModifiedOnly: \(lastModifiedOnly))")
         let requests = server.requests(for: "/v.bin")
         #expect(requests.first?.header("If-Range") == old, "\(requests)")
         try await finish(server, engine, directory)

@@ -121,7 +121,9 @@ import Testing
     }
 
     struct TwoDownloads: BADownloaderExtension {
-        func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<
+        func downloads(
+            for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo
+        ) -> Set<
             BADownload
         > {
             let request = URLRequest(url: URL(string: "https://cdn.example.com/x")!)

@@ -40,7 +40,9 @@ import Testing
     }
 
     /// Runs the actions through `ba run-extension --json`; returns the extension's log lines.
-    func run(_ actions: [String], extra: [String] = [], prepare: (Setup) throws -> Void = { _ in }) async throws
+    func run(
+        _ actions: [String], extra: [String] = [], prepare: (Setup) throws -> Void = { _ in }
+    ) async throws
         -> (logs: [String], setup: Setup)
     {
         let probe = try Setup(actions)

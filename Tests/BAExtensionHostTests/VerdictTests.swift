@@ -14,7 +14,9 @@ import Testing
         supervisor = try BAExtensionSupervisor(runnerPath: BuildProducts.executable("ba-extension-runner"))
     }
 
-    func install(_ plugin: String, timeout: Duration = .seconds(20), memory: UInt64 = 256 << 20) async throws
+    func install(
+        _ plugin: String, timeout: Duration = .seconds(20), memory: UInt64 = 256 << 20
+    ) async throws
         -> BAExtensionRunResult
     {
         let directory = try TemporaryDirectory()

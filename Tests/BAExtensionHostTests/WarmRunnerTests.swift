@@ -19,7 +19,9 @@ import Testing
         manifest = try directory.write("manifest.json", "{\"assets\": []}")
     }
 
-    func call(_ plugin: String, timeout: Duration = .seconds(20), memory: UInt64 = 256 << 20) throws
+    func call(
+        _ plugin: String, timeout: Duration = .seconds(20), memory: UInt64 = 256 << 20
+    ) throws
         -> BAExtensionRunResult
     {
         var invocation = BAExtensionInvocation.contentRequest(

@@ -24,7 +24,8 @@ import Testing
                 modificationTimeNanoseconds: 4, sha256: "", finishedAt: Date()))
         _ = trackedEvent
 
-        #expect(try test.store.pruneEndedDownloads(olderThan: test.clock.now.addingTimeInterval(-3600)) == 0, "too young")
+        #expect(
+            try test.store.pruneEndedDownloads(olderThan: test.clock.now.addingTimeInterval(-3600)) == 0, "too young")
         #expect(try test.store.pruneEndedDownloads(olderThan: test.clock.now.addingTimeInterval(3600)) == 1)
         #expect(try test.store.download(uniqueIdentifier: delivered.uniqueIdentifier) == nil)
         #expect(try test.count("SELECT count(*) FROM event WHERE download_id = ?", [delivered.uniqueIdentifier]) == 0)

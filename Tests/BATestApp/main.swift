@@ -80,7 +80,9 @@ final class Delegate: BADownloadManagerDelegate {
         ])
     }
 
-    func download(_ download: BADownload, didReceive challenge: URLAuthenticationChallenge) async
+    func download(
+        _ download: BADownload, didReceive challenge: URLAuthenticationChallenge
+    ) async
         -> (URLSession.AuthChallengeDisposition, URLCredential?)
     {
         emit([

@@ -84,7 +84,9 @@ public func runProcess(
 }
 
 /// Runs an executable to completion, reading both pipes concurrently (a full pipe would block it).
-public func runProcessBlocking(_ path: String, _ arguments: [String], environment: [String: String], currentDirectory: String?)
+public func runProcessBlocking(
+    _ path: String, _ arguments: [String], environment: [String: String], currentDirectory: String?
+)
     throws
     -> ProcessOutput
 {

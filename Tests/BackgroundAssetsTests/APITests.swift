@@ -58,8 +58,6 @@ import Testing
         #expect(legacyPriority.priority == .min)
     }
 
-
-
     @Test func removingEssentialAndCopy() {
         let essential = BAURLDownload(
             identifier: "e", request: request, essential: true, fileSize: 10, applicationGroupIdentifier: "g")

@@ -17,7 +17,9 @@ import Testing
         return url
     }
 
-    static func writePlist(_ object: [String: Any], to url: URL, format: PropertyListSerialization.PropertyListFormat)
+    static func writePlist(
+        _ object: [String: Any], to url: URL, format: PropertyListSerialization.PropertyListFormat
+    )
         throws
     {
         try PropertyListSerialization.data(fromPropertyList: object, format: format, options: 0).write(to: url)

@@ -69,7 +69,9 @@ enum DocBlocks {
         return blocks
     }
 
-    private static func block(info: String, line: Int, lines: [Substring], file: String) throws(DocBlockError)
+    private static func block(
+        info: String, line: Int, lines: [Substring], file: String
+    ) throws(DocBlockError)
         -> DocBlock
     {
         let words = info.split(separator: " ").map(String.init)

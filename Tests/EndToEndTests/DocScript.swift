@@ -84,7 +84,9 @@ struct DocScript {
     /// output (stdout and stderr interleaved), are kept in `scratch`, outside the doc's folder.
     /// Kills the script's process group after `timeout`, and also when something the script
     /// started in the background outlives it.
-    func run(in folder: String, scratch: String, environment: [String: String], timeout: Duration) async throws
+    func run(
+        in folder: String, scratch: String, environment: [String: String], timeout: Duration
+    ) async throws
         -> Outcome
     {
         // On a thread of its own: the script runs for minutes, and the concurrency pool is small.
@@ -99,7 +101,9 @@ struct DocScript {
         return try outcome.get()
     }
 
-    private func runBlocking(in folder: String, scratch: String, environment: [String: String], timeout: Duration)
+    private func runBlocking(
+        in folder: String, scratch: String, environment: [String: String], timeout: Duration
+    )
         throws -> Outcome
     {
         let scriptPath = scratch + "/doc-test.sh"
@@ -180,7 +184,9 @@ struct DocScript {
 enum ShellProcess {
     /// Starts `arguments` and returns its pid, which is also its process group.
     /// The corresponding C function is `posix_spawn`.
-    static func spawn(_ arguments: [String], environment: [String: String], output: String) throws
+    static func spawn(
+        _ arguments: [String], environment: [String: String], output: String
+    ) throws
         -> pid_t
     {
         var actions = posix_spawn_file_actions_t()

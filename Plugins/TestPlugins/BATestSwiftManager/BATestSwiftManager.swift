@@ -27,7 +27,9 @@ struct BATestSwiftManager: BADownloaderExtension {
         }
     }
 
-    func downloads(for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo) -> Set<
+    func downloads(
+        for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo
+    ) -> Set<
         BADownload
     > {
         BAHostLog("schedule: " + code { try BADownloadManager.shared.scheduleDownload(download) })

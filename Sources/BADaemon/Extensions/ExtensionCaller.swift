@@ -85,7 +85,8 @@ final class ExtensionCaller: @unchecked Sendable {
         if let supervisor, !supervisor.sandbox.isEnabled {
             services.log(
                 "WARNING: calling the extension of \(app.bundleIdentifier) WITHOUT the sandbox "
-                    + "(extensionSandbox is off, or BA_EXTENSION_SANDBOX=off): it can reach the network and every file of the user")
+                    + "(extensionSandbox is off, or BA_EXTENSION_SANDBOX=off): it can reach the network and every file of the user"
+            )
         }
         guard let supervisor else {
             cleanup?()

@@ -165,10 +165,13 @@ extension AppInstaller {
     ) {
         var essentialTotal: Int64 = 0
         var total: Int64 = 0
-        let ordered = downloads.sorted { ($0.isEssential ? 0 : 1, $0.identifier) < ($1.isEssential ? 0 : 1, $1.identifier) }
+        let ordered = downloads.sorted {
+            ($0.isEssential ? 0 : 1, $0.identifier) < ($1.isEssential ? 0 : 1, $1.identifier)
+        }
         for record in ordered {
             let key = record.isEssential ? "BAEssentialMaxInstallSize" : "BAMaxInstallSize"
-            let maximum = record.isEssential ? app.restrictions.essentialMaxInstallSize : app.restrictions.maxInstallSize
+            let maximum =
+                record.isEssential ? app.restrictions.essentialMaxInstallSize : app.restrictions.maxInstallSize
             let sum = (record.isEssential ? essentialTotal : total) + record.fileSize
             if !app.launched, let maximum, sum > maximum {
                 report.refused.append(

@@ -77,7 +77,8 @@ final class AppInstaller: @unchecked Sendable {
             case .install where previous != nil:
                 throw Refusal(
                     .invalidApp,
-                    "\(bundle.bundleIdentifier) is already installed (version \(previous?.version ?? "?")); update it with `ba update`")
+                    "\(bundle.bundleIdentifier) is already installed (version \(previous?.version ?? "?")); update it with `ba update`"
+                )
             case .update where previous == nil:
                 throw Refusal(
                     .invalidApp, "\(bundle.bundleIdentifier) is not installed; install it first with `ba install`")
@@ -135,7 +136,9 @@ final class AppInstaller: @unchecked Sendable {
 
     /// `simulate`: wakes the extension as if `event` had happened, outside the daily runtime
     /// allowance (as Apple's `backgroundassets-debug` does) but within the per-call deadline.
-    func simulate(_ event: SimulatedEvent, app bundleIdentifier: String, reply: @escaping @Sendable (ServerMessage.Result) -> Void) throws {
+    func simulate(
+        _ event: SimulatedEvent, app bundleIdentifier: String, reply: @escaping @Sendable (ServerMessage.Result) -> Void
+    ) throws {
         guard let app = try store.app(bundleIdentifier) else {
             throw Refusal(.callerConnectionNotAccepted, "app \(bundleIdentifier) is not registered with basd")
         }
@@ -156,7 +159,9 @@ final class AppInstaller: @unchecked Sendable {
 
     /// Registers (or re-registers) an app and prepares its container; returns the registration it replaced.
     @discardableResult
-    func register(_ registration: AppRegistration, manifestURL: String?, restrictions: StoredApp.Restrictions) throws
+    func register(
+        _ registration: AppRegistration, manifestURL: String?, restrictions: StoredApp.Restrictions
+    ) throws
         -> StoredApp?
     {
         // The rules an Info.plist keeps to, for a registration made over the protocol too: the

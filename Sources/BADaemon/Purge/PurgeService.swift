@@ -36,7 +36,8 @@ final class PurgeService: @unchecked Sendable {
                     downloadUniqueIdentifier: download.uniqueIdentifier, appIdentifier: download.appIdentifier,
                     identifier: download.identifier, deliveredPath: path, device: UInt64(info.st_dev),
                     inode: UInt64(info.st_ino), size: Int64(info.st_size),
-                    modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+                    modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000
+                        + Int64(info.st_mtim.tv_nsec),
                     sha256: sha256.isEmpty ? (download.sha256 ?? "") : sha256, finishedAt: services.clock.now))
         } catch {
             log("tracking the finished file \(path) failed: \(error)")
@@ -64,7 +65,8 @@ final class PurgeService: @unchecked Sendable {
             throw Refusal(.internalError, "cannot read the free space of \(configuration.stateDirectory): \(error)")
         }
         let plan = PurgePlanner().plan(
-            assets: assets, roots: roots, freeBytes: free, thresholdBytes: services.settings.current.purgeFreeSpaceThresholdBytes)
+            assets: assets, roots: roots, freeBytes: free,
+            thresholdBytes: services.settings.current.purgeFreeSpaceThresholdBytes)
         var deleted: [String: Int64] = [:]
         var outcomes: [String: String] = [:]
         if !dryRun {
@@ -101,7 +103,8 @@ final class PurgeService: @unchecked Sendable {
                 wouldDelete: dryRun ? entry.willDelete : deleted[entry.asset.downloadUniqueID] != nil)
         }
         return PurgeReport(
-            freeBytes: free, thresholdBytes: services.settings.current.purgeFreeSpaceThresholdBytes, dryRun: dryRun, entries: entries,
+            freeBytes: free, thresholdBytes: services.settings.current.purgeFreeSpaceThresholdBytes, dryRun: dryRun,
+            entries: entries,
             bytesFreed: dryRun ? plan.plannedBytes : deleted.values.reduce(0, +))
     }
     /// Purges when free space is under the threshold (at most once a minute, unless the

@@ -22,7 +22,8 @@ final class RequestRouter: @unchecked Sendable {
         guard client.role != .cli else { return .success(welcome) }
         guard let bundleIdentifier = client.bundleIdentifier, !bundleIdentifier.isEmpty else {
             return .failure(
-                Refusal(.callerConnectionNotAccepted, "an \(client.role.rawValue) client must name its bundle identifier"))
+                Refusal(
+                    .callerConnectionNotAccepted, "an \(client.role.rawValue) client must name its bundle identifier"))
         }
         do {
             guard let app = try store.app(bundleIdentifier) else {
@@ -84,8 +85,7 @@ final class RequestRouter: @unchecked Sendable {
         }
     }
 
-    private func perform(_ request: Request, from client: ClientInfo, session: Session) throws -> ServerMessage.Result
-    {
+    private func perform(_ request: Request, from client: ClientInfo, session: Session) throws -> ServerMessage.Result {
         switch request {
         case .hello, .status:
             // The connection state machine answers these itself.
@@ -113,7 +113,9 @@ final class RequestRouter: @unchecked Sendable {
             return .ok
         case .currentDownloads:
             let app = try appOf(client, request)
-            return .downloads(try store.downloads(app: app.bundleIdentifier).filter { $0.state.isActive }.map(services.transfers.info))
+            return .downloads(
+                try store.downloads(app: app.bundleIdentifier).filter { $0.state.isActive }.map(services.transfers.info)
+            )
         case .subscribeEvents:
             services.delivery.subscribe(session, client: client)
             return .ok
@@ -201,7 +203,10 @@ final class RequestRouter: @unchecked Sendable {
     }
 
     private func activeDownload(app: String, identifier: String) throws -> StoredDownload {
-        guard let download = try store.downloads(app: app).first(where: { $0.identifier == identifier && $0.state.isActive })
+        guard
+            let download = try store.downloads(app: app).first(where: {
+                $0.identifier == identifier && $0.state.isActive
+            })
         else {
             throw Refusal(ErrorCodes.downloadNotScheduled, "\(app) has no scheduled download \"\(identifier)\"")
         }
@@ -213,7 +218,8 @@ final class RequestRouter: @unchecked Sendable {
             if let cancelled = services.transfers.recentlyCancelled(uniqueIdentifier) {
                 throw Refusal(ErrorCodes.downloadNotScheduled, cancelled)
             }
-            throw Refusal(ErrorCodes.downloadNotScheduled, "no scheduled download has unique identifier \(uniqueIdentifier)")
+            throw Refusal(
+                ErrorCodes.downloadNotScheduled, "no scheduled download has unique identifier \(uniqueIdentifier)")
         }
         return download
     }

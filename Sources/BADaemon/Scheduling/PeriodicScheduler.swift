@@ -76,7 +76,8 @@ final class PeriodicScheduler: @unchecked Sendable {
             return "Low Power Mode is on (\(reason)): no extension runs until it is off"
         }
         if !app.launched, !settings.inAppContent {
-            return "in-app content is off in basd's settings (inAppContent): no extension runs before the app's first launch"
+            return
+                "in-app content is off in basd's settings (inAppContent): no extension runs before the app's first launch"
         }
         var state = schedulingState(app)
         let identity = ExtensionFileIdentity.current(path: libraryPath)
@@ -85,7 +86,8 @@ final class PeriodicScheduler: @unchecked Sendable {
             save(state, of: app.bundleIdentifier)
         }
         if let reason = state.quarantine.isQuarantined(currentIdentity: identity) {
-            return "the extension is quarantined: \(reason); replace its file or run `ba apps --clear-quarantine \(app.bundleIdentifier)`"
+            return
+                "the extension is quarantined: \(reason); replace its file or run `ba apps --clear-quarantine \(app.bundleIdentifier)`"
         }
         if !bypassAllowance,
             case .refused(let reason, _) = state.allowance.admit(
@@ -118,7 +120,8 @@ final class PeriodicScheduler: @unchecked Sendable {
         var state = schedulingState(current)
         let settings = self.settings
         state.allowance.record(
-            duration: TimeInterval(outcome.durationMilliseconds) / 1000, at: now, policy: settings.runtimeAllowancePolicy)
+            duration: TimeInterval(outcome.durationMilliseconds) / 1000, at: now,
+            policy: settings.runtimeAllowancePolicy)
         let result: RunOutcome =
             switch outcome.verdict {
             case .ok: .ok
@@ -284,7 +287,9 @@ final class PeriodicScheduler: @unchecked Sendable {
             _ = try services.purge.purge(dryRun: true)
             let events = try store.pruneDeliveredEvents(olderThan: cutoff)
             let downloads = try store.pruneEndedDownloads(olderThan: cutoff)
-            if events + downloads > 0 { log("pruned \(downloads) ended download(s) and \(events) event(s) older than a week") }
+            if events + downloads > 0 {
+                log("pruned \(downloads) ended download(s) and \(events) event(s) older than a week")
+            }
         } catch {
             log("pruning the history failed: \(error)")
         }
@@ -326,7 +331,8 @@ final class PeriodicScheduler: @unchecked Sendable {
             let runtimeLeft = max(
                 0, policy.allowance(usage: state.usage, now: now) - state.allowance.used(now: now, policy: policy))
             var info = AppInfo(
-                bundleIdentifier: app.bundleIdentifier, version: app.version, appGroupIdentifier: app.appGroupIdentifier,
+                bundleIdentifier: app.bundleIdentifier, version: app.version,
+                appGroupIdentifier: app.appGroupIdentifier,
                 appDirectory: app.appDirectory, extensionPath: app.extensionPath, launched: app.launched,
                 downloadAllowanceRemaining: remaining.nonEssential,
                 essentialDownloadAllowanceRemaining: remaining.essential,

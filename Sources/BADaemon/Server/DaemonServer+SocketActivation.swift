@@ -62,7 +62,9 @@ extension DaemonServer {
         /// `LISTEN_PID` is missing or names another process (the variables were meant for a parent).
         ///
         /// - Throws: ``DaemonError`` `.socket` when `LISTEN_PID` or `LISTEN_FDS` is not a number.
-        package static func passedDescriptorCount(_ environment: [String: String], pid: pid_t) throws(DaemonError)
+        package static func passedDescriptorCount(
+            _ environment: [String: String], pid: pid_t
+        ) throws(DaemonError)
             -> Int
         {
             guard let listenPID = environment["LISTEN_PID"] else { return 0 }

@@ -152,7 +152,9 @@ public final class DaemonServer: Sendable {
         }
     }
 
-    private static func listen(_ configuration: Configuration, context: DaemonContext, service: BasdServices)
+    private static func listen(
+        _ configuration: Configuration, context: DaemonContext, service: BasdServices
+    )
         async throws(DaemonError) -> any Channel
     {
         let socketPath = configuration.socketPath

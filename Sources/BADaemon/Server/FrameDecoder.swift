@@ -20,7 +20,9 @@ struct FrameDecoder: ByteToMessageDecoder {
         return .continue
     }
 
-    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
+    mutating func decodeLast(
+        context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool
+    ) throws
         -> DecodingState
     {
         // A partial frame at EOF is dropped: the client went away mid-message.

@@ -67,7 +67,9 @@ extension TransferCoordinator {
     ///   redirect hop too.
     /// - The transfer may not exceed the declared size: a server declaring more fails it with 203,
     ///   one sending more with 204.
-    func preLaunchRestriction(for record: DownloadRecord, of app: StoredApp) throws
+    func preLaunchRestriction(
+        for record: DownloadRecord, of app: StoredApp
+    ) throws
         -> StoredDownload.PreLaunchRestriction?
     {
         let restrictions = app.restrictions

@@ -49,7 +49,9 @@ extension TransferCoordinator {
             }
         } catch {
             afterCommit.removeAll()
-            if unrecorded.isEmpty { log("recording \(events.count) engine event(s) failed, kept to be recorded later: \(error)") }
+            if unrecorded.isEmpty {
+                log("recording \(events.count) engine event(s) failed, kept to be recorded later: \(error)")
+            }
             return false
         }
         let actions = afterCommit
@@ -216,7 +218,8 @@ extension TransferCoordinator {
         }
         guard complete else { return false }
         do {
-            let event = try store.markFinished(uniqueIdentifier: download.uniqueIdentifier, destination: path, size: size)
+            let event = try store.markFinished(
+                uniqueIdentifier: download.uniqueIdentifier, destination: path, size: size)
             log("download \(download.uniqueIdentifier) was already complete at \(path); recorded finished")
             services.purge.track(finished: event, path: path, sha256: download.sha256 ?? "")
             services.delivery.recorded(event)

@@ -229,7 +229,8 @@ final class TransferCoordinator: @unchecked Sendable {
         var bytes = download.bytesOnDisk
         if download.state.isActive, let mark = progress[download.uniqueIdentifier] { bytes = max(bytes, mark.bytes) }
         var info = DownloadInfo(
-            uniqueIdentifier: download.uniqueIdentifier, download: DownloadPayload(download), state: download.state.rawValue,
+            uniqueIdentifier: download.uniqueIdentifier, download: DownloadPayload(download),
+            state: download.state.rawValue,
             isForeground: download.isForeground, bytesOnDisk: bytes,
             appIdentifier: download.appIdentifier, attempts: download.attempts, errorCode: download.lastError?.code,
             errorMessage: download.lastError?.message)

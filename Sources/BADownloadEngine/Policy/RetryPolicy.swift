@@ -32,7 +32,9 @@ public struct RetryPolicy: Sendable, Equatable {
     /// - Parameters:
     ///   - retryAfter: The server's `Retry-After`, if any; it replaces the computed delay.
     ///   - failingFor: Time since the first failure.
-    public func delay(afterAttempt attempt: Int, retryAfter: Duration?, failingFor: Duration, random: Double)
+    public func delay(
+        afterAttempt attempt: Int, retryAfter: Duration?, failingFor: Duration, random: Double
+    )
         -> Duration?
     {
         guard attempt < maximumAttempts else { return nil }

@@ -218,7 +218,8 @@ final class Transfer: @unchecked Sendable {
     func fileError(_ call: String, _ path: String) -> DownloadError {
         let code = errno
         return DownloadError(
-            code == ENOSPC || code == EDQUOT ? .noSpace : .fileSystem, "\(call) \(path): \(String(cString: strerror(code)))")
+            code == ENOSPC || code == EDQUOT ? .noSpace : .fileSystem,
+            "\(call) \(path): \(String(cString: strerror(code)))")
     }
 
     // MARK: Response handling (called from libcurl callbacks on the engine thread)
