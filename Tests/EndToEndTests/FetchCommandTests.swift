@@ -75,6 +75,66 @@ import Testing
         #expect(summary["finished"] as? Int == 400 && summary["failed"] as? Int == 0, "\(summary)")
     }
 
+    /// A forward proxy on loopback (Python's http.server): it answers GETs for absolute URLs by
+    /// fetching them itself, and logs each URL it was asked for.
+    static let proxyScript = """
+        import http.server, sys, urllib.request
+        log = open(sys.argv[1], "a", buffering=1)
+        class Proxy(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                log.write(self.path + "\\n")
+                with urllib.request.urlopen(urllib.request.Request(self.path), timeout=10) as upstream:
+                    body = upstream.read()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            def log_message(self, *args): pass
+        server = http.server.HTTPServer(("127.0.0.1", 0), Proxy)
+        print(server.server_address[1], flush=True)
+        server.timeout = 30
+        server.handle_request()
+        server.handle_request()
+        """
+
+    /// `http_proxy` / `no_proxy` in the environment are honoured (libcurl reads them; basd's
+    /// engine is the same one `ba fetch` runs).
+    @Test func theProxyVariablesAreHonoured() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let data = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        server.setFile("/via-proxy.bin", contents: data)
+        let log = directory.path + "/proxy.log"
+        let proxy = Process()
+        proxy.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        proxy.arguments = ["python3", "-c", Self.proxyScript, log]
+        let output = Pipe()
+        proxy.standardOutput = output
+        try proxy.run()
+        defer { if proxy.isRunning { proxy.terminate() } }
+        let port = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(Int(port) != nil, "the proxy printed \(port)")
+        let url = server.url("/via-proxy.bin")
+
+        let proxied = try await runProcess(
+            ba, ["fetch", url, "-o", directory.path + "/a"], environment: ["http_proxy": "http://127.0.0.1:\(port)"])
+        #expect(proxied.status == 0, "\(proxied.stderr)")
+        #expect(FileManager.default.contents(atPath: directory.path + "/a/via-proxy.bin") == Data(data))
+        #expect((try? String(contentsOfFile: log, encoding: .utf8))?.contains(url) == true, "the proxy saw it")
+        #expect(server.requests(for: "/via-proxy.bin").count == 1, "once, from the proxy")
+
+        let direct = try await runProcess(
+            ba, ["fetch", url, "-o", directory.path + "/b"],
+            environment: ["http_proxy": "http://127.0.0.1:\(port)", "no_proxy": "127.0.0.1"])
+        #expect(direct.status == 0, "\(direct.stderr)")
+        #expect(server.requests(for: "/via-proxy.bin").count == 2)
+        let lines = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n") ?? []
+        #expect(lines.count == 1, "no_proxy went around it: \(lines)")
+    }
+
     @Test func failuresSayWhatTheServerDidAndExit20() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
