@@ -37,7 +37,7 @@ for _ in $(seq 1 "$runs"); do
     cpu+=("$(echo "$line" | sed -n 's/.*(\([0-9.]*\) ms per download).*/\1/p')")
     rm -rf "$shm/out" && mkdir -p "$shm/out"
     start=$(date +%s.%N)
-    (cd "$shm/out" && curl -sf --parallel --parallel-max 16 --remote-name-all $(cat "$work/small.list"))
+    (cd "$shm/out" && curl -sf --no-progress-meter --parallel --parallel-max 16 --remote-name-all $(cat "$work/small.list"))
     theirs+=("$(calc "$(date +%s.%N) - $start")")
 done
 d_ours=$(printf '%s\n' "${ours[@]}" | median)
