@@ -97,7 +97,7 @@ let package = Package(
         .target(
             name: "BADaemon",
             dependencies: [
-                "BADaemonProtocol", "BAStore", "BAExclusiveControl", "BADownloadEngine", "BAExtensionHost",
+                "BADaemonProtocol", "BAStore", "BAExclusiveControl", "BADownloadEngine", "BAExtensionHost", "CBASystem",
                 "BAExtensionProtocol", "BAAppBundle", "BAScheduling", "BAPurge",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -186,13 +186,16 @@ case "queue":
         try manager.scheduleDownload(download("q\(index)", "http://127.0.0.1:\(port)/q\(index)"))
     }
     let elapsed = seconds(since: start)
+    let queuedRSS = basd.status("VmRSS") / 1024
     let listStart = ContinuousClock.now
     let listed = try manager.fetchCurrentDownloads().count
     let listing = seconds(since: listStart)
+    usleep(1_500_000)  // basd gives a long listing's memory back a second after it
     print(
         String(
-            format: "queue %d: %.0f schedules/s; fetchCurrentDownloads %d in %.3f s; basd RSS %d MiB, %d fds",
-            count, Double(count) / elapsed, listed, listing, basd.status("VmRSS") / 1024, basd.descriptors))
+            format:
+                "queue %d: %.0f schedules/s; fetchCurrentDownloads %d in %.3f s; basd RSS %d MiB queued, %d MiB after the listing, %d fds",
+            count, Double(count) / elapsed, listed, listing, queuedRSS, basd.status("VmRSS") / 1024, basd.descriptors))
 case "idle":
     let duration = Double(arguments[3]) ?? 30
     usleep(2_000_000)  // past start-up

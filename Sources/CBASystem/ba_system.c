@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -303,3 +304,5 @@ int ba_sys_send_all(int fd, const void *bytes, size_t length) { return transfer_
 void ba_sys_start_writeback(int fd, int64_t offset, int64_t length) {
     (void)sync_file_range(fd, (off64_t)offset, (off64_t)length, SYNC_FILE_RANGE_WRITE);
 }
+
+int ba_sys_malloc_trim(void) { return malloc_trim(0); }

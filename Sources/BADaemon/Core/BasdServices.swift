@@ -3,6 +3,7 @@ import BADownloadEngine
 import BAPurge
 import BAScheduling
 import BAStore
+internal import CBASystem
 import Foundation
 
 /// basd's services, wired together: the composition root.
@@ -122,6 +123,20 @@ final class BasdServices: @unchecked Sendable {
         }
         transfers.shutdown()
         executor.sync {}
+    }
+
+    /// Whether a return of free heap memory to the kernel is scheduled (executor).
+    private var memoryReleaseScheduled = false
+
+    /// Returns free heap memory to the kernel a second from now (once, however often asked): a
+    /// long listing's answer is freed after NIO wrote it, and glibc keeps freed memory otherwise.
+    func releaseMemorySoon() {
+        guard !memoryReleaseScheduled else { return }
+        memoryReleaseScheduled = true
+        executor.after(.seconds(1)) { [self] in
+            memoryReleaseScheduled = false
+            _ = ba_sys_malloc_trim()
+        }
     }
 
     /// `status`: basd's version, uptime, connections and counts.

@@ -110,6 +110,9 @@ final class Session: @unchecked Sendable {
         for (index, bytes) in frames.enumerated() {
             write(bytes, thenClose: thenClose && index == frames.count - 1)
         }
+        // A long listing allocated tens of MiB that glibc would otherwise keep: hand them back
+        // once the parts are written.
+        if frames.count > 8 { services.releaseMemorySoon() }
     }
 
     private func write(_ bytes: [UInt8], thenClose: Bool) {

@@ -30,7 +30,18 @@ final class Transfer: @unchecked Sendable {
     /// partial file is cheap to fetch again after a crash, and skipping the write keeps small
     /// files fast. Interrupted transfers always write it.
     static let persistValidatorAfterBytes: Int64 = 1 << 20
-    var hasher = SHA256Hasher()
+    /// The SHA-256 of the bytes written, made on first use: most downloads declare no SHA-256,
+    /// and an OpenSSL context per queued download adds up over 100,000 of them.
+    var hasher: SHA256Hasher {
+        get {
+            if let hasherStorage { return hasherStorage }
+            let made = SHA256Hasher()
+            hasherStorage = made
+            return made
+        }
+        set { hasherStorage = newValue }
+    }
+    private var hasherStorage: SHA256Hasher?
     /// Whether `hasher` covers exactly `bytesOnDisk` bytes.
     var hasherInSync = true
 
@@ -107,7 +118,7 @@ final class Transfer: @unchecked Sendable {
         guard ftruncate(fd, off_t(size)) == 0 else { throw fileError("ftruncate", request.partialPath) }
         bytesOnDisk = size
         if size == 0 {
-            hasher = SHA256Hasher()
+            hasherStorage = nil  // a fresh one on first use
             hasherInSync = true
         } else {
             hasherInSync = false

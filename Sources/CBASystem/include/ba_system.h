@@ -147,4 +147,8 @@ int ba_sys_thread_count(void);
 /// The running kernel's Landlock ABI version, or -1 if Landlock is unavailable.
 int ba_sys_landlock_abi(void);
 
+/// Returns free heap memory to the kernel (glibc's `malloc_trim(0)`); 1 if some was released.
+/// The corresponding C function is `malloc_trim`.
+int ba_sys_malloc_trim(void);
+
 #endif
