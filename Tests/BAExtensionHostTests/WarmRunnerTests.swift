@@ -91,7 +91,8 @@ import Testing
         kill(zygote, SIGKILL)
         let result = try await hang
         #expect(result.wasForked && result.verdict == .crashed(signal: SIGKILL), "\(result.verdict)")
-        #expect(result.duration < .seconds(5))
+        // Ended with the zygote, not at its 30 s deadline (20 s: a loaded machine is slow to reap).
+        #expect(result.duration < .seconds(20))
         #expect(!processGroupExists(result.processID))
         let next = try call("SampleCExtension")
         #expect(next.verdict == .ok)
