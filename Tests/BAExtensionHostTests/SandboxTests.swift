@@ -137,7 +137,8 @@ import Testing
         func leftovers() -> [String] {
             ((try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []).filter { $0.hasPrefix(prefix) }
         }
-        #expect(!leftovers().isEmpty, "the killed host left no temporary folder to clean up")
+        // (Not asserted to be there now: a host started by a test running in parallel may have
+        // cleaned it up already.)
         let next = try await runProcess(
             ba, ["run-extension", BuildProducts.library("SampleCExtension"), "--event", "install"])
         #expect(next.status == 0, "\(next.stdout)\n\(next.stderr)")
