@@ -369,7 +369,7 @@ struct SupervisedCall {
             let left = deadline - .now
             if left <= .zero {
                 killedAtDeadline = true
-                kill(-pid, SIGKILL)
+                if pid > 0 { kill(-pid, SIGKILL) }
                 return reap(blocking: true) ?? 0
             }
             warnIfDue()
@@ -481,7 +481,7 @@ struct SupervisedCall {
     mutating func violate(_ reason: String) {
         guard protocolViolation == nil else { return }
         protocolViolation = reason
-        kill(-pid, SIGKILL)
+        if pid > 0 { kill(-pid, SIGKILL) }
     }
 
     mutating func handle(_ message: RunnerMessage) {

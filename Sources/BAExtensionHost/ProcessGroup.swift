@@ -14,7 +14,9 @@ enum ProcessGroup {
     /// resources and are not waited for. In the common case (the runner exited and was alone)
     /// `kill` reports ESRCH at once and nothing is scanned.
     static func kill(_ pgid: pid_t) {
-        guard Glibc.kill(-pgid, SIGKILL) == 0 else { return }
+        // Never 0 or less: `kill(0, …)` would hit the caller's own process group (basd, or a test
+        // runner and everything it started).
+        guard pgid > 0, Glibc.kill(-pgid, SIGKILL) == 0 else { return }
         let clock = ContinuousClock()
         let limit = clock.now + settleLimit
         var pause = Duration.microseconds(200)

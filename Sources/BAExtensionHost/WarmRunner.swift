@@ -112,7 +112,7 @@ final class WarmRunner: @unchecked Sendable {
             if let watched { owner()?.discard(watched) }
         } else {
             close(pair[0])
-            kill(pid, SIGKILL)
+            if pid > 0 { kill(pid, SIGKILL) }
             reap(pid)
             owner()?.finishedStarting(nil)
         }
