@@ -176,7 +176,7 @@ extension AppInstaller {
             if !app.launched, let maximum, sum > maximum {
                 report.refused.append(
                     RefusedDownload(
-                        identifier: record.identifier, code: ErrorCodes.downloadWouldExceedAllowance,
+                        identifier: record.identifier, code: AppleErrorCode.downloadWouldExceedAllowance.rawValue,
                         reason: "\"\(record.identifier)\" (\(record.fileSize) bytes) would take the \(kind.rawValue)'s "
                             + "\(record.isEssential ? "essential " : "")downloads to \(sum) bytes, "
                             + "over \(key) (\(maximum))",
@@ -195,11 +195,11 @@ extension AppInstaller {
                     switch error {
                     case let refusal as Refusal: refusal
                     case let error as BAStoreError: Refusal(error)
-                    default: Refusal(ErrorCodes.downloadInvalid, "\(error)")
+                    default: Refusal(AppleErrorCode.downloadInvalid.rawValue, "\(error)")
                     }
                 // An essential download of the same identifier still active (a re-run `ba install`
                 // while the first one's download retries): adopted, so the installer waits for it.
-                if refusal.code == ErrorCodes.downloadAlreadyScheduled, record.isEssential,
+                if refusal.code == AppleErrorCode.downloadAlreadyScheduled.rawValue, record.isEssential,
                     let existing = try? store.downloads(app: app.bundleIdentifier).first(where: {
                         $0.identifier == record.identifier && $0.state.isActive && $0.isEssential
                     })

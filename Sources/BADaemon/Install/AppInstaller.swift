@@ -177,7 +177,7 @@ final class AppInstaller: @unchecked Sendable {
             violations.append(DownloadRules.checkPath(library, what: "extension path"))
         }
         if let violation = violations.lazy.compactMap({ $0 }).first {
-            throw Refusal(ErrorCodes.downloadInvalid, violation.reason)
+            throw Refusal(AppleErrorCode.downloadInvalid.rawValue, violation.reason)
         }
         let previous = try store.register(
             StoredApp(

@@ -22,24 +22,12 @@ struct Refusal: Error {
     /// Apple's codes for the store's refusals; the rest is an internal error.
     init(_ error: BAStoreError) {
         switch error.code {
-        case .duplicateIdentifier: self.init(ErrorCodes.downloadAlreadyScheduled, error.message)
-        case .notScheduled, .unknownDownload: self.init(ErrorCodes.downloadNotScheduled, error.message)
-        case .downloadEnded: self.init(ErrorCodes.downloadNotScheduled, error.message)
+        case .duplicateIdentifier: self.init(AppleErrorCode.downloadAlreadyScheduled.rawValue, error.message)
+        case .notScheduled, .unknownDownload: self.init(AppleErrorCode.downloadNotScheduled.rawValue, error.message)
+        case .downloadEnded: self.init(AppleErrorCode.downloadNotScheduled.rawValue, error.message)
         case .unknownApp: self.init(DaemonErrorCode.callerConnectionNotAccepted, error.message)
-        case .invalidArgument: self.init(ErrorCodes.downloadInvalid, error.message)
+        case .invalidArgument: self.init(AppleErrorCode.downloadInvalid.rawValue, error.message)
         default: self.init(DaemonErrorCode.internalError, "basd could not use its state: \(error)")
         }
     }
-}
-
-/// Apple's `BAErrorCode` raw values that basd replies with, from the one table (`AppleErrorCode`).
-enum ErrorCodes {
-    static let downloadInvalid = AppleErrorCode.downloadInvalid.rawValue
-    static let callFromExtensionNotAllowed = AppleErrorCode.callFromExtensionNotAllowed.rawValue
-    static let downloadAlreadyScheduled = AppleErrorCode.downloadAlreadyScheduled.rawValue
-    static let downloadNotScheduled = AppleErrorCode.downloadNotScheduled.rawValue
-    static let downloadEssentialDownloadNotPermitted = AppleErrorCode.downloadEssentialDownloadNotPermitted.rawValue
-    static let downloadBackgroundActivityProhibited = AppleErrorCode.downloadBackgroundActivityProhibited.rawValue
-    static let downloadWouldExceedAllowance = AppleErrorCode.downloadWouldExceedAllowance.rawValue
-    static let sessionDownloadDisallowedByDomain = AppleErrorCode.sessionDownloadDisallowedByDomain.rawValue
 }

@@ -102,7 +102,7 @@ final class RequestRouter: @unchecked Sendable {
             let app = try appOf(client, request)
             guard client.role == .app else {
                 throw Refusal(
-                    ErrorCodes.callFromExtensionNotAllowed,
+                    AppleErrorCode.callFromExtensionNotAllowed.rawValue,
                     "startForegroundDownload is only available to the app, not to its extension")
             }
             try services.transfers.promote(try activeDownload(app: app.bundleIdentifier, identifier: identifier))
@@ -128,7 +128,8 @@ final class RequestRouter: @unchecked Sendable {
             guard let download = try store.download(uniqueIdentifier: uniqueIdentifier),
                 download.appIdentifier == app.bundleIdentifier
             else {
-                throw Refusal(ErrorCodes.downloadNotScheduled, "no download \(uniqueIdentifier) of this app")
+                throw Refusal(
+                    AppleErrorCode.downloadNotScheduled.rawValue, "no download \(uniqueIdentifier) of this app")
             }
             services.transfers.respond(to: uniqueIdentifier, disposition: disposition, user: user, password: password)
             return .ok
@@ -208,7 +209,8 @@ final class RequestRouter: @unchecked Sendable {
                 $0.identifier == identifier && $0.state.isActive
             })
         else {
-            throw Refusal(ErrorCodes.downloadNotScheduled, "\(app) has no scheduled download \"\(identifier)\"")
+            throw Refusal(
+                AppleErrorCode.downloadNotScheduled.rawValue, "\(app) has no scheduled download \"\(identifier)\"")
         }
         return download
     }
@@ -216,10 +218,11 @@ final class RequestRouter: @unchecked Sendable {
     private func activeDownload(uniqueIdentifier: String) throws -> StoredDownload {
         guard let download = try store.download(uniqueIdentifier: uniqueIdentifier), download.state.isActive else {
             if let cancelled = services.transfers.recentlyCancelled(uniqueIdentifier) {
-                throw Refusal(ErrorCodes.downloadNotScheduled, cancelled)
+                throw Refusal(AppleErrorCode.downloadNotScheduled.rawValue, cancelled)
             }
             throw Refusal(
-                ErrorCodes.downloadNotScheduled, "no scheduled download has unique identifier \(uniqueIdentifier)")
+                AppleErrorCode.downloadNotScheduled.rawValue,
+                "no scheduled download has unique identifier \(uniqueIdentifier)")
         }
         return download
     }
@@ -231,7 +234,7 @@ final class RequestRouter: @unchecked Sendable {
             throw Refusal(.callerConnectionNotAccepted, "app \(bundleIdentifier) is not registered with basd")
         }
         guard let group = app.appGroupIdentifier else {
-            throw Refusal(ErrorCodes.downloadInvalid, "\(bundleIdentifier) has no app group, so no lock")
+            throw Refusal(AppleErrorCode.downloadInvalid.rawValue, "\(bundleIdentifier) has no app group, so no lock")
         }
         let path = ExclusiveControlLock.path(inContainer: services.containers.container(group: group))
         let holder = try ExclusiveControlLock.holder(path: path)

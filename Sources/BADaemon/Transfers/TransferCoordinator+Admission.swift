@@ -14,20 +14,20 @@ extension TransferCoordinator {
     func schedule(_ payload: DownloadPayload, for app: StoredApp, contentRequest: Int32?) throws -> StoredDownload {
         guard let appGroup = app.appGroupIdentifier else {
             throw Refusal(
-                ErrorCodes.downloadInvalid,
+                AppleErrorCode.downloadInvalid.rawValue,
                 "\(app.bundleIdentifier) has no app group (BAAppGroupID); finished files are delivered into the app group container"
             )
         }
         let group = payload.applicationGroupIdentifier ?? appGroup
         guard group == appGroup else {
             throw Refusal(
-                ErrorCodes.downloadInvalid,
+                AppleErrorCode.downloadInvalid.rawValue,
                 "download \"\(payload.identifier)\" names app group \"\(group)\", but \(app.bundleIdentifier) belongs to \"\(appGroup)\""
             )
         }
         let uniqueIdentifier = payload.uniqueIdentifier.flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString
         if let violation = DownloadRules.checkIdentifier(uniqueIdentifier, what: "unique identifier") {
-            throw Refusal(ErrorCodes.downloadInvalid, violation.reason)
+            throw Refusal(AppleErrorCode.downloadInvalid.rawValue, violation.reason)
         }
         let record = DownloadRecord(
             identifier: payload.identifier, uniqueIdentifier: uniqueIdentifier, url: payload.url,
@@ -39,13 +39,13 @@ extension TransferCoordinator {
         let settings = services.settings.current
         if contentRequest != 0, !settings.backgroundActivity {
             throw Refusal(
-                ErrorCodes.downloadBackgroundActivityProhibited,
+                AppleErrorCode.downloadBackgroundActivityProhibited.rawValue,
                 "background activity is off in basd's settings (backgroundActivity); the app can schedule \"\(record.identifier)\" itself while it runs"
             )
         }
         if record.isEssential, !settings.inAppContent {
             throw Refusal(
-                ErrorCodes.downloadEssentialDownloadNotPermitted,
+                AppleErrorCode.downloadEssentialDownloadNotPermitted.rawValue,
                 "in-app content is off in basd's settings (inAppContent): no essential downloads")
         }
         var download = StoredDownload(record: record, appIdentifier: app.bundleIdentifier)
@@ -78,7 +78,7 @@ extension TransferCoordinator {
             let host = ParsedURL(record.url)?.host ?? ""
             if !HostAllowList(allowList).allows(host: host) {
                 throw Refusal(
-                    ErrorCodes.sessionDownloadDisallowedByDomain,
+                    AppleErrorCode.sessionDownloadDisallowedByDomain.rawValue,
                     "\(app.bundleIdentifier) has not been launched yet, and host \"\(host)\" of \"\(record.identifier)\" "
                         + "is not in BADownloadDomainAllowList (\(allowList.joined(separator: ", ")))")
             }
@@ -90,13 +90,13 @@ extension TransferCoordinator {
         if let allowance {
             guard size > 0 else {
                 throw Refusal(
-                    ErrorCodes.downloadWouldExceedAllowance,
+                    AppleErrorCode.downloadWouldExceedAllowance.rawValue,
                     "\(app.bundleIdentifier) has not been launched yet: \"\(record.identifier)\" must declare its fileSize "
                         + "to be counted against \(key)")
             }
             guard used + size <= allowance else {
                 throw Refusal(
-                    ErrorCodes.downloadWouldExceedAllowance,
+                    AppleErrorCode.downloadWouldExceedAllowance.rawValue,
                     "\"\(record.identifier)\" (\(size) bytes) would exceed \(app.bundleIdentifier)'s \(key) of "
                         + "\(allowance) bytes before its first launch (\(max(0, allowance - used)) left)")
             }

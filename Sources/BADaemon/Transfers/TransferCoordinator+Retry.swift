@@ -1,4 +1,5 @@
 import BADaemonProtocol
+import BAExtensionProtocol
 import BAStore
 import Foundation
 
@@ -9,7 +10,8 @@ extension TransferCoordinator {
     /// a backoff or for space starts at once.
     func retry(_ uniqueIdentifier: String) throws {
         guard let download = try store.download(uniqueIdentifier: uniqueIdentifier) else {
-            throw Refusal(ErrorCodes.downloadNotScheduled, "no download has unique identifier \(uniqueIdentifier)")
+            throw Refusal(
+                AppleErrorCode.downloadNotScheduled.rawValue, "no download has unique identifier \(uniqueIdentifier)")
         }
         if download.state.isActive {
             if waitingForSpace[uniqueIdentifier] != nil {
@@ -22,7 +24,8 @@ extension TransferCoordinator {
         }
         guard download.state == .failed else {
             throw Refusal(
-                ErrorCodes.downloadNotScheduled, "download \(uniqueIdentifier) is finished; there is nothing to retry")
+                AppleErrorCode.downloadNotScheduled.rawValue,
+                "download \(uniqueIdentifier) is finished; there is nothing to retry")
         }
         let requeued = try store.requeue(uniqueIdentifier: uniqueIdentifier)
         guard let request = engineRequest(for: requeued) else {
