@@ -1,13 +1,23 @@
 import BAExtensionProtocol
 
-/// One call into an extension: which library, which entry point, and its budget.
+/// One call into an extension (or several, one after another in the same runner): which library,
+/// which entry points, and their budget.
 public struct BAExtensionInvocation: Sendable {
     /// The extension's shared library.
     public var libraryPath: String
     /// The entry point and its arguments.
     public var event: RunnerEvent
-    /// Wall-clock deadline of the call, from spawn to exit; past it the process group is killed.
+    /// Events to call after `event`, in order, in the same runner process (the extension stays
+    /// loaded between them); each call has its own `timeout`, and the first call that does not
+    /// end `ok` ends the runner, leaving the rest uncalled. At most
+    /// ``RunRequest/maximumMoreEvents``.
+    public var moreEvents: [RunnerEvent] = []
+    /// Wall-clock deadline of each call: for the first, from spawn to its return; for each next,
+    /// from the previous call's return to its own. Past it the process group is killed.
     public var timeout: Duration
+    /// Deadline of all the calls together, from spawn (e.g. what is left of a daily allowance);
+    /// nil for none beyond each call's `timeout`.
+    public var totalTimeout: Duration?
     /// Memory cap (RLIMIT_DATA) set before the library is loaded; 0 for none.
     public var memoryLimitBytes: UInt64
     /// Most downloads one call may return; past it the whole set is rejected.
@@ -30,16 +40,26 @@ public struct BAExtensionInvocation: Sendable {
         libraryPath: String, event: RunnerEvent, timeout: Duration = defaultTimeout,
         memoryLimitBytes: UInt64 = defaultMemoryLimitBytes, maximumDownloads: Int = defaultMaximumDownloads,
         appGroupContainerPath: String? = nil, currentDownloads: [DownloadRecord] = [],
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], moreEvents: [RunnerEvent] = [], totalTimeout: Duration? = nil
     ) {
         self.libraryPath = libraryPath
         self.event = event
+        self.moreEvents = moreEvents
+        self.totalTimeout = totalTimeout
         self.timeout = timeout
         self.memoryLimitBytes = memoryLimitBytes
         self.maximumDownloads = maximumDownloads
         self.appGroupContainerPath = appGroupContainerPath
         self.currentDownloads = currentDownloads
         self.environment = environment
+    }
+
+    /// Every event, in call order.
+    public var events: [RunnerEvent] { [event] + moreEvents }
+
+    /// The longest the runner may live: `totalTimeout`, or else `timeout` for each call.
+    public var lifetime: Duration {
+        totalTimeout ?? timeout * (1 + moreEvents.count)
     }
 }
 
@@ -58,8 +78,10 @@ public struct BAExtensionLogLine: Sendable, Equatable {
     public var message: String
 }
 
-/// Everything one call produced.
+/// Everything one call produced (for a runner of several calls: one of them).
 public struct BAExtensionRunResult: Sendable {
+    /// Which call of the invocation this is: 0 for `event`, then 1… for `moreEvents`.
+    public var callIndex = 0
     /// How the call ended.
     public var verdict: BAExtensionVerdict
     /// Name, version and ABI the library declared (nil if it never got that far).
@@ -79,11 +101,13 @@ public struct BAExtensionRunResult: Sendable {
     /// For a challenge call: the disposition and credential the extension answered with.
     public var challengeDisposition: Int32?
     public var credential: (user: String, password: String)?
-    /// Wall-clock time from spawn to reap.
+    /// Wall-clock time of the call: from spawn (the first call) or the previous call's return,
+    /// to its return (or, for the call that ended the runner, its reap).
     public var duration: Duration = .zero
     /// Peak resident memory of the runner process, if it finished.
     public var peakMemoryBytes: Int64?
-    /// The tail (at most 64 KiB) of what the extension wrote to stdout and stderr.
+    /// The tail (at most 64 KiB) of what the extension wrote to stdout and stderr (in the
+    /// result of the call that ended the runner; empty in the others).
     public var output: String = ""
     /// The runner's process id, which was also its process group id (the group is killed when
     /// the call ends).

@@ -93,16 +93,26 @@ public struct BAExtensionSupervisor: Sendable {
         return try outcome.get()
     }
 
-    /// Runs one call on the calling thread.
-    public func runBlocking(_ invocation: BAExtensionInvocation) throws(BAExtensionHostError) -> BAExtensionRunResult {
+    /// Runs the invocation's calls on the calling thread and returns the result of the last call
+    /// made: the last event's, or that of the first call that did not end `ok` (the events after
+    /// it are not called).
+    ///
+    /// - Parameter callEnded: gets each call's result as soon as it ends, in order, on this
+    ///   thread: every `ok` call as it returns (while the runner goes on with the next event), and
+    ///   the last call made, once the runner ended (the same result this returns).
+    public func runBlocking(
+        _ invocation: BAExtensionInvocation, callEnded: (BAExtensionRunResult) -> Void = { _ in }
+    ) throws(BAExtensionHostError) -> BAExtensionRunResult {
         var call = try SupervisedCall(runnerPath: runnerPath, invocation: invocation, sandbox: sandbox, warm: warm)
-        return call.run()
+        return call.run(callEnded: callEnded)
     }
 }
 
 /// One spawned runner and everything read from it.
 struct SupervisedCall {
     let invocation: BAExtensionInvocation
+    /// The invocation's events, in call order.
+    let events: [RunnerEvent]
     /// The library, as an absolute path.
     let libraryPath: String
     /// The call's private temporary folder (its TMPDIR), removed when the call ends.
@@ -116,7 +126,12 @@ struct SupervisedCall {
     /// For a forked runner: the warm runner that reports its wait status on `exitFD`.
     let forkedBy: WarmRunner.Control?
     let started: ContinuousClock.Instant
-    let deadline: ContinuousClock.Instant
+    /// When the current call started (spawn, or the previous call's return).
+    var callStarted: ContinuousClock.Instant
+    /// Which event is being called.
+    var callIndex = 0
+    /// The current call's deadline.
+    var deadline: ContinuousClock.Instant
 
     var decoder = FrameDecoder()
     /// Whether the protocol socket and the output pipe may still have something to read.
@@ -124,7 +139,7 @@ struct SupervisedCall {
     var outputOpen = true
     var outputTail: [UInt8] = []
     /// When to tell the extension the end is near (extensionWillTerminate), before the kill.
-    let warnAt: ContinuousClock.Instant
+    var warnAt: ContinuousClock.Instant
     var warned = false
     var sawHello = false
     var requestSent = false
@@ -135,6 +150,8 @@ struct SupervisedCall {
     var result = BAExtensionRunResult(verdict: .ok)
     var received: [DownloadRecord] = []
     var droppedLogs = 0
+    /// Calls that ended `ok` while the runner goes on, not yet handed to the caller.
+    var endedCalls: [BAExtensionRunResult] = []
 
     static let outputTailLimit = 64 * 1024
     static let logLimit = 1000
@@ -145,9 +162,10 @@ struct SupervisedCall {
         throws(BAExtensionHostError)
     {
         self.invocation = invocation
+        events = invocation.events
         started = .now
-        deadline = started + invocation.timeout
-        warnAt = deadline - min(.milliseconds(500), invocation.timeout / 10)
+        callStarted = started
+        (deadline, warnAt) = Self.deadlines(of: invocation, callStarted: started, runnerStarted: started)
         libraryPath = Self.resolvedLibraryPath(
             invocation.libraryPath, currentDirectory: FileManager.default.currentDirectoryPath)
         var template = Array(
@@ -182,6 +200,17 @@ struct SupervisedCall {
     }
 
     typealias Started = (pid: pid_t, socket: Int32, output: Int32, exitFD: Int32)
+
+    /// A call's deadline (its own `timeout`, within the invocation's `totalTimeout`) and when to
+    /// warn the extension before it.
+    static func deadlines(
+        of invocation: BAExtensionInvocation, callStarted: ContinuousClock.Instant,
+        runnerStarted: ContinuousClock.Instant
+    ) -> (deadline: ContinuousClock.Instant, warnAt: ContinuousClock.Instant) {
+        var deadline = callStarted + invocation.timeout
+        if let total = invocation.totalTimeout { deadline = min(deadline, runnerStarted + total) }
+        return (deadline, deadline - min(.milliseconds(500), invocation.timeout / 10))
+    }
 
     /// A protocol socketpair and an output pipe, close-on-exec.
     static func channels() throws(BAExtensionHostError) -> (pair: [Int32], pipe: [Int32]) {
@@ -308,7 +337,7 @@ struct SupervisedCall {
         invocation: BAExtensionInvocation, parent: pid_t, libraryPath: String, temporaryDirectory: String,
         sandbox: BAExtensionSandbox
     ) -> [String] {
-        let deadline = invocation.timeout + runnerDeadlineGrace
+        let deadline = invocation.lifetime + runnerDeadlineGrace
         let milliseconds = deadline.components.seconds * 1000 + deadline.components.attoseconds / 1_000_000_000_000_000
         var arguments = [
             BA_RUNNER_ARG_PARENT, String(parent), BA_RUNNER_ARG_DEADLINE_MS, String(milliseconds),
@@ -326,13 +355,21 @@ struct SupervisedCall {
         reads += sandbox.readOnlyPaths
         var writes = sandbox.readWritePaths
         if let container = invocation.appGroupContainerPath { writes.append(container) }
-        switch invocation.event {
-        case .contentRequest(_, let manifestPath, _, _, _): reads.append(manifestPath)
-        case .finished(_, let filePath): writes.append((filePath as NSString).deletingLastPathComponent)
-        case .failed, .challenge, .willTerminate: break
+        for event in invocation.events {
+            switch event {
+            case .contentRequest(_, let manifestPath, _, _, _): reads.append(manifestPath)
+            case .finished(_, let filePath): writes.append((filePath as NSString).deletingLastPathComponent)
+            case .failed, .challenge, .willTerminate: break
+            }
         }
-        for path in reads where !path.isEmpty { arguments += [BA_RUNNER_ARG_READ, path] }
-        for path in writes where !path.isEmpty { arguments += [BA_RUNNER_ARG_WRITE, path] }
+        // Each folder once (the finished files of many events usually share one).
+        var seen: Set<String> = []
+        for path in reads where !path.isEmpty && seen.insert("r" + path).inserted {
+            arguments += [BA_RUNNER_ARG_READ, path]
+        }
+        for path in writes where !path.isEmpty && seen.insert("w" + path).inserted {
+            arguments += [BA_RUNNER_ARG_WRITE, path]
+        }
         return arguments
     }
 
@@ -343,8 +380,8 @@ struct SupervisedCall {
         return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 
-    mutating func run() -> BAExtensionRunResult {
-        let status = waitForExit()
+    mutating func run(callEnded: (BAExtensionRunResult) -> Void) -> BAExtensionRunResult {
+        let status = waitForExit(callEnded: callEnded)
         // The runner is gone; kill whatever it left in its process group, then read what is left.
         ProcessGroup.kill(pid)
         drain()
@@ -352,19 +389,49 @@ struct SupervisedCall {
         close(output)
         if exitFD >= 0 { close(exitFD) }
         try? FileManager.default.removeItem(atPath: temporaryDirectory)
-        result.duration = .now - started
+        // Calls that returned just before the exit, read by the drain.
+        for ended in endedCalls { callEnded(ended) }
+        endedCalls = []
+        result.duration = .now - callStarted
+        result.callIndex = callIndex
         result.processID = pid
         result.wasForked = forkedBy != nil
         result.output = String(decoding: outputTail, as: UTF8.self)
         result.verdict = verdict(exitStatus: status)
         finishDownloads()
+        callEnded(result)
         return result
+    }
+
+    /// A call that is not the last returned: its result is complete (`ok`), and the runner goes
+    /// on with the next event under a deadline of its own.
+    mutating func endCall(_ finished: RunnerSummary) {
+        summary = finished
+        result.verdict = .ok
+        result.duration = .now - callStarted
+        result.callIndex = callIndex
+        result.processID = pid
+        result.wasForked = forkedBy != nil
+        finishDownloads()
+        endedCalls.append(result)
+        var next = BAExtensionRunResult(verdict: .ok)
+        next.identity = result.identity
+        result = next
+        received = []
+        summary = nil
+        droppedLogs = 0
+        callIndex += 1
+        callStarted = .now
+        (deadline, warnAt) = Self.deadlines(of: invocation, callStarted: callStarted, runnerStarted: started)
+        warned = false
     }
 
     /// Polls the socket, the output pipe and `exitFD` until the runner exits or the deadline
     /// passes (then kills the group). Returns the wait status.
-    mutating func waitForExit() -> Int32 {
+    mutating func waitForExit(callEnded: (BAExtensionRunResult) -> Void) -> Int32 {
         while true {
+            for ended in endedCalls { callEnded(ended) }
+            endedCalls = []
             if let status = reap(blocking: false) { return status }
             let left = deadline - .now
             if left <= .zero {
@@ -405,7 +472,7 @@ struct SupervisedCall {
         warned = true
         guard requestSent, let identity = result.identity,
             identity.entryPoints & (1 << UInt32(EntryPoint.extensionWillTerminate.rawValue)) != 0,
-            invocation.event != .willTerminate
+            events[callIndex] != .willTerminate
         else { return }
         let frame = HostMessage.terminate.frame()
         _ = frame.withUnsafeBytes { ba_sys_send_all(socket, $0.baseAddress, $0.count) }
@@ -524,7 +591,12 @@ struct SupervisedCall {
         case .failure(let reported):
             failure = reported
         case .finished(let finished):
-            summary = finished
+            guard summary == nil else { return violate("a call ended twice") }
+            if callIndex < events.count - 1 {
+                endCall(finished)
+            } else {
+                summary = finished
+            }
         }
     }
 
@@ -533,7 +605,7 @@ struct SupervisedCall {
             libraryPath: libraryPath, event: invocation.event, memoryLimitBytes: invocation.memoryLimitBytes,
             maximumDownloads: UInt32(clamping: invocation.maximumDownloads),
             lockPath: invocation.appGroupContainerPath.map(ExclusiveControlLock.path(inContainer:)) ?? "",
-            currentDownloads: invocation.currentDownloads)
+            currentDownloads: invocation.currentDownloads, moreEvents: invocation.moreEvents)
         let frame = HostMessage.request(request).frame()
         // A runner that died before reading gives EPIPE here (MSG_NOSIGNAL: no SIGPIPE for the
         // host); its exit status tells the rest.

@@ -80,7 +80,7 @@ extension SupervisedCall {
             return
         }
         var contentRequest: Int32? = nil
-        if case .contentRequest(let request, _, _, _, _) = invocation.event { contentRequest = request }
+        if case .contentRequest(let request, _, _, _, _) = events[callIndex] { contentRequest = request }
         if result.returnedCount > invocation.maximumDownloads {
             let reason =
                 "the extension returned \(result.returnedCount) downloads; one call may return at most \(invocation.maximumDownloads), so the whole set is rejected"

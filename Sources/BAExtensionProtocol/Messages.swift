@@ -4,10 +4,12 @@
 /// A frame is a little-endian `u32` length, then that many bytes: one type byte and the payload.
 /// The runner speaks first with ``RunnerMessage/hello(protocolVersion:)``; the host answers with
 /// ``HostMessage/request(_:)``; the runner then streams messages until
-/// ``RunnerMessage/finished(_:)`` or ``RunnerMessage/failure(_:)``.
+/// ``RunnerMessage/finished(_:)`` or ``RunnerMessage/failure(_:)``. A request with
+/// ``RunRequest/moreEvents`` is several calls in one process: each call ends with its own
+/// `finished`, and the next call starts right after it; a `failure` ends the process.
 public enum RunnerProtocol {
     /// Bumped on any incompatible change to a message.
-    public static let version: UInt32 = 2
+    public static let version: UInt32 = 3
     /// Largest frame either side accepts.
     public static let maximumFrameLength = 4 << 20
     /// The environment variable in which the runner names the call's app group container to the
@@ -150,6 +152,67 @@ public enum RunnerEvent: Sendable, Equatable {
     }
 }
 
+// The wire form of an event: a kind byte, then its arguments.
+extension RunnerEvent {
+    func encode(into w: inout ByteWriter) {
+        switch self {
+        case .contentRequest(let kind, let path, let url, let remaining, let essentialRemaining):
+            w.u8(0)
+            w.i32(kind)
+            w.string(path)
+            w.string(url)
+            w.i64(remaining)
+            w.i64(essentialRemaining)
+        case .finished(let download, let path):
+            w.u8(1)
+            download.encode(into: &w)
+            w.string(path)
+        case .failed(let download, let error):
+            w.u8(2)
+            download.encode(into: &w)
+            w.string(error.domain)
+            w.i32(error.code)
+            w.string(error.message)
+        case .challenge(let download, let challenge):
+            w.u8(3)
+            download.encode(into: &w)
+            w.string(challenge.host)
+            w.i32(challenge.port)
+            w.string(challenge.protocolName)
+            w.string(challenge.realm)
+            w.string(challenge.authenticationMethod)
+            w.i32(challenge.previousFailureCount)
+        case .willTerminate:
+            w.u8(4)
+        }
+    }
+
+    static func decode(from r: inout ByteReader) throws(WireError) -> RunnerEvent {
+        switch try r.u8() {
+        case 0:
+            return .contentRequest(
+                request: try r.i32(), manifestPath: try r.string(), manifestURL: try r.string(),
+                restrictedRemaining: try r.i64(), restrictedEssentialRemaining: try r.i64())
+        case 1:
+            return .finished(try DownloadRecord.decode(from: &r), filePath: try r.string())
+        case 2:
+            let download = try DownloadRecord.decode(from: &r)
+            return .failed(download, ErrorRecord(domain: try r.string(), code: try r.i32(), message: try r.string()))
+        case 3:
+            let download = try DownloadRecord.decode(from: &r)
+            return .challenge(
+                download,
+                ChallengeRecord(
+                    host: try r.string(), port: try r.i32(), protocolName: try r.string(), realm: try r.string(),
+                    authenticationMethod: try r.string(), previousFailureCount: try r.i32()))
+        case 4:
+            return .willTerminate
+        case let other:
+            throw WireError("unknown event kind \(other)")
+        }
+    }
+}
+
 /// Everything the runner needs for one call.
 public struct RunRequest: Sendable, Equatable {
     public var libraryPath: String
@@ -162,10 +225,16 @@ public struct RunRequest: Sendable, Equatable {
     public var lockPath: String
     /// What current_downloads reports.
     public var currentDownloads: [DownloadRecord]
+    /// Events to call after `event`, in order, in the same process (at most
+    /// ``maximumMoreEvents``); empty for one call.
+    public var moreEvents: [RunnerEvent]
+
+    /// Most events one request may carry after its first.
+    public static let maximumMoreEvents = 10_000
 
     public init(
         libraryPath: String, event: RunnerEvent, memoryLimitBytes: UInt64, maximumDownloads: UInt32,
-        lockPath: String = "", currentDownloads: [DownloadRecord] = []
+        lockPath: String = "", currentDownloads: [DownloadRecord] = [], moreEvents: [RunnerEvent] = []
     ) {
         self.libraryPath = libraryPath
         self.event = event
@@ -173,7 +242,11 @@ public struct RunRequest: Sendable, Equatable {
         self.maximumDownloads = maximumDownloads
         self.lockPath = lockPath
         self.currentDownloads = currentDownloads
+        self.moreEvents = moreEvents
     }
+
+    /// Every event of the request, in call order.
+    public var events: [RunnerEvent] { [event] + moreEvents }
 }
 
 /// Host -> runner.
@@ -195,36 +268,9 @@ public enum HostMessage: Sendable, Equatable {
             w.string(request.lockPath)
             w.u32(UInt32(truncatingIfNeeded: request.currentDownloads.count))
             for download in request.currentDownloads { download.encode(into: &w) }
-            switch request.event {
-            case .contentRequest(let kind, let path, let url, let remaining, let essentialRemaining):
-                w.u8(0)
-                w.i32(kind)
-                w.string(path)
-                w.string(url)
-                w.i64(remaining)
-                w.i64(essentialRemaining)
-            case .finished(let download, let path):
-                w.u8(1)
-                download.encode(into: &w)
-                w.string(path)
-            case .failed(let download, let error):
-                w.u8(2)
-                download.encode(into: &w)
-                w.string(error.domain)
-                w.i32(error.code)
-                w.string(error.message)
-            case .challenge(let download, let challenge):
-                w.u8(3)
-                download.encode(into: &w)
-                w.string(challenge.host)
-                w.i32(challenge.port)
-                w.string(challenge.protocolName)
-                w.string(challenge.realm)
-                w.string(challenge.authenticationMethod)
-                w.i32(challenge.previousFailureCount)
-            case .willTerminate:
-                w.u8(4)
-            }
+            request.event.encode(into: &w)
+            w.u32(UInt32(truncatingIfNeeded: request.moreEvents.count))
+            for event in request.moreEvents { event.encode(into: &w) }
         }
         return Frame.wrap(w.bytes)
     }
@@ -245,34 +291,19 @@ public enum HostMessage: Sendable, Equatable {
         guard count <= 100_000 else { throw WireError("\(count) current downloads exceed the limit of 100000") }
         var current: [DownloadRecord] = []
         for _ in 0..<count { current.append(try DownloadRecord.decode(from: &r)) }
-        let event: RunnerEvent
-        switch try r.u8() {
-        case 0:
-            event = .contentRequest(
-                request: try r.i32(), manifestPath: try r.string(), manifestURL: try r.string(),
-                restrictedRemaining: try r.i64(), restrictedEssentialRemaining: try r.i64())
-        case 1:
-            event = .finished(try DownloadRecord.decode(from: &r), filePath: try r.string())
-        case 2:
-            let download = try DownloadRecord.decode(from: &r)
-            event = .failed(download, ErrorRecord(domain: try r.string(), code: try r.i32(), message: try r.string()))
-        case 3:
-            let download = try DownloadRecord.decode(from: &r)
-            event = .challenge(
-                download,
-                ChallengeRecord(
-                    host: try r.string(), port: try r.i32(), protocolName: try r.string(), realm: try r.string(),
-                    authenticationMethod: try r.string(), previousFailureCount: try r.i32()))
-        case 4:
-            event = .willTerminate
-        case let other:
-            throw WireError("unknown event kind \(other)")
+        let event = try RunnerEvent.decode(from: &r)
+        let more = Int(try r.u32())
+        guard more <= RunRequest.maximumMoreEvents else {
+            throw WireError("\(more) more events exceed the limit of \(RunRequest.maximumMoreEvents)")
         }
+        var moreEvents: [RunnerEvent] = []
+        moreEvents.reserveCapacity(more)
+        for _ in 0..<more { moreEvents.append(try RunnerEvent.decode(from: &r)) }
         guard r.isAtEnd else { throw WireError("trailing bytes after request") }
         return .request(
             RunRequest(
                 libraryPath: library, event: event, memoryLimitBytes: memory, maximumDownloads: maximum,
-                lockPath: lockPath, currentDownloads: current))
+                lockPath: lockPath, currentDownloads: current, moreEvents: moreEvents))
     }
 }
 

@@ -58,6 +58,15 @@ final class Invocation: @unchecked Sendable {
 
     func setPhase(_ phase: Phase) { state.withLock { $0.phase = phase } }
 
+    /// A new entry-point call starts (the next of a request with several events): its phase, and
+    /// a count of returned downloads of its own.
+    func beginCall(_ entryPoint: EntryPoint) {
+        state.withLock { state in
+            state.phase = .running(entryPoint)
+            state.returned = 0
+        }
+    }
+
     // MARK: Host functions. Each returns BA_OK or BA_FAILED with a code and a message.
 
     private func fail(_ code: Int32, _ message: String, _ codeOut: UnsafeMutablePointer<Int32>?) -> Int32 {

@@ -13,8 +13,9 @@ internal import CFFI
 ///
 /// It speaks the runner protocol on fd 3 (see ``RunnerProtocol``): says hello, reads the request,
 /// caps its own memory (RLIMIT_DATA) *before* loading the extension, dlopens it, validates the
-/// descriptor, calls one entry point through `ffi_call` with a host-API table of libffi closures,
-/// streams what the extension does, and exits. The parent enforces the deadline and reads the
+/// descriptor, calls one entry point through `ffi_call` with a host-API table of libffi closures
+/// (or several, one after another, for a request with more events), streams what the extension
+/// does, and exits. The parent enforces the deadline and reads the
 /// verdict from how the process ended. Kept free of Foundation: it starts for every call.
 public enum ExtensionRunner {
     /// The protocol descriptor's number in the child.
@@ -73,13 +74,7 @@ public enum ExtensionRunner {
             channel.send(.failure(failure))
             exit(0)
         }
-        let outcome = call(request, channel: channel, decoder: decoder)
-        switch outcome {
-        case .failure(let failure):
-            channel.send(.failure(failure))
-        case .success(let summary):
-            channel.send(.finished(summary))
-        }
+        callEach(request, channel: channel, decoder: decoder)
         // _exit: the extension may have left threads or atexit handlers behind; none of them
         // may run after the call has ended.
         _exit(0)
@@ -114,11 +109,49 @@ public enum ExtensionRunner {
         }
     }
 
-    static func call(
-        _ request: RunRequest, channel: Channel, decoder: FrameDecoder
-    ) -> Result<
-        RunnerSummary, RunnerFailure
-    > {
+    /// What a loaded extension's calls need: its descriptor's context, the host table, and the
+    /// library's identity.
+    struct Loaded {
+        let descriptor: ba_extension_desc
+        let identity: ExtensionIdentity
+        let invocation: Invocation
+        let host: HostTable
+    }
+
+    /// Loads the extension once, then calls each event of the request in order, each ending with
+    /// its own `finished`; the first failure is sent and ends the calls.
+    static func callEach(_ request: RunRequest, channel: Channel, decoder: FrameDecoder) {
+        let loaded: Loaded
+        switch load(request, channel: channel) {
+        case .failure(let failure):
+            channel.send(.failure(failure))
+            return
+        case .success(let value):
+            loaded = value
+        }
+        // One watcher for the whole process: it reads the socket for the host's warning of the
+        // deadline of whichever call runs then.
+        if request.event != .willTerminate,
+            let willTerminate = address(of: .extensionWillTerminate, in: loaded.descriptor)
+        {
+            TerminationWatcher.start(
+                channel: channel, decoder: decoder, function: willTerminate,
+                context: UnsafeRawPointer(loaded.descriptor.context), host: UnsafeRawPointer(loaded.host.table))
+        }
+        for event in request.events {
+            switch call(event, loaded, libraryPath: request.libraryPath) {
+            case .failure(let failure):
+                channel.send(.failure(failure))
+                return
+            case .success(let summary):
+                channel.send(.finished(summary))
+            }
+        }
+        withExtendedLifetime(loaded.host) {}
+    }
+
+    /// Opens the library, checks its descriptor, sends its identity and builds the host table.
+    static func load(_ request: RunRequest, channel: Channel) -> Result<Loaded, RunnerFailure> {
         // RTLD_NODELETE: unloading a Swift library breaks the runtime's conformance caches.
         guard let handle = dlopen(request.libraryPath, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) else {
             let reason = dlerror().map { String(cString: $0) } ?? "dlopen failed"
@@ -130,7 +163,6 @@ public enum ExtensionRunner {
                     kind: .missingEntryPoint,
                     message: "\(request.libraryPath) does not export \(BA_EXTENSION_DESCRIPTOR_SYMBOL)"))
         }
-        let arena = CArena()
         do {
             let descriptorSignature = try FFISignature(returning: cffi_type_pointer(), arguments: [])
             let raw = descriptorSignature.call(symbol, [])
@@ -146,26 +178,36 @@ public enum ExtensionRunner {
                 version: copyString(descriptor.version, min(descriptor.version_length, 256), wellFormed: &wellFormed),
                 abiMajor: descriptor.abi_major, abiMinor: descriptor.abi_minor, entryPoints: entryPointMask(descriptor))
             channel.send(.identity(identity))
+            let invocation = Invocation(channel: channel, request: request)
+            let host = try HostTable(invocation: invocation)
+            return .success(Loaded(descriptor: descriptor, identity: identity, invocation: invocation, host: host))
+        } catch let failure as RunnerFailure {
+            return .failure(failure)
+        } catch {
+            return .failure(RunnerFailure(kind: .invalidRequest, message: "libffi: \(error)"))
+        }
+    }
 
-            let entryPoint = request.event.entryPoint
-            guard let function = address(of: entryPoint, in: descriptor) else {
-                let name = identity.name.isEmpty ? request.libraryPath : identity.name
+    /// One entry-point call of a loaded extension.
+    static func call(
+        _ event: RunnerEvent, _ loaded: Loaded, libraryPath: String
+    ) -> Result<
+        RunnerSummary, RunnerFailure
+    > {
+        let arena = CArena()
+        do {
+            let entryPoint = event.entryPoint
+            guard let function = address(of: entryPoint, in: loaded.descriptor) else {
+                let name = loaded.identity.name.isEmpty ? libraryPath : loaded.identity.name
                 return .failure(
                     RunnerFailure(kind: .missingEntryPoint, message: "\(name) does not implement \(entryPoint.cName)"))
             }
-            let invocation = Invocation(channel: channel, request: request)
-            let host = try HostTable(invocation: invocation)
-            let context = UnsafeRawPointer(descriptor.context)
-            let hostPointer = UnsafeRawPointer(host.table)
-            invocation.setPhase(.running(entryPoint))
-            if entryPoint != .extensionWillTerminate,
-                let willTerminate = address(of: .extensionWillTerminate, in: descriptor)
-            {
-                TerminationWatcher.start(
-                    channel: channel, decoder: decoder, function: willTerminate, context: context, host: hostPointer)
-            }
+            let invocation = loaded.invocation
+            let context = UnsafeRawPointer(loaded.descriptor.context)
+            let hostPointer = UnsafeRawPointer(loaded.host.table)
+            invocation.beginCall(entryPoint)
             var disposition: Int32 = -1
-            switch request.event {
+            switch event {
             case .contentRequest(let kind, let manifestPath, let manifestURL, let remaining, let essentialRemaining):
                 let info = arena.allocate(ba_content_request_info.self)
                 info.pointee.struct_size = UInt32(MemoryLayout<ba_content_request_info>.size)
@@ -213,13 +255,10 @@ public enum ExtensionRunner {
                 _ = try signature(pointers: 2).call(function, [.pointer(context), .pointer(hostPointer)])
             }
             invocation.setPhase(.ended)
-            withExtendedLifetime(host) {}
             return .success(
                 RunnerSummary(
                     returnedCount: invocation.returnedCount, peakMemoryBytes: ba_sys_proc_status_bytes("VmHWM"),
                     challengeDisposition: disposition))
-        } catch let failure as RunnerFailure {
-            return .failure(failure)
         } catch {
             return .failure(RunnerFailure(kind: .invalidRequest, message: "libffi: \(error)"))
         }

@@ -36,8 +36,8 @@ struct AppDeliveryStateMachineTests {
     static let failedTwice = Start(
         name: "event 7 failed twice",
         inputs: [
-            .extensionNeeded(sequence: 7, refusal: nil), .eventCallEnded(sequence: 7, ok: false),
-            .extensionNeeded(sequence: 7, refusal: nil), .eventCallEnded(sequence: 7, ok: false),
+            .extensionNeeded(sequence: 7, refusal: nil), .eventCallEnded(sequence: 7, failed: 7),
+            .extensionNeeded(sequence: 7, refusal: nil), .eventCallEnded(sequence: 7, failed: 7),
             .extensionNeeded(sequence: 7, refusal: nil),
         ])
     static let heldBack = Start(
@@ -102,30 +102,37 @@ struct AppDeliveryStateMachineTests {
             sessionsAfter: 1),
         // A call's end.
         Row(
-            start: inEvent.name, input: .eventCallEnded(sequence: 7, ok: true), actions: [.routeToExtension],
+            start: inEvent.name, input: .eventCallEnded(sequence: 7, failed: nil), actions: [.routeToExtension],
             slotAfter: .idle, sessionsAfter: 0),
         Row(
-            start: inEvent.name, input: .eventCallEnded(sequence: 7, ok: false),
+            start: inEvent.name, input: .eventCallEnded(sequence: 7, failed: 7),
             actions: [.retry(after: .milliseconds(200))], slotAfter: .idle, sessionsAfter: 0),
         Row(
-            start: inEventWithSession.name, input: .eventCallEnded(sequence: 7, ok: true), actions: [.sendToApp],
+            start: inEventWithSession.name, input: .eventCallEnded(sequence: 7, failed: nil), actions: [.sendToApp],
             slotAfter: .idle, sessionsAfter: 1),
         Row(
-            start: inEventWithSession.name, input: .eventCallEnded(sequence: 7, ok: false), actions: [.sendToApp],
+            start: inEventWithSession.name, input: .eventCallEnded(sequence: 7, failed: 7), actions: [.sendToApp],
             slotAfter: .idle, sessionsAfter: 1),
         Row(
-            start: failedTwice.name, input: .eventCallEnded(sequence: 7, ok: false),
+            start: failedTwice.name, input: .eventCallEnded(sequence: 7, failed: 7),
             actions: [.keepForApp(sequence: 7, failures: 3)], slotAfter: .idle, sessionsAfter: 0),
         Row(
-            start: eventAndWaiting.name, input: .eventCallEnded(sequence: 7, ok: true),
+            start: eventAndWaiting.name, input: .eventCallEnded(sequence: 7, failed: nil),
             actions: [.startContentCall(2)], slotAfter: .contentCall(2), sessionsAfter: 0),
         Row(
-            start: eventAndWaiting.name, input: .eventCallEnded(sequence: 7, ok: false),
+            start: eventAndWaiting.name, input: .eventCallEnded(sequence: 7, failed: 7),
             actions: [.startContentCall(2), .retry(after: .milliseconds(200))], slotAfter: .contentCall(2),
             sessionsAfter: 0),
         Row(
-            start: inEvent.name, input: .eventCallEnded(sequence: 8, ok: true), actions: [],
+            start: inEvent.name, input: .eventCallEnded(sequence: 8, failed: nil), actions: [],
             slotAfter: .eventCall(sequence: 7), sessionsAfter: 0),
+        // A runner of several events whose call for a later event failed: the retry is for that one.
+        Row(
+            start: inEvent.name, input: .eventCallEnded(sequence: 7, failed: 12),
+            actions: [.retry(after: .milliseconds(200))], slotAfter: .idle, sessionsAfter: 0),
+        Row(
+            start: failedTwice.name, input: .eventCallEnded(sequence: 7, failed: 9),
+            actions: [.retry(after: .milliseconds(200))], slotAfter: .idle, sessionsAfter: 0),
         // Content requests.
         Row(
             start: idle.name, input: .contentCallRequested(1), actions: [.startContentCall(1)],
@@ -166,7 +173,23 @@ struct AppDeliveryStateMachineTests {
         #expect(machine.handle(.sessionClosed) == [.routeToExtension])
         #expect(machine.handle(.eventRecorded) == [.routeToExtension])
         #expect(machine.handle(.extensionNeeded(sequence: 1, refusal: nil)) == [.wake(sequence: 1)])
-        #expect(machine.handle(.eventCallEnded(sequence: 1, ok: true)) == [.routeToExtension])
+        #expect(machine.handle(.eventCallEnded(sequence: 1, failed: nil)) == [.routeToExtension])
+        #expect(machine.isQuiet)
+    }
+
+    /// A runner of events 1…5 fails at 3: 1 and 2 are delivered, the failure counts for 3 alone
+    /// (one toward its attempts, whatever came before it), and the next runner starts at 3.
+    @Test("a runner failing at its third event: the failure is that event's, and only once")
+    func runnerFailsMidway() {
+        var machine = Machine(attempts: 2)
+        #expect(machine.handle(.extensionNeeded(sequence: 1, refusal: nil)) == [.wake(sequence: 1)])
+        #expect(machine.handle(.eventCallEnded(sequence: 1, failed: 3)) == [.retry(after: .milliseconds(200))])
+        #expect(machine.failures == [3: 1])
+        #expect(machine.handle(.retryDue) == [.routeToExtension])
+        #expect(machine.handle(.extensionNeeded(sequence: 3, refusal: nil)) == [.wake(sequence: 3)])
+        // This time all of them return: nothing is left failing, and the machine is quiet.
+        #expect(machine.handle(.eventCallEnded(sequence: 3, failed: nil)) == [.routeToExtension])
+        #expect(machine.failures.isEmpty)
         #expect(machine.isQuiet)
     }
 
@@ -176,10 +199,10 @@ struct AppDeliveryStateMachineTests {
     func attemptsRunOut() {
         var machine = Machine(attempts: 2)
         _ = machine.handle(.extensionNeeded(sequence: 4, refusal: nil))
-        #expect(machine.handle(.eventCallEnded(sequence: 4, ok: false)) == [.retry(after: .milliseconds(200))])
+        #expect(machine.handle(.eventCallEnded(sequence: 4, failed: 4)) == [.retry(after: .milliseconds(200))])
         #expect(machine.handle(.retryDue) == [.routeToExtension])
         #expect(machine.handle(.extensionNeeded(sequence: 4, refusal: nil)) == [.wake(sequence: 4)])
-        #expect(machine.handle(.eventCallEnded(sequence: 4, ok: false)) == [.keepForApp(sequence: 4, failures: 2)])
+        #expect(machine.handle(.eventCallEnded(sequence: 4, failed: 4)) == [.keepForApp(sequence: 4, failures: 2)])
         #expect(machine.handle(.extensionNeeded(sequence: 4, refusal: nil)) == [])
         // The app connects: it gets the event.
         #expect(machine.handle(.sessionSubscribed) == [.sendToApp])

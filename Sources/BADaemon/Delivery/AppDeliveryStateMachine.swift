@@ -2,11 +2,12 @@
 ///
 /// An app's undelivered events go to its subscribed connections while it has any; while it has
 /// none, the events that have an extension entry point (`finished`, `failed`, `needsCredentials`)
-/// wake its extension, one call at a time, in event order. The extension is one slot per app,
-/// shared with content requests (install, update, periodic, simulate): a content request that
-/// finds it busy waits in a FIFO and starts when the slot frees. While the extension handles an
-/// event, that event is the extension's: an app that subscribes meanwhile is sent nothing until
-/// the call ends (then it gets that event too if the call failed).
+/// wake its extension, one runner at a time, in event order (one runner calls the extension for
+/// the events waiting then, one after another). The extension is one slot per app, shared with
+/// content requests (install, update, periodic, simulate): a content request that finds it busy
+/// waits in a FIFO and starts when the slot frees. While the extension handles events, they are
+/// the extension's: an app that subscribes meanwhile is sent nothing until the runner ends (then
+/// it gets the events the extension did not handle).
 ///
 /// The ``EventRouter`` feeds it ``Input``s and applies the returned ``Action``s (store reads,
 /// sends, runner calls). `docs/architecture.md` has the table; `AppDeliveryStateMachineTests`
@@ -35,8 +36,10 @@ struct AppDeliveryStateMachine: Equatable {
         /// The first undelivered event that needs the extension (found by ``Action/routeToExtension``),
         /// with the reason the extension may not be called now, if any.
         case extensionNeeded(sequence: Int64, refusal: String?)
-        /// The call woken for `sequence` ended: `ok` or not.
-        case eventCallEnded(sequence: Int64, ok: Bool)
+        /// The runner woken for `sequence` ended: every call `ok` (`failed` nil), or the call for
+        /// the event `failed` did not (the events before it were delivered; it and those after
+        /// it were not).
+        case eventCallEnded(sequence: Int64, failed: Int64?)
         /// A content request wants the slot.
         case contentCallRequested(CallID)
         /// The content request holding the slot ended (also when it ended before calling).
@@ -53,7 +56,7 @@ struct AppDeliveryStateMachine: Equatable {
         /// Look for the first undelivered event that needs the extension (dropping those that have
         /// no entry point), and answer with ``Input/extensionNeeded(sequence:refusal:)``.
         case routeToExtension
-        /// Call the extension for this event.
+        /// Call the extension for this event (and the undelivered events after it, in one runner).
         case wake(sequence: Int64)
         /// Feed ``Input/retryDue`` after this long.
         case retry(after: Duration)
@@ -112,18 +115,17 @@ struct AppDeliveryStateMachine: Equatable {
             heldBack = nil
             slot = .eventCall(sequence: sequence)
             return [.wake(sequence: sequence)]
-        case .eventCallEnded(let sequence, let ok):
+        case .eventCallEnded(let sequence, let failed):
             guard slot == .eventCall(sequence: sequence) else { return [] }
             slot = .idle
-            if ok {
-                failures[sequence] = nil
-                return freed(route: true)
-            }
-            let count = failures[sequence, default: 0] + 1
-            failures[sequence] = count
+            // The events before the failed one (all, if none failed) were delivered.
+            failures = failures.filter { $0.key >= (failed ?? .max) }
+            guard let failed else { return freed(route: true) }
+            let count = failures[failed, default: 0] + 1
+            failures[failed] = count
             var actions = freed(route: false)
             if count >= attempts {
-                actions.append(.keepForApp(sequence: sequence, failures: count))
+                actions.append(.keepForApp(sequence: failed, failures: count))
                 if sessions > 0 { actions.append(.sendToApp) }
             } else if sessions > 0 {
                 // The app connected during the call: it takes the event over.

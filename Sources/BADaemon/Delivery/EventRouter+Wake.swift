@@ -6,71 +6,142 @@ import Foundation
 
 // Events nobody is listening for, handed to the app's extension (executor).
 extension EventRouter {
-    /// Calls the extension of `app` for the event `sequence`; the call's end feeds the machine.
+    /// Most events one runner is handed: the rest wait for the next runner, right after.
+    static let eventsPerRunner = 512
+
+    /// An event handed to the extension, with what it is called with.
+    struct WokenEvent {
+        let event: StoredEvent
+        let runnerEvent: RunnerEvent
+        let runKind: StoredExtensionRun.Event
+    }
+
+    /// Calls the extension of `app` for the event `sequence` and the undelivered events after it
+    /// that have an entry point (at most ``eventsPerRunner``), one after another in one runner.
+    /// Each call that returns `ok` is acknowledged as the results come in (a group commit per
+    /// handful); the runner's end feeds the machine, naming the event whose call failed, if any.
     func wake(_ app: String, sequence: Int64) {
         do {
-            guard let storedApp = try store.app(app), let libraryPath = storedApp.extensionPath,
-                let event = try store.undeliveredEvents(app: app, after: sequence - 1, limit: 1).first,
-                event.sequence == sequence
-            else {
-                // Gone meanwhile (delivered, or the app re-registered without an extension).
-                feed(app, .eventCallEnded(sequence: sequence, ok: true))
+            guard let storedApp = try store.app(app), let libraryPath = storedApp.extensionPath else {
+                // Gone meanwhile (the app re-registered without an extension).
+                feed(app, .eventCallEnded(sequence: sequence, failed: nil))
                 return
             }
-            guard let download = try store.download(uniqueIdentifier: event.downloadUniqueIdentifier) else {
-                try store.markDelivered(app: app, through: sequence)
-                feed(app, .eventCallEnded(sequence: sequence, ok: true))
+            let (woken, skippedThrough) = try eventsToWake(app, from: sequence)
+            guard let first = woken.first else {
+                // Delivered meanwhile, or only events whose download is gone.
+                if let skippedThrough { try store.markDelivered(app: app, through: skippedThrough) }
+                feed(app, .eventCallEnded(sequence: sequence, failed: nil))
                 return
-            }
-            let details = EventDetails(event)
-            let record = DownloadRecord(download)
-            let runnerEvent: RunnerEvent
-            let runKind: StoredExtensionRun.Event
-            switch event.kind {
-            case .finished:
-                runnerEvent = .finished(record, filePath: details.destination ?? download.destinationPath ?? "")
-                runKind = .finished
-            case .failed:
-                runnerEvent = .failed(
-                    record,
-                    ErrorRecord(
-                        domain: details.domain ?? "", code: Int32(truncatingIfNeeded: details.code ?? 0),
-                        message: details.message ?? ""))
-                runKind = .failed
-            default:
-                runnerEvent = .challenge(
-                    record, Self.challengeRecord(url: download.url, challenge: details.challenge ?? ""))
-                runKind = .challenge
             }
             services.extensions.call(
-                storedApp, libraryPath: libraryPath, event: runnerEvent, kind: runKind, bypassAllowance: false
+                storedApp, libraryPath: libraryPath, event: first.runnerEvent,
+                moreEvents: woken.dropFirst().map(\.runnerEvent), kind: first.runKind, bypassAllowance: false,
+                callsEnded: { [self] results in apply(results, of: storedApp, woken: woken) }
             ) { [self] outcome in
                 if case .ran(let result) = outcome, result.verdict == .ok {
-                    apply(result, of: storedApp, event: event)
+                    apply([result], of: storedApp, woken: woken)
                 }
+                var failed: Int64? = nil
                 if !outcome.isOK {
-                    log("the extension of \(app) ended \(outcome.verdictName) handling event \(sequence)")
+                    let event = woken[min(outcome.callIndex, woken.count - 1)].event.sequence
+                    failed = event
+                    log("the extension of \(app) ended \(outcome.verdictName) handling event \(event)")
                 }
-                feed(app, .eventCallEnded(sequence: sequence, ok: outcome.isOK))
+                feed(app, .eventCallEnded(sequence: sequence, failed: failed))
             }
         } catch {
             log("waking the extension of \(app) for event \(sequence) failed: \(error)")
-            feed(app, .eventCallEnded(sequence: sequence, ok: false))
+            feed(app, .eventCallEnded(sequence: sequence, failed: sequence))
         }
     }
 
-    /// What an `ok` call did: the event is delivered (a finished file the extension did not move
-    /// is removed), its credential answer goes to the transfer, and its scheduled and cancelled
-    /// downloads take effect.
-    private func apply(_ result: BAExtensionRunResult, of app: StoredApp, event: StoredEvent) {
-        do {
-            try store.markDelivered(app: app.bundleIdentifier, through: event.sequence)
-        } catch {
-            log("acknowledging event \(event.sequence) of \(app.bundleIdentifier) failed: \(error)")
+    /// The undelivered events from `sequence` on that have an entry point and a download, in
+    /// order (at most ``eventsPerRunner``), and the last event skipped before the first of them
+    /// (one whose download is gone), if any. Nothing when `sequence` is no longer undelivered.
+    private func eventsToWake(
+        _ app: String, from sequence: Int64
+    ) throws -> (
+        [WokenEvent], skippedThrough: Int64?
+    ) {
+        var woken: [WokenEvent] = []
+        var skippedThrough: Int64? = nil
+        var after = sequence - 1
+        while woken.count < Self.eventsPerRunner {
+            let page = try store.undeliveredEvents(app: app, after: after, limit: 256)
+            if after == sequence - 1 && page.first?.sequence != sequence { return ([], nil) }
+            for event in page {
+                guard let runKind = Self.runKind(of: event.kind) else { continue }
+                guard let download = try store.download(uniqueIdentifier: event.downloadUniqueIdentifier) else {
+                    if woken.isEmpty { skippedThrough = event.sequence }
+                    continue
+                }
+                woken.append(WokenEvent(event: event, runnerEvent: runnerEvent(event, download), runKind: runKind))
+                if woken.count == Self.eventsPerRunner { break }
+            }
+            guard let last = page.last, page.count == 256 else { break }
+            after = last.sequence
         }
+        return (woken, skippedThrough)
+    }
+
+    /// The extension run an event is (nil for events with no entry point).
+    static func runKind(of kind: StoredEvent.Kind) -> StoredExtensionRun.Event? {
+        switch kind {
+        case .finished: .finished
+        case .failed: .failed
+        case .needsCredentials: .challenge
+        case .began, .paused, .progress: nil
+        }
+    }
+
+    /// What the extension's entry point is called with for `event`.
+    private func runnerEvent(_ event: StoredEvent, _ download: StoredDownload) -> RunnerEvent {
+        let details = EventDetails(event)
+        let record = DownloadRecord(download)
         switch event.kind {
         case .finished:
-            if let destination = EventDetails(event).destination { removeDelivered(destination) }
+            return .finished(record, filePath: details.destination ?? download.destinationPath ?? "")
+        case .failed:
+            return .failed(
+                record,
+                ErrorRecord(
+                    domain: details.domain ?? "", code: Int32(truncatingIfNeeded: details.code ?? 0),
+                    message: details.message ?? ""))
+        default:
+            return .challenge(record, Self.challengeRecord(url: download.url, challenge: details.challenge ?? ""))
+        }
+    }
+
+    /// What `ok` calls did, in one transaction: their events are delivered (through the last
+    /// one), credential answers go to their transfers, and their scheduled and cancelled
+    /// downloads take effect; then finished files the extension did not move are removed.
+    private func apply(_ results: [BAExtensionRunResult], of app: StoredApp, woken: [WokenEvent]) {
+        guard let last = results.last else { return }
+        var removals: [String] = []
+        do {
+            try store.batch("acknowledging events of \(app.bundleIdentifier)") {
+                for result in results {
+                    apply(result, of: app, event: woken[result.callIndex].event, removals: &removals)
+                }
+                try store.markDelivered(app: app.bundleIdentifier, through: woken[last.callIndex].event.sequence)
+            }
+        } catch {
+            log(
+                "acknowledging events of \(app.bundleIdentifier) through \(woken[last.callIndex].event.sequence) failed: \(error)"
+            )
+            return
+        }
+        for path in removals { removeDelivered(path) }
+    }
+
+    /// What one `ok` call did, inside the acknowledging batch.
+    private func apply(
+        _ result: BAExtensionRunResult, of app: StoredApp, event: StoredEvent, removals: inout [String]
+    ) {
+        switch event.kind {
+        case .finished:
+            if let destination = EventDetails(event).destination { removals.append(destination) }
         case .needsCredentials:
             services.transfers.respond(
                 to: event.downloadUniqueIdentifier, disposition: Int(result.challengeDisposition ?? 1),

@@ -2,6 +2,7 @@ import BAExtensionHost
 import BAExtensionProtocol
 import BAStore
 import Foundation
+import Synchronization
 
 /// How an extension call ended, typed end to end: the runner's verdict (with what the call
 /// returned), or the reason the host could not run it at all.
@@ -30,9 +31,19 @@ enum ExtensionCallOutcome: Sendable {
 
     var durationMilliseconds: Int64 {
         guard case .ran(let result) = self else { return 0 }
-        return result.duration.components.seconds * 1000
-            + result.duration.components.attoseconds / 1_000_000_000_000_000
+        return result.duration.milliseconds
     }
+
+    /// Which event of the call's events this outcome is about (0 when the runner never ran).
+    var callIndex: Int {
+        guard case .ran(let result) = self else { return 0 }
+        return result.callIndex
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds.
+    var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
 }
 
 /// The only owner of the extension supervisor: makes every call of an app's extension (content
@@ -72,13 +83,22 @@ final class ExtensionCaller: @unchecked Sendable {
     /// Whether runners can be started at all.
     var isAvailable: Bool { supervisor != nil }
 
-    /// Calls `event` of `app`'s extension at `libraryPath`; `done` gets the outcome on the
-    /// executor, after the call is recorded. `cleanup` runs on the call's thread as soon as the
-    /// runner ended (before anything else waits for the executor).
+    /// Calls `event` of `app`'s extension at `libraryPath`, then each of `moreEvents` in the same
+    /// runner; `done` gets the outcome of the last call made (the last event's, or the first that
+    /// did not end `ok`) on the executor, after the run is recorded. `cleanup` runs on the call's
+    /// thread as soon as the runner ended (before anything else waits for the executor).
+    ///
+    /// A runner of several events is one run: it is recorded once, its whole runtime counts
+    /// against the app's allowance (which bounds all its calls together), and a crash or timeout
+    /// counts once toward quarantine.
+    ///
+    /// - Parameter callsEnded: gets, on the executor and in order, the results of the calls
+    ///   that returned `ok` while the runner went on with the next event, a few at a time (all
+    ///   that ended since the executor last looked); all of them before `done`.
     func call(
-        _ app: StoredApp, libraryPath: String, event: RunnerEvent, kind: StoredExtensionRun.Event,
-        bypassAllowance: Bool, cleanup: (@Sendable () -> Void)? = nil,
-        done: @escaping (ExtensionCallOutcome) -> Void
+        _ app: StoredApp, libraryPath: String, event: RunnerEvent, moreEvents: [RunnerEvent] = [],
+        kind: StoredExtensionRun.Event, bypassAllowance: Bool, cleanup: (@Sendable () -> Void)? = nil,
+        callsEnded: (([BAExtensionRunResult]) -> Void)? = nil, done: @escaping (ExtensionCallOutcome) -> Void
     ) {
         let startedAt = services.clock.now
         let supervisor = currentSupervisor()
@@ -91,26 +111,45 @@ final class ExtensionCaller: @unchecked Sendable {
         guard let supervisor else {
             cleanup?()
             let outcome = ExtensionCallOutcome.hostError("basd cannot start extension runners (see its log)")
-            finished(app, kind: kind, startedAt: startedAt, outcome: outcome)
+            finished(
+                app, kind: kind, startedAt: startedAt, outcome: outcome, runtime: .zero, calls: 1 + moreEvents.count)
             done(outcome)
             return
         }
+        let budget = services.scheduler.callBudget(for: app, bypassAllowance: bypassAllowance)
         let invocation = BAExtensionInvocation(
-            libraryPath: libraryPath, event: event,
-            timeout: services.scheduler.callTimeout(for: app, bypassAllowance: bypassAllowance),
+            libraryPath: libraryPath, event: event, timeout: budget.perCall,
             appGroupContainerPath: app.appGroupIdentifier.map { services.containers.container(group: $0) },
-            currentDownloads: services.transfers.activeRecords(of: app.bundleIdentifier))
+            currentDownloads: services.transfers.activeRecords(of: app.bundleIdentifier), moreEvents: moreEvents,
+            totalTimeout: moreEvents.isEmpty ? nil : budget.total)
         let done = UncheckedSendable(done)
+        let callsEnded = UncheckedSendable(callsEnded)
+        // The results of calls that returned while the runner goes on, until the executor takes them.
+        let inbox = Inbox()
+        let lastIndex = moreEvents.count
         let thread = Thread { [self] in
             let outcome: ExtensionCallOutcome
+            let runStarted = ContinuousClock.now
             do throws(BAExtensionHostError) {
-                outcome = .ran(try supervisor.runBlocking(invocation))
+                outcome = .ran(
+                    try supervisor.runBlocking(invocation) { result in
+                        guard callsEnded.value != nil, result.verdict == .ok, result.callIndex < lastIndex else {
+                            return
+                        }
+                        guard inbox.put(result) else { return }
+                        services.executor.async { callsEnded.value?(inbox.take()) }
+                    })
             } catch {
                 outcome = .hostError(error.message)
             }
+            let runtime = ContinuousClock.now - runStarted
             cleanup?()
             services.executor.async { [self] in
-                finished(app, kind: kind, startedAt: startedAt, outcome: outcome)
+                let late = inbox.take()
+                if !late.isEmpty { callsEnded.value?(late) }
+                finished(
+                    app, kind: kind, startedAt: startedAt, outcome: outcome, runtime: runtime,
+                    calls: 1 + moreEvents.count)
                 done.value(outcome)
             }
         }
@@ -118,26 +157,58 @@ final class ExtensionCaller: @unchecked Sendable {
         thread.start()
     }
 
-    /// Records an ended call: its log lines in basd's log, a row in `extension_run`, and its
-    /// runtime and verdict in the app's scheduling state.
+    /// Records an ended run: its last call's log lines in basd's log, a row in `extension_run`,
+    /// and its runtime and verdict in the app's scheduling state.
     private func finished(
-        _ app: StoredApp, kind: StoredExtensionRun.Event, startedAt: Date, outcome: ExtensionCallOutcome
+        _ app: StoredApp, kind: StoredExtensionRun.Event, startedAt: Date, outcome: ExtensionCallOutcome,
+        runtime: Duration, calls: Int
     ) {
         if case .ran(let result) = outcome {
             for line in result.logs { services.log("[\(app.bundleIdentifier) extension] \(line.message)") }
         }
+        var detail = outcome.detail
+        if calls > 1 {
+            let made = outcome.callIndex + 1
+            detail =
+                outcome.isOK
+                ? "\(calls) events in one runner"
+                : "\(detail ?? outcome.verdictName) (event \(made) of \(calls) in one runner; the \(made - 1) before it ok)"
+        }
+        let milliseconds = calls > 1 ? runtime.milliseconds : outcome.durationMilliseconds
         do {
             try store.recordExtensionRun(
                 StoredExtensionRun(
                     appIdentifier: app.bundleIdentifier, event: kind, verdict: outcome.verdictName,
-                    detail: outcome.detail, startedAt: startedAt, durationMilliseconds: outcome.durationMilliseconds))
+                    detail: detail, startedAt: startedAt, durationMilliseconds: milliseconds))
         } catch {
             services.log("recording an extension run of \(app.bundleIdentifier) failed: \(error)")
         }
-        services.scheduler.extensionRan(app, outcome: outcome)
+        services.scheduler.extensionRan(app, outcome: outcome, runtimeMilliseconds: milliseconds)
     }
 
     private var store: BAStore { services.store }
+}
+
+/// Results of calls handed from a runner's thread to the executor: the thread puts, the executor
+/// takes all there are.
+final class Inbox: Sendable {
+    private let results = Mutex<[BAExtensionRunResult]>([])
+
+    /// Adds a result; true when the inbox was empty (the executor must be asked to take).
+    func put(_ result: BAExtensionRunResult) -> Bool {
+        results.withLock { results in
+            results.append(result)
+            return results.count == 1
+        }
+    }
+
+    /// Everything put since the last take, in order.
+    func take() -> [BAExtensionRunResult] {
+        results.withLock { results in
+            defer { results = [] }
+            return results
+        }
+    }
 }
 
 /// A value handed across threads by a caller that knows it is used on one thread at a time (here:

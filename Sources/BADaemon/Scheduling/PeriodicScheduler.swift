@@ -98,29 +98,32 @@ final class PeriodicScheduler: @unchecked Sendable {
         return nil
     }
 
-    /// The deadline of a call: the per-call timeout, or less when less is left of the app's daily
-    /// runtime allowance.
-    func callTimeout(for app: StoredApp, bypassAllowance: Bool) -> Duration {
+    /// The deadline of each call (the `extensionCallTimeoutSeconds` setting, within what is left
+    /// of the allowance) and of a runner's calls together (what is left of the allowance, at
+    /// least a second; nil when the allowance is bypassed or does not apply).
+    func callBudget(for app: StoredApp, bypassAllowance: Bool) -> (perCall: Duration, total: Duration?) {
         var seconds = settings.extensionCallTimeoutSeconds
+        var total: Duration? = nil
         if !bypassAllowance {
             let state = schedulingState(app)
             if case .allowed(let remaining) = state.allowance.admit(
                 now: now, usage: state.usage, policy: settings.runtimeAllowancePolicy)
             {
                 seconds = min(seconds, max(1, remaining))
+                total = .milliseconds(Int64(min(max(1, remaining), 366 * 86_400) * 1000))
             }
         }
-        return .milliseconds(Int64(seconds * 1000))
+        return (.milliseconds(Int64(seconds * 1000)), total)
     }
 
     /// Bookkeeping after any extension call: its runtime counts against the allowance, and a
     /// crash or timeout toward quarantine.
-    func extensionRan(_ app: StoredApp, outcome: ExtensionCallOutcome) {
+    func extensionRan(_ app: StoredApp, outcome: ExtensionCallOutcome, runtimeMilliseconds: Int64) {
         guard let current = try? store.app(app.bundleIdentifier) else { return }
         var state = schedulingState(current)
         let settings = self.settings
         state.allowance.record(
-            duration: TimeInterval(outcome.durationMilliseconds) / 1000, at: now,
+            duration: TimeInterval(runtimeMilliseconds) / 1000, at: now,
             policy: settings.runtimeAllowancePolicy)
         let result: RunOutcome =
             switch outcome.verdict {
