@@ -61,8 +61,9 @@ enum LegacyEntryPoints {
 
 /// The protocol an app's downloader extension conforms to.
 ///
-/// The system creates a fresh instance for every call, in a fresh process: an extension keeps no
-/// memory between calls. Every requirement has a default, so implement only what you need.
+/// The system creates a fresh instance for every call; several events waiting for the extension
+/// are handed to it one after another in one process, but a later call may be a fresh process, so
+/// an extension keeps nothing between calls. Every requirement has a default, so implement only what you need.
 /// Mark the type `@main`, as on Apple's system: that is how the system finds it in the library.
 ///
 /// ```swift

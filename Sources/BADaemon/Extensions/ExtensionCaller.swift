@@ -123,7 +123,11 @@ final class ExtensionCaller: @unchecked Sendable {
             currentDownloads: services.transfers.activeRecords(of: app.bundleIdentifier), moreEvents: moreEvents,
             totalTimeout: moreEvents.isEmpty ? nil : budget.total)
         let done = UncheckedSendable(done)
-        let callsEnded = UncheckedSendable(callsEnded)
+        // Each call's log lines reach basd's log as the call's result reaches the executor.
+        let callsEnded = UncheckedSendable { [self] (results: [BAExtensionRunResult]) in
+            for result in results { logLines(of: result, app: app) }
+            callsEnded?(results)
+        }
         // The results of calls that returned while the runner goes on, until the executor takes them.
         let inbox = Inbox()
         let lastIndex = moreEvents.count
@@ -133,11 +137,11 @@ final class ExtensionCaller: @unchecked Sendable {
             do throws(BAExtensionHostError) {
                 outcome = .ran(
                     try supervisor.runBlocking(invocation) { result in
-                        guard callsEnded.value != nil, result.verdict == .ok, result.callIndex < lastIndex else {
+                        guard result.verdict == .ok, result.callIndex < lastIndex else {
                             return
                         }
                         guard inbox.put(result) else { return }
-                        services.executor.async { callsEnded.value?(inbox.take()) }
+                        services.executor.async { callsEnded.value(inbox.take()) }
                     })
             } catch {
                 outcome = .hostError(error.message)
@@ -146,7 +150,7 @@ final class ExtensionCaller: @unchecked Sendable {
             cleanup?()
             services.executor.async { [self] in
                 let late = inbox.take()
-                if !late.isEmpty { callsEnded.value?(late) }
+                if !late.isEmpty { callsEnded.value(late) }
                 finished(
                     app, kind: kind, startedAt: startedAt, outcome: outcome, runtime: runtime,
                     calls: 1 + moreEvents.count)
@@ -163,9 +167,7 @@ final class ExtensionCaller: @unchecked Sendable {
         _ app: StoredApp, kind: StoredExtensionRun.Event, startedAt: Date, outcome: ExtensionCallOutcome,
         runtime: Duration, calls: Int
     ) {
-        if case .ran(let result) = outcome {
-            for line in result.logs { services.log("[\(app.bundleIdentifier) extension] \(line.message)") }
-        }
+        if case .ran(let result) = outcome { logLines(of: result, app: app) }
         var detail = outcome.detail
         if calls > 1 {
             let made = outcome.callIndex + 1
@@ -184,6 +186,10 @@ final class ExtensionCaller: @unchecked Sendable {
             services.log("recording an extension run of \(app.bundleIdentifier) failed: \(error)")
         }
         services.scheduler.extensionRan(app, outcome: outcome, runtimeMilliseconds: milliseconds)
+    }
+
+    private func logLines(of result: BAExtensionRunResult, app: StoredApp) {
+        for line in result.logs { services.log("[\(app.bundleIdentifier) extension] \(line.message)") }
     }
 
     private var store: BAStore { services.store }
