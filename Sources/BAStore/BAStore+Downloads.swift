@@ -34,7 +34,11 @@ extension BAStore {
         stored.createdAt = now
         stored.updatedAt = stored.createdAt
         return try write("scheduling \(download.identifier) for \(download.appIdentifier)") { db in
-            guard try Self.fetchApp(db, download.appIdentifier) != nil else {
+            guard
+                try Bool.fetchOneCached(
+                    db, sql: "SELECT 1 FROM app WHERE bundle_identifier = ?", arguments: [download.appIdentifier])
+                    != nil
+            else {
                 throw Self.unknownApp(download.appIdentifier, path: path)
             }
             // Checked in this (immediate, so exclusive) transaction for a message naming the other

@@ -164,12 +164,17 @@ public final class BAStore: Sendable {
         }
     }
 
-    /// Runs `body` on a snapshot of the last committed state (inside a batch: on the batch's
-    /// connection, which sees the batch's own changes).
+    /// Runs `body` on the last committed state (inside a batch: on the batch's connection, which
+    /// sees the batch's own changes).
+    ///
+    /// On the writer's connection, outside a transaction: basd is the only writer and makes its
+    /// store calls one at a time, so nothing can change between the statements of `body`, and a
+    /// read costs no transaction of its own and no hop to a reader connection (a read runs for
+    /// every request).
     func read<T>(_ doing: String, _ body: (Database) throws -> T) throws(BAStoreError) -> T {
         do {
             if let batch = Self.currentBatch { return try body(batch.db) }
-            return try pool.read(body)
+            return try pool.writeWithoutTransaction(body)
         } catch {
             throw Self.mapError(error, path: path, doing: doing)
         }

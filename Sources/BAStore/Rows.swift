@@ -1,6 +1,7 @@
 import BAExtensionProtocol
 import Foundation
 internal import GRDB
+import Synchronization
 
 // Row <-> value conversions, kept out of the public types so GRDB stays an implementation detail.
 // Decoding throws (never traps) on a value of the wrong type: a damaged file is an error, not a
@@ -21,23 +22,39 @@ extension StoredApp {
         updated_at, manifest_url, restrictions, allowance_used, essential_allowance_used, scheduling
         """
 
+    /// Decodes a row that selected ``columns``, in that order (by index: a lookup by name costs
+    /// a case-insensitive search per column, and apps are read on every request).
     init(row: Row) throws {
+        let restrictionsText: String = try row.decode(atIndex: 9)
         self.init(
-            bundleIdentifier: try row.decode(forColumn: "bundle_identifier"),
-            version: try row.decode(forColumn: "version"),
-            appGroupIdentifier: try row.decode(forColumn: "app_group_identifier"),
-            appDirectory: try row.decode(forColumn: "app_directory"),
-            extensionPath: try row.decode(forColumn: "extension_path"),
-            launched: try row.decode(forColumn: "launched"),
-            registeredAt: try row.decode(forColumn: "registered_at"),
-            updatedAt: try row.decode(forColumn: "updated_at"),
-            manifestURL: try row.decode(forColumn: "manifest_url"),
-            restrictions: try JSONDecoder().decode(
-                Restrictions.self, from: Data((try row.decode(forColumn: "restrictions") as String).utf8)),
-            allowanceUsed: try row.decode(forColumn: "allowance_used"),
-            essentialAllowanceUsed: try row.decode(forColumn: "essential_allowance_used"),
-            scheduling: try row.decode(forColumn: "scheduling"))
+            bundleIdentifier: try row.decode(atIndex: 0),
+            version: try row.decode(atIndex: 1),
+            appGroupIdentifier: try row.decode(atIndex: 2),
+            appDirectory: try row.decode(atIndex: 3),
+            extensionPath: try row.decode(atIndex: 4),
+            launched: try row.decode(atIndex: 5),
+            registeredAt: try row.decode(atIndex: 6),
+            updatedAt: try row.decode(atIndex: 7),
+            manifestURL: try row.decode(atIndex: 8),
+            restrictions: try Self.restrictions(restrictionsText),
+            allowanceUsed: try row.decode(atIndex: 10),
+            essentialAllowanceUsed: try row.decode(atIndex: 11),
+            scheduling: try row.decode(atIndex: 12))
     }
+
+    /// The `restrictions` column decoded, remembered by its text: apps are few, their
+    /// restrictions change only on install and update, and an app is read on every request.
+    private static func restrictions(_ text: String) throws -> Restrictions {
+        if let known = decodedRestrictions.withLock({ $0[text] }) { return known }
+        let decoded = try JSONDecoder().decode(Restrictions.self, from: Data(text.utf8))
+        decodedRestrictions.withLock { cache in
+            if cache.count >= 64 { cache.removeAll() }
+            cache[text] = decoded
+        }
+        return decoded
+    }
+
+    private static let decodedRestrictions = Mutex<[String: Restrictions]>([:])
 
     /// The `restrictions` column.
     var restrictionsJSON: String {
@@ -58,41 +75,41 @@ extension StoredDownload {
         var value: String
     }
 
+    /// Decodes a row that selected ``columns``, in that order.
     init(row: Row) throws {
-        let stateValue: Int = try row.decode(forColumn: "state")
+        let stateValue: Int = try row.decode(atIndex: 10)
         guard let state = State(rawValue: stateValue) else {
             throw MalformedRow(table: "download", column: "state", value: String(stateValue))
         }
-        let headersText: String = try row.decode(forColumn: "headers")
-        let headers = try JSONDecoder().decode([HeaderJSON].self, from: Data(headersText.utf8))
-        let domain: String? = try row.decode(forColumn: "error_domain")
+        let headersText: String = try row.decode(atIndex: 4)
+        let headers =
+            headersText == "[]" ? [] : try JSONDecoder().decode([HeaderJSON].self, from: Data(headersText.utf8))
+        let domain: String? = try row.decode(atIndex: 17)
         let failure = try domain.map { domain in
-            Failure(
-                domain: domain, code: try row.decode(forColumn: "error_code"),
-                message: try row.decode(forColumn: "error_message"))
+            Failure(domain: domain, code: try row.decode(atIndex: 18), message: try row.decode(atIndex: 19))
         }
         self.init(
-            uniqueIdentifier: try row.decode(forColumn: "unique_identifier"),
-            appIdentifier: try row.decode(forColumn: "app_id"),
-            identifier: try row.decode(forColumn: "identifier"),
-            url: try row.decode(forColumn: "url"),
+            uniqueIdentifier: try row.decode(atIndex: 0),
+            appIdentifier: try row.decode(atIndex: 1),
+            identifier: try row.decode(atIndex: 2),
+            url: try row.decode(atIndex: 3),
             headers: headers.map { DownloadRecord.Header(name: $0.name, value: $0.value) },
-            applicationGroupIdentifier: try row.decode(forColumn: "app_group_identifier"),
-            priority: try row.decode(forColumn: "priority"),
-            isEssential: try row.decode(forColumn: "essential"),
-            expectedSize: try row.decode(forColumn: "expected_size"),
-            sha256: try row.decode(forColumn: "sha256"),
+            applicationGroupIdentifier: try row.decode(atIndex: 5),
+            priority: try row.decode(atIndex: 6),
+            isEssential: try row.decode(atIndex: 7),
+            expectedSize: try row.decode(atIndex: 8),
+            sha256: try row.decode(atIndex: 9),
             state: state,
-            isForeground: try row.decode(forColumn: "foreground"),
-            bytesOnDisk: try row.decode(forColumn: "bytes_on_disk"),
-            validator: try row.decode(forColumn: "validator"),
-            partialPath: try row.decode(forColumn: "partial_path"),
-            destinationPath: try row.decode(forColumn: "destination_path"),
-            attempts: try row.decode(forColumn: "attempts"),
+            isForeground: try row.decode(atIndex: 11),
+            bytesOnDisk: try row.decode(atIndex: 12),
+            validator: try row.decode(atIndex: 13),
+            partialPath: try row.decode(atIndex: 14),
+            destinationPath: try row.decode(atIndex: 15),
+            attempts: try row.decode(atIndex: 16),
             lastError: failure,
-            createdAt: try row.decode(forColumn: "created_at"),
-            updatedAt: try row.decode(forColumn: "updated_at"),
-            restriction: try (row.decode(forColumn: "restriction") as String?).map {
+            createdAt: try row.decode(atIndex: 20),
+            updatedAt: try row.decode(atIndex: 21),
+            restriction: try (row.decode(atIndex: 22) as String?).map {
                 try JSONDecoder().decode(PreLaunchRestriction.self, from: Data($0.utf8))
             })
     }
@@ -105,6 +122,7 @@ extension StoredDownload {
     /// The `headers` column: a JSON array of `{"name": …, "value": …}` objects, in order.
     var headersJSON: String {
         get throws {
+            if headers.isEmpty { return "[]" }
             let data = try JSONEncoder().encode(headers.map { HeaderJSON(name: $0.name, value: $0.value) })
             return String(decoding: data, as: UTF8.self)
         }
@@ -114,19 +132,20 @@ extension StoredDownload {
 extension StoredEvent {
     static let columns = "sequence, app_id, download_id, kind, payload, created_at, delivered_at"
 
+    /// Decodes a row that selected ``columns``, in that order.
     init(row: Row) throws {
-        let kindText: String = try row.decode(forColumn: "kind")
+        let kindText: String = try row.decode(atIndex: 3)
         guard let kind = Kind(rawValue: kindText) else {
             throw MalformedRow(table: "event", column: "kind", value: kindText)
         }
         self.init(
-            sequence: try row.decode(forColumn: "sequence"),
-            appIdentifier: try row.decode(forColumn: "app_id"),
-            downloadUniqueIdentifier: try row.decode(forColumn: "download_id"),
+            sequence: try row.decode(atIndex: 0),
+            appIdentifier: try row.decode(atIndex: 1),
+            downloadUniqueIdentifier: try row.decode(atIndex: 2),
             kind: kind,
-            payload: try row.decode(forColumn: "payload"),
-            createdAt: try row.decode(forColumn: "created_at"),
-            deliveredAt: try row.decode(forColumn: "delivered_at"))
+            payload: try row.decode(atIndex: 4),
+            createdAt: try row.decode(atIndex: 5),
+            deliveredAt: try row.decode(atIndex: 6))
     }
 }
 

@@ -2,6 +2,7 @@ import BAAssetServer
 import BADaemonProtocol
 import BATestSupport
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -37,22 +38,33 @@ struct RetryCommandTests {
         try await CLIQueries.downloadRows(daemon, app: Self.app).first { $0["identifier"] as? String == identifier }
     }
 
-    /// A loopback port nothing listens on (bound, then closed).
+    /// A loopback port nothing listens on: a privileged one, so no test server (they bind
+    /// ephemeral ports) can take it meanwhile, a different one for each call (the tests start
+    /// servers on them later), checked to refuse connections.
     static func closedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+        while true {
+            let port = nextClosedPort.withLock { port in
+                defer { port += 1 }
+                return port
             }
+            guard port < 1000 else { break }
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let refused = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) != 0 && errno == ECONNREFUSED
+                }
+            }
+            if refused { return port }
         }
-        guard bound else { throw HarnessError("cannot bind a loopback port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        throw HarnessError("every candidate privileged loopback port accepts connections")
     }
+
+    private static let nextClosedPort = Mutex(900)
 
     @Test("a failed download is requeued by ba retry and finishes; a finished one cannot be retried")
     func retryAFailedDownload() async throws {

@@ -302,7 +302,7 @@ struct SchedulerServiceTests {
             server.setFile("/\(name).bin", contents: SampleAppFixture.bytes(10_000, seed: UInt8(index)))
         }
         let app = try #require(try store.app(Self.app))
-        try harness.service.queue.sync {
+        try harness.service.queue.syncThrowing {
             for name in names {
                 try harness.service.transfers.schedule(
                     DownloadPayload(identifier: name, url: server.url("/\(name).bin"), fileSize: 10_000), for: app,
@@ -369,7 +369,7 @@ struct SchedulerServiceTests {
         server.setFile("/a.bin", contents: SampleAppFixture.bytes(1_000, seed: 1))
         server.setFile("/b.bin", contents: SampleAppFixture.bytes(1_000, seed: 2))
         let app = try #require(try store.app(Self.app))
-        try harness.service.queue.sync {
+        try harness.service.queue.syncThrowing {
             for name in ["a", "b"] {
                 try harness.service.transfers.schedule(
                     DownloadPayload(identifier: name, url: server.url("/\(name).bin")), for: app, contentRequest: 0)
@@ -388,7 +388,7 @@ struct SchedulerServiceTests {
         let owed = try #require(
             try store.downloads(app: Self.app).first { $0.uniqueIdentifier != first.downloadUniqueIdentifier })
         // The app took the file (acknowledging removes what it left in place).
-        try harness.service.queue.sync {
+        try harness.service.queue.syncThrowing {
             try harness.service.delivery.acknowledge(app: Self.app, through: first.sequence)
         }
         harness.tick()

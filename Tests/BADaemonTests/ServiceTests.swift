@@ -314,6 +314,8 @@ final class ActivatedDaemon: @unchecked Sendable {
     let pid: pid_t
     private let buffer = LockedData()
     private let reader: Thread
+    /// Signalled when the reader read the pipe to its end (every process holding it exited).
+    private let drained = DispatchSemaphore(value: 0)
 
     init(fd3 descriptor: Int32, arguments: [String], listenPID: String = "$$") throws {
         var pipe: [Int32] = [-1, -1]
@@ -336,7 +338,7 @@ final class ActivatedDaemon: @unchecked Sendable {
         }
         self.pid = pid
         let readEnd = pipe[0]
-        reader = Thread { [buffer] in
+        reader = Thread { [buffer, drained] in
             var chunk = [UInt8](repeating: 0, count: 4096)
             while true {
                 let count = read(readEnd, &chunk, chunk.count)
@@ -345,6 +347,7 @@ final class ActivatedDaemon: @unchecked Sendable {
                 buffer.withLock { $0.append(contentsOf: chunk[0..<count]) }
             }
             close(readEnd)
+            drained.signal()
         }
         reader.start()
     }
@@ -383,6 +386,8 @@ final class ActivatedDaemon: @unchecked Sendable {
     /// Waits for basd to exit (bounded); its status, or nil after `timeout` seconds.
     func waitForExit(timeout: Double = 20) -> Int32? {
         _ = eventually(timeout: timeout) { exitStatus != nil }
+        // What it wrote last may still be in the pipe: read it all before anyone looks.
+        if exitStatus != nil, drained.wait(timeout: .now() + 10) == .success { drained.signal() }
         return exitStatus
     }
 

@@ -67,8 +67,8 @@ final class BasdServices: @unchecked Sendable {
     private(set) lazy var requests = RequestRouter(self)
     private let initialSettings: SettingsFile
 
-    /// The executor's queue (tests wait on it).
-    var queue: DispatchQueue { executor.queue }
+    /// The executor (tests run their checks on it with `queue.sync`).
+    var queue: ServiceExecutor { executor }
 
     /// - Parameter settings: basd's settings file, already read (a malformed one stops basd at start).
     init(

@@ -1,26 +1,70 @@
 import Dispatch
+import NIOCore
+import NIOPosix
 
 /// The one serial executor every service of basd runs on: requests from every connection, the
 /// engine's events, the ends of extension calls and the scheduler's timers.
 ///
 /// One executor, not one per service: the point of the services is a named owner for every
-/// field, not more concurrency. Store calls block on fsync, so it is a Dispatch queue of its own,
-/// off the NIO event loops.
+/// field, not more concurrency. It is the one thread of basd's event loop, which also serves
+/// every connection: a request is read, served and answered on one thread, without a hand-off
+/// (two context switches per request when the executor was a queue of its own, which were most
+/// of what a `scheduleDownload` cost). Store calls block on fsync there, which holds back reading
+/// other connections too, but nothing else could have run meanwhile: every request waits for the
+/// executor anyway.
 final class ServiceExecutor: Sendable {
-    let queue = DispatchQueue(label: "basd.services")
+    /// The event loop group of one thread the executor is (basd's server uses it too).
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    /// That thread's loop.
+    let loop: any EventLoop
+
+    init() { loop = group.next() }
 
     /// Runs `work` on the executor, after what is already queued.
-    func async(_ work: @escaping @Sendable () -> Void) { queue.async(execute: work) }
+    func async(_ work: @escaping @Sendable () -> Void) { loop.execute(work) }
 
-    /// Runs `work` on the executor after `delay`.
-    func after(_ delay: Duration, _ work: @escaping @Sendable () -> Void) {
+    /// Runs `work` on the executor after `delay`; cancel the result to not run it.
+    @discardableResult
+    func after(_ delay: Duration, _ work: @escaping @Sendable () -> Void) -> Scheduled<Void> {
         let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(0, nanoseconds))), execute: work)
+        return loop.scheduleTask(in: .nanoseconds(max(0, nanoseconds))) { work() }
     }
 
     /// Runs `work` on the executor and waits for it (never from the executor itself).
-    func sync<T>(_ work: () throws -> T) rethrows -> T { try queue.sync(execute: work) }
+    func sync<T>(_ work: () -> T) -> T {
+        precondition(!loop.inEventLoop, "ServiceExecutor.sync called on the executor: it would wait for itself")
+        return withoutActuallyEscaping(work) { work in
+            let call = UnsafeCall(work)
+            let done = DispatchSemaphore(value: 0)
+            loop.execute {
+                call.run()
+                done.signal()
+            }
+            done.wait()
+            return call.result!
+        }
+    }
+
+    /// Runs `work` on the executor and waits for it, passing on what it throws (tests).
+    func syncThrowing<T>(_ work: () throws -> T) throws -> T {
+        let result: Result<T, any Error> = sync { Result { try work() } }
+        return try result.get()
+    }
 
     /// Traps unless called on the executor (debug builds).
-    func assertOnExecutor() { dispatchPrecondition(condition: .onQueue(queue)) }
+    func assertOnExecutor() { loop.assertInEventLoop() }
+}
+
+/// A closure and its result, handed to the executor by ``ServiceExecutor/sync(_:)``, which waits
+/// until it ran: the caller's thread and the executor never touch it at the same time.
+private final class UnsafeCall<T>: @unchecked Sendable {
+    private var work: (() -> T)?
+    var result: T?
+    init(_ work: @escaping () -> T) { self.work = work }
+
+    /// Runs the closure and lets go of it (it must not outlive the caller's call).
+    func run() {
+        result = work?()
+        work = nil
+    }
 }

@@ -7,7 +7,7 @@ import Foundation
 final class SettingsService: @unchecked Sendable {
     private unowned let services: BasdServices
     private var file: SettingsFile
-    private var watcher: SettingsWatcher?
+    private var watcher: DescriptorWatcher?
 
     init(_ services: BasdServices, file: SettingsFile) {
         self.services = services
@@ -22,7 +22,7 @@ final class SettingsService: @unchecked Sendable {
         let directory = (file.path as NSString).deletingLastPathComponent
         do {
             // Weak: the watcher's thread may outlive basd's services (an in-process test).
-            watcher = try SettingsWatcher(directory: directory, executor: services.executor) { [weak self] in
+            watcher = try SettingsWatcher.start(directory: directory, executor: services.executor) { [weak self] in
                 self?.refresh()
             }
         } catch {

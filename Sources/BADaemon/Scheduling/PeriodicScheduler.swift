@@ -3,6 +3,7 @@ import BAExtensionHost
 import BAScheduling
 import BAStore
 import Foundation
+import NIOCore
 
 /// When extensions may run (docs/scheduling.md): the owner of each app's scheduling state
 /// (periodic runs, the daily runtime allowance, quarantine, launches) and of the scheduler's
@@ -11,7 +12,9 @@ import Foundation
 final class PeriodicScheduler: @unchecked Sendable {
     unowned let services: BasdServices
     /// The scheduler's timer.
-    private var timer: (any DispatchSourceTimer)?
+    private var timer: Scheduled<Void>?
+    /// Whether the timer runs (between ``start()`` and ``stop()``).
+    private var running = false
     /// Why the machine is in Low Power Mode, as last read (nil: it is not).
     private(set) var lowPowerMode: String?
     var random = SystemRandomNumberGenerator()
@@ -150,19 +153,13 @@ final class PeriodicScheduler: @unchecked Sendable {
     /// with extensions are registered, at most ``minimumWait`` later (the power profile and the
     /// apps' directories are polled); a basd with nothing registered looks once a minute.
     func start() {
-        let timer = DispatchSource.makeTimerSource(queue: services.executor.queue)
-        timer.schedule(deadline: .now() + .milliseconds(50))
-        timer.setEventHandler { [weak self] in
-            guard let self else { return }
-            tick()
-            arm()
-        }
-        timer.resume()
-        self.timer = timer
+        running = true
+        schedule(in: 0.05)
     }
 
     /// Stops the timer (tests drive ``tick()`` themselves).
     func stop() {
+        running = false
         timer?.cancel()
         timer = nil
     }
@@ -170,7 +167,19 @@ final class PeriodicScheduler: @unchecked Sendable {
     /// Something changed what is due (an app registered or launched, a run ended, a quarantine
     /// cleared): look again soon.
     func wake() {
-        timer?.schedule(deadline: .now() + .milliseconds(50))
+        guard running else { return }
+        schedule(in: 0.05)
+    }
+
+    /// (Re-)arms the timer `seconds` from now: one look then, then armed for what is due.
+    private func schedule(in seconds: TimeInterval) {
+        timer?.cancel()
+        timer = services.executor.after(.milliseconds(Int64(seconds * 1000))) { [weak self] in
+            guard let self, running else { return }
+            timer = nil
+            tick()
+            arm()
+        }
     }
 
     /// The shortest wait between two looks: a quarter of the minimum periodic interval, at least 0.1 s.
@@ -181,7 +190,7 @@ final class PeriodicScheduler: @unchecked Sendable {
 
     /// Arms the timer for the next thing due.
     private func arm() {
-        guard let timer else { return }
+        guard running, timer == nil else { return }
         let now = self.now
         var next = now.addingTimeInterval(Self.maximumWait)
         if let apps = try? store.apps(), apps.contains(where: { $0.extensionPath != nil }) {
@@ -194,8 +203,7 @@ final class PeriodicScheduler: @unchecked Sendable {
         }
         if services.delivery.hasHeldBackEvents { next = min(next, now.addingTimeInterval(minimumWait)) }
         if let check = services.purge.nextCheck { next = min(next, check) }
-        let wait = max(minimumWait, next.timeIntervalSince(now))
-        timer.schedule(deadline: .now() + .milliseconds(Int(wait * 1000)))
+        schedule(in: max(minimumWait, next.timeIntervalSince(now)))
     }
 
     /// Reads the power profile; on a change, holds background transfers (or lets them go) and

@@ -159,7 +159,8 @@ public final class DaemonServer: Sendable {
     {
         let socketPath = configuration.socketPath
         let daemonUID = getuid()
-        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        // Every connection on the executor's own loop: requests are served where they are read.
+        let bootstrap = ServerBootstrap(group: service.executor.group)
             .serverChannelOption(.backlog, value: 128)
             // A client that half-closes still gets the replies to what it sent (see ConnectionHandler).
             .childChannelOption(.allowRemoteHalfClosure, value: true)

@@ -5,14 +5,9 @@ import Foundation
 /// waiting to retry after the network was unreachable then try again at once, instead of at the
 /// end of their backoff.
 ///
-/// Runs on a thread of its own, blocked in `poll`; ``stop()`` ends it within half a second. When
-/// the socket cannot be opened (a sandbox without netlink), basd logs it and relies on the
-/// backoff alone.
-final class NetworkChangeMonitor: @unchecked Sendable {
-    private let fd: Int32
-    private let stopped = NSLock()
-    private var isStopped = false
-
+/// Runs on a thread of its own (a ``DescriptorWatcher``), blocked in `poll`. When the socket
+/// cannot be opened (a sandbox without netlink), basd logs it and relies on the backoff alone.
+enum NetworkChangeMonitor {
     /// `struct sockaddr_nl` (linux/netlink.h, which Swift's Glibc module does not include).
     private struct NetlinkAddress {
         var family = sa_family_t(AF_NETLINK)
@@ -30,9 +25,15 @@ final class NetworkChangeMonitor: @unchecked Sendable {
 
     /// Opens the netlink socket and starts the thread.
     /// - Throws: A message naming the call that failed.
-    init(executor: ServiceExecutor, changed: @escaping @Sendable () -> Void) throws {
+    static func start(
+        executor: ServiceExecutor, changed: @escaping @Sendable () -> Void
+    ) throws
+        -> DescriptorWatcher
+    {
         let fd = socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)  // NETLINK_ROUTE
-        guard fd >= 0 else { throw MonitorError("socket(AF_NETLINK): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw DescriptorWatcher.WatchError("socket(AF_NETLINK): \(String(cString: strerror(errno)))")
+        }
         var address = NetlinkAddress(
             groups: Self.linkGroup | Self.ipv4AddressGroup | Self.ipv4RouteGroup | Self.ipv6AddressGroup
                 | Self.ipv6RouteGroup)
@@ -44,40 +45,15 @@ final class NetworkChangeMonitor: @unchecked Sendable {
         guard bound == 0 else {
             let message = String(cString: strerror(errno))
             close(fd)
-            throw MonitorError("bind(AF_NETLINK): \(message)")
+            throw DescriptorWatcher.WatchError("bind(AF_NETLINK): \(message)")
         }
-        self.fd = fd
-        let thread = Thread { [self] in watch(executor: executor, changed: changed) }
-        thread.name = "basd-netlink"
-        thread.start()
-    }
-
-    struct MonitorError: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
-    }
-
-    func stop() { stopped.withLock { isStopped = true } }
-
-    private func watch(executor: ServiceExecutor, changed: @escaping @Sendable () -> Void) {
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 16 << 10)
-        var pending = false
-        while !stopped.withLock({ isStopped }) {
-            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            // A burst of messages (a link coming up brings its addresses and routes) is one change:
-            // told 200 ms after the first.
-            let ready = poll(&entry, 1, pending ? 200 : 500)
-            if ready > 0 {
-                // Drain what is there; the content does not matter, only that something changed.
+        // A burst of messages (a link coming up brings its addresses and routes) is one change:
+        // told 200 ms after the first. The content does not matter, only that something changed.
+        return try DescriptorWatcher(
+            fd: fd, name: "basd-netlink", settle: .milliseconds(200), executor: executor,
+            drain: { fd in
+                var buffer = [UInt8](repeating: 0, count: 16 << 10)
                 while buffer.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) > 0 {}
-                pending = true
-            } else if ready == 0, pending {
-                pending = false
-                executor.async(changed)
-            } else if ready < 0, errno != EINTR {
-                return
-            }
-        }
+            }, changed: changed)
     }
 }

@@ -43,7 +43,7 @@ extension TransferCoordinator {
     func watchNetwork() {
         do {
             // Weak: the monitor's thread may outlive basd's services (an in-process test).
-            networkMonitor = try NetworkChangeMonitor(executor: services.executor) { [weak self] in
+            networkMonitor = try NetworkChangeMonitor.start(executor: services.executor) { [weak self] in
                 self?.networkChanged()
             }
         } catch {

@@ -60,7 +60,7 @@ final class TransferCoordinator: @unchecked Sendable {
     /// Transfers waiting to retry, by unique identifier: why, and when they try again.
     var retryWaits: [String: (reason: String, until: Date)] = [:]
     /// Network changes cut those waits short.
-    var networkMonitor: NetworkChangeMonitor?
+    var networkMonitor: DescriptorWatcher?
     /// Downloads cancelled lately (their rows are gone): who and when, for a second `ba cancel`.
     var cancelledLately: [String: String] = [:]
     private var eventsTask: Task<Void, Never>?
