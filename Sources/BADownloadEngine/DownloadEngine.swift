@@ -55,9 +55,11 @@ public final class DownloadEngine: Sendable {
         case shutdown
     }
 
-    /// Everything that happens, in order per transfer.
-    public let events: AsyncStream<DownloadEvent>
-    private let continuation: AsyncStream<DownloadEvent>.Continuation
+    /// Everything that happens, in order per transfer. The engine thread hands them over a turn
+    /// at a time (``DownloadEvents/batches``): one wake-up of the consumer for all the events of
+    /// a turn, not one per event.
+    public let events: DownloadEvents
+    private let continuation: AsyncStream<[DownloadEvent]>.Continuation
     private let commands = CommandQueue()
     private let multiAddress: UInt
     private let finished = DispatchSemaphore(value: 0)
@@ -66,7 +68,9 @@ public final class DownloadEngine: Sendable {
     /// Starts the engine thread.
     public init(configuration: Configuration = Configuration(), clock: any EngineClock = SystemEngineClock()) {
         _ = CurlGlobal.initialized
-        (events, continuation) = AsyncStream.makeStream(of: DownloadEvent.self, bufferingPolicy: .unbounded)
+        let (batches, continuation) = AsyncStream.makeStream(of: [DownloadEvent].self, bufferingPolicy: .unbounded)
+        events = DownloadEvents(batches: batches)
+        self.continuation = continuation
         let multi = curl_multi_init()
         multiAddress = UInt(bitPattern: multi)
         let loop = EngineLoop(
@@ -153,7 +157,9 @@ final class EngineLoop: @unchecked Sendable {
     let multi: UnsafeMutableRawPointer?
     var configuration: DownloadEngine.Configuration
     let clock: any EngineClock
-    let continuation: AsyncStream<DownloadEvent>.Continuation
+    let continuation: AsyncStream<[DownloadEvent]>.Continuation
+    /// Events of this turn, handed over together before the thread sleeps.
+    var pendingEvents: [DownloadEvent] = []
     let takeCommands: @Sendable () -> [DownloadEngine.Command]
 
     var transfers: [String: Transfer] = [:]
@@ -178,7 +184,7 @@ final class EngineLoop: @unchecked Sendable {
 
     init(
         multi: UnsafeMutableRawPointer?, configuration: DownloadEngine.Configuration, clock: any EngineClock,
-        continuation: AsyncStream<DownloadEvent>.Continuation,
+        continuation: AsyncStream<[DownloadEvent]>.Continuation,
         takeCommands: @escaping @Sendable () -> [DownloadEngine.Command]
     ) {
         self.multi = multi
@@ -188,7 +194,14 @@ final class EngineLoop: @unchecked Sendable {
         self.takeCommands = takeCommands
     }
 
-    func emit(_ event: DownloadEvent) { continuation.yield(event) }
+    func emit(_ event: DownloadEvent) { pendingEvents.append(event) }
+
+    /// Hands this turn's events to the consumer.
+    func flushEvents() {
+        guard !pendingEvents.isEmpty else { return }
+        continuation.yield(pendingEvents)
+        pendingEvents.removeAll(keepingCapacity: true)
+    }
 
     func run() {
         while running {
@@ -201,7 +214,9 @@ final class EngineLoop: @unchecked Sendable {
             detectStalls()
             flushProgress()
             startDueTransfers()
-            curl_multi_poll(multi, nil, 0, pollTimeout(), nil)
+            let timeout = pollTimeout()
+            flushEvents()
+            curl_multi_poll(multi, nil, 0, timeout, nil)
         }
         for transfer in transfers.values {
             detach(transfer)
@@ -210,6 +225,7 @@ final class EngineLoop: @unchecked Sendable {
         }
         transfers.removeAll()
         curl_multi_cleanup(multi)
+        flushEvents()
         continuation.finish()
     }
 
@@ -505,4 +521,31 @@ struct QueueEntry: Comparable {
     }
 
     static func == (a: QueueEntry, b: QueueEntry) -> Bool { a.transfer === b.transfer && a.generation == b.generation }
+}
+
+/// The engine's events, one by one, read a batch at a time: iterating costs one suspension per
+/// batch the engine thread handed over, not per event.
+public struct DownloadEvents: AsyncSequence, Sendable {
+    public typealias Element = DownloadEvent
+
+    /// The events as the engine thread handed them over: everything of one turn together.
+    public let batches: AsyncStream<[DownloadEvent]>
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var batches: AsyncStream<[DownloadEvent]>.AsyncIterator
+        var current: [DownloadEvent] = []
+        var index = 0
+
+        public mutating func next() async -> DownloadEvent? {
+            while index == current.count {
+                guard let batch = await batches.next() else { return nil }
+                current = batch
+                index = 0
+            }
+            defer { index += 1 }
+            return current[index]
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(batches: batches.makeAsyncIterator()) }
 }

@@ -6,7 +6,7 @@ import Testing
 
 /// Reads an engine's events one at a time.
 final class EventReader {
-    var iterator: AsyncStream<DownloadEvent>.Iterator
+    var iterator: DownloadEvents.AsyncIterator
     var seen: [DownloadEvent] = []
 
     init(_ engine: DownloadEngine) { iterator = engine.events.makeAsyncIterator() }

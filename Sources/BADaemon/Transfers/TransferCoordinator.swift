@@ -84,13 +84,13 @@ final class TransferCoordinator: @unchecked Sendable {
     /// executor is busy are taken together in its next turn and recorded in one transaction
     /// (group commit). Call once.
     func followEngine() {
-        let events = engine.events
+        let batches = engine.events.batches
         let executor = services.executor
         eventsTask = Task { [self] in
-            for await event in events {
+            for await events in batches {
                 let first = arriving.withLock { queue in
-                    queue.append(event)
-                    return queue.count == 1
+                    queue.append(contentsOf: events)
+                    return queue.count == events.count
                 }
                 guard first else { continue }
                 executor.async {

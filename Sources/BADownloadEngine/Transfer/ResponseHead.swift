@@ -14,9 +14,24 @@ public struct ResponseHead: Sendable, Equatable {
     public subscript(_ name: String) -> String? { fields[name.lowercased()] }
 
     /// The header fields the engine reads; others are skipped without building Strings.
-    static let interestingFields: Set<String> = [
+    static let interestingFields: [String] = [
         "content-length", "content-range", "etag", "last-modified", "location", "retry-after", "www-authenticate",
     ]
+    /// The same names as bytes, matched against a line's field name without allocating.
+    private static let interestingFieldBytes: [[UInt8]] = interestingFields.map { Array($0.utf8) }
+
+    /// The interesting field whose name `name` is, compared ASCII-case-insensitively.
+    private static func interestingField(_ name: UnsafeRawBufferPointer) -> String? {
+        candidates: for (index, candidate) in interestingFieldBytes.enumerated() where candidate.count == name.count {
+            for offset in 0..<name.count {
+                var byte = name[offset]
+                if byte >= 0x41 && byte <= 0x5A { byte += 32 }
+                if byte != candidate[offset] { continue candidates }
+            }
+            return interestingFields[index]
+        }
+        return nil
+    }
 
     /// Feeds one header line (with or without CRLF). Returns true at the blank line that ends a
     /// final (non-1xx) response head.
@@ -30,7 +45,9 @@ public struct ResponseHead: Sendable, Equatable {
         var end = raw.count
         while end > 0 && (raw[end - 1] == 0x0A || raw[end - 1] == 0x0D) { end -= 1 }
         let line = UnsafeRawBufferPointer(rebasing: raw[0..<end])
-        if line.starts(with: "HTTP/".utf8) {
+        if line.count >= 5 && line[0] == 0x48 && line[1] == 0x54 && line[2] == 0x54 && line[3] == 0x50
+            && line[4] == 0x2F
+        {  // "HTTP/"
             // A new response (after a 1xx, or a new attempt): start over.
             self = ResponseHead()
             var index = 0
@@ -49,9 +66,11 @@ public struct ResponseHead: Sendable, Equatable {
             return false
         }
         if line.isEmpty { return status >= 200 }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0, colon < 32 else { return false }
-        let name = String(decoding: line[0..<colon].map { (0x41...0x5A).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
-        guard Self.interestingFields.contains(name) else { return false }
+        var colon = 0
+        while colon < line.count && colon < 32 && line[colon] != 0x3A { colon += 1 }
+        guard colon > 0, colon < 32, colon < line.count,
+            let name = Self.interestingField(UnsafeRawBufferPointer(rebasing: line[0..<colon]))
+        else { return false }
         var start = colon + 1
         var stop = line.count
         while start < stop && (line[start] == 0x20 || line[start] == 0x09) { start += 1 }
