@@ -20,6 +20,9 @@ final class EventRouter: @unchecked Sendable {
     /// Content requests that asked for an app's extension, until they hold it.
     var contentCalls: [AppDeliveryStateMachine.CallID: (AppDeliveryStateMachine.CallID) -> Void] = [:]
     var nextCallID: AppDeliveryStateMachine.CallID = 0
+    /// The event being recorded, while its app's machine decides where it goes: a caught-up
+    /// session is sent just this one (see ``Session/caughtUp``).
+    private var justRecorded: StoredEvent?
 
     init(_ services: BasdServices) {
         self.services = services
@@ -53,7 +56,14 @@ final class EventRouter: @unchecked Sendable {
         if !observers.isEmpty, let wire = try? wireEvent(event, forApp: false) {
             for observer in observers.values { observer.send(.event(wire)) }
         }
+        justRecorded = event
         feed(event.appIdentifier, .eventRecorded)
+        if justRecorded != nil, let sessions = subscribers[event.appIdentifier] {
+            // Not sent (the extension holds the app's events): the sessions fall behind, and the
+            // next send walks the backlog.
+            for session in sessions.values { session.caughtUp = false }
+        }
+        justRecorded = nil
     }
 
     /// Routes the app's undelivered events (at start, and after a quarantine is cleared).
@@ -147,9 +157,25 @@ final class EventRouter: @unchecked Sendable {
         }
     }
 
-    /// Sends the app's undelivered events to each subscribed connection, from the last each was sent.
+    /// Sends the app's undelivered events to each subscribed connection, from the last each was
+    /// sent: the event just recorded alone to a session that had all the others, else the backlog
+    /// read from the store.
     private func sendUndelivered(_ app: String) {
+        let recorded = justRecorded.flatMap { $0.appIdentifier == app ? $0 : nil }
+        justRecorded = nil
         for session in (subscribers[app] ?? [:]).values {
+            if session.caughtUp, let recorded {
+                guard recorded.sequence > session.lastSentSequence else { continue }
+                do {
+                    session.send(.event(try wireEvent(recorded, forApp: true)))
+                    session.lastSentSequence = recorded.sequence
+                    continue
+                } catch {
+                    log("sending an event to \(app) failed: \(error)")
+                    session.caughtUp = false
+                    continue
+                }
+            }
             do {
                 while true {
                     let events = try store.undeliveredEvents(app: app, after: session.lastSentSequence, limit: 256)
@@ -159,6 +185,7 @@ final class EventRouter: @unchecked Sendable {
                     }
                     if events.count < 256 { break }
                 }
+                session.caughtUp = true
             } catch {
                 log("sending events to \(app) failed: \(error)")
             }

@@ -13,6 +13,9 @@ final class Session: @unchecked Sendable {
     private var machine = ConnectionStateMachine()
     /// The last event sequence pushed (executor only).
     var lastSentSequence: Int64 = 0
+    /// Whether every event of its app recorded so far was sent to it (executor only): then a new
+    /// event can go out as it is recorded, without reading the backlog back from the store.
+    var caughtUp = false
     /// Whether it asked for events (executor only).
     var subscribed = false
     /// The app whose events it subscribed to (executor only); kept here because the handshake
