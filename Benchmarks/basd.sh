@@ -11,6 +11,7 @@
 #       finished event, and until the EVENTS-th call reached the extension, once, against the
 #       median of RUNS curl --parallel --parallel-max 16 over the same files; basd's CPU
 # Usage: Benchmarks/basd.sh [RUNS=3] [BUILD_DIR] [QUEUED=100000] [EVENTS=5000]
+#   (an empty BUILD_DIR builds the products it needs in release)
 # Environment: BASD_SECTIONS (default defg) picks sections, e.g. BASD_SECTIONS=g;
 #   EXTENSION_TIMEOUT (default 900) bounds (g) in seconds.
 set -euo pipefail
@@ -24,7 +25,7 @@ cd "$(dirname "$0")/.."
 command -v curl >/dev/null || { echo "curl is needed" >&2; exit 1; }
 if [ "$events" -lt 1 ] || [ "$events" -gt 5000 ]; then echo "EVENTS must be 1 to 5000" >&2; exit 64; fi
 if [ -z "$build" ]; then
-    for product in basd ba-asset-server BasdBenchmark; do swift build -c release --product "$product" >/dev/null; done
+    for product in basd ba-extension-runner ba-asset-server BasdBenchmark; do swift build -c release --product "$product" >/dev/null; done
     build="$(swift build -c release --show-bin-path)"
 fi
 work="$(mktemp -d /tmp/ba-bench-basd.XXXXXX)"
