@@ -37,6 +37,14 @@ trap cleanup EXIT
 make_small_files "$work/root/small"
 start_server "$build" "$work/root" "$work/server.out"
 cp "$work/server.out.list" "$work/small.list"
+# time_curl LIST: seconds curl --parallel --parallel-max 16 takes for LIST's URLs, into a fresh tmpfs folder.
+time_curl() {
+    rm -rf "$shm/out" && mkdir -p "$shm/out"
+    local start
+    start=$(date +%s.%N)
+    (cd "$shm/out" && curl -sf --no-progress-meter --parallel --parallel-max 16 --remote-name-all $(cat "$1"))
+    calc "$(date +%s.%N) - $start"
+}
 
 if [[ "$sections" == *d* ]]; then
 echo "== (d) 5,000 x 16 KiB scheduled one by one by an app through basd, median of $runs"
@@ -47,10 +55,7 @@ for _ in $(seq 1 "$runs"); do
     echo "  $line" >&2
     ours+=("$(echo "$line" | sed -n 's/.*: \([0-9.]*\) s to the last callback.*/\1/p')")
     cpu+=("$(echo "$line" | sed -n 's/.*(\([0-9.]*\) ms per download).*/\1/p')")
-    rm -rf "$shm/out" && mkdir -p "$shm/out"
-    start=$(date +%s.%N)
-    (cd "$shm/out" && curl -sf --no-progress-meter --parallel --parallel-max 16 --remote-name-all $(cat "$work/small.list"))
-    theirs+=("$(calc "$(date +%s.%N) - $start")")
+    theirs+=("$(time_curl "$work/small.list")")
 done
 d_ours=$(printf '%s\n' "${ours[@]}" | median)
 d_cpu=$(printf '%s\n' "${cpu[@]}" | median)
@@ -85,12 +90,7 @@ g_returned=$(echo "$line" | sed -n 's/.*(\([0-9.]*\) s after the extension retur
 g_delivered=$(echo "$line" | sed -n 's/.*delivered to the extension \([0-9.]*\) s after the install.*/\1/p')
 g_cpu=$(echo "$line" | sed -n 's/.*to delivered (\([0-9.]*\) ms per download).*/\1/p')
 theirs=()
-for _ in $(seq 1 "$runs"); do
-    rm -rf "$shm/out" && mkdir -p "$shm/out"
-    start=$(date +%s.%N)
-    (cd "$shm/out" && curl -sf --no-progress-meter --parallel --parallel-max 16 --remote-name-all $(cat "$work/events.list"))
-    theirs+=("$(calc "$(date +%s.%N) - $start")")
-done
+for _ in $(seq 1 "$runs"); do theirs+=("$(time_curl "$work/events.list")"); done
 g_curl=$(printf '%s\n' "${theirs[@]}" | median)
 printf '  returned set -> last finished event recorded   %8.3f s   (from the install: %.3f s)\n' "$g_returned" "$g_recorded"
 printf '  install -> last call delivered to the extension %8.3f s\n' "$g_delivered"

@@ -141,10 +141,7 @@ final class Counter: NSObject, BADownloadManagerDelegate, @unchecked Sendable {
     }
 }
 
-func seconds(since start: ContinuousClock.Instant) -> Double {
-    let elapsed = ContinuousClock.now - start
-    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-}
+func seconds(since start: ContinuousClock.Instant) -> Double { seconds(from: start, to: .now) }
 
 func download(_ identifier: String, _ url: String) -> BAURLDownload {
     BAURLDownload(
