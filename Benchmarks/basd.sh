@@ -7,9 +7,10 @@
 #       basd RSS and descriptors
 #   (f) idle basd: wake-ups per second and RSS over 30 s
 #   (g) an app installed and not running: its extension (Benchmarks/BenchExtension, built here
-#       with cc) returns EVENTS x 16 KiB; from the install until basd recorded the EVENTS-th
-#       finished event, and until the EVENTS-th call reached the extension, once, against the
-#       median of RUNS curl --parallel --parallel-max 16 over the same files; basd's CPU
+#       with cc) returns EVENTS x 16 KiB; from the returned set until basd recorded the
+#       EVENTS-th finished event, and from the install until the EVENTS-th call reached the
+#       extension, once, against the median of RUNS curl --parallel --parallel-max 16 over the
+#       same files; basd's CPU per download
 # Usage: Benchmarks/basd.sh [RUNS=3] [BUILD_DIR] [QUEUED=100000] [EVENTS=5000]
 #   (an empty BUILD_DIR builds the products it needs in release)
 # Environment: BASD_SECTIONS (default defg) picks sections, e.g. BASD_SECTIONS=g;
