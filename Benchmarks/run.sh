@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One command for the benchmarks: builds in release and runs them, printing medians, p99s and
 # ratios against a baseline measured on this machine in the same run.
-#   Benchmarks/run.sh [calls] [downloads] [queued]
+#   Benchmarks/run.sh [calls] [downloads] [queued] [events]
 # then the download engine against curl and aria2c (Benchmarks/downloads.sh), then basd at scale
-# against curl (Benchmarks/basd.sh: an app's 5,000 small files, N queued, idle basd).
+# against curl (Benchmarks/basd.sh: an app's 5,000 small files, N queued, idle basd, and EVENTS
+# small files returned by the extension of an app that is not running, to the last event's call).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -19,4 +20,4 @@ done
 echo
 "$(dirname "$0")/downloads.sh" 5 "$build"
 echo
-"$(dirname "$0")/basd.sh" 3 "$build" "${3:-100000}"
+"$(dirname "$0")/basd.sh" 3 "$build" "${3:-100000}" "${4:-5000}"

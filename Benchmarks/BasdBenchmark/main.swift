@@ -7,16 +7,26 @@
 //                     and open descriptors.
 //   idle   SECONDS    basd with one registered app and nothing due: its wake-ups (context
 //                     switches) per second and RSS.
-// Each starts its own basd (BUILD_DIR/basd) in a temporary state folder and ends it.
-// Usage: BasdBenchmark BUILD_DIR small BASE N | queue N | idle SECONDS
+//   extension MANIFEST_URL N LIBRARY [TIMEOUT]
+//                     an app that is never launched, its extension LIBRARY (Benchmarks/BenchExtension),
+//                     installed with the protocol's installApp (what `ba install` sends); the
+//                     extension returns the N downloads the manifest lists. Prints the seconds from
+//                     the install until basd recorded the N-th finished (or failed) event (as the
+//                     CLI's event stream sees it), and until the N-th call reached the extension
+//                     (lines it appended to a file in its app group container); basd's CPU to both.
+// Each starts its own basd (BUILD_DIR/basd) in a temporary state folder, with a settings file of
+// its own (defaults, but for extension: a daily runtime allowance of a day, so the N calls are not
+// held back; $BENCH_BACKGROUND_CONCURRENCY, when set, becomes backgroundDownloadConcurrency), and ends it.
+// Usage: BasdBenchmark BUILD_DIR small BASE N | queue N | idle SECONDS | extension MANIFEST_URL N LIBRARY [TIMEOUT]
 import BADaemonProtocol
 import BackgroundAssets
 import Foundation
 
 let arguments = CommandLine.arguments
+let usage =
+    "usage: BasdBenchmark BUILD_DIR small BASE N | queue N | idle SECONDS | extension MANIFEST_URL N LIBRARY [TIMEOUT]"
 guard arguments.count >= 3 else {
-    FileHandle.standardError.write(
-        Data("usage: BasdBenchmark BUILD_DIR small BASE N | queue N | idle SECONDS\n".utf8))
+    FileHandle.standardError.write(Data((usage + "\n").utf8))
     exit(64)
 }
 let build = arguments[1]
@@ -29,18 +39,23 @@ final class Basd {
     let directory: String
     let socketPath: String
 
-    init() throws {
+    /// Starts basd with `settings` as its config.json (never the user's), and registers the
+    /// benchmark's app unless `registerApp` is false.
+    init(settings: [String: Any] = [:], registerApp: Bool = true) throws {
         directory = NSTemporaryDirectory() + "ba-bench-basd-\(getpid())"
         try? FileManager.default.removeItem(atPath: directory)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socketPath = directory + "/basd.sock"
+        let config = directory + "/config.json"
+        try JSONSerialization.data(withJSONObject: settings).write(to: URL(fileURLWithPath: config))
         process.executableURL = URL(fileURLWithPath: build + "/basd")
-        process.arguments = ["--state-dir", directory + "/state", "--socket", socketPath]
+        process.arguments = ["--state-dir", directory + "/state", "--socket", socketPath, "--config", config]
         let errors = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = errors
         process.standardOutput = Pipe()
         try process.run()
         for _ in 0..<500 where !FileManager.default.fileExists(atPath: socketPath) { usleep(10_000) }
+        guard registerApp else { return }
         let cli = try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()))
         try cli.call(
             .registerApp(
@@ -126,10 +141,7 @@ final class Counter: NSObject, BADownloadManagerDelegate, @unchecked Sendable {
     }
 }
 
-func seconds(since start: ContinuousClock.Instant) -> Double {
-    let elapsed = ContinuousClock.now - start
-    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-}
+func seconds(since start: ContinuousClock.Instant) -> Double { seconds(from: start, to: .now) }
 
 func download(_ identifier: String, _ url: String) -> BAURLDownload {
     BAURLDownload(
@@ -137,12 +149,19 @@ func download(_ identifier: String, _ url: String) -> BAURLDownload {
         applicationGroupIdentifier: group)
 }
 
-let basd = try Basd()
+let mode = arguments[2]
+var settings: [String: Any] = [:]
+// The extension's N calls are not to wait for tomorrow's runtime allowance (300 s by default).
+if mode == "extension" { settings["dailyRuntimeAllowanceSeconds"] = 86_400 }
+if let value = ProcessInfo.processInfo.environment["BENCH_BACKGROUND_CONCURRENCY"], let concurrency = Int(value) {
+    settings["backgroundDownloadConcurrency"] = concurrency
+}
+let basd = try Basd(settings: settings, registerApp: mode != "extension")
 defer { basd.stop() }
 let manager = BADownloadManager.shared
 manager.baConfigure(bundleIdentifier: app, socketPath: basd.socketPath)
 
-switch arguments[2] {
+switch mode {
 case "small":
     let base = arguments[3]
     let count = Int(arguments[4]) ?? 5000
@@ -208,6 +227,19 @@ case "idle":
         String(
             format: "idle %.0f s: %.2f wake-ups/s, basd RSS %d MiB", duration, Double(woken) / duration,
             basd.status("VmRSS") / 1024))
+case "extension":
+    guard arguments.count >= 6, let count = Int(arguments[4]), count > 0 else {
+        FileHandle.standardError.write(Data((usage + "\n").utf8))
+        basd.stop()
+        exit(64)
+    }
+    let timeout = arguments.count > 6 ? Double(arguments[6]) ?? 900 : 900
+    let status = runExtensionBenchmark(
+        basd: basd, manifestURL: arguments[3], count: count, library: arguments[5], timeout: timeout)
+    if status != 0 {
+        basd.stop()
+        exit(status)
+    }
 default:
     FileHandle.standardError.write(Data("unknown benchmark \(arguments[2])\n".utf8))
     exit(64)
