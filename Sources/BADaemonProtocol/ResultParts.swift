@@ -79,6 +79,25 @@ extension ServerMessage.Result {
         return frames
     }
 
+    /// The parts of one answer joined in order: what ``appending(_:)`` part by part gives, with
+    /// each list built once.
+    public static func joined(_ parts: [ServerMessage.Result]) -> ServerMessage.Result {
+        guard var result = parts.first else { return .ok }
+        switch result {
+        case .downloads:
+            var all: [DownloadInfo] = []
+            all.reserveCapacity(parts.reduce(0) { $0 + $1.itemCount })
+            for part in parts {
+                guard case .downloads(let downloads) = part else { return parts.last ?? part }
+                all += downloads
+            }
+            return .downloads(all)
+        default:
+            for part in parts.dropFirst() { result = result.appending(part) }
+            return result
+        }
+    }
+
     /// This result with a later part of the same answer joined to it.
     public func appending(_ part: ServerMessage.Result) -> ServerMessage.Result {
         switch (self, part) {

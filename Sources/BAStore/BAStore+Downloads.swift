@@ -100,6 +100,21 @@ extension BAStore {
         }
     }
 
+    /// The app's active downloads (created, waiting or downloading), oldest first: what it sees
+    /// as its current downloads. Read through the active-identifier index, so the app's history of
+    /// ended downloads costs nothing.
+    public func activeDownloads(app bundleIdentifier: String) throws(BAStoreError) -> [StoredDownload] {
+        try read("reading the active downloads of \(bundleIdentifier)") { db in
+            try Row.fetchAllCached(
+                db,
+                sql: """
+                    SELECT \(StoredDownload.columns) FROM download WHERE app_id = ? AND state IN (0, 1, 2)
+                    ORDER BY created_at, rowid
+                    """, arguments: [bundleIdentifier]
+            ).map(StoredDownload.init(row:))
+        }
+    }
+
     /// Every active download (created, waiting or downloading) of every app, in queue order:
     /// essential first, then higher priority, then earlier scheduled. What a restarted basd
     /// resumes.

@@ -200,7 +200,7 @@ extension AppInstaller {
                 // An essential download of the same identifier still active (a re-run `ba install`
                 // while the first one's download retries): adopted, so the installer waits for it.
                 if refusal.code == AppleErrorCode.downloadAlreadyScheduled.rawValue, record.isEssential,
-                    let existing = try? store.downloads(app: app.bundleIdentifier).first(where: {
+                    let existing = try? store.activeDownloads(app: app.bundleIdentifier).first(where: {
                         $0.identifier == record.identifier && $0.state.isActive && $0.isEssential
                     })
                 {

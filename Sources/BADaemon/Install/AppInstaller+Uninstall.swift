@@ -38,7 +38,7 @@ extension AppInstaller {
             // Removed while this request waited (a second `ba uninstall`).
             return UninstallReport(bundleIdentifier: bundleIdentifier, wasRegistered: false)
         }
-        let active = try store.downloads(app: bundleIdentifier).filter { $0.state.isActive }
+        let active = try store.activeDownloads(app: bundleIdentifier)
         services.transfers.drop(active)
         let app = try store.removeApp(bundleIdentifier)
         manifestRetries[bundleIdentifier] = nil

@@ -114,7 +114,7 @@ final class RequestRouter: @unchecked Sendable {
         case .currentDownloads:
             let app = try appOf(client, request)
             return .downloads(
-                try store.downloads(app: app.bundleIdentifier).filter { $0.state.isActive }.map(services.transfers.info)
+                try store.activeDownloads(app: app.bundleIdentifier).map(services.transfers.info)
             )
         case .subscribeEvents:
             services.delivery.subscribe(session, client: client)
@@ -205,7 +205,7 @@ final class RequestRouter: @unchecked Sendable {
 
     private func activeDownload(app: String, identifier: String) throws -> StoredDownload {
         guard
-            let download = try store.downloads(app: app).first(where: {
+            let download = try store.activeDownloads(app: app).first(where: {
                 $0.identifier == identifier && $0.state.isActive
             })
         else {

@@ -213,7 +213,7 @@ final class TransferCoordinator: @unchecked Sendable {
     /// byte already on disk.
     func liftRestrictions(of bundleIdentifier: String) {
         do {
-            for download in try store.downloads(app: bundleIdentifier) where download.state.isActive {
+            for download in try store.activeDownloads(app: bundleIdentifier) {
                 engine.liftRestrictions(download.uniqueIdentifier)
             }
         } catch {
@@ -248,7 +248,7 @@ final class TransferCoordinator: @unchecked Sendable {
 
     /// The active downloads of `app`, as the extension host passes them.
     func activeRecords(of app: String) -> [DownloadRecord] {
-        ((try? store.downloads(app: app)) ?? []).filter { $0.state.isActive }.map(DownloadRecord.init)
+        ((try? store.activeDownloads(app: app)) ?? []).map(DownloadRecord.init)
     }
 }
 
