@@ -119,10 +119,13 @@ extension EventRouter {
     private func apply(_ results: [BAExtensionRunResult], of app: StoredApp, woken: [WokenEvent]) {
         guard let last = results.last else { return }
         var removals: [String] = []
+        var scheduled: [StoredDownload] = []
         do {
             try store.batch("acknowledging events of \(app.bundleIdentifier)") {
                 for result in results {
-                    apply(result, of: app, event: woken[result.callIndex].event, removals: &removals)
+                    apply(
+                        result, of: app, event: woken[result.callIndex].event, removals: &removals,
+                        scheduled: &scheduled)
                 }
                 try store.markDelivered(app: app.bundleIdentifier, through: woken[last.callIndex].event.sequence)
             }
@@ -132,12 +135,14 @@ extension EventRouter {
             )
             return
         }
+        for download in scheduled { services.transfers.start(download) }
         for path in removals { removeDelivered(path) }
     }
 
     /// What one `ok` call did, inside the acknowledging batch.
     private func apply(
-        _ result: BAExtensionRunResult, of app: StoredApp, event: StoredEvent, removals: inout [String]
+        _ result: BAExtensionRunResult, of app: StoredApp, event: StoredEvent, removals: inout [String],
+        scheduled: inout [StoredDownload]
     ) {
         switch event.kind {
         case .finished:
@@ -152,7 +157,8 @@ extension EventRouter {
         services.transfers.applyCancellations(result.cancelled, of: app.bundleIdentifier)
         for record in result.scheduled {
             do {
-                try services.transfers.schedule(DownloadPayload(record), for: app, contentRequest: 0)
+                scheduled.append(
+                    try services.transfers.schedule(DownloadPayload(record), for: app, contentRequest: 0, start: false))
             } catch {
                 log("the extension of \(app.bundleIdentifier) scheduled \"\(record.identifier)\": refused: \(error)")
             }

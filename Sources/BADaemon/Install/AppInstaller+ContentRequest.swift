@@ -168,6 +168,39 @@ extension AppInstaller {
         let ordered = downloads.sorted {
             ($0.isEssential ? 0 : 1, $0.identifier) < ($1.isEssential ? 0 : 1, $1.identifier)
         }
+        // One transaction for the whole set (one fsync, not one per download); the engine gets
+        // them once it is committed, and the report says nothing before that.
+        var stored: [StoredDownload] = []
+        let reportedBefore = report.scheduled.count
+        do {
+            try store.batch("scheduling the downloads \(app.bundleIdentifier)'s extension returned") {
+                schedule(
+                    ordered, returnedBy: kind, of: app, essentialTotal: &essentialTotal, total: &total,
+                    stored: &stored, into: &report)
+            }
+        } catch {
+            // Nothing of the batch is stored: what it scheduled is refused, with the store's reason.
+            let lost = report.scheduled[reportedBefore...].filter { info in
+                stored.contains { $0.uniqueIdentifier == info.uniqueIdentifier }
+            }
+            report.scheduled.removeAll { info in stored.contains { $0.uniqueIdentifier == info.uniqueIdentifier } }
+            let refusal = Refusal(error)
+            report.refused += lost.map {
+                RefusedDownload(
+                    identifier: $0.download.identifier, code: refusal.code, reason: refusal.message,
+                    isEssential: $0.download.isEssential)
+            }
+            stored = []
+        }
+        for download in stored { services.transfers.start(download) }
+    }
+
+    /// The body of ``schedule(_:returnedBy:of:into:)``, inside its batch.
+    private func schedule(
+        _ ordered: [DownloadRecord], returnedBy kind: ContentRequestKind, of app: StoredApp,
+        essentialTotal: inout Int64, total: inout Int64, stored newlyStored: inout [StoredDownload],
+        into report: inout ExtensionRunReport
+    ) {
         for record in ordered {
             let key = record.isEssential ? "BAEssentialMaxInstallSize" : "BAMaxInstallSize"
             let maximum =
@@ -187,7 +220,8 @@ extension AppInstaller {
                 // Re-read: each scheduled download changes what is left of the allowance.
                 let current = try store.app(app.bundleIdentifier) ?? app
                 let stored = try services.transfers.schedule(
-                    DownloadPayload(record), for: current, contentRequest: kind.rawValue32)
+                    DownloadPayload(record), for: current, contentRequest: kind.rawValue32, start: false)
+                newlyStored.append(stored)
                 if record.isEssential { essentialTotal = sum } else { total = sum }
                 report.scheduled.append(services.transfers.info(stored))
             } catch {

@@ -10,8 +10,14 @@ extension TransferCoordinator {
     /// Checks, stores (durably) and queues a download of `app`. `contentRequest` as in
     /// `DownloadRules.check`: 0 for an app's own call (no essential downloads), nil from an
     /// extension outside `downloads(for:)`.
+    ///
+    /// - Parameter start: hand it to the engine now; false inside a ``BAStore/batch(_:_:)``, whose
+    ///   caller calls ``start(_:)`` once the batch is committed (nothing is fetched for a row that
+    ///   a failed commit took back).
     @discardableResult
-    func schedule(_ payload: DownloadPayload, for app: StoredApp, contentRequest: Int32?) throws -> StoredDownload {
+    func schedule(
+        _ payload: DownloadPayload, for app: StoredApp, contentRequest: Int32?, start: Bool = true
+    ) throws -> StoredDownload {
         guard let appGroup = app.appGroupIdentifier else {
             throw Refusal(
                 AppleErrorCode.downloadInvalid.rawValue,
@@ -53,8 +59,13 @@ extension TransferCoordinator {
             download.restriction = try preLaunchRestriction(for: record, of: app)
         }
         let stored = try store.schedule(download, chargingAllowance: !app.launched)
-        if let request = engineRequest(for: stored) { engine.add(request) }
+        if start { self.start(stored) }
         return stored
+    }
+
+    /// Hands a stored download to the engine.
+    func start(_ stored: StoredDownload) {
+        if let request = engineRequest(for: stored) { engine.add(request) }
     }
 
     /// Checks a download scheduled before the app's first launch against the app's
