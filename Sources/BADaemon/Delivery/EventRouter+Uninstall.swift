@@ -6,6 +6,7 @@ extension EventRouter {
     func forget(_ app: String) {
         guard let machine = machines[app], machine.slot == .idle, machine.waitingCalls.isEmpty else { return }
         machines[app] = nil
+        lastRunnerEnded[app] = nil
     }
 }
 

@@ -16,11 +16,29 @@ extension EventRouter {
         let runKind: StoredExtensionRun.Event
     }
 
+    /// How long after an app's event runner ended the next one starts, at the earliest: events
+    /// that keep coming (downloads finishing one after another) are handed over a tenth of a
+    /// second's worth at a time instead of a runner each; the first event after a quiet spell
+    /// goes at once.
+    static let settle = Duration.milliseconds(100)
+
     /// Calls the extension of `app` for the event `sequence` and the undelivered events after it
-    /// that have an entry point (at most ``eventsPerRunner``), one after another in one runner.
-    /// Each call that returns `ok` is acknowledged as the results come in (a group commit per
-    /// handful); the runner's end feeds the machine, naming the event whose call failed, if any.
+    /// that have an entry point (at most ``eventsPerRunner``), one after another in one runner,
+    /// at once or once ``settle`` has passed since its previous runner ended. Each call that
+    /// returns `ok` is acknowledged as the results come in (a group commit per handful); the
+    /// runner's end feeds the machine, naming the event whose call failed, if any.
     func wake(_ app: String, sequence: Int64) {
+        if let ended = lastRunnerEnded[app] {
+            let since = services.clock.instant - ended
+            if since < Self.settle {
+                services.executor.after(Self.settle - since) { [self] in wakeNow(app, sequence: sequence) }
+                return
+            }
+        }
+        wakeNow(app, sequence: sequence)
+    }
+
+    private func wakeNow(_ app: String, sequence: Int64) {
         do {
             guard let storedApp = try store.app(app), let libraryPath = storedApp.extensionPath else {
                 // Gone meanwhile (the app re-registered without an extension).
@@ -42,6 +60,7 @@ extension EventRouter {
                 if case .ran(let result) = outcome, result.verdict == .ok {
                     apply([result], of: storedApp, woken: woken)
                 }
+                lastRunnerEnded[app] = services.clock.instant
                 var failed: Int64? = nil
                 if !outcome.isOK {
                     let event = woken[min(outcome.callIndex, woken.count - 1)].event.sequence

@@ -23,6 +23,9 @@ final class EventRouter: @unchecked Sendable {
     /// The event being recorded, while its app's machine decides where it goes: a caught-up
     /// session is sent just this one (see ``Session/caughtUp``).
     private var justRecorded: StoredEvent?
+    /// When each app's last event runner ended: the next one waits out ``EventRouter/settle``
+    /// from then, so events arriving in a stream go to a few runners, not one each.
+    var lastRunnerEnded: [String: ContinuousClock.Instant] = [:]
 
     init(_ services: BasdServices) {
         self.services = services
