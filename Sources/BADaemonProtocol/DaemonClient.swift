@@ -61,7 +61,7 @@ public final class DaemonClient: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
         var result: Result<ServerMessage.Result, DaemonClientError>?
         /// The parts of a long answer so far (``ServerMessage/partialResponse(requestId:result:)``).
-        var parts: ServerMessage.Result?
+        var parts: [ServerMessage.Result] = []
     }
 
     /// Connects and performs the handshake.
@@ -253,15 +253,18 @@ public final class DaemonClient: @unchecked Sendable {
     private func accumulate(_ id: UInt64, _ part: ServerMessage.Result) {
         lock.withLock {
             guard let slot = pending[id] else { return }
-            slot.parts = slot.parts.map { $0.appending(part) } ?? part
+            slot.parts.append(part)
         }
     }
 
     private func complete(_ id: UInt64, _ result: Result<ServerMessage.Result, DaemonClientError>) {
         let slot = lock.withLock { pending.removeValue(forKey: id) }
         guard let slot else { return }
-        if case .success(let last) = result, let parts = slot.parts {
-            slot.result = .success(parts.appending(last))
+        if case .success(let last) = result, !slot.parts.isEmpty,
+            let joined = ServerMessage.Result.joined(slot.parts + [last])
+        {
+            slot.parts = []
+            slot.result = .success(joined)
             slot.done.signal()
             return
         }
