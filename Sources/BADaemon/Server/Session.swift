@@ -5,7 +5,9 @@ import NIOCore
 /// (``ConnectionStateMachine``), the request dispatch, and the events pushed to it.
 ///
 /// Replies are produced on the executor in request order and written with
-/// `writeAndFlush` from there, which NIO runs on the channel's loop in the same order.
+/// `writeAndFlush` from there, which NIO runs on the channel's loop in the same order. A listing
+/// goes out page by page (``sendPage(_:requestId:written:)``), so later replies may come between
+/// its parts; every part carries its request's id.
 final class Session: @unchecked Sendable {
     let channel: any Channel
     private let services: BasdServices
