@@ -85,7 +85,11 @@ struct DownloadListingTests {
         guard output.status == 0,
             let object = (try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8))) as? [String: Any],
             let rows = object["downloads"] as? [[String: Any]], let notShown = object["notShown"] as? Int
-        else { throw HarnessError("ba downloads \(arguments): \(output.status) \(output.stdout)\(output.stderr)") }
+        else {
+            throw HarnessError(
+                "ba downloads \(arguments): \(output.status) \(output.stdout)\(output.stderr)\nbasd: \(daemon.standardError)"
+            )
+        }
         return (rows, notShown)
     }
 
