@@ -2,50 +2,89 @@ import ArgumentParser
 import BADaemonProtocol
 import Foundation
 
-/// `ba downloads`: every app's downloads as basd knows them.
+/// `ba downloads`: the downloads basd knows, of every app or of one, in some states.
 struct Downloads: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the downloads basd knows, of every app or of one.",
         discussion: """
-            One row per download: app, identifier, unique identifier (its first 8 characters; `ba promote` and \
-            `ba cancel` accept that prefix), state, bytes on disk / expected size, priority, essential, \
-            foreground, transfer attempts and the last error.
+            One row per download, by app and then oldest first: app, identifier, unique identifier (its first \
+            8 characters; `ba promote` and `ba cancel` accept that prefix), state, bytes on disk / expected size, \
+            priority, essential, foreground, transfer attempts and the last error. At most --limit rows \
+            (\(Self.defaultLimit) unless told); a last line says how many more matched.
+
+            States: created, waiting, downloading (the active ones; `active` stands for the three), finished, \
+            failed.
 
             Examples:
               ba downloads
-              ba downloads --app com.example.game --json
+              ba downloads --app com.example.game --state failed --json
+              ba downloads --state waiting,downloading --limit 0
             """)
+
+    /// Rows shown unless `--limit` says otherwise.
+    static let defaultLimit = 1_000
 
     @OptionGroup var daemon: DaemonOptions
 
     @Option(help: "Only this app's downloads (its bundle identifier).")
     var app: String?
 
-    @Flag(help: "Print one JSON object, {\"downloads\": […]}, with full unique identifiers.")
+    @Option(
+        name: .customLong("state"),
+        help: ArgumentHelp(
+            "Only downloads in this state; repeat it or give a comma list (created, waiting, downloading, active, "
+                + "finished, failed).", valueName: "STATE"))
+    var states: [String] = []
+
+    @Option(help: "Show at most this many downloads; 0 shows all.")
+    var limit = Self.defaultLimit
+
+    @Flag(help: "Print one JSON object, {\"downloads\": […], \"notShown\": N}, with full unique identifiers.")
     var json = false
 
     typealias Row = DownloadRow
 
-    struct Report: Encodable { var downloads: [Row] }
+    struct Report: Encodable {
+        var downloads: [Row]
+        /// How many more matched than `--limit` let through.
+        var notShown: Int
+    }
+
+    /// The `--state` values, each option split at commas.
+    var stateNames: [String] {
+        states.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+    }
+
+    func validate() throws {
+        guard limit >= 0 else { throw ValidationError("--limit must be 0 (all) or more, not \(limit)") }
+        do {
+            _ = try DownloadListing.stateValues(stateNames)
+        } catch {
+            throw ValidationError("--state: \(error)")
+        }
+    }
 
     func run() throws {
         let session = try daemon.connect()
-        let request = Request.listDownloads(app: app)
+        let request = Request.listDownloads(app: app, states: states.isEmpty ? nil : stateNames, limit: limit)
         let result = try session.call(request)
-        guard case .downloads(let infos) = result else { throw session.unexpected(result, to: request) }
-        let rows = infos.map(Row.init).sorted {
-            ($0.appIdentifier ?? "", $0.identifier, $0.uniqueIdentifier)
-                < ($1.appIdentifier ?? "", $1.identifier, $1.uniqueIdentifier)
-        }
+        guard case .downloadList(let listing) = result else { throw session.unexpected(result, to: request) }
+        let rows = listing.downloads.map(Row.init)
         if json {
-            print(jsonLine(Report(downloads: rows)))
+            print(jsonLine(Report(downloads: rows, notShown: listing.notShown)))
             return
         }
-        guard !rows.isEmpty else {
-            print(app.map { "no downloads for \($0)" } ?? "no downloads")
+        if rows.isEmpty && listing.notShown == 0 {
+            let inStates = states.isEmpty ? "" : " in state \(stateNames.joined(separator: ", "))"
+            print("no downloads" + (app.map { " for \($0)" } ?? "") + inStates)
             return
         }
-        print(Self.table(rows))
+        if !rows.isEmpty { print(Self.table(rows)) }
+        if listing.notShown > 0 {
+            print("\(listing.notShown) more not shown; use --limit 0 for all")
+        }
     }
 
     static func table(_ rows: [Row]) -> String {

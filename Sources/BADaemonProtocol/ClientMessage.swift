@@ -18,7 +18,7 @@ public struct ClientMessage: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case id, type, protocolVersion, client, download, identifier, throughSequence, app, uniqueIdentifier,
-            disposition, user, password, install, event, dryRun, keepData
+            disposition, user, password, install, event, dryRun, keepData, states, limit
     }
 
     public init(from decoder: any Decoder) throws {
@@ -46,7 +46,11 @@ public struct ClientMessage: Sendable, Hashable, Codable {
                 disposition: try container.decode(Int.self, forKey: .disposition),
                 user: try container.decodeIfPresent(String.self, forKey: .user),
                 password: try container.decodeIfPresent(String.self, forKey: .password))
-        case "listDownloads": request = .listDownloads(app: try container.decodeIfPresent(String.self, forKey: .app))
+        case "listDownloads":
+            request = .listDownloads(
+                app: try container.decodeIfPresent(String.self, forKey: .app),
+                states: try container.decodeIfPresent([String].self, forKey: .states),
+                limit: try container.decodeIfPresent(Int.self, forKey: .limit))
         case "promoteDownload":
             request = .promoteDownload(uniqueIdentifier: try container.decode(String.self, forKey: .uniqueIdentifier))
         case "cancelDownload":
@@ -89,7 +93,10 @@ public struct ClientMessage: Sendable, Hashable, Codable {
             try container.encode(disposition, forKey: .disposition)
             try container.encodeIfPresent(user, forKey: .user)
             try container.encodeIfPresent(password, forKey: .password)
-        case .listDownloads(let app): try container.encodeIfPresent(app, forKey: .app)
+        case .listDownloads(let app, let states, let limit):
+            try container.encodeIfPresent(app, forKey: .app)
+            try container.encodeIfPresent(states, forKey: .states)
+            try container.encodeIfPresent(limit, forKey: .limit)
         case .promoteDownload(let uniqueIdentifier), .cancelDownload(let uniqueIdentifier):
             try container.encode(uniqueIdentifier, forKey: .uniqueIdentifier)
         case .lockStatus(let app), .clearQuarantine(let app): try container.encode(app, forKey: .app)
@@ -137,8 +144,18 @@ public enum Request: Sendable, Hashable {
     /// `URLSession.AuthChallengeDisposition`'s raw value (0 use the credential, 1 default handling,
     /// 2 cancel, 3 reject the protection space). Answered with `ok`.
     case respondToChallenge(uniqueIdentifier: String, disposition: Int, user: String?, password: String?)
-    /// Every app's downloads, or one app's (CLI only): answered with ``ServerMessage/Result/downloads(_:)``.
-    case listDownloads(app: String?)
+    /// Every app's downloads, or one app's (CLI only), ordered by app then oldest first.
+    ///
+    /// - `states`: only downloads in these states (``DownloadListing/stateNames``, or `active` for
+    ///   created, waiting and downloading); nil for every state. An unknown name is refused with
+    ///   ``DaemonErrorCode/invalidRequest``.
+    /// - `limit`: at most this many (0 for all). With a limit the answer is
+    ///   ``ServerMessage/Result/downloadList(_:)``, which says how many more matched; without one it
+    ///   is ``ServerMessage/Result/downloads(_:)`` holding every match (the request of older clients).
+    ///
+    /// basd reads the rows page by page and sends each page as its own part (`"more": true`), so
+    /// no listing is held whole in basd's memory.
+    case listDownloads(app: String? = nil, states: [String]? = nil, limit: Int? = nil)
     /// Promotes any app's download to the foreground by unique identifier (CLI only).
     case promoteDownload(uniqueIdentifier: String)
     /// Cancels any app's download by unique identifier (CLI only).

@@ -260,9 +260,11 @@ public final class DaemonClient: @unchecked Sendable {
     private func complete(_ id: UInt64, _ result: Result<ServerMessage.Result, DaemonClientError>) {
         let slot = lock.withLock { pending.removeValue(forKey: id) }
         guard let slot else { return }
-        if case .success(let last) = result, !slot.parts.isEmpty {
-            // Joined once, at the end: appending part by part copied the list so far each time.
-            slot.result = .success(ServerMessage.Result.joined(slot.parts + [last]))
+        if case .success(let last) = result, !slot.parts.isEmpty,
+            let joined = ServerMessage.Result.joined(slot.parts + [last])
+        {
+            slot.parts = []
+            slot.result = .success(joined)
             slot.done.signal()
             return
         }

@@ -22,4 +22,7 @@ public enum DaemonErrorCode: Int, Sendable, Hashable, CaseIterable, Codable {
     /// The app directory cannot be installed: its `Info.plist` is missing or wrong (the message
     /// names the file and the key), or the install/update mode does not fit its registration.
     case invalidApp = 1005
+    /// A field of the request has a value basd does not accept (e.g. an unknown download state in
+    /// `listDownloads`); the message names the field and the accepted values. The connection stays open.
+    case invalidRequest = 1006
 }

@@ -22,6 +22,13 @@ extension ServerMessage.Result {
             return chunks(downloads).map { .downloads($0) }
         case .apps(let apps):
             return chunks(apps).map { .apps($0) }
+        case .downloadList(let listing):
+            // How many were not shown comes with the last part.
+            let parts = chunks(listing.downloads)
+            return parts.indices.map {
+                .downloadList(
+                    DownloadListing(downloads: parts[$0], notShown: $0 == parts.count - 1 ? listing.notShown : 0))
+            }
         case .purge(let report):
             return chunks(report.entries).map { entries in
                 var part = report
@@ -53,6 +60,7 @@ extension ServerMessage.Result {
         switch self {
         case .downloads(let downloads): downloads.count
         case .apps(let apps): apps.count
+        case .downloadList(let listing): listing.downloads.count
         case .purge(let report): report.entries.count
         case .extensionRun(let report): max(report.scheduled.count, report.refused.count)
         default: 1
@@ -61,14 +69,16 @@ extension ServerMessage.Result {
 
     /// The frames of an answer to request `id`: every part encoded (parts that would exceed the
     /// frame cap are cut further), all but the last as ``ServerMessage/partialResponse(requestId:result:)``.
+    /// With `last` false this result is one page of a longer answer, and every frame is partial.
     /// - Throws: ``DaemonProtocolError`` when a single item does not fit a frame.
-    public func frames(requestId id: UInt64) throws(DaemonProtocolError) -> [[UInt8]] {
+    public func frames(requestId id: UInt64, last: Bool = true) throws(DaemonProtocolError) -> [[UInt8]] {
         var pending = parts()
         var frames: [[UInt8]] = []
         while !pending.isEmpty {
             let part = pending.removeFirst()
             let message: ServerMessage =
-                pending.isEmpty ? .response(requestId: id, result: part) : .partialResponse(requestId: id, result: part)
+                pending.isEmpty && last
+                ? .response(requestId: id, result: part) : .partialResponse(requestId: id, result: part)
             do {
                 frames.append(try DaemonProtocol.encode(message))
             } catch let error where error.code == .frameTooLarge && part.itemCount > 1 {
@@ -79,22 +89,32 @@ extension ServerMessage.Result {
         return frames
     }
 
-    /// The parts of one answer joined in order: what ``appending(_:)`` part by part gives, with
-    /// each list built once.
-    public static func joined(_ parts: [ServerMessage.Result]) -> ServerMessage.Result {
-        guard var result = parts.first else { return .ok }
-        switch result {
+    /// The parts of one answer joined in one pass (``appending(_:)`` part after part would copy
+    /// a long list once per part); nil for no parts.
+    public static func joined(_ parts: [ServerMessage.Result]) -> ServerMessage.Result? {
+        guard let first = parts.first else { return nil }
+        switch first {
         case .downloads:
-            var all: [DownloadInfo] = []
-            all.reserveCapacity(parts.reduce(0) { $0 + $1.itemCount })
+            var downloads: [DownloadInfo] = []
             for part in parts {
-                guard case .downloads(let downloads) = part else { return parts.last ?? part }
-                all += downloads
+                guard case .downloads(let items) = part else {
+                    return parts.dropFirst().reduce(first) { $0.appending($1) }
+                }
+                downloads += items
             }
-            return .downloads(all)
+            return .downloads(downloads)
+        case .downloadList:
+            var listing = DownloadListing(downloads: [])
+            for part in parts {
+                guard case .downloadList(let next) = part else {
+                    return parts.dropFirst().reduce(first) { $0.appending($1) }
+                }
+                listing.downloads += next.downloads
+                listing.notShown += next.notShown
+            }
+            return .downloadList(listing)
         default:
-            for part in parts.dropFirst() { result = result.appending(part) }
-            return result
+            return parts.dropFirst().reduce(first) { $0.appending($1) }
         }
     }
 
@@ -103,6 +123,10 @@ extension ServerMessage.Result {
         switch (self, part) {
         case (.downloads(let first), .downloads(let next)): return .downloads(first + next)
         case (.apps(let first), .apps(let next)): return .apps(first + next)
+        case (.downloadList(var first), .downloadList(let next)):
+            first.downloads += next.downloads
+            first.notShown += next.notShown
+            return .downloadList(first)
         case (.purge(var first), .purge(let next)):
             first.entries += next.entries
             return .purge(first)

@@ -38,9 +38,11 @@ public enum ServerMessage: Sendable, Hashable, Codable {
         case purge(PurgeReport)
         /// What `uninstallApp` did.
         case uninstalled(UninstallReport)
+        /// The answer to `listDownloads` with a `limit`: the downloads shown and how many more matched.
+        case downloadList(DownloadListing)
 
         private enum CodingKeys: String, CodingKey {
-            case type, status, downloads, code, message, welcome, lock, report, apps, purge, uninstall
+            case type, status, downloads, code, message, welcome, lock, report, apps, purge, uninstall, downloadList
         }
 
         public init(from decoder: any Decoder) throws {
@@ -56,6 +58,8 @@ public enum ServerMessage: Sendable, Hashable, Codable {
             case "apps": self = .apps(try container.decode([AppInfo].self, forKey: .apps))
             case "purge": self = .purge(try container.decode(PurgeReport.self, forKey: .purge))
             case "uninstalled": self = .uninstalled(try container.decode(UninstallReport.self, forKey: .uninstall))
+            case "downloadList":
+                self = .downloadList(try container.decode(DownloadListing.self, forKey: .downloadList))
             case "error":
                 self = .error(
                     code: try container.decode(Int.self, forKey: .code),
@@ -92,6 +96,9 @@ public enum ServerMessage: Sendable, Hashable, Codable {
             case .uninstalled(let report):
                 try container.encode("uninstalled", forKey: .type)
                 try container.encode(report, forKey: .uninstall)
+            case .downloadList(let listing):
+                try container.encode("downloadList", forKey: .type)
+                try container.encode(listing, forKey: .downloadList)
             case .error(let code, let message):
                 try container.encode("error", forKey: .type)
                 try container.encode(code, forKey: .code)

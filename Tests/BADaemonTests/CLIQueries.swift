@@ -11,9 +11,10 @@ import Foundation
 enum CLIQueries {
     static let ba = BuildProducts.executable("ba")
 
-    /// `ba downloads --json --app APP`'s rows.
+    /// `ba downloads --json --app APP --limit 0`'s rows (all of them).
     static func downloadRows(_ daemon: DaemonProcess, app: String) async throws -> [[String: Any]] {
-        let output = try await runProcess(ba, ["downloads", "--json", "--app", app, "--socket", daemon.socketPath])
+        let output = try await runProcess(
+            ba, ["downloads", "--json", "--app", app, "--limit", "0", "--socket", daemon.socketPath])
         guard output.status == 0,
             let object = (try? JSONSerialization.jsonObject(with: Data(output.stdout.utf8))) as? [String: Any],
             let rows = object["downloads"] as? [[String: Any]]

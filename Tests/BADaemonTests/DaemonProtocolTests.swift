@@ -24,6 +24,8 @@ struct DaemonProtocolTests {
         ClientMessage(id: 5, request: .cancel(identifier: "level-1")),
         ClientMessage(id: 6, request: .currentDownloads),
         ClientMessage(id: UInt64.max, request: .acknowledgeEvents(throughSequence: 77)),
+        ClientMessage(id: 7, request: .listDownloads(app: "com.example.game")),
+        ClientMessage(id: 8, request: .listDownloads(states: ["failed", "active"], limit: 0)),
     ]
 
     static let serverMessages: [ServerMessage] = {
@@ -46,6 +48,7 @@ struct DaemonProtocolTests {
                         isForeground: false, bytesOnDisk: 0)
                 ])),
             .response(requestId: 4, result: .error(code: 55, message: "no")),
+            .response(requestId: 5, result: .downloadList(DownloadListing(downloads: [], notShown: 99_000))),
             .event(event),
         ]
     }()
@@ -64,6 +67,48 @@ struct DaemonProtocolTests {
         let frame = try DaemonProtocol.encode(message)
         #expect(try DaemonProtocol.decodeServerMessage(frame.dropFirst(4)) == message)
     }
+
+    @Test("listDownloads without the new fields is the request of older clients; a downloadList in parts joins back")
+    func listings() throws {
+        let old = Data(#"{"id":7,"type":"listDownloads","app":"com.example.game"}"#.utf8)
+        #expect(
+            try DaemonProtocol.decodeClientMessage(old)
+                == ClientMessage(id: 7, request: .listDownloads(app: "com.example.game", states: nil, limit: nil)))
+
+        let infos = (0..<2_500).map {
+            DownloadInfo(
+                uniqueIdentifier: "U\($0)", download: DownloadPayload(identifier: "d\($0)", url: "https://x/\($0)"),
+                state: 1, isForeground: false, bytesOnDisk: 0)
+        }
+        let listing = ServerMessage.Result.downloadList(DownloadListing(downloads: infos, notShown: 7))
+        // A page that is not the last: every frame partial. The last page: only its last frame is the response.
+        let page = try ServerMessage.Result.downloadList(DownloadListing(downloads: infos)).frames(
+            requestId: 9, last: false
+        ).map {
+            try DaemonProtocol.decodeServerMessage($0.dropFirst(4))
+        }
+        let last = try listing.frames(requestId: 9).map { try DaemonProtocol.decodeServerMessage($0.dropFirst(4)) }
+        func part(_ message: ServerMessage) -> ServerMessage.Result? {
+            if case .partialResponse(9, let result) = message { return result }
+            return nil
+        }
+        #expect(page.count == 3 && page.allSatisfy { part($0) != nil })
+        #expect(last.count == 3 && last.dropLast().allSatisfy { part($0) != nil })
+        guard case .response(9, let final) = last.last else { throw ListingsError() }
+        #expect(
+            ServerMessage.Result.joined(page.compactMap(part) + last.dropLast().compactMap(part) + [final])
+                == .downloadList(DownloadListing(downloads: infos + infos, notShown: 7)))
+        #expect(
+            ServerMessage.Result.joined([.downloads(Array(infos[..<10])), .error(code: 1004, message: "x")])
+                == .error(code: 1004, message: "x"))
+        #expect(DownloadListing.stateNames.map(\.key) == ["created", "waiting", "downloading", "finished", "failed"])
+        #expect(try DownloadListing.stateValues(["active", "failed"]) == [0, 1, 2, -1])
+        #expect(throws: UnknownDownloadState(name: "paused")) {
+            try DownloadListing.stateValues(["waiting", "paused"])
+        }
+    }
+
+    struct ListingsError: Error {}
 
     @Test("the wire shape is the documented flat JSON")
     func wireShape() throws {

@@ -56,10 +56,14 @@ final class RequestRouter: @unchecked Sendable {
     /// request answers later through `reply` (called on the service queue).
     func serve(
         _ request: Request, from client: ClientInfo, session: Session,
-        reply: @escaping @Sendable (ServerMessage.Result) -> Void
+        reply: @escaping @Sendable (ServerMessage.Result) -> Void, page: @escaping PageSender
     ) -> ServerMessage.Result? {
         do {
             switch request {
+            case .listDownloads(let app, let states, let limit):
+                try require(.cli, client, request)
+                try listDownloads(app: app, states: states, limit: limit, reply: reply, page: page)
+                return nil
             case .installApp(let install):
                 try require(.cli, client, request)
                 services.installer.install(install, reply: reply)
@@ -133,14 +137,6 @@ final class RequestRouter: @unchecked Sendable {
             }
             services.transfers.respond(to: uniqueIdentifier, disposition: disposition, user: user, password: password)
             return .ok
-        case .listDownloads(let app):
-            try require(.cli, client, request)
-            if let app, try store.app(app) == nil {
-                throw Refusal(
-                    .callerConnectionNotAccepted, "app \(app) is not registered with basd (`ba apps` lists the apps)")
-            }
-            let apps = try app.map { [$0] } ?? store.apps().map(\.bundleIdentifier)
-            return .downloads(try apps.flatMap { try store.downloads(app: $0) }.map(services.transfers.info))
         case .promoteDownload(let uniqueIdentifier):
             try require(.cli, client, request)
             try services.transfers.promote(try activeDownload(uniqueIdentifier: uniqueIdentifier))
@@ -157,7 +153,7 @@ final class RequestRouter: @unchecked Sendable {
         case .lockStatus(let bundleIdentifier):
             try require(.cli, client, request)
             return .lock(try lockStatus(app: bundleIdentifier))
-        case .installApp, .simulate, .uninstallApp:
+        case .installApp, .simulate, .uninstallApp, .listDownloads:
             throw Refusal(.internalError, "\(request.type) is answered later")
         case .listApps:
             try require(.cli, client, request)

@@ -5,7 +5,9 @@ import NIOCore
 /// (``ConnectionStateMachine``), the request dispatch, and the events pushed to it.
 ///
 /// Replies are produced on the executor in request order and written with
-/// `writeAndFlush` from there, which NIO runs on the channel's loop in the same order.
+/// `writeAndFlush` from there, which NIO runs on the channel's loop in the same order. A listing
+/// goes out page by page (``sendPage(_:requestId:written:)``), so later replies may come between
+/// its parts; every part carries its request's id.
 final class Session: @unchecked Sendable {
     let channel: any Channel
     private let services: BasdServices
@@ -62,7 +64,12 @@ final class Session: @unchecked Sendable {
                 let reply: @Sendable (ServerMessage.Result) -> Void = { [self] result in
                     send(.response(requestId: message.id, result: result))
                 }
-                if let result = services.requests.serve(request, from: client, session: self, reply: reply) {
+                // A listing answers page by page, each page once the one before is written.
+                let page: RequestRouter.PageSender = { [self] result, written in
+                    sendPage(result, requestId: message.id, written: written)
+                }
+                if let result = services.requests.serve(request, from: client, session: self, reply: reply, page: page)
+                {
                     reply(result)
                 }
             }
@@ -118,11 +125,39 @@ final class Session: @unchecked Sendable {
         if frames.count > 8 { services.releaseMemorySoon() }
     }
 
-    private func write(_ bytes: [UInt8], thenClose: Bool) {
+    /// Writes one page of a longer answer to request `id` (executor), every frame `"more": true`;
+    /// `written` runs on the executor once the page is written to the socket (true) or could not
+    /// be (false: the connection is gone). Waiting for that before reading the next page bounds
+    /// what basd holds of a listing to about one page, however slowly the client reads.
+    func sendPage(
+        _ result: ServerMessage.Result, requestId id: UInt64, written: @escaping @Sendable (Bool) -> Void
+    ) {
+        let frames: [[UInt8]]
+        do {
+            frames = try result.frames(requestId: id, last: false)
+        } catch {
+            log("could not encode a message: \(error.message)")
+            channel.close(promise: nil)
+            written(false)
+            return
+        }
+        var last: EventLoopFuture<Void>?
+        for bytes in frames { last = write(bytes, thenClose: false) }
+        guard let last else { return written(true) }
+        last.whenComplete { [services] outcome in
+            let ok: Bool
+            if case .success = outcome { ok = true } else { ok = false }
+            services.executor.async { written(ok) }
+        }
+    }
+
+    @discardableResult
+    private func write(_ bytes: [UInt8], thenClose: Bool) -> EventLoopFuture<Void> {
         let buffer = channel.allocator.buffer(bytes: bytes)
         let written = channel.writeAndFlush(buffer)
         if thenClose {
             written.whenComplete { [channel] _ in channel.close(promise: nil) }
         }
+        return written
     }
 }

@@ -1,0 +1,101 @@
+import BADaemonProtocol
+import BAStore
+
+extension RequestRouter {
+    /// Sends one page of a longer answer; the closure it is given runs on the executor once the
+    /// page is written (true) or cannot be (false: the connection is gone).
+    typealias PageSender = @Sendable (ServerMessage.Result, _ written: @escaping @Sendable (Bool) -> Void) -> Void
+
+    /// Downloads read from the store and sent per page: about 800 KB of JSON, sent as two or
+    /// three frames (``ServerMessage/Result/itemsPerPart``).
+    static let listingPageSize = 2_000
+
+    /// `listDownloads` (executor): checks the request, then answers it page by page. Each page
+    /// is one indexed store query that starts after the page before (``BAStore/downloads(matching:after:limit:)``),
+    /// sent as its own parts; the next page is read once the last is written, in a later turn
+    /// of the executor, so basd holds about one page of a listing whatever its length and other
+    /// requests are served in between.
+    ///
+    /// - Throws: ``Refusal`` for an app that is not registered (55), an unknown state or a
+    ///   negative limit (1006); later failures are sent as the answer's last part.
+    func listDownloads(
+        app: String?, states: [String]?, limit: Int?, reply: @escaping @Sendable (ServerMessage.Result) -> Void,
+        page: @escaping PageSender
+    ) throws {
+        if let app, try store.app(app) == nil {
+            throw Refusal(
+                .callerConnectionNotAccepted, "app \(app) is not registered with basd (`ba apps` lists the apps)")
+        }
+        var filter = DownloadFilter(appIdentifier: app)
+        if let states {
+            do {
+                filter.states = Set(try DownloadListing.stateValues(states).compactMap(StoredDownload.State.init))
+            } catch {
+                throw Refusal(.invalidRequest, "states: \(error)")
+            }
+        }
+        if let limit, limit < 0 {
+            throw Refusal(.invalidRequest, "limit: \(limit) is negative; give the most downloads to list, or 0 for all")
+        }
+        ListingStream(router: self, filter: filter, limit: limit, reply: reply, page: page).next(after: nil)
+    }
+}
+
+/// One `listDownloads` answer on its way, page by page (executor only).
+private final class ListingStream: @unchecked Sendable {
+    let router: RequestRouter
+    let filter: DownloadFilter
+    /// The request's limit: nil answers `downloads` with every match, a number `downloadList`
+    /// (0: every match).
+    let limit: Int?
+    let reply: @Sendable (ServerMessage.Result) -> Void
+    let page: RequestRouter.PageSender
+    /// Downloads sent so far.
+    var sent = 0
+
+    init(
+        router: RequestRouter, filter: DownloadFilter, limit: Int?,
+        reply: @escaping @Sendable (ServerMessage.Result) -> Void, page: @escaping RequestRouter.PageSender
+    ) {
+        self.router = router
+        self.filter = filter
+        self.limit = limit
+        self.reply = reply
+        self.page = page
+    }
+
+    /// Reads and sends the page after `cursor`; the last one as the answer.
+    func next(after cursor: DownloadListCursor?) {
+        let services = router.services
+        services.executor.assertOnExecutor()
+        let wanted = (limit ?? 0) > 0 ? (limit ?? 0) - sent : Int.max
+        do {
+            let rows = try services.store.downloads(
+                matching: filter, after: cursor, limit: min(RequestRouter.listingPageSize, wanted))
+            let infos = rows.downloads.map(services.transfers.info)
+            sent += infos.count
+            guard let following = rows.next else {
+                return finish(infos, notShown: 0)
+            }
+            if infos.count == wanted {
+                return finish(infos, notShown: try services.store.downloadCount(matching: filter, after: following))
+            }
+            page(result(infos, notShown: 0)) { [self] written in
+                // A closed connection ends the listing; nothing is left to answer.
+                if written { next(after: following) }
+            }
+        } catch {
+            reply(Refusal(error).result)
+        }
+    }
+
+    private func finish(_ infos: [DownloadInfo], notShown: Int) {
+        reply(result(infos, notShown: notShown))
+        // A long listing allocated memory that glibc would otherwise keep.
+        if sent > RequestRouter.listingPageSize { router.services.releaseMemorySoon() }
+    }
+
+    private func result(_ infos: [DownloadInfo], notShown: Int) -> ServerMessage.Result {
+        limit == nil ? .downloads(infos) : .downloadList(DownloadListing(downloads: infos, notShown: notShown))
+    }
+}
