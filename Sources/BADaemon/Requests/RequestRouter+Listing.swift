@@ -39,6 +39,14 @@ extension RequestRouter {
         }
         ListingStream(router: self, filter: filter, limit: limit, reply: reply, page: page).next(after: nil)
     }
+
+    /// Every download `filter` matches, answered as `downloads` page by page.
+    func streamDownloads(
+        _ filter: DownloadFilter, reply: @escaping @Sendable (ServerMessage.Result) -> Void,
+        page: @escaping PageSender
+    ) {
+        ListingStream(router: self, filter: filter, limit: nil, reply: reply, page: page).next(after: nil)
+    }
 }
 
 /// One `listDownloads` answer on its way, page by page (executor only).

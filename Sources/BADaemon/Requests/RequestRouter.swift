@@ -64,6 +64,14 @@ final class RequestRouter: @unchecked Sendable {
                 try require(.cli, client, request)
                 try listDownloads(app: app, states: states, limit: limit, reply: reply, page: page)
                 return nil
+            case .currentDownloads:
+                // `fetchCurrentDownloads`: the app's active downloads, paged from the store as a
+                // listing is (100,000 queued are never one answer in memory).
+                let app = try appOf(client, request)
+                streamDownloads(
+                    DownloadFilter(appIdentifier: app.bundleIdentifier, states: [.created, .waiting, .downloading]),
+                    reply: reply, page: page)
+                return nil
             case .installApp(let install):
                 try require(.cli, client, request)
                 services.installer.install(install, reply: reply)
@@ -116,10 +124,7 @@ final class RequestRouter: @unchecked Sendable {
             try services.transfers.cancel(app: app.bundleIdentifier, identifier: identifier)
             return .ok
         case .currentDownloads:
-            let app = try appOf(client, request)
-            return .downloads(
-                try store.activeDownloads(app: app.bundleIdentifier).map(services.transfers.info)
-            )
+            throw Refusal(.internalError, "currentDownloads is answered page by page")
         case .subscribeEvents:
             services.delivery.subscribe(session, client: client)
             return .ok
