@@ -115,6 +115,23 @@ extension BAStore {
         }
     }
 
+    /// The first `limit` active downloads of every app in queue order (as ``activeDownloads()``),
+    /// leaving out those in `excluded` (the ones basd already handed to its engine). Walks the
+    /// queue-order index from its start, so it reads about `excluded.count + limit` entries.
+    public func activeDownloads(excluding excluded: Set<String>, limit: Int) throws(BAStoreError) -> [StoredDownload] {
+        let list = String(decoding: (try? JSONEncoder().encode(Array(excluded))) ?? Data("[]".utf8), as: UTF8.self)
+        return try read("reading the next active downloads") { db in
+            try Row.fetchAllCached(
+                db,
+                sql: """
+                    SELECT \(StoredDownload.columns) FROM download WHERE state IN (0, 1, 2)
+                    AND unique_identifier NOT IN (SELECT value FROM json_each(?))
+                    ORDER BY essential DESC, priority DESC, created_at, rowid LIMIT ?
+                    """, arguments: [list, max(0, limit)]
+            ).map(StoredDownload.init(row:))
+        }
+    }
+
     /// Every active download (created, waiting or downloading) of every app, in queue order:
     /// essential first, then higher priority, then earlier scheduled. What a restarted basd
     /// resumes.

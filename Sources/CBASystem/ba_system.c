@@ -16,6 +16,29 @@
 
 int ba_sys_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
+static volatile int ba_shutdown_fd = -1;
+
+static void ba_shutdown_handler(int signo) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)signo;
+    if (ba_shutdown_fd >= 0) (void)!write(ba_shutdown_fd, &byte, 1);
+    errno = saved;
+}
+
+int ba_sys_install_shutdown_signals(int write_fd) {
+    int flags = fcntl(write_fd, F_GETFL);
+    if (flags < 0 || fcntl(write_fd, F_SETFL, flags | O_NONBLOCK) != 0) return -1;
+    ba_shutdown_fd = write_fd;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = ba_shutdown_handler;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    if (sigaction(SIGTERM, &action, NULL) != 0) return -1;
+    if (sigaction(SIGINT, &action, NULL) != 0) return -1;
+    return 0;
+}
+
 int ba_sys_socketpair_cloexec(int fds[2]) { return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds); }
 
 int ba_sys_spawn(const char *path, char *const argv[], char *const envp[], int protocol_fd, int output_fd,

@@ -89,14 +89,12 @@ struct Basd: AsyncParsableCommand {
             FileHandle.standardError.write(Data("basd: \(error)\n".utf8))
             throw ExitCode.failure
         }
-        // Handled by dispatch sources, not the default action (which would skip the cleanup).
-        signal(SIGTERM, SIG_IGN)
-        signal(SIGINT, SIG_IGN)
-        let sources = [SIGTERM, SIGINT].map { number in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { Task { await server.shutdown() } }
-            source.resume()
-            return source
+        // Handled (a clean shutdown), not the default action, which would skip the cleanup.
+        do {
+            try ShutdownSignals.install { _ in Task { await server.shutdown() } }
+        } catch {
+            FileHandle.standardError.write(Data("basd: \(error)\n".utf8))
+            throw ExitCode.failure
         }
         // FileHandle writes unbuffered: the line is out before anyone waits for it.
         FileHandle.standardOutput.write(Data("basd listening on \(server.configuration.socketPath)\n".utf8))
@@ -106,6 +104,5 @@ struct Basd: AsyncParsableCommand {
             FileHandle.standardError.write(Data("basd: \(error)\n".utf8))
             throw ExitCode.failure
         }
-        for source in sources { source.cancel() }
     }
 }

@@ -63,7 +63,8 @@ final class ServiceHarness {
 
     init(
         stateDirectory: String, store: BAStore, clock: ManualWallClock,
-        freeSpace: @escaping @Sendable (String) throws -> Int64 = { _ in Int64.max }
+        freeSpace: @escaping @Sendable (String) throws -> Int64 = { _ in Int64.max },
+        configure: (inout BasdServices.Configuration) -> Void = { _ in }
     ) throws {
         self.stateDirectory = stateDirectory
         self.store = store
@@ -71,6 +72,7 @@ final class ServiceHarness {
         configuration.runnerPath = BuildProducts.executable("ba-extension-runner")
         configuration.clock.wall = { clock.now }
         configuration.freeSpace = freeSpace
+        configure(&configuration)
         var settings = SettingsFile(path: stateDirectory + "/config.json")
         if case .rejected(let error) = settings.check() { throw HarnessError("config.json: \(error)") }
         let log = self.log

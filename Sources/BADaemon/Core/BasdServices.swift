@@ -44,6 +44,9 @@ final class BasdServices: @unchecked Sendable {
         var spaceRetryInterval: Duration = .seconds(2)
         /// Where Low Power Mode is read (the platform's power profile); tests point it at a file.
         var lowPowerMode = LowPowerMode.fromEnvironment()
+        /// Most background downloads the engine holds at once; the rest of the queue stays in the
+        /// store until there is room (``TransferCoordinator/topUp()``).
+        var engineWindow = 512
     }
 
     let executor = ServiceExecutor()

@@ -11,10 +11,15 @@ extension TransferCoordinator {
     /// event router.
     func handle(_ events: [EngineEvent]) {
         var toStore: [EngineEvent] = []
+        defer { topUp() }
         for event in events {
             if event.id.hasPrefix("manifest:") {
                 manifestFetches[event.id]?(event)
                 continue
+            }
+            switch event {
+            case .finished(let id, _, _, _, _), .failed(let id, _): inEngine[id] = nil
+            default: break
             }
             // A transfer out of space waits at once: that needs no store write, so it is not held
             // behind events the store could not record yet.
@@ -189,6 +194,7 @@ extension TransferCoordinator {
             else { return }
             log("download \(id): there is disk space again; resuming")
             engine.add(request)
+            inEngine[id] = download.isForeground || download.isEssential ? .max : download.priority
         } catch {
             log("resuming download \(id) after a wait for space failed: \(error)")
         }

@@ -28,11 +28,11 @@ extension TransferCoordinator {
                 "download \(uniqueIdentifier) is finished; there is nothing to retry")
         }
         let requeued = try store.requeue(uniqueIdentifier: uniqueIdentifier)
-        guard let request = engineRequest(for: requeued) else {
+        guard engineRequest(for: requeued) != nil else {
             throw Refusal(
                 .internalError, "download \(uniqueIdentifier) cannot be handed to the engine (see basd's log)")
         }
-        engine.add(request)
+        start(requeued)
         log("download \(uniqueIdentifier) (\(download.appIdentifier) \(download.identifier)): requeued by ba retry")
     }
 }

@@ -63,6 +63,13 @@ final class TransferCoordinator: @unchecked Sendable {
     var networkMonitor: DescriptorWatcher?
     /// Downloads cancelled lately (their rows are gone): who and when, for a second `ba cancel`.
     var cancelledLately: [String: String] = [:]
+    /// The downloads handed to the engine and not ended, with their priority as the queue sees
+    /// it (`Int.max` for foreground and essential ones, which never wait).
+    var inEngine: [String: Int64] = [:]
+    /// Whether active downloads wait in the store, not handed to the engine (the window was full).
+    var parked = false
+    /// Active downloads the engine cannot be given (logged once): never fetched again.
+    var unstartable: Set<String> = []
     private var eventsTask: Task<Void, Never>?
 
     deinit { networkMonitor?.stop() }
@@ -113,8 +120,7 @@ final class TransferCoordinator: @unchecked Sendable {
             var resumed = 0
             for download in active {
                 if recognizeCompleteFile(download) { continue }
-                guard let request = engineRequest(for: download) else { continue }
-                engine.add(request)
+                start(download)
                 resumed += 1
             }
             if resumed > 0 { log("resuming \(resumed) active download(s)") }
@@ -180,6 +186,12 @@ final class TransferCoordinator: @unchecked Sendable {
             restartAfterSpaceWait(download.uniqueIdentifier)
             return
         }
+        guard inEngine[download.uniqueIdentifier] != nil else {
+            // Still in the store: handed to the engine now, in the foreground.
+            if let promoted = try store.download(uniqueIdentifier: download.uniqueIdentifier) { admit(promoted) }
+            return
+        }
+        inEngine[download.uniqueIdentifier] = .max
         engine.promote(download.uniqueIdentifier)
     }
 

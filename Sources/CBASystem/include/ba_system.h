@@ -10,6 +10,12 @@
 /// pipe2(O_CLOEXEC): no window in which a concurrently spawned child inherits the pipe.
 int ba_sys_pipe_cloexec(int fds[2]);
 
+/// Installs a handler for SIGTERM and SIGINT that writes the signal's number as one byte to
+/// `write_fd` (non-blocking; a full pipe drops the byte, one is enough): the self-pipe way to
+/// see a signal on a thread of one's own. A real handler, never SIG_IGN, so the kernel never
+/// discards the signal whatever the threads' masks. Returns 0, or -1 with errno.
+int ba_sys_install_shutdown_signals(int write_fd);
+
 /// socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC).
 int ba_sys_socketpair_cloexec(int fds[2]);
 

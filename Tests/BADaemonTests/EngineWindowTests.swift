@@ -1,0 +1,75 @@
+import BAAssetServer
+import BADaemonProtocol
+import BAStore
+import BATestSupport
+import Foundation
+import Testing
+
+@testable import BADaemon
+
+/// basd hands its engine a window of the queue, not the whole queue (issue 12: "nothing per
+/// queued download but a row"): the rest waits in the store and goes to the engine, in queue
+/// order, as transfers end. basd's services in this process over a real store, engine and
+/// loopback server.
+@Suite("the engine's window of the queue", .timeLimit(.minutes(2)))
+struct EngineWindowTests {
+    static let app = SchedulerServiceTests.app
+
+    @Test("300 downloads through a window of 8: never more than 8 in the engine, all finish, in queue order")
+    func windowOfEight() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualWallClock(SchedulerServiceTests.start)
+        let (stateDirectory, store) = try SchedulerServiceTests.prepare(
+            directory, server: server, clock: clock, extensionPath: nil)
+        let harness = try ServiceHarness(
+            stateDirectory: stateDirectory, store: store, clock: clock, configure: { $0.engineWindow = 8 })
+        defer { harness.shutdown() }
+        let names = (0..<300).map { String(format: "d%03d", $0) }
+        for (index, name) in names.enumerated() {
+            server.setFile("/\(name).bin", contents: SampleAppFixture.bytes(2_000 + index, seed: UInt8(index % 251)))
+        }
+        let app = try #require(try store.app(Self.app))
+        // Scheduled in one turn of the executor: only the window reaches the engine.
+        let heldAfterScheduling = try harness.service.queue.syncThrowing {
+            for name in names {
+                try harness.service.transfers.schedule(
+                    DownloadPayload(identifier: name, url: server.url("/\(name).bin")), for: app, contentRequest: 0)
+            }
+            // One more, of higher priority than every queued one: it does not wait behind them.
+            try harness.service.transfers.schedule(
+                DownloadPayload(identifier: "urgent", url: server.url("/d000.bin"), priority: 90), for: app,
+                contentRequest: 0)
+            return harness.service.transfers.inEngine.count
+        }
+        #expect(heldAfterScheduling == 9, "the window and the download that outranks it")
+
+        var most = 0
+        let deadline = Date(timeIntervalSinceNow: 60)
+        var finished: [StoredDownload] = []
+        while finished.count < names.count + 1 {
+            most = max(most, harness.service.queue.sync { harness.service.transfers.inEngine.count })
+            finished = try store.downloads(app: Self.app).filter { $0.state == .finished }
+            guard Date() < deadline else {
+                throw HarnessError("\(finished.count) of \(names.count + 1) finished: \(harness.log.all.suffix(20))")
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(most <= 9, "the engine held \(most) transfers at once")
+        #expect(harness.service.queue.sync { harness.service.transfers.parked } == false)
+        // In queue order, the window 8 wide: a download starts once all but 8 of those before it
+        // ended, and only those in the engine with it can end after it.
+        let order = try store.undeliveredEvents(app: Self.app, after: 0, limit: 10_000)
+            .filter { $0.kind == .finished }
+            .compactMap { event in finished.first { $0.uniqueIdentifier == event.downloadUniqueIdentifier }?.identifier
+            }
+            .filter { $0 != "urgent" }
+        #expect(order.count == names.count)
+        for (position, name) in order.enumerated() {
+            let scheduled = try #require(names.firstIndex(of: name))
+            #expect(abs(position - scheduled) <= 9, "\(name), scheduled \(scheduled)th, finished \(position)th")
+        }
+    }
+}
