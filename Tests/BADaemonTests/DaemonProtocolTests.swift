@@ -110,6 +110,34 @@ struct DaemonProtocolTests {
 
     struct ListingsError: Error {}
 
+    /// Issue 12: `ba install` of an extension returning 8,000 downloads (the bound is 10,000)
+    /// ended "lost the connection": its run report was one frame over the cap.
+    @Test("an extension run's report of 8,000 scheduled and 2,000 refused downloads goes in parts under the cap")
+    func longRunReport() throws {
+        var report = ExtensionRunReport(bundleIdentifier: "com.example.game", version: "1")
+        report.scheduled = (0..<8_000).map {
+            DownloadInfo(
+                uniqueIdentifier: "U\($0)",
+                download: DownloadPayload(identifier: "asset-\($0)", url: "https://cdn.example.com/assets/\($0).pak"),
+                state: 1, isForeground: false, bytesOnDisk: 0)
+        }
+        report.refused = (0..<2_000).map {
+            RefusedDownload(identifier: "r\($0)", code: 112, reason: "over the allowance", isEssential: false)
+        }
+        report.logs = ["returned 10000 downloads"]
+        let frames = try ServerMessage.Result.extensionRun(report).frames(requestId: 4)
+        #expect(frames.count > 1)
+        #expect(frames.allSatisfy { $0.count - 4 <= DaemonProtocol.maximumFrameLength })
+        var parts: [ServerMessage.Result] = []
+        for frame in frames {
+            switch try DaemonProtocol.decodeServerMessage(frame.dropFirst(4)) {
+            case .partialResponse(4, let part), .response(4, let part): parts.append(part)
+            default: Issue.record("a frame that is not part of answer 4")
+            }
+        }
+        #expect(ServerMessage.Result.joined(parts) == .extensionRun(report))
+    }
+
     @Test("the wire shape is the documented flat JSON")
     func wireShape() throws {
         let frame = try DaemonProtocol.encode(ClientMessage(id: 2, request: .status))
