@@ -103,14 +103,18 @@ extension BAStore {
     /// The app's active downloads (created, waiting or downloading), oldest first: what it sees
     /// as its current downloads. Read through the active-identifier index, so the app's history of
     /// ended downloads costs nothing.
-    public func activeDownloads(app bundleIdentifier: String) throws(BAStoreError) -> [StoredDownload] {
+    public func activeDownloads(
+        app bundleIdentifier: String, limit: Int = .max
+    ) throws(BAStoreError)
+        -> [StoredDownload]
+    {
         try read("reading the active downloads of \(bundleIdentifier)") { db in
             try Row.fetchAllCached(
                 db,
                 sql: """
                     SELECT \(StoredDownload.columns) FROM download WHERE app_id = ? AND state IN (0, 1, 2)
-                    ORDER BY created_at, rowid
-                    """, arguments: [bundleIdentifier]
+                    ORDER BY created_at, rowid LIMIT ?
+                    """, arguments: [bundleIdentifier, max(0, limit)]
             ).map(StoredDownload.init(row:))
         }
     }

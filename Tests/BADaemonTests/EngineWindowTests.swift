@@ -73,3 +73,37 @@ struct EngineWindowTests {
         }
     }
 }
+
+/// What an extension call is handed as the app's current downloads stays bounded whatever the
+/// queue (issue 12: 100,000 queued would not fit the runner protocol's 4 MiB frame).
+@Suite("current downloads handed to an extension", .timeLimit(.minutes(1)))
+struct CurrentDownloadsLimitTests {
+    @Test("an app with more active downloads than the limit: its extension sees its oldest, and basd says so")
+    func bounded() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualWallClock(SchedulerServiceTests.start)
+        let (stateDirectory, store) = try SchedulerServiceTests.prepare(
+            directory, server: server, clock: clock, extensionPath: nil)
+        let harness = try ServiceHarness(
+            stateDirectory: stateDirectory, store: store, clock: clock, configure: { $0.currentDownloadsLimit = 3 })
+        defer { harness.shutdown() }
+        let app = try #require(try store.app(SchedulerServiceTests.app))
+        let seen = try harness.service.queue.syncThrowing {
+            // Read in the same turn of the executor as they are scheduled: all five are active.
+            for index in 0..<5 {
+                try harness.service.transfers.schedule(
+                    DownloadPayload(identifier: "d\(index)", url: server.url("/never-\(index).bin")), for: app,
+                    contentRequest: 0)
+            }
+            return harness.service.extensions.currentDownloads(of: app).map(\.identifier)
+        }
+        #expect(seen == ["d0", "d1", "d2"])
+        #expect(
+            harness.log.all.contains {
+                $0.contains("has more than 3 active downloads; its extension sees the oldest 3")
+            })
+    }
+}

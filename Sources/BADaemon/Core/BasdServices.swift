@@ -47,6 +47,10 @@ final class BasdServices: @unchecked Sendable {
         /// Most background downloads the engine holds at once; the rest of the queue stays in the
         /// store until there is room (``TransferCoordinator/topUp()``).
         var engineWindow = 512
+        /// Most current downloads an extension call is handed (`current_downloads`,
+        /// `fetchCurrentDownloads` in an extension): the request carrying them stays well under the
+        /// runner protocol's 4 MiB frame.
+        var currentDownloadsLimit = 10_000
     }
 
     let executor = ServiceExecutor()
@@ -125,7 +129,8 @@ final class BasdServices: @unchecked Sendable {
             settings.stop()
         }
         transfers.shutdown()
-        executor.sync {}
+        // What was queued meanwhile runs; nothing posted later does (a late engine event, a timer).
+        executor.sync { executor.stop() }
     }
 
     /// Whether a return of free heap memory to the kernel is scheduled (executor).

@@ -1,6 +1,7 @@
 import Dispatch
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// The one serial executor every service of basd runs on: requests from every connection, the
 /// engine's events, the ends of extension calls and the scheduler's timers.
@@ -17,18 +18,33 @@ final class ServiceExecutor: Sendable {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     /// That thread's loop.
     let loop: any EventLoop
+    /// Set once basd's services shut down: work posted later (a late engine event, a timer) is
+    /// dropped instead of running against services that are gone.
+    private let stopped = Atomic<Bool>(false)
 
     init() { loop = group.next() }
 
-    /// Runs `work` on the executor, after what is already queued.
-    func async(_ work: @escaping @Sendable () -> Void) { loop.execute(work) }
+    /// Runs `work` on the executor, after what is already queued (nothing once stopped).
+    func async(_ work: @escaping @Sendable () -> Void) {
+        loop.execute { [self] in
+            guard !stopped.load(ordering: .acquiring) else { return }
+            work()
+        }
+    }
 
-    /// Runs `work` on the executor after `delay`; cancel the result to not run it.
+    /// Runs `work` on the executor after `delay` (not once stopped); cancel the result to not
+    /// run it.
     @discardableResult
     func after(_ delay: Duration, _ work: @escaping @Sendable () -> Void) -> Scheduled<Void> {
         let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
-        return loop.scheduleTask(in: .nanoseconds(max(0, nanoseconds))) { work() }
+        return loop.scheduleTask(in: .nanoseconds(max(0, nanoseconds))) { [self] in
+            guard !stopped.load(ordering: .acquiring) else { return }
+            work()
+        }
     }
+
+    /// From now on, posted work is dropped (the services' last step of shutting down).
+    func stop() { stopped.store(true, ordering: .releasing) }
 
     /// Runs `work` on the executor and waits for it (never from the executor itself).
     func sync<T>(_ work: () -> T) -> T {

@@ -120,7 +120,7 @@ final class ExtensionCaller: @unchecked Sendable {
         let invocation = BAExtensionInvocation(
             libraryPath: libraryPath, event: event, timeout: budget.perCall,
             appGroupContainerPath: app.appGroupIdentifier.map { services.containers.container(group: $0) },
-            currentDownloads: services.transfers.activeRecords(of: app.bundleIdentifier), moreEvents: moreEvents,
+            currentDownloads: currentDownloads(of: app), moreEvents: moreEvents,
             totalTimeout: moreEvents.isEmpty ? nil : budget.total)
         let done = UncheckedSendable(done)
         // Each call's log lines reach basd's log as the call's result reaches the executor.
@@ -186,6 +186,17 @@ final class ExtensionCaller: @unchecked Sendable {
             services.log("recording an extension run of \(app.bundleIdentifier) failed: \(error)")
         }
         services.scheduler.extensionRan(app, outcome: outcome, runtimeMilliseconds: milliseconds)
+    }
+
+    /// What the extension sees as the app's current downloads: its oldest active ones, at most
+    /// ``BasdServices/Configuration/currentDownloadsLimit`` (logged when there are more).
+    func currentDownloads(of app: StoredApp) -> [DownloadRecord] {
+        let limit = services.configuration.currentDownloadsLimit
+        let records = services.transfers.activeRecords(of: app.bundleIdentifier, limit: limit + 1)
+        guard records.count > limit else { return records }
+        services.log(
+            "\(app.bundleIdentifier) has more than \(limit) active downloads; its extension sees the oldest \(limit)")
+        return Array(records.prefix(limit))
     }
 
     private func logLines(of result: BAExtensionRunResult, app: StoredApp) {

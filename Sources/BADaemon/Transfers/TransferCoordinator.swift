@@ -259,8 +259,8 @@ final class TransferCoordinator: @unchecked Sendable {
     }
 
     /// The active downloads of `app`, as the extension host passes them.
-    func activeRecords(of app: String) -> [DownloadRecord] {
-        ((try? store.activeDownloads(app: app)) ?? []).map(DownloadRecord.init)
+    func activeRecords(of app: String, limit: Int = .max) -> [DownloadRecord] {
+        ((try? store.activeDownloads(app: app, limit: limit)) ?? []).map(DownloadRecord.init)
     }
 }
 
