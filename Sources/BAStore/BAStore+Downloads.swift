@@ -136,6 +136,20 @@ extension BAStore {
         }
     }
 
+    /// The active downloads that never wait for a slot (foreground or essential), in queue order.
+    public func urgentActiveDownloads() throws(BAStoreError) -> [StoredDownload] {
+        try read("reading the foreground and essential downloads") { db in
+            try Row.fetchAllCached(
+                db,
+                sql: """
+                    SELECT \(StoredDownload.columns) FROM download
+                    WHERE state IN (0, 1, 2) AND (foreground = 1 OR essential = 1)
+                    ORDER BY essential DESC, priority DESC, created_at, rowid
+                    """
+            ).map(StoredDownload.init(row:))
+        }
+    }
+
     /// Every active download (created, waiting or downloading) of every app, in queue order:
     /// essential first, then higher priority, then earlier scheduled. What a restarted basd
     /// resumes.

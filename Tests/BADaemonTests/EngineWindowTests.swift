@@ -74,6 +74,45 @@ struct EngineWindowTests {
     }
 }
 
+extension EngineWindowTests {
+    @Test("after a restart with 40 queued and a window of 8: the engine gets 8, then the rest as they end")
+    func restartWithAQueue() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualWallClock(SchedulerServiceTests.start)
+        let (stateDirectory, store) = try SchedulerServiceTests.prepare(
+            directory, server: server, clock: clock, extensionPath: nil)
+        // What a basd that died left: 40 active rows, one of them essential.
+        for index in 0..<40 {
+            let name = String(format: "q%02d", index)
+            server.setFile("/\(name).bin", contents: SampleAppFixture.bytes(1_000 + index, seed: UInt8(index)))
+            var download = StoredDownload(
+                appIdentifier: Self.app, identifier: name, url: server.url("/\(name).bin"),
+                applicationGroupIdentifier: SchedulerServiceTests.group, expectedSize: Int64(1_000 + index))
+            download.isEssential = index == 39
+            try store.schedule(download)
+        }
+        let harness = try ServiceHarness(
+            stateDirectory: stateDirectory, store: store, clock: clock, configure: { $0.engineWindow = 8 })
+        defer { harness.shutdown() }
+        // The essential one and the window: all read at start, no more.
+        let (heldAtStart, essentialHeld) = harness.service.queue.sync {
+            let transfers = harness.service.transfers
+            return (transfers.inEngine.count, transfers.inEngine.values.contains(.max))
+        }
+        #expect(heldAtStart <= 9 && heldAtStart >= 1, "\(heldAtStart) in the engine at start")
+        #expect(essentialHeld || heldAtStart < 9)
+        let deadline = Date(timeIntervalSinceNow: 60)
+        while try store.downloads(app: Self.app).filter({ $0.state == .finished }).count < 40 {
+            #expect(harness.service.queue.sync { harness.service.transfers.inEngine.count } <= 9)
+            guard Date() < deadline else { throw HarnessError("not all finished: \(harness.log.all.suffix(20))") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
+
 /// What an extension call is handed as the app's current downloads stays bounded whatever the
 /// queue (issue 12: 100,000 queued would not fit the runner protocol's 4 MiB frame).
 @Suite("current downloads handed to an extension", .timeLimit(.minutes(1)))

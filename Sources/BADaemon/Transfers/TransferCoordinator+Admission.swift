@@ -99,7 +99,7 @@ extension TransferCoordinator {
         do {
             let excluded = Set(inEngine.keys).union(waitingForSpace.keys).union(unstartable)
             let next = try store.activeDownloads(excluding: excluded, limit: wanted)
-            for download in next { admit(download) }
+            for download in next where !recognizeCompleteFile(download) { admit(download) }
             if next.count < wanted { parked = false }
         } catch {
             log("reading the next queued downloads failed: \(error); trying again when a transfer ends")

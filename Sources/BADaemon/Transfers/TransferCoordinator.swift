@@ -111,19 +111,24 @@ final class TransferCoordinator: @unchecked Sendable {
         }
     }
 
-    /// Hands every active download to the engine, which resumes it from its partial file; one
-    /// whose file is already complete at its destination (basd died between the rename and its
-    /// record) is recorded finished without fetching a byte.
+    /// Hands the active downloads to the engine, which resumes each from its partial file: the
+    /// foreground and essential ones, then the engine's window of the rest in queue order (the
+    /// others follow as transfers end, ``topUp()``), without reading every queued row at start.
+    /// One whose file is already complete at its destination (basd died between the rename and
+    /// its record) is recorded finished without fetching a byte, when its turn comes.
     func resumeActiveDownloads() {
         do {
-            let active = try store.activeDownloads()
-            var resumed = 0
-            for download in active {
-                if recognizeCompleteFile(download) { continue }
-                start(download)
-                resumed += 1
+            for download in try store.urgentActiveDownloads() where !recognizeCompleteFile(download) {
+                admit(download)
             }
-            if resumed > 0 { log("resuming \(resumed) active download(s)") }
+            parked = true
+            topUp()
+            let resumed = inEngine.count
+            if resumed > 0 {
+                log(
+                    "resuming \(resumed) active download(s)\(parked ? "; the rest of the queue follows as they end" : "")"
+                )
+            }
         } catch {
             log("could not resume downloads: \(error)")
         }
