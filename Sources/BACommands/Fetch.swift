@@ -111,10 +111,7 @@ struct Fetch: AsyncParsableCommand {
         configuration.backgroundConcurrency = concurrency
         configuration.durable = sync
         let engine = DownloadEngine(configuration: configuration)
-        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        signal(SIGINT, SIG_IGN)
-        interrupt.setEventHandler { engine.shutdown() }
-        interrupt.resume()
+        Interrupt.onSignal { engine.shutdown() }
         for request in requests { engine.add(request) }
 
         var reporter = FetchReporter(count: requests.count, json: json, terminal: isatty(STDERR_FILENO) == 1)
