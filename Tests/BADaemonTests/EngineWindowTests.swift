@@ -17,16 +17,10 @@ struct EngineWindowTests {
 
     @Test("300 downloads through a window of 8: never more than 8 in the engine, all finish, in queue order")
     func windowOfEight() async throws {
-        let server = try await AssetServer.start()
-        defer { Task { try? await server.shutdown() } }
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let clock = ManualWallClock(SchedulerServiceTests.start)
-        let (stateDirectory, store) = try SchedulerServiceTests.prepare(
-            directory, server: server, clock: clock, extensionPath: nil)
-        let harness = try ServiceHarness(
-            stateDirectory: stateDirectory, store: store, clock: clock, configure: { $0.engineWindow = 8 })
-        defer { harness.shutdown() }
+        let fixture = try await ServicesFixture()
+        defer { fixture.stop() }
+        let (server, store) = (fixture.server, fixture.store)
+        let harness = try fixture.start { $0.engineWindow = 8 }
         let names = (0..<300).map { String(format: "d%03d", $0) }
         for (index, name) in names.enumerated() {
             server.setFile("/\(name).bin", contents: SampleAppFixture.bytes(2_000 + index, seed: UInt8(index % 251)))
@@ -77,13 +71,9 @@ struct EngineWindowTests {
 extension EngineWindowTests {
     @Test("after a restart with 40 queued and a window of 8: the engine gets 8, then the rest as they end")
     func restartWithAQueue() async throws {
-        let server = try await AssetServer.start()
-        defer { Task { try? await server.shutdown() } }
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let clock = ManualWallClock(SchedulerServiceTests.start)
-        let (stateDirectory, store) = try SchedulerServiceTests.prepare(
-            directory, server: server, clock: clock, extensionPath: nil)
+        let fixture = try await ServicesFixture()
+        defer { fixture.stop() }
+        let (server, store) = (fixture.server, fixture.store)
         // What a basd that died left: 40 active rows, one of them essential.
         for index in 0..<40 {
             let name = String(format: "q%02d", index)
@@ -94,9 +84,7 @@ extension EngineWindowTests {
             download.isEssential = index == 39
             try store.schedule(download)
         }
-        let harness = try ServiceHarness(
-            stateDirectory: stateDirectory, store: store, clock: clock, configure: { $0.engineWindow = 8 })
-        defer { harness.shutdown() }
+        let harness = try fixture.start { $0.engineWindow = 8 }
         // The essential one and the window: all read at start, no more.
         let (heldAtStart, essentialHeld) = harness.service.queue.sync {
             let transfers = harness.service.transfers
@@ -119,16 +107,10 @@ extension EngineWindowTests {
 struct CurrentDownloadsLimitTests {
     @Test("an app with more active downloads than the limit: its extension sees its oldest, and basd says so")
     func bounded() async throws {
-        let server = try await AssetServer.start()
-        defer { Task { try? await server.shutdown() } }
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let clock = ManualWallClock(SchedulerServiceTests.start)
-        let (stateDirectory, store) = try SchedulerServiceTests.prepare(
-            directory, server: server, clock: clock, extensionPath: nil)
-        let harness = try ServiceHarness(
-            stateDirectory: stateDirectory, store: store, clock: clock, configure: { $0.currentDownloadsLimit = 3 })
-        defer { harness.shutdown() }
+        let fixture = try await ServicesFixture()
+        defer { fixture.stop() }
+        let (server, store) = (fixture.server, fixture.store)
+        let harness = try fixture.start { $0.currentDownloadsLimit = 3 }
         let app = try #require(try store.app(SchedulerServiceTests.app))
         let seen = try harness.service.queue.syncThrowing {
             // Read in the same turn of the executor as they are scheduled: all five are active.
@@ -144,5 +126,38 @@ struct CurrentDownloadsLimitTests {
             harness.log.all.contains {
                 $0.contains("has more than 3 active downloads; its extension sees the oldest 3")
             })
+    }
+}
+
+/// A loopback server, a state folder with the app registered (no extension), and basd's services
+/// in this process once ``start(_:)`` is called; ``stop()`` ends them in order.
+final class ServicesFixture {
+    let server: AssetServer
+    let directory: TemporaryDirectory
+    let clock = ManualWallClock(SchedulerServiceTests.start)
+    let stateDirectory: String
+    let store: BAStore
+    private var harness: ServiceHarness?
+
+    init() async throws {
+        server = try await AssetServer.start()
+        directory = try TemporaryDirectory()
+        (stateDirectory, store) = try SchedulerServiceTests.prepare(
+            directory, server: server, clock: clock, extensionPath: nil)
+    }
+
+    /// Starts the services over the store as it is now, configured by `configure`.
+    func start(_ configure: (inout BasdServices.Configuration) -> Void) throws -> ServiceHarness {
+        let harness = try ServiceHarness(
+            stateDirectory: stateDirectory, store: store, clock: clock, configure: configure)
+        self.harness = harness
+        return harness
+    }
+
+    func stop() {
+        harness?.shutdown()
+        directory.remove()
+        let server = server
+        Task { try? await server.shutdown() }
     }
 }
