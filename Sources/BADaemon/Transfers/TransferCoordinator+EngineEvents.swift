@@ -189,12 +189,9 @@ extension TransferCoordinator {
     func restartAfterSpaceWait(_ id: String) {
         waitingForSpace[id] = nil
         do {
-            guard let download = try store.download(uniqueIdentifier: id), download.state.isActive,
-                let request = engineRequest(for: download)
-            else { return }
+            guard let download = try store.download(uniqueIdentifier: id), download.state.isActive else { return }
             log("download \(id): there is disk space again; resuming")
-            engine.add(request)
-            inEngine[id] = download.isForeground || download.isEssential ? .max : download.priority
+            admit(download)
         } catch {
             log("resuming download \(id) after a wait for space failed: \(error)")
         }
