@@ -27,9 +27,7 @@ final class DescriptorWatcher: Sendable {
         let stopSignal = pipe[1]
         let stopped = pipe[0]
         self.stopSignal = Mutex(stopSignal)
-        let settleMilliseconds = settle.map {
-            Int32(clamping: $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000)
-        }
+        let settleMilliseconds = settle.map { Int32(clamping: $0.milliseconds) }
         let thread = Thread {
             Self.watch(
                 fd: fd, stopped: stopped, settle: settleMilliseconds, executor: executor, drain: drain,
