@@ -129,7 +129,7 @@ final class ExtensionCaller: @unchecked Sendable {
             callsEnded?(results)
         }
         // The results of calls that returned while the runner goes on, until the executor takes them.
-        let inbox = Inbox()
+        let inbox = Inbox<BAExtensionRunResult>()
         let lastIndex = moreEvents.count
         let thread = Thread { [self] in
             let outcome: ExtensionCallOutcome
@@ -140,7 +140,7 @@ final class ExtensionCaller: @unchecked Sendable {
                         guard result.verdict == .ok, result.callIndex < lastIndex else {
                             return
                         }
-                        guard inbox.put(result) else { return }
+                        guard inbox.put([result]) else { return }
                         services.executor.async { callsEnded.value(inbox.take()) }
                     })
             } catch {
@@ -204,28 +204,6 @@ final class ExtensionCaller: @unchecked Sendable {
     }
 
     private var store: BAStore { services.store }
-}
-
-/// Results of calls handed from a runner's thread to the executor: the thread puts, the executor
-/// takes all there are.
-final class Inbox: Sendable {
-    private let results = Mutex<[BAExtensionRunResult]>([])
-
-    /// Adds a result; true when the inbox was empty (the executor must be asked to take).
-    func put(_ result: BAExtensionRunResult) -> Bool {
-        results.withLock { results in
-            results.append(result)
-            return results.count == 1
-        }
-    }
-
-    /// Everything put since the last take, in order.
-    func take() -> [BAExtensionRunResult] {
-        results.withLock { results in
-            defer { results = [] }
-            return results
-        }
-    }
 }
 
 /// A value handed across threads by a caller that knows it is used on one thread at a time (here:

@@ -54,7 +54,7 @@ final class TransferCoordinator: @unchecked Sendable {
     var afterCommit: [() -> Void] = []
     /// Engine events not yet taken by the executor (the engine's task appends, one executor
     /// turn takes them all).
-    private let arriving = Mutex<[EngineEvent]>([])
+    private let arriving = Inbox<EngineEvent>()
     /// Whether background transfers are held (Low Power Mode).
     var backgroundHeld = false
     /// Transfers waiting to retry, by unique identifier: why, and when they try again.
@@ -95,18 +95,8 @@ final class TransferCoordinator: @unchecked Sendable {
         let executor = services.executor
         eventsTask = Task { [self] in
             for await events in batches {
-                let first = arriving.withLock { queue in
-                    queue.append(contentsOf: events)
-                    return queue.count == events.count
-                }
-                guard first else { continue }
-                executor.async {
-                    let batch = self.arriving.withLock { queue in
-                        defer { queue.removeAll(keepingCapacity: true) }
-                        return queue
-                    }
-                    self.handle(batch)
-                }
+                guard arriving.put(events) else { continue }
+                executor.async { self.handle(self.arriving.take()) }
             }
         }
     }
