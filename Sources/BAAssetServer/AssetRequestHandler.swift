@@ -174,7 +174,8 @@ final class AssetRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         let plan = ResponsePlan.asset(
             isHead: head.method == .HEAD, range: head.headers.first(name: "range"),
             ifRange: head.headers.first(name: "if-range"), size: size,
-            validators: validators.changed(generation: decision.generation), behavior: decision.behavior)
+            validators: validators.changed(generation: decision.generation), behavior: decision.behavior,
+            generation: decision.generation)
         let close = plan.closeAfter || !head.isKeepAlive
         writeHead(plan.status, headers: plan.headers, close: close, for: head, context: context)
 

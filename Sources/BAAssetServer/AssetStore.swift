@@ -12,7 +12,8 @@ struct MemoryFile: Sendable {
 struct RequestDecision: Sendable {
     /// The behaviour in force for this request (`nil` once a counted `status` is used up).
     var behavior: Behavior?
-    /// For `changeETagEachRequest`: how many requests of the path came before this one.
+    /// For `changeETagEachRequest`, `ignoreIfRange` and `switchVersionAfterDrop`: this request's
+    /// number among the path's requests under the behaviour (1 for the first).
     var generation: Int
     /// The in-memory file for the path, if any (it wins over `root`).
     var memoryFile: MemoryFile?
@@ -105,6 +106,13 @@ final class AssetStore: Sendable {
             case .changeETagEachRequest, .ignoreIfRange:
                 slot.generation += 1
                 decision.generation = slot.generation
+            case .switchVersionAfterDrop(_, _, _, let newContents):
+                slot.generation += 1
+                decision.generation = slot.generation
+                if slot.generation > 1, let old = decision.memoryFile {
+                    decision.memoryFile = MemoryFile(
+                        contents: ByteBuffer(bytes: newContents), validators: old.validators)
+                }
             default:
                 break
             }

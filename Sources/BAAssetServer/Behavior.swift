@@ -28,6 +28,14 @@ public enum Behavior: Sendable, Equatable {
     /// `Last-Modified` is the only validator.
     case ignoreIfRange(lastModifiedOnly: Bool)
 
+    /// A lying server's version switch, for the resume rule: the first request is answered with
+    /// `before`'s validators and cut after `dropAfter` body bytes; every later request is answered
+    /// from `newContents` with `after`'s validators, honouring `Range` and ignoring `If-Range` — a
+    /// 206 of the new version that a client must not append to the old bytes unless it repeats
+    /// every validator they were fetched with. Memory files only.
+    case switchVersionAfterDrop(
+        dropAfter: Int, before: ValidatorHeaders, after: ValidatorHeaders, newContents: [UInt8])
+
     /// Answers `code` (for example 500, 503 or 429) with a short text body for the next `times` requests,
     /// adding `Retry-After: retryAfter` when given, then serves normally again.
     case status(Int, retryAfter: String? = nil, times: Int = Int.max)
@@ -52,4 +60,17 @@ public enum Behavior: Sendable, Equatable {
     /// answer still says `Content-Range`). For a download limited to fewer bytes, a body that grows
     /// past the limit while it is written.
     case chunked
+}
+
+/// The validator headers a lying response carries, each left out when nil.
+public struct ValidatorHeaders: Sendable, Equatable {
+    /// The `ETag` value as sent (quoted, or `W/"…"` for a weak one).
+    public var etag: String?
+    /// The `Last-Modified` value as sent.
+    public var lastModified: String?
+
+    public init(etag: String? = nil, lastModified: String? = nil) {
+        self.etag = etag
+        self.lastModified = lastModified
+    }
 }

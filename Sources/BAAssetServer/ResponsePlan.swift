@@ -28,13 +28,21 @@ struct ResponsePlan: Equatable {
     /// `Range` and `If-Range` values and the behaviour in force (`nil` for none; behaviours that answer without
     /// the asset, such as `status`, are handled before this).
     static func asset(
-        isHead: Bool, range: String?, ifRange: String?, size: Int, validators: Validators, behavior: Behavior?
+        isHead: Bool, range: String?, ifRange: String?, size: Int, validators: Validators, behavior: Behavior?,
+        generation: Int = 0
     ) -> ResponsePlan {
         var selection: ByteRangeSelection =
             behavior == .ignoreRange
             ? .whole : .select(range: range, ifRange: ifRange, size: size, validators: validators)
-        if case .ignoreIfRange = behavior {
+        var lies: ValidatorHeaders?
+        switch behavior {
+        case .ignoreIfRange:
             selection = .select(range: range, ifRange: nil, size: size, validators: validators)
+        case .switchVersionAfterDrop(_, let before, let after, _):
+            selection = .select(range: range, ifRange: nil, size: size, validators: validators)
+            lies = generation <= 1 ? before : after
+        default:
+            break
         }
 
         var headers = HTTPHeaders()
@@ -56,8 +64,13 @@ struct ResponsePlan: Equatable {
                 status: .rangeNotSatisfiable, headers: headers, body: 0..<0, delivery: .all, closeAfter: false)
         }
         headers.add(name: "Content-Type", value: "application/octet-stream")
-        if behavior != .ignoreIfRange(lastModifiedOnly: true) { headers.add(name: "ETag", value: validators.etag) }
-        headers.add(name: "Last-Modified", value: validators.lastModifiedHeader)
+        if let lies {
+            if let etag = lies.etag { headers.add(name: "ETag", value: etag) }
+            if let lastModified = lies.lastModified { headers.add(name: "Last-Modified", value: lastModified) }
+        } else {
+            if behavior != .ignoreIfRange(lastModifiedOnly: true) { headers.add(name: "ETag", value: validators.etag) }
+            headers.add(name: "Last-Modified", value: validators.lastModifiedHeader)
+        }
 
         var plan = ResponsePlan(
             status: status, headers: headers, body: isHead ? 0..<0 : bytes, delivery: .all, closeAfter: false)
@@ -67,6 +80,8 @@ struct ResponsePlan: Equatable {
             contentLength = max(0, declared)
             plan.closeAfter = !isHead
         case .dropAfter(let n) where !isHead:
+            plan.delivery = .dropAfter(min(max(0, n), bytes.count))
+        case .switchVersionAfterDrop(let n, _, _, _) where !isHead && generation <= 1:
             plan.delivery = .dropAfter(min(max(0, n), bytes.count))
         case .stall(let n) where !isHead:
             plan.delivery = .stall(min(max(0, n), bytes.count))

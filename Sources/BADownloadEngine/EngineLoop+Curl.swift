@@ -43,7 +43,9 @@ extension EngineLoop {
         ccurl_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
         if offset > 0 { ccurl_setopt_string(easy, CURLOPT_RANGE, "\(offset)-") }
         var headers = transfer.request.headers.map { "\($0.name): \($0.value)" }
-        if offset > 0, let validator { headers.append("If-Range: \(validator)") }
+        if offset > 0, let validator = validator.flatMap(ResumeValidator.init(stored:)) {
+            headers.append("If-Range: \(validator.ifRange)")
+        }
         // Identity bytes: a range of a compressed representation is not a range of the file.
         headers.append("Accept-Encoding: identity")
         var list: UnsafeMutablePointer<curl_slist>?

@@ -40,6 +40,65 @@ import Testing
         }
     }
 
+    /// The one resume rule, as a table: a 206 is appended only when it repeats every validator the
+    /// partial file was fetched with, strong and byte-equal (issue 19, cases a–d and their kin).
+    @Test(
+        "a 206 is appended only when it repeats every stored validator",
+        arguments: [
+            // (stored validators, the 206's ETag, its Last-Modified, appended?)
+            ("\"v1\"", "\"v1\"", nil, true),
+            ("\"v1\"\nMon, 01 Jan 2024 00:00:00 GMT", "\"v1\"", "Mon, 01 Jan 2024 00:00:00 GMT", true),
+            ("Mon, 01 Jan 2024 00:00:00 GMT", nil, "Mon, 01 Jan 2024 00:00:00 GMT", true),
+            // (a) no validator at all after a Last-Modified resume
+            ("Mon, 01 Jan 2024 00:00:00 GMT", nil, nil, false),
+            // (b) only a Last-Modified after an ETag resume
+            ("\"v1\"", nil, "Mon, 01 Jan 2024 00:00:00 GMT", false),
+            // (c) the weak W/"v1" after the strong "v1"
+            ("\"v1\"", "W/\"v1\"", nil, false),
+            // (d) the same ETag but a new Last-Modified
+            ("\"v1\"\nMon, 01 Jan 2024 00:00:00 GMT", "\"v1\"", "Tue, 02 Jan 2024 00:00:00 GMT", false),
+            // a changed tag, a changed date, a date where a tag was, nothing where both were
+            ("\"v1\"", "\"v2\"", nil, false),
+            ("Mon, 01 Jan 2024 00:00:00 GMT", nil, "Tue, 02 Jan 2024 00:00:00 GMT", false),
+            ("\"v1\"\nMon, 01 Jan 2024 00:00:00 GMT", nil, nil, false),
+            ("\"v1\"\nMon, 01 Jan 2024 00:00:00 GMT", nil, "Mon, 01 Jan 2024 00:00:00 GMT", false),
+            // no stored validator: nothing to check the bytes against
+            ("", "\"v1\"", nil, false),
+        ] as [(String, String?, String?, Bool)])
+    func theResumeRule(stored: String, etag: String?, lastModified: String?, appended: Bool) {
+        var fields = ["Content-Range": "bytes 100-999/1000"]
+        if let etag { fields["ETag"] = etag }
+        if let lastModified { fields["Last-Modified"] = lastModified }
+        let decision = ResponseDecision.decide(
+            head(206, fields), requestedOffset: 100, sentValidator: stored.isEmpty ? nil : stored, expectedSize: nil,
+            url: url)
+        if appended {
+            #expect(decision == .write(offset: 100, total: 1000, validator: stored))
+        } else {
+            guard case .restartWithoutRange = decision else {
+                Issue.record(
+                    "\(stored) / \(String(describing: etag)) / \(String(describing: lastModified)): \(decision)")
+                return
+            }
+        }
+    }
+
+    @Test func theStoredFormKeepsBothValidatorsAndReadsOlderOnes() throws {
+        var both = head(200, ["ETag": "\"v1\"", "Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT"])
+        #expect(both.validator == "\"v1\"\nMon, 01 Jan 2024 00:00:00 GMT")
+        let stored = try #require(both.validator)
+        let parsed = try #require(ResumeValidator(stored: stored))
+        #expect(parsed.ifRange == "\"v1\"", "If-Range carries the entity tag when there is one")
+        #expect(parsed.mismatch(in: both) == nil)
+        both.fields["last-modified"] = nil
+        #expect(parsed.mismatch(in: both) != nil)
+        // One line, as earlier versions stored it: either kind.
+        #expect(ResumeValidator(stored: "\"old\"") == ResumeValidator(entityTag: "\"old\"", lastModified: nil))
+        #expect(ResumeValidator(stored: "Sun, 06 Nov 1994 08:49:37 GMT")?.ifRange == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(ResumeValidator(stored: "W/\"weak\"") == nil, "a weak tag validates nothing")
+        #expect(head(200, ["ETag": "W/\"x\""]).validator == nil)
+    }
+
     @Test func aWholeFileAnswerToARangeStartsFresh() {
         #expect(
             ResponseDecision.decide(

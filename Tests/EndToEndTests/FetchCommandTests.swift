@@ -159,3 +159,45 @@ import Testing
         #expect(help.stdout.contains("Examples:"))
     }
 }
+
+/// `ba fetch` against the lying server of issue 19 (item 2): the connection drops mid-body, the file
+/// changes, and the retry's 206 ignores `If-Range` with validators that do not repeat the partial
+/// file's. The file must start over: the new version whole, never old prefix + new tail.
+@Suite(.timeLimit(.minutes(1))) struct FetchResumeRuleTests {
+    let ba = BuildProducts.executable("ba")
+
+    static let date1 = "Mon, 01 Jan 2024 00:00:00 GMT"
+    static let date2 = "Tue, 02 Jan 2024 00:00:00 GMT"
+    static let baits: [(String, ValidatorHeaders, ValidatorHeaders)] = [
+        ("(a) none after Last-Modified", ValidatorHeaders(lastModified: date1), ValidatorHeaders()),
+        ("(b) Last-Modified after ETag", ValidatorHeaders(etag: "\"v1\""), ValidatorHeaders(lastModified: date1)),
+        ("(c) weak after strong", ValidatorHeaders(etag: "\"v1\""), ValidatorHeaders(etag: "W/\"v1\"")),
+        (
+            "(d) same ETag, new Last-Modified", ValidatorHeaders(etag: "\"v1\"", lastModified: date1),
+            ValidatorHeaders(etag: "\"v1\"", lastModified: date2)
+        ),
+    ]
+
+    @Test("ba fetch never splices a 206 that does not repeat every validator", arguments: 0..<4)
+    func neverSpliced(index: Int) async throws {
+        let (name, before, after) = Self.baits[index]
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let old = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let new = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) }
+        server.setFile("/liar.bin", contents: old)
+        server.setBehavior(
+            .switchVersionAfterDrop(dropAfter: 100_000, before: before, after: after, newContents: new),
+            for: "/liar.bin")
+        let run = try await runProcess(ba, ["fetch", server.url("/liar.bin"), "-o", directory.path, "--json"])
+        #expect(run.status == 0, "\(name): \(run.stdout)\(run.stderr)")
+        let file = FileManager.default.contents(atPath: directory.url.appendingPathComponent("liar.bin").path)
+        let whole = file == Data(new)
+        #expect(whole, "\(name): old prefix + new tail spliced")
+        let requests = server.requests(for: "/liar.bin")
+        #expect(requests.count == 3, "\(name): \(requests)")
+        #expect(requests.last?.header("Range") == nil, "\(name): the file starts over")
+    }
+}

@@ -22,7 +22,8 @@ public enum ResponseDecision: Equatable, Sendable {
     /// - Parameters:
     ///   - head: The response's status and headers.
     ///   - requestedOffset: The `Range` start sent (0 = no Range header).
-    ///   - sentValidator: The `If-Range` value sent with it, if any.
+    ///   - sentValidator: The partial file's validators (``ResumeValidator/stored``), sent in
+    ///     `If-Range`, if any.
     ///   - expectedSize: The size the file must have, if known.
     ///   - url: For messages.
     public static func decide(
@@ -44,13 +45,15 @@ public enum ResponseDecision: Equatable, Sendable {
                 return .restartWithoutRange(
                     reason: "\(what) with Content-Range starting at \(first), but \(requestedOffset) was requested")
             }
-            if let sentValidator, let current = Self.validator(in: head, sameKindAs: sentValidator),
-                current != sentValidator
-            {
-                // The server ignored If-Range: the bytes belong to another version (whichever
-                // validator it was: a strong ETag or Last-Modified).
+            // The one resume rule (ResumeValidator): the 206 must repeat every validator the
+            // partial file was fetched with, strong and byte-equal; otherwise the server may have
+            // ignored If-Range and these bytes belong to another version.
+            guard let sent = sentValidator.flatMap(ResumeValidator.init(stored:)) else {
                 return .restartWithoutRange(
-                    reason: "\(what) for version \(current), but the partial file is \(sentValidator)")
+                    reason: "\(what), but the partial file has no validator to check it against")
+            }
+            if let mismatch = sent.mismatch(in: head) {
+                return .restartWithoutRange(reason: "\(what) with \(mismatch)")
             }
             if let expectedSize, let total = range.total, total != expectedSize {
                 return .fail(
@@ -58,7 +61,7 @@ public enum ResponseDecision: Equatable, Sendable {
                         .sizeMismatch, "\(what): the file is \(total) bytes, expected \(expectedSize)",
                         httpStatus: status))
             }
-            return .write(offset: requestedOffset, total: range.total, validator: head.validator ?? sentValidator)
+            return .write(offset: requestedOffset, total: range.total, validator: sent.stored)
         case 200:
             if let expectedSize, let length = head.contentLength, length != expectedSize {
                 return .fail(
@@ -67,7 +70,7 @@ public enum ResponseDecision: Equatable, Sendable {
                         httpStatus: status))
             }
             // A 200 to a ranged request is the whole (maybe new) file: start a fresh partial file.
-            return .write(offset: 0, total: head.contentLength, validator: head.validator)
+            return .write(offset: 0, total: head.contentLength, validator: ResumeValidator(head)?.stored)
         case 416:
             if let rangeHeader = head["content-range"], let range = ContentRange(rangeHeader), let total = range.total {
                 if total == requestedOffset && (expectedSize == nil || expectedSize == total) {
@@ -89,11 +92,5 @@ public enum ResponseDecision: Equatable, Sendable {
         default:
             return .fail(DownloadError(.serverStatus, what, httpStatus: status))
         }
-    }
-
-    /// The response's validator of the same kind as `sent` (an entity tag for a quoted value, else
-    /// `Last-Modified`), if it has one.
-    static func validator(in head: ResponseHead, sameKindAs sent: String) -> String? {
-        sent.hasPrefix("\"") ? head.strongETag : head["last-modified"]
     }
 }

@@ -84,12 +84,13 @@ public struct ResponseHead: Sendable, Equatable {
 
     /// A strong ETag (weak ones cannot validate a range).
     public var strongETag: String? {
-        guard let etag = self["etag"], !etag.hasPrefix("W/"), !etag.isEmpty else { return nil }
+        guard let etag = self["etag"], ResumeValidator.isStrongTag(etag) else { return nil }
         return etag
     }
 
-    /// The validator to send in `If-Range` next time: a strong ETag, else Last-Modified.
-    public var validator: String? { strongETag ?? self["last-modified"] }
+    /// The validators a partial file of this response's bytes is resumed with (``ResumeValidator``,
+    /// as stored), if it has any.
+    public var validator: String? { ResumeValidator(self)?.stored }
 }
 
 /// A parsed `Content-Range: bytes first-last/total` (or `bytes */total`).
