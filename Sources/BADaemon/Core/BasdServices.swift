@@ -123,6 +123,11 @@ final class BasdServices: @unchecked Sendable {
 
     /// Stops the scheduler and the engine (transfers keep their partial files) and waits until
     /// queued work is done.
+    /// Services dropped without ``shutdown()`` (an in-process harness at a test's end) stop their
+    /// executor too: work posted later (an extension call's result, a timer) is dropped instead of
+    /// reaching through the services' unowned references to what is gone.
+    deinit { executor.stop() }
+
     func shutdown() {
         executor.sync {
             scheduler.stop()

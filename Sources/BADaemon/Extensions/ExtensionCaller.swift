@@ -131,6 +131,10 @@ final class ExtensionCaller: @unchecked Sendable {
         // The results of calls that returned while the runner goes on, until the executor takes them.
         let inbox = Inbox<BAExtensionRunResult>()
         let lastIndex = moreEvents.count
+        // Held strongly: the call's thread may outlive the services (an in-process basd torn
+        // down mid-call); a stopped executor drops what is posted to it, so nothing here reaches
+        // through the unowned `services` after they are gone.
+        let executor = services.executor
         let thread = Thread { [self] in
             let outcome: ExtensionCallOutcome
             let runStarted = ContinuousClock.now
@@ -141,14 +145,14 @@ final class ExtensionCaller: @unchecked Sendable {
                             return
                         }
                         guard inbox.put([result]) else { return }
-                        services.executor.async { callsEnded.value(inbox.take()) }
+                        executor.async { callsEnded.value(inbox.take()) }
                     })
             } catch {
                 outcome = .hostError(error.message)
             }
             let runtime = ContinuousClock.now - runStarted
             cleanup?()
-            services.executor.async { [self] in
+            executor.async { [self] in
                 let late = inbox.take()
                 if !late.isEmpty { callsEnded.value(late) }
                 finished(
