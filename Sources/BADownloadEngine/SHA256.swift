@@ -41,9 +41,13 @@ extension SHA256Hasher {
         return hasher.finalizeHex()
     }
 
-    /// The SHA-256 of the file at `path` (read 1 MiB at a time), as lowercase hex.
+    /// The SHA-256 of the file at `path` (read 1 MiB at a time), as lowercase hex. A symbolic link
+    /// there is not followed (it fails with `ELOOP`): basd hashes files in folders an extension
+    /// may have written to.
     package static func hex(ofFileAt path: String) throws -> String {
-        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         defer { try? handle.close() }
         let hasher = SHA256Hasher()
         while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {

@@ -38,10 +38,12 @@ extension ExclusiveControlLock {
     ///   `ENOENT`) or `/proc/locks` cannot be read. The corresponding C functions are `stat` and `read`.
     public static func holder(path: String) throws(Failure) -> Holder? {
         var status = stat()
-        guard stat(path, &status) == 0 else {
+        guard lstat(path, &status) == 0 else {
             if errno == ENOENT { return nil }
-            throw .system(call: "stat", errno: errno)
+            throw .system(call: "lstat", errno: errno)
         }
+        // Not followed: a link planted in the container names some other file's lock.
+        if (status.st_mode & S_IFMT) == S_IFLNK { throw .symbolicLink(path: path) }
         let (major, minor) = deviceNumbers(UInt64(status.st_dev))
         let inode = UInt64(status.st_ino)
         let text = try readProcLocks()

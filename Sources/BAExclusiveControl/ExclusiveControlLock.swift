@@ -11,11 +11,28 @@
 /// `BackgroundAssets` can use it without clients of that library needing another module map.
 public final class ExclusiveControlLock: @unchecked Sendable {
     /// Why the lock could not be taken.
-    public enum Failure: Error, Equatable, Sendable {
+    public enum Failure: Error, Equatable, Sendable, CustomStringConvertible {
         /// Another process held it past the timeout.
         case notAcquired
         /// A system call failed; `call` names it.
         case system(call: String, errno: Int32)
+        /// The lock file is a symbolic link, which is never followed (an extension may have
+        /// planted it in its container): remove it.
+        case symbolicLink(path: String)
+        /// Something other than a regular file (a FIFO, a folder) is where the lock file should be.
+        case notARegularFile(path: String)
+
+        /// What went wrong, and what to do about it.
+        public var description: String {
+            switch self {
+            case .notAcquired: "another process holds the exclusive-control lock"
+            case .system(let call, let errno): "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+            case .symbolicLink(let path):
+                "\(path) is a symbolic link; the exclusive-control lock is never taken through one (an extension may have planted it): remove it"
+            case .notARegularFile(let path):
+                "\(path) is not a regular file, so it cannot be the exclusive-control lock: remove it"
+            }
+        }
     }
 
     /// The lock file's name inside an app group container.
@@ -42,12 +59,25 @@ public final class ExclusiveControlLock: @unchecked Sendable {
 
     /// Opens (creating with mode 0600 if needed) the lock file. Does not lock.
     /// The corresponding C function is `open`.
+    ///
+    /// A symbolic link at `path` is never followed (`O_NOFOLLOW`): an extension can write its
+    /// container and could plant one to have the lock file created, or locked, anywhere its user
+    /// can write. It fails with ``Failure/symbolicLink(path:)``; anything else that is not a
+    /// regular file fails with ``Failure/notARegularFile(path:)``.
     public init(path: String) throws(Failure) {
         var fd: Int32
         repeat {
-            fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
         } while fd < 0 && errno == EINTR
-        guard fd >= 0 else { throw .system(call: "open", errno: errno) }
+        guard fd >= 0 else {
+            if errno == ELOOP { throw .symbolicLink(path: path) }
+            throw .system(call: "open", errno: errno)
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            close(fd)
+            throw .notARegularFile(path: path)
+        }
         self.fd = fd
         self.path = path
     }

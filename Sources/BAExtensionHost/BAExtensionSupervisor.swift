@@ -358,7 +358,18 @@ struct SupervisedCall {
         for event in invocation.events {
             switch event {
             case .contentRequest(_, let manifestPath, _, _, _): reads.append(manifestPath)
-            case .finished(_, let filePath): writes.append((filePath as NSString).deletingLastPathComponent)
+            case .finished(_, let filePath):
+                // A folder inside the container is granted with the container already, and is
+                // never granted by its own path: the extension may have made it a link to a
+                // folder outside (the confused deputy). basd's finished files are in a folder of
+                // its own, outside every container, that no extension can replace.
+                let folder = (filePath as NSString).deletingLastPathComponent
+                if let container = invocation.appGroupContainerPath,
+                    folder == container || folder.hasPrefix(container.hasSuffix("/") ? container : container + "/")
+                {
+                    break
+                }
+                writes.append(folder)
             case .failed, .challenge, .willTerminate: break
             }
         }

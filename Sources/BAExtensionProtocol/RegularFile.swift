@@ -65,6 +65,14 @@ package enum RegularFile {
         return Int64(info.st_size)
     }
 
+    /// The size of the regular file at `path` itself: a symbolic link there is not followed (nil,
+    /// as for anything else that is not a regular file).
+    package static func sizeWithoutFollowing(_ path: String) -> Int64? {
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int64(info.st_size)
+    }
+
     /// What kind of file `mode` is, in words.
     package static func kind(_ mode: mode_t) -> String {
         switch mode & S_IFMT {

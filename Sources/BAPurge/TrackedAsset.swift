@@ -30,7 +30,7 @@ public struct TrackedAsset: Codable, Sendable, Equatable {
     public var downloadUniqueID: String
     /// The download's identifier, as the app named it.
     public var identifier: String
-    /// Where basd delivered the file: `STATE/groups/GROUP/.background-assets/downloads/UNIQUEID-IDENTIFIER`.
+    /// Where basd delivered the file: `STATE/transfers/GROUP/finished/UNIQUEID-IDENTIFIER`.
     public var deliveredPath: String
 
     /// Creates a record from its parts.

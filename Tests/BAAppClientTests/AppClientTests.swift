@@ -75,7 +75,7 @@ struct AppClientTests {
         #expect(finished.int("size") == contents.count)
         #expect(finished.string("sha256") == (try Self.sha256Hex(contents)))
         let path = try #require(finished.string("path"))
-        #expect(path.hasPrefix(basd.stateDirectory + "/groups/" + Self.group + "/"))
+        #expect(path.hasPrefix(basd.stateDirectory + "/transfers/" + Self.group + "/finished/"), "\(path)")
 
         let mine = app.lines.filter { $0.string("identifier") == "a" && $0.callback != nil }
         #expect(mine.first?.callback == "began")

@@ -98,7 +98,7 @@ struct CoreDefectTests {
                 appIdentifier: Self.app, identifier: name, url: server.url("/\(name).bin"),
                 applicationGroupIdentifier: Self.group, expectedSize: Int64(bytes.count))
         }
-        let folder = stateDirectory + "/groups/" + Self.group + "/.background-assets/downloads"
+        let folder = stateDirectory + "/transfers/" + Self.group + "/finished"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         for download in downloads { try store.schedule(download) }
         try Data(complete).write(to: URL(fileURLWithPath: folder + "/\(downloads[0].uniqueIdentifier)-complete"))

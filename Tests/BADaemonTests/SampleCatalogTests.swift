@@ -117,8 +117,8 @@ struct SampleCatalogTests {
         }
         #expect(server.requests(for: "/levels/level-3.pak").count == 1)
         // Every delivered file was moved: none is left in basd's delivery folder.
-        let delivery = Self.container(daemon) + "/.background-assets/downloads"
-        let left = try FileManager.default.contentsOfDirectory(atPath: delivery).filter { $0 != ".ba-partial" }
+        let delivery = daemon.stateDirectory + "/transfers/" + SampleAppFixture.group + "/finished"
+        let left = try FileManager.default.contentsOfDirectory(atPath: delivery)
         #expect(left.isEmpty, "\(left)")
     }
 

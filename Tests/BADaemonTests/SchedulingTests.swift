@@ -316,7 +316,7 @@ struct SchedulingTests {
             guard let id = row["uniqueIdentifier"] as? String, let name = row["identifier"] as? String else {
                 return nil
             }
-            return (name, daemon.stateDirectory + "/groups/\(group)/.background-assets/downloads/\(id)-\(name)")
+            return (name, daemon.stateDirectory + "/transfers/\(group)/finished/\(id)-\(name)")
         }
         var report = try await purgePlan(daemon)
         #expect(

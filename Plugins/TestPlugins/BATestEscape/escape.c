@@ -16,6 +16,15 @@
  *   ptrace                 fork a child, then PTRACE_ATTACH and process_vm_readv on it
  *   pid FILE               write this process's pid (as the host sees it) to FILE
  *   hang                   pause forever (the call ends at its deadline)
+ *   plant TARGET LINK      the confused-deputy attack: move LINK aside (if it exists) and put a
+ *                          symbolic link to TARGET in its place, creating LINK's folders first
+ *   download ID URL [SIZE] return a download (add_download), with its fileSize if given
+ *   plant-current DIR TARGET  for each current download, a link DIR/UNIQUEID-IDENTIFIER to
+ *                          TARGET/IDENTIFIER (basd's name for its finished file, planted ahead)
+ *   lock                   take the exclusive-control lock (acquire_exclusive_control), then release it
+ *
+ * download_finished runs the lines of `$BA_APP_GROUP_CONTAINER/on-finished` the same way, with
+ * `%DIR%` replaced by the finished file's folder.
  */
 #define _GNU_SOURCE
 #include "ba_extension.h"
@@ -30,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -91,6 +101,32 @@ static void daemonize(const ba_host_api *host, const char *action, const char *f
     say(host, "%s: ok, detached", action);
 }
 
+struct plant_context {
+    const ba_host_api *host;
+    const char *directory;
+    const char *target;
+};
+
+static void plant_one(void *user_data, const ba_download *download)
+{
+    struct plant_context *context = user_data;
+    char link[4096], target[4096];
+    snprintf(link, sizeof link, "%s/%.*s-%.*s", context->directory, (int)download->unique_identifier_length,
+             download->unique_identifier, (int)download->identifier_length, download->identifier);
+    snprintf(target, sizeof target, "%s/%.*s", context->target, (int)download->identifier_length, download->identifier);
+    if (symlink(target, link) != 0) return refused(context->host, "plant-current", errno);
+    say(context->host, "plant-current: ok, %s", link);
+}
+
+static void make_parents(char *path)
+{
+    for (char *slash = strchr(path + 1, '/'); slash != NULL; slash = strchr(slash + 1, '/')) {
+        *slash = 0;
+        mkdir(path, 0700);
+        *slash = '/';
+    }
+}
+
 static void run(const ba_host_api *host, char *line)
 {
     char *words[4] = {0};
@@ -135,6 +171,37 @@ static void run(const ba_host_api *host, char *line)
         close(fd);
         if (n < 0) return refused(host, action, error);
         say(host, "%s: ok, wrote", action);
+    } else if (strcmp(action, "plant") == 0 && count >= 3) {
+        char aside[4096];
+        make_parents(words[2]);
+        snprintf(aside, sizeof aside, "%s.aside", words[2]);
+        if (rename(words[2], aside) != 0 && errno != ENOENT) return refused(host, action, errno);
+        if (symlink(words[1], words[2]) != 0) return refused(host, action, errno);
+        say(host, "%s: ok, %s -> %s", action, words[2], words[1]);
+    } else if (strcmp(action, "download") == 0 && count >= 3) {
+        ba_download download = {.struct_size = sizeof download};
+        download.identifier = words[1];
+        download.identifier_length = strlen(words[1]);
+        download.url = words[2];
+        download.url_length = strlen(words[2]);
+        if (count >= 4) download.file_size = atoll(words[3]);
+        int32_t code = 0;
+        if (host->add_download(&download, &code) != BA_OK) return say(host, "%s: failed, code %d", action, code);
+        say(host, "%s: ok, %s", action, words[1]);
+    } else if (strcmp(action, "plant-current") == 0 && count >= 3) {
+        struct plant_context context = {.host = host, .directory = words[1], .target = words[2]};
+        int32_t code = 0;
+        if (host->current_downloads(plant_one, &context, &code) != BA_OK)
+            return say(host, "%s: failed, code %d", action, code);
+    } else if (strcmp(action, "lock") == 0) {
+        int32_t code = 0;
+        if (host->acquire_exclusive_control(5000, &code) != BA_OK) {
+            size_t length = 0;
+            const char *message = host->last_error_message(&length);
+            return say(host, "%s: refused: code %d: %.*s", action, code, (int)length, message ? message : "");
+        }
+        host->release_exclusive_control(&code);
+        say(host, "%s: ok, taken and released", action);
     } else if (strcmp(action, "daemon") == 0 && count >= 2) {
         daemonize(host, action, words[1], 1);
     } else if (strcmp(action, "pgid-daemon") == 0 && count >= 2) {
@@ -197,4 +264,35 @@ static void escape_downloads_for_request(void *context, const ba_host_api *host,
     fclose(manifest);
 }
 
-BA_EXTENSION_DEFINE("BATestEscape", "1.0.0", .downloads_for_request = escape_downloads_for_request)
+static void escape_download_finished(void *context, const ba_host_api *host, const ba_download *download,
+                                     const char *file_path, size_t file_path_length)
+{
+    (void)context;
+    (void)download;
+    const char *container = getenv("BA_APP_GROUP_CONTAINER");
+    if (container == NULL) return;
+    char path[4096], directory[4096];
+    snprintf(path, sizeof path, "%s/on-finished", container);
+    snprintf(directory, sizeof directory, "%.*s", (int)file_path_length, file_path);
+    char *slash = strrchr(directory, '/');
+    if (slash != NULL) *slash = 0;
+    FILE *script = fopen(path, "r");
+    if (script == NULL) return;
+    char line[4096];
+    while (fgets(line, sizeof line, script) != NULL) {
+        line[strcspn(line, "\r\n")] = 0;
+        char expanded[8192];
+        char *marker = strstr(line, "%DIR%");
+        if (marker != NULL) {
+            *marker = 0;
+            snprintf(expanded, sizeof expanded, "%s%s%s", line, directory, marker + 5);
+        } else {
+            snprintf(expanded, sizeof expanded, "%s", line);
+        }
+        run(host, expanded);
+    }
+    fclose(script);
+}
+
+BA_EXTENSION_DEFINE("BATestEscape", "1.0.0", .downloads_for_request = escape_downloads_for_request,
+                    .download_finished = escape_download_finished)

@@ -48,6 +48,12 @@ extension AppInstaller {
         if let group = app.appGroupIdentifier {
             let container = services.containers.container(group: group)
             let sharers = try store.apps().filter { $0.appGroupIdentifier == group }.map(\.bundleIdentifier)
+            if sharers.isEmpty {
+                // basd's own transfer folders of the group (undelivered finished files, partial
+                // files): nobody is left to deliver them to, whether or not the container stays.
+                try? FileManager.default.removeItem(atPath: services.containers.transfers(group: group))
+                services.transfers.preparedGroups.remove(group)
+            }
             if keepData {
                 report.keptContainer = "--keep-data"
             } else if !sharers.isEmpty {

@@ -207,8 +207,9 @@ extension TransferCoordinator {
     func recognizeCompleteFile(_ download: StoredDownload) -> Bool {
         guard download.applicationGroupIdentifier != nil else { return false }
         let path = destination(of: download)
-        guard let size = RegularFile.size(path), size > 0 else { return false }
-        if let partial = download.partialPath, let partialSize = RegularFile.size(partial), partialSize > 0 {
+        // Not followed: a link an extension planted under the finished file's name is no file.
+        guard let size = RegularFile.sizeWithoutFollowing(path), size > 0 else { return false }
+        if let partialSize = RegularFile.sizeWithoutFollowing(partialPath(of: download)), partialSize > 0 {
             return false
         }
         let complete: Bool

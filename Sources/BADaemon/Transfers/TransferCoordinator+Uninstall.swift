@@ -12,10 +12,9 @@ extension TransferCoordinator {
             progress[download.uniqueIdentifier] = nil
             waitingForSpace[download.uniqueIdentifier] = nil
             retryWaits[download.uniqueIdentifier] = nil
-            if let partial = download.partialPath {
-                unlink(partial)
-                unlink(partial + ".validator")
-            }
+            let partial = partialPath(of: download)
+            unlink(partial)
+            unlink(partial + ".validator")
         }
     }
 }

@@ -45,6 +45,9 @@ final class TransferCoordinator: @unchecked Sendable {
     var manifestFetches: [String: (EngineEvent) -> Void] = [:]
     /// Transfers waiting for disk space, by unique identifier.
     var waitingForSpace: [String: SpaceWait] = [:]
+    /// The app groups whose transfer folders were checked (and legacy partial files removed)
+    /// since basd started: once per group, not once per download.
+    var preparedGroups: Set<String> = []
     /// Engine events the store could not record yet (in arrival order).
     var unrecorded: [EngineEvent] = []
     /// Whether a look at ``waitingForSpace`` and ``unrecorded`` is armed.
@@ -141,15 +144,19 @@ final class TransferCoordinator: @unchecked Sendable {
             log("download \(download.uniqueIdentifier) has no app group; it cannot be resumed")
             return nil
         }
-        do {
-            try services.containers.prepare(group: group)
-        } catch {
-            log("cannot prepare the container of \(group): \(error)")
-            return nil
+        if !preparedGroups.contains(group) {
+            do {
+                try services.containers.prepare(group: group)
+            } catch {
+                log("cannot prepare the folders of \(group): \(error)")
+                return nil
+            }
+            services.containers.removeLegacyPartialFiles(group: group)
+            preparedGroups.insert(group)
         }
         return DownloadRequest(
             id: download.uniqueIdentifier, url: download.url, destination: destination(of: download),
-            partialPath: download.partialPath, headers: download.headers,
+            partialPath: partialPath(of: download), headers: download.headers,
             // Only an essential download's size is a promise the file must keep (design §4).
             expectedSize: download.isEssential ? download.expectedSize : nil,
             byteLimit: download.restriction?.byteLimit, sha256: download.sha256, priority: download.priority,
@@ -166,8 +173,18 @@ final class TransferCoordinator: @unchecked Sendable {
             caFile: settings.caFile, pinnedPublicKey: settings.pinnedPublicKey, caDirectory: settings.caDirectory)
     }
 
+    /// Where a download's finished file goes: basd's own `finished/` folder of its group, never a
+    /// path inside the container (``AppContainers``).
     func destination(of download: StoredDownload) -> String {
         services.containers.destination(
+            group: download.applicationGroupIdentifier ?? "", uniqueIdentifier: download.uniqueIdentifier,
+            identifier: download.identifier)
+    }
+
+    /// A download's partial file, in basd's own `partial/` folder of its group (a path stored by
+    /// an older basd, inside the container, is not used).
+    func partialPath(of download: StoredDownload) -> String {
+        services.containers.partialPath(
             group: download.applicationGroupIdentifier ?? "", uniqueIdentifier: download.uniqueIdentifier,
             identifier: download.identifier)
     }
@@ -199,7 +216,8 @@ final class TransferCoordinator: @unchecked Sendable {
         noteCancelled(download, by: by)
         engine.cancel(download.uniqueIdentifier)
         progress[download.uniqueIdentifier] = nil
-        if waitingForSpace.removeValue(forKey: download.uniqueIdentifier) != nil, let partial = download.partialPath {
+        if waitingForSpace.removeValue(forKey: download.uniqueIdentifier) != nil {
+            let partial = partialPath(of: download)
             unlink(partial)
             unlink(partial + ".validator")
         }
