@@ -114,8 +114,16 @@ public final class DaemonServer: Sendable {
                 try Setup.prepareSocketPath(configuration.socketPath)
             }
             let store: BAStore
-            do {
-                store = try BAStore.open(path: configuration.storePath)
+            do throws(BAStoreError) {
+                let groups = AppContainers(stateDirectory: configuration.stateDirectory).groupsDirectory
+                store = try BAStore.open(
+                    path: configuration.storePath,
+                    vet: { contents throws(BAStoreError) in
+                        try Setup.vetStore(contents, path: configuration.storePath, groupsDirectory: groups)
+                    })
+            } catch  where error.code == .corrupt || error.code == .stateLost {
+                // The message names the file and the ways out; SQLite's own words add nothing.
+                throw DaemonError(.store, "cannot start: \(error.message)")
             } catch {
                 throw DaemonError(.store, "cannot open basd's state at \(configuration.storePath)", cause: error)
             }
