@@ -110,14 +110,6 @@ import Testing
                 output.stderr.contains("cannot connect to the proxy \(proxy) (from $\(variable))"), "\(output.stderr)")
             #expect(output.stderr.contains("check that the proxy runs"), "\(output.stderr)")
         }
-        // An unresolvable proxy host is named too.
-        let unresolvable = try await runProcess(
-            ba, ["fetch", "http://127.0.0.1:9/a.bin", "-o", directory.path, "--foreground"],
-            environment: ["http_proxy": "http://proxy.invalid:3128"])
-        #expect(unresolvable.status == 20, "\(unresolvable.stderr)")
-        #expect(
-            unresolvable.stderr.contains("the proxy http://proxy.invalid:3128 (from $http_proxy)"),
-            "\(unresolvable.stderr)")
     }
 
     @Test func aProxyThatAnswers407IsNamedWithWhereCredentialsGo() async throws {
