@@ -1,5 +1,6 @@
-@testable import BADownloadEngine
 import Testing
+
+@testable import BADownloadEngine
 
 /// Which header lines make the engine refuse an encoded body (`Accept-Encoding: identity` was sent).
 @Suite struct ContentEncodingLineTests {
