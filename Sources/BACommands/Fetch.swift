@@ -2,6 +2,8 @@ import ArgumentParser
 import BADownloadEngine
 import Foundation
 
+import enum BADaemonProtocol.ReleaseVersion
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -110,6 +112,8 @@ struct Fetch: AsyncParsableCommand {
         var configuration = DownloadEngine.Configuration()
         configuration.backgroundConcurrency = concurrency
         configuration.durable = sync
+        // Servers and proxies log who fetched; basd sends basd/VERSION the same way.
+        configuration.userAgent = Self.userAgent
         let engine = DownloadEngine(configuration: configuration)
         Interrupt.onSignal { engine.shutdown() }
         for request in requests { engine.add(request) }
@@ -137,6 +141,9 @@ struct Fetch: AsyncParsableCommand {
         if !pending.isEmpty { throw ExitCode(BAExitCode.interrupted.rawValue) }
         if reporter.failures > 0 { throw ExitCode(BAExitCode.downloadFailed.rawValue) }
     }
+
+    /// The `User-Agent` of `ba fetch`'s requests (a `--header`-less tool: nothing overrides it).
+    static let userAgent = "ba/\(ReleaseVersion.string) (swift-background-assets)"
 
     /// `line` without the spaces, tabs and carriage returns around it, looked at as bytes.
     static func trimmed(_ line: Substring) -> Substring {
@@ -190,8 +197,9 @@ struct FetchReporter {
             if !json && !terminal { print("finished \(path) (\(size) bytes)") }
         case .failed(let id, let error):
             failures += 1
-            results.append(["url": id, "ok": false, "error": error.code.rawValue, "message": error.message])
-            let line = "failed \(id): \(error.message)"
+            let message = Self.message(error)
+            results.append(["url": id, "ok": false, "error": error.code.rawValue, "message": message])
+            let line = "failed \(id): \(message)"
             if !json { FileHandle.standardError.write(Data(((terminal ? "\r\u{1B}[K" : "") + line + "\n").utf8)) }
         case .retrying(let id, let attempt, let delay, let reason):
             if !json {
@@ -252,6 +260,15 @@ struct FetchReporter {
 
     static func size(_ bytes: Int64) -> String { HumanReadable.bytes(bytes) }
 
+    /// The engine's message, and for a TLS failure the flag that fixes it.
+    static func message(_ error: DownloadError) -> String {
+        guard
+            let hint = error.hint(
+                trustingACA: "pass its certificate with --cacert FILE.pem", pinnedKey: "--pinned-public-key")
+        else { return error.message }
+        return error.message + "; " + hint
+    }
+
     static func json(_ event: DownloadEvent) -> String {
         var object: [String: Any]
         switch event {
@@ -275,7 +292,7 @@ struct FetchReporter {
                 "event": "finished", "id": id, "path": path, "size": size, "sha256": sha, "receivedBytes": received,
             ]
         case .failed(let id, let error):
-            object = ["event": "failed", "id": id, "error": error.code.rawValue, "message": error.message]
+            object = ["event": "failed", "id": id, "error": error.code.rawValue, "message": message(error)]
             if let status = error.httpStatus { object["httpStatus"] = status }
         }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {

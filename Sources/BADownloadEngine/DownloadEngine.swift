@@ -178,6 +178,10 @@ final class EngineLoop: @unchecked Sendable {
     var backgroundHeld = false
     /// Destination and partial paths in use, to the transfer id using them.
     var destinations: [String: String] = [:]
+    /// libcurl's error text of each easy handle in use (`CURLOPT_ERRORBUFFER`, `CURL_ERROR_SIZE`
+    /// bytes), freed with the handle: it says what `curl_easy_strerror` cannot ("no alternative
+    /// certificate subject name matches target host name …").
+    var errorBuffers: [ObjectIdentifier: UnsafeMutablePointer<CChar>] = [:]
     var sequence = 0
     var running = true
     var random = SystemRandomNumberGenerator()

@@ -39,6 +39,19 @@ public struct DownloadError: Error, Equatable, Sendable, CustomStringConvertible
         public var description: String { rawValue }
     }
 
+    /// What kind of failure a ``Code/tls`` error is, so that each front end can name its own fix
+    /// (basd a setting, `ba fetch` a flag): ``hint(trustingACA:pinnedKey:)``.
+    public enum TLSProblem: String, Sendable, Equatable {
+        /// The certificate chain is not trusted: an unknown or private CA, self-signed, expired.
+        case untrusted
+        /// The certificate is valid but names other hosts than the URL's: another CA does not help.
+        case hostnameMismatch
+        /// The server's public key is not the pinned one.
+        case pinnedKeyMismatch
+        /// The handshake failed for another reason (protocol version, cipher, a reset).
+        case handshake
+    }
+
     public var code: Code
     /// What happened, for a person: "server answered 404 Not Found for https://…".
     public var message: String
@@ -47,11 +60,35 @@ public struct DownloadError: Error, Equatable, Sendable, CustomStringConvertible
     /// libcurl's result code, when the failure came from libcurl.
     public var curlCode: Int32?
 
-    public init(_ code: Code, _ message: String, httpStatus: Int? = nil, curlCode: Int32? = nil) {
+    /// For a ``Code/tls`` error: what kind of TLS failure it is.
+    public var tlsProblem: TLSProblem?
+
+    public init(
+        _ code: Code, _ message: String, httpStatus: Int? = nil, curlCode: Int32? = nil,
+        tlsProblem: TLSProblem? = nil
+    ) {
         self.code = code
         self.message = message
         self.httpStatus = httpStatus
         self.curlCode = curlCode
+        self.tlsProblem = tlsProblem
+    }
+
+    /// What fixes a TLS failure, in the words of the front end that reports it; nil when there is
+    /// nothing to add.
+    ///
+    /// - Parameters:
+    ///   - trustingACA: How to trust a private CA there ("pass --cacert FILE.pem").
+    ///   - pinnedKey: What names the pinned key there ("--pinned-public-key").
+    public func hint(trustingACA: String, pinnedKey: String) -> String? {
+        switch tlsProblem {
+        case .untrusted: "to trust a private CA, \(trustingACA)"
+        case .hostnameMismatch:
+            "fetch it by a host name the certificate names, or give the server a certificate for this host "
+                + "(trusting another CA does not help)"
+        case .pinnedKeyMismatch: "the server's public key is not the one \(pinnedKey) names"
+        case .handshake, nil: nil
+        }
     }
 
     public var description: String { "\(code): \(message)" }

@@ -37,6 +37,10 @@ extension EngineLoop {
         ccurl_setopt_long(easy, CURLOPT_BUFFERSIZE, configuration.bufferSize)
         ccurl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(milliseconds(configuration.connectTimeout)))
         ccurl_setopt_pointer(easy, CURLOPT_PRIVATE, context)
+        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        errorBuffers[ObjectIdentifier(transfer)] = errorBuffer
+        ccurl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         ccurl_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, writeCallback)
         ccurl_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
         ccurl_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION, headerCallback)
@@ -74,6 +78,7 @@ extension EngineLoop {
             curl_easy_cleanup(easy)
             transfer.easy = nil
         }
+        if let buffer = errorBuffers.removeValue(forKey: ObjectIdentifier(transfer)) { buffer.deallocate() }
         if let list = transfer.headerList {
             curl_slist_free_all(list)
             transfer.headerList = nil
@@ -112,6 +117,10 @@ extension EngineLoop {
         if let error = transfer.abortError { return .fatal(error) }
         if let decision = transfer.decision {
             switch decision {
+            case .fail(let error) where error.httpStatus == 407:
+                // Only a proxy sends 407: the response of a plain-http request through it, or of
+                // a CONNECT (libcurl hands that head to the header callback too). Not the origin's.
+                return .fatal(proxyAsksForCredentials(url: url))
             case .fail(let error): return .fatal(error)
             case .restartWithoutRange(let reason):
                 transfer.rememberValidator(nil)
@@ -146,10 +155,8 @@ extension EngineLoop {
                     .sizeMismatch, "the server sent more than the expected size for \(url)",
                     curlCode: Int32(result.rawValue)))
         }
-        if code.isTLS {
-            return .fatal(
-                DownloadError(.tls, "\(url): \(code)\(tlsCause(of: transfer))", curlCode: Int32(result.rawValue)))
-        }
+        if let outcome = proxyOutcome(of: transfer, result: result, url: url) { return outcome }
+        if code.isTLS { return .fatal(tlsError(of: transfer, result: result, url: url)) }
         if code.isTransient || result == CURLE_OK {
             let what = result == CURLE_OK ? "the server closed the connection" : "\(code)"
             return .retryable(
@@ -196,6 +203,39 @@ private let writeCallback: ccurl_data_callback = { data, size, count, userData i
 private let headerCallback: ccurl_data_callback = { data, size, count, userData in
     guard let data, let userData else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(userData).takeUnretainedValue()
-    transfer.headerLine(UnsafeRawBufferPointer(start: data, count: size * count))
+    let line = UnsafeRawBufferPointer(start: data, count: size * count)
+    transfer.headerLine(line)
+    // Identity bytes were asked for (Accept-Encoding: identity); a server that encodes anyway
+    // would have the encoded bytes saved as the file, and a range of them does not resume it.
+    // Stopped before the first body byte (returning less than given aborts the request).
+    if transfer.head.status == 200 || transfer.head.status == 206, let encoding = EngineLoop.contentEncoding(line) {
+        transfer.abortError = DownloadError(
+            .protocolViolation,
+            "\(transfer.machine.currentURL): the server sent the file encoded (Content-Encoding: \(encoding)) "
+                + "although the request asked for its bytes as they are (Accept-Encoding: identity); saved, they "
+                + "would not be the file, and a range of them would not resume it. Serve the file without a "
+                + "Content-Encoding (turn off compression for it on the server)")
+        return 0
+    }
     return size * count
+}
+
+extension EngineLoop {
+    /// The encoding a `Content-Encoding` header line names, or nil for any other line and for
+    /// `identity` (or an empty value).
+    static func contentEncoding(_ line: UnsafeRawBufferPointer) -> String? {
+        let name = "content-encoding:".utf8
+        guard line.count > name.count else { return nil }
+        for (offset, expected) in name.enumerated() {
+            var byte = line[offset]
+            if byte >= 0x41 && byte <= 0x5A { byte += 32 }
+            if byte != expected { return nil }
+        }
+        let value = String(decoding: UnsafeRawBufferPointer(rebasing: line[name.count...]), as: UTF8.self)
+        let codings = value.lowercased().split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        .filter { !$0.isEmpty && $0 != "identity" }
+        return codings.isEmpty ? nil : codings.joined(separator: ", ")
+    }
 }

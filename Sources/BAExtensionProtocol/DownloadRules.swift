@@ -32,6 +32,9 @@ public enum DownloadRules {
 
     /// Checks an identifier: non-empty, at most 1024 bytes, no `/`, no `..`, no NUL, no control
     /// characters. Identifiers become file names, so these rules keep them inside their folder.
+    /// Nor may it hold a bidirectional control (U+061C, U+200E–U+200F, U+202A–U+202E,
+    /// U+2066–U+2069) or start or end with white space: either would let one name show as another
+    /// in `ba downloads` and `ba apps` (`"moc.elpmaxe\u{202E}"` displays as a reversed name).
     public static func checkIdentifier(_ identifier: String, what: String = "identifier") -> Violation? {
         func invalid(_ why: String) -> Violation {
             Violation(code: downloadInvalid, reason: "\(what) \(quoted(identifier)) \(why)")
@@ -41,6 +44,9 @@ public enum DownloadRules {
         var length = 0
         var previousWasDot = false
         var problem: String?
+        // The two bytes before this one, for the bidirectional controls' UTF-8 sequences.
+        var before1: UInt8 = 0
+        var before2: UInt8 = 0
         for byte in identifier.utf8 {
             length += 1
             switch byte {
@@ -49,12 +55,25 @@ public enum DownloadRules {
                 if previousWasDot { problem = problem ?? "contains '..'" }
             case UInt8(ascii: "/"): problem = problem ?? "contains '/'"
             case 0x01..<0x20, 0x7F: problem = problem ?? "contains a control character"
+            case 0x8E, 0x8F, 0xAA...0xAE, 0xA6...0xA9, 0x9C:
+                if let scalar = bidirectionalControl(before2, before1, byte) {
+                    problem =
+                        problem
+                        ?? "contains the bidirectional control U+\(String(scalar, radix: 16, uppercase: true)), which makes a name display as another; remove it"
+                }
             default: break
             }
             previousWasDot = byte == UInt8(ascii: ".")
+            before2 = before1
+            before1 = byte
         }
         if length > maximumIdentifierLength { return invalid("is longer than \(maximumIdentifierLength) bytes") }
         if let problem { return invalid(problem) }
+        if let first = identifier.unicodeScalars.first, let last = identifier.unicodeScalars.last,
+            first.properties.isWhitespace || last.properties.isWhitespace
+        {
+            return invalid("starts or ends with white space, which does not show where it is listed; remove it")
+        }
         if identifier == "." { return invalid("is '.', which names the folder it would be created in") }
         return nil
     }
@@ -208,6 +227,18 @@ public enum DownloadRules {
         return result
     }
 
+    /// The bidirectional control whose UTF-8 encoding ends with `a b c` (or `b c`), if any:
+    /// U+061C, U+200E–U+200F, U+202A–U+202E, U+2066–U+2069.
+    static func bidirectionalControl(_ a: UInt8, _ b: UInt8, _ c: UInt8) -> UInt32? {
+        if b == 0xD8 && c == 0x9C { return 0x061C }
+        guard a == 0xE2 else { return nil }
+        switch (b, c) {
+        case (0x80, 0x8E...0x8F), (0x80, 0xAA...0xAE), (0x81, 0xA6...0xA9):
+            return 0x2000 | (UInt32(b & 0x0F) << 6) | UInt32(c & 0x3F)
+        default: return nil
+        }
+    }
+
     static func isHexDigit(_ byte: UInt8) -> Bool {
         (48...57).contains(byte) || (97...102).contains(byte) || (65...70).contains(byte)
     }
@@ -219,11 +250,12 @@ public enum DownloadRules {
             }
     }
 
-    /// A value quoted for an error message, with control characters escaped.
+    /// A value quoted for an error message, with control and format characters (bidirectional
+    /// controls, zero-width ones) escaped, so the message shows what was sent.
     static func quoted(_ value: String) -> String {
         var out = "'"
         for scalar in value.unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F {
+            if scalar.value < 0x20 || scalar.value == 0x7F || scalar.properties.generalCategory == .format {
                 out += "\\u{\(String(scalar.value, radix: 16))}"
             } else {
                 out.unicodeScalars.append(scalar)

@@ -1,5 +1,6 @@
 import Foundation
 internal import GRDB
+import Synchronization
 
 /// basd's durable state in one SQLite file: registered apps, downloads, the event log owed to
 /// apps and extensions, and the history of extension calls.
@@ -30,6 +31,8 @@ public final class BAStore: Sendable {
     public let path: String
     let pool: DatabasePool
     let clock: @Sendable () -> Date
+    /// ``close()`` was called.
+    private let isClosed = Atomic<Bool>(false)
 
     /// The newest schema version this build knows (a file of a newer one is refused).
     public static var schemaVersion: Int { Schema.currentVersion }
@@ -49,15 +52,25 @@ public final class BAStore: Sendable {
     /// - Parameters:
     ///   - path: The database file, e.g. `$XDG_DATA_HOME/background-assets/state.sqlite`.
     ///   - clock: Where the store's timestamps come from (tests pass a fixed clock).
+    ///   - vet: Called with what the file held, after the integrity check and before anything is
+    ///     written to it (no migration has run yet); throw to refuse the file, which is then closed
+    ///     unchanged. basd refuses an empty store while app group containers exist
+    ///     (``BAStoreError/Code/stateLost``).
     /// - Throws: ``BAStoreError`` with ``BAStoreError/Code/schemaTooNew`` when the file was
-    ///   written by a newer version, ``BAStoreError/Code/database`` when it cannot be opened or is
-    ///   not a database.
+    ///   written by a newer version, ``BAStoreError/Code/corrupt`` when it fails SQLite's
+    ///   `quick_check`, ``BAStoreError/Code/database`` when it cannot be opened or is not a
+    ///   database, or what `vet` threw.
     public static func open(
-        path: String, clock: @escaping @Sendable () -> Date = { Date() }
+        path: String, clock: @escaping @Sendable () -> Date = { Date() },
+        vet: (OpeningContents) throws(BAStoreError) -> Void = { _ in }
     ) throws(BAStoreError)
         -> BAStore
     {
         try prepareFile(at: path)
+        // Read-only steps first, on a read-only connection: GRDB's pool writes to a missing or
+        // empty -wal as it opens (a table created and dropped), and a refused file must be left
+        // as it was found, so that a -wal the user puts back still applies.
+        try vet(try inspect(path: path))
         var configuration = Configuration()
         configuration.label = "BAStore"
         configuration.foreignKeysEnabled = true
@@ -75,14 +88,31 @@ public final class BAStore: Sendable {
             throw mapError(error, path: path, doing: "opening the database")
         }
         let store = BAStore(path: path, pool: pool, clock: clock)
-        try store.migrate()
+        do throws(BAStoreError) {
+            try store.migrate()
+        } catch {
+            try? store.close()
+            throw error
+        }
         return store
     }
 
     /// Closes the database. Later calls fail with ``BAStoreError/Code/database``. Also happens
     /// when the store is deinitialized.
     public func close() throws(BAStoreError) {
-        do { try pool.close() } catch { throw Self.mapError(error, path: path, doing: "closing the database") }
+        do {
+            // Everything into the main file, and the -wal truncated: after a clean stop the file
+            // alone is the whole store (docs/state.md, "Backing up the store"). SQLite's own
+            // checkpoint at the last close does not happen while cached statements keep the
+            // connection open. Best effort: a reader of another process may hold the log.
+            // Once only: GRDB's checkpoint on a closed connection dereferences a null handle.
+            if !isClosed.exchange(true, ordering: .acquiringAndReleasing) {
+                _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+            }
+            try pool.close()
+        } catch {
+            throw Self.mapError(error, path: path, doing: "closing the database")
+        }
     }
 
     // MARK: - Opening
@@ -110,6 +140,70 @@ public final class BAStore: Sendable {
             throw BAStoreError(
                 .database, "cannot create the database file: check that \(directory) is writable", path: path)
         }
+    }
+
+    /// Most findings of `quick_check` put in a message.
+    static let reportedFindings = 5
+
+    /// `PRAGMA quick_check`, then what the file holds, on a read-only connection that writes
+    /// nothing. `quick_check` reads every page of every table and index and checks its structure
+    /// (it skips only matching index entries to rows, which `integrity_check` adds at several times
+    /// the cost). Throws ``BAStoreError/Code/corrupt`` naming what it found.
+    private static func inspect(path: String) throws(BAStoreError) -> OpeningContents {
+        var configuration = Configuration()
+        configuration.label = "BAStore.inspect"
+        configuration.readonly = true
+        configuration.busyMode = .timeout(5)
+        let result: (findings: [String], contents: OpeningContents)
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            result = try queue.read { db in
+                let findings = try String.fetchAll(db, sql: "PRAGMA quick_check(\(reportedFindings))")
+                guard findings == ["ok"] else {
+                    return (findings, OpeningContents(hasSchema: false, appCount: 0, hasHistory: false))
+                }
+                return (findings, try openingContents(db))
+            }
+        } catch {
+            throw mapError(error, path: path, doing: "checking the database's integrity")
+        }
+        guard result.findings == ["ok"] else {
+            throw corrupt(path: path, findings: result.findings.isEmpty ? ["no answer"] : result.findings)
+        }
+        return result.contents
+    }
+
+    /// The error for a damaged file: what SQLite found and the three ways out.
+    static func corrupt(path: String, findings: [String], cause: (any Error)? = nil) -> BAStoreError {
+        let shown = findings.prefix(reportedFindings).joined(separator: "; ")
+        let folder = (path as NSString).deletingLastPathComponent
+        let recovered = (folder as NSString).appendingPathComponent("recovered.sqlite")
+        return BAStoreError(
+            .corrupt,
+            "the database \(path) is damaged (SQLite found: \(shown)); basd does not serve a damaged store, "
+                + "which would lose or misread downloads. With basd stopped, either restore the file from a backup "
+                + "(docs/operations.md, \"Backups\"), or keep what is readable: `sqlite3 \(path) .recover "
+                + "| sqlite3 \(recovered)`, then move \(recovered) in its place and delete its -wal and -shm files; "
+                + "or start over: move \(path) and its -wal and -shm files aside and install the apps again "
+                + "(`ba install`)",
+            path: path, cause: cause)
+    }
+
+    /// What the file holds, read before any migration (on a file without tables: nothing).
+    private static func openingContents(_ db: Database) throws -> OpeningContents {
+        let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'"))
+        var contents = OpeningContents(hasSchema: tables.contains("app"), appCount: 0, hasHistory: false)
+        if contents.hasSchema {
+            contents.appCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM app") ?? 0
+        }
+        if tables.contains("sqlite_sequence") {
+            // AUTOINCREMENT keeps the highest id ever given, also after its rows are pruned (a
+            // table rebuilt by a migration leaves a row with 0).
+            contents.hasHistory =
+                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sqlite_sequence WHERE seq > 0)") ?? false
+        }
+        return contents
     }
 
     /// Refuses a newer schema, then applies the missing migrations (each in its own transaction).
@@ -218,7 +312,8 @@ public final class BAStore: Sendable {
         let advice: String
         switch error.resultCode {
         case .SQLITE_NOTADB: advice = "the file is not an SQLite database: check the path, or move the file aside"
-        case .SQLITE_CORRUPT: advice = "the database is corrupt: move it aside (basd starts with an empty state)"
+        case .SQLITE_CORRUPT:
+            return corrupt(path: path, findings: ["\(doing): \(error.message ?? "corrupt")"], cause: error)
         case .SQLITE_FULL: advice = "the disk is full: free space and retry"
         case .SQLITE_BUSY, .SQLITE_LOCKED:
             advice = "another process held the database locked for too long (is a second basd running?)"
@@ -251,5 +346,18 @@ extension BAStore {
     /// `PRAGMA integrity_check`: `["ok"]` for a sound file, else SQLite's findings.
     package func integrityCheck() throws(BAStoreError) -> [String] {
         try read("checking integrity") { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+    }
+}
+
+extension BAStore {
+    /// The page size and the number of the first page (the b-tree root) of `table`: tests damage
+    /// that page to check that a damaged file is refused.
+    package func rootPage(of table: String) throws(BAStoreError) -> (pageSize: Int, page: Int) {
+        try read("finding the root page of \(table)") { db in
+            let size = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0
+            let page =
+                try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = ?", arguments: [table]) ?? 0
+            return (size, page)
+        }
     }
 }

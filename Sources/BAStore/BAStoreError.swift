@@ -24,6 +24,13 @@ public struct BAStoreError: Error, Sendable, CustomStringConvertible {
         /// The database was written by a newer version of this software; this one refuses to
         /// touch it rather than misread it.
         public static let schemaTooNew = Code(rawValue: "schemaTooNew")
+        /// The file fails SQLite's `quick_check` (a damaged page, a broken index): the message
+        /// says what SQLite found and how to restore, recover or start over.
+        public static let corrupt = Code(rawValue: "corrupt")
+        /// The file holds no apps and no history while files it should know about exist (basd:
+        /// app group containers): most likely a copy made without its `-wal` file. Refused, so that
+        /// nothing is silently forgotten; the message says how to put the state back or start over.
+        public static let stateLost = Code(rawValue: "stateLost")
         /// SQLite failed: the file cannot be opened or created, is not a database, is corrupt, the
         /// disk is full, … ``BAStoreError/cause`` holds SQLite's error.
         public static let database = Code(rawValue: "database")

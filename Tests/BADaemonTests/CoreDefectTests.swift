@@ -171,6 +171,48 @@ struct CoreDefectTests {
         }
     }
 
+    /// A NUL inside `hello`'s bundle identifier was cut where SQLite read it and the rest
+    /// accepted: the connection spoke as the registered app. Names that display as other names
+    /// (a bidirectional override, white space at an end) were registered and listed.
+    @Test("hello with a NUL or a bidirectional control in its bundle identifier, and such registrations, are refused")
+    func spoofedBundleIdentifiers() async throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        try DownloadServiceTests.register(daemon)
+        for (bundle, why) in [
+            (Self.app + "\u{0}evil", "NUL"), (Self.app + "\u{202E}", "U+202E"), (Self.app + " ", "white space"),
+        ] {
+            for role in [ClientInfo.Role.app, .extension] {
+                do {
+                    let client = try DaemonClient(
+                        socketPath: daemon.socketPath,
+                        client: ClientInfo(role: role, bundleIdentifier: bundle, pid: getpid()))
+                    client.close()
+                    Issue.record("hello as \(role) \(bundle.debugDescription) was accepted")
+                } catch {
+                    #expect(error.message.contains(why), "\(bundle.debugDescription): \(error.message)")
+                    #expect(error.message.contains("bundle identifier"), "\(error.message)")
+                }
+            }
+        }
+        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        defer { cli.close() }
+        for (bundle, group) in [("moc.elpmaxe\u{202E}", "g"), ("a", "group.\u{2066}b"), ("a ", "g"), ("a", " g")] {
+            do {
+                try cli.call(
+                    .registerApp(
+                        AppRegistration(
+                            bundleIdentifier: bundle, version: "1", appGroupIdentifier: group,
+                            appDirectory: daemon.directory.path, extensionPath: nil)))
+                Issue.record("registered \(bundle.debugDescription) in \(group.debugDescription)")
+            } catch {
+                #expect(error.code == 0, "\(error.message)")
+            }
+        }
+        guard case .apps(let apps) = try cli.call(.listApps) else { throw HarnessError("listApps not answered") }
+        #expect(apps.map(\.bundleIdentifier) == [Self.app])
+    }
+
     /// basd's log escapes control characters in what a client sent: here an unknown request
     /// type, which basd quotes when it closes the connection.
     @Test("control characters a client sends are escaped in basd's log")

@@ -125,4 +125,48 @@ import Testing
         }
         #expect(pinned.code == .tls, "\(pinned)")
     }
+
+    /// A certificate for other names than the URL's host was reported as "unspecified
+    /// certificate verification error (X.509 error 1)" with the private-CA hint, which does not
+    /// fix it. The server's certificate names only 127.0.0.1; the URL says localhost.
+    @Test func aCertificateForOtherNamesIsReportedAsSuchWithTheRightHint() async throws {
+        let certificates = try await makeCertificates()
+        defer { certificates.directory.remove() }
+        let root = certificates.directory.url.appendingPathComponent("root")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try Data([1, 2, 3]).write(to: root.appendingPathComponent("asset.bin"))
+        let (server, port) = try startServer(certificates, root: root.path)
+        defer { server.terminate() }
+
+        let engine = DownloadEngine()
+        defer { engine.shutdown() }
+        let events = EventReader(engine)
+        let url = "https://localhost:\(port)/asset.bin"
+        engine.add(
+            DownloadRequest(
+                id: "other-name", url: url, destination: certificates.directory.path + "/other-name",
+                isForeground: true, trust: .init(caFile: certificates.ca)))
+        guard case .failed(_, let error) = await events.end(of: "other-name") else {
+            Issue.record("\(events.seen)")
+            return
+        }
+        #expect(error.code == .tls && error.tlsProblem == .hostnameMismatch, "\(error)")
+        #expect(error.message.contains("the server's certificate is for other names than localhost"), "\(error)")
+        #expect(error.message.contains("target host name"), "libcurl's words: \(error)")
+        #expect(!error.message.contains("X.509 error 1)"), "\(error)")
+        let hint = try #require(error.hint(trustingACA: "TRUST", pinnedKey: "PIN"))
+        #expect(!hint.contains("TRUST") && hint.contains("host name the certificate names"), "\(hint)")
+
+        // ba fetch: the same words; an untrusted certificate gets the --cacert hint, this one not.
+        let ba = BuildProducts.executable("ba")
+        let mismatch = try await runProcess(
+            ba, ["fetch", url, "-o", certificates.directory.path + "/out", "--cacert", certificates.ca])
+        #expect(mismatch.status == 20, "\(mismatch.stderr)")
+        #expect(mismatch.stderr.contains("other names than localhost"), "\(mismatch.stderr)")
+        #expect(!mismatch.stderr.contains("--cacert"), "\(mismatch.stderr)")
+        let untrusted = try await runProcess(
+            ba, ["fetch", "https://127.0.0.1:\(port)/asset.bin", "-o", certificates.directory.path + "/out"])
+        #expect(untrusted.status == 20, "\(untrusted.stderr)")
+        #expect(untrusted.stderr.contains("--cacert FILE.pem"), "\(untrusted.stderr)")
+    }
 }

@@ -111,6 +111,36 @@ import Testing
         #expect(DownloadRules.check(corrupt)?.reason.contains("malformed") == true)
     }
 
+    /// Names that display as other names (bidirectional controls, white space at either end) are
+    /// refused by the one rule set, for download identifiers, bundle and group identifiers alike;
+    /// the message shows the control escaped.
+    @Test(arguments: [
+        ("moc.elpmaxe\u{202E}", "U+202E"), ("\u{202D}com.example.game", "U+202D"), ("a\u{200E}b", "U+200E"),
+        ("a\u{200F}", "U+200F"), ("a\u{202A}b", "U+202A"), ("a\u{2066}b", "U+2066"), ("a\u{2069}", "U+2069"),
+        ("a\u{061C}b", "U+61C"), ("com.example.game ", "white space"), (" com.example.game", "white space"),
+        ("level-1\u{00A0}", "white space"), ("level-1\t", "control character"),
+    ])
+    func spoofingIdentifiers(identifier: String, why: String) throws {
+        for what in ["identifier", "bundle identifier"] {
+            let violation = try #require(
+                DownloadRules.checkFolderName(identifier, what: what), "\(identifier.debugDescription)")
+            #expect(violation.reason.contains(why), "\(violation.reason)")
+            #expect(violation.reason.hasPrefix(what))
+            #expect(!violation.reason.unicodeScalars.contains { $0.properties.generalCategory == .format })
+        }
+        var returned = download
+        returned.identifier = identifier
+        #expect(DownloadRules.check(returned)?.reason.contains(why) == true)
+    }
+
+    @Test func namesThatLookAlikeButHoldNoControlsAreAccepted() {
+        // Letters of other scripts, a space inside, and characters whose UTF-8 ends in the bytes
+        // the bidirectional check looks at (U+202F, U+00AE, U+2070).
+        for identifier in ["level 1", "niveau-été", "уровень", "a\u{202F}b", "\u{00AE}", "x\u{2070}"] {
+            #expect(DownloadRules.checkIdentifier(identifier) == nil, "\(identifier.debugDescription)")
+        }
+    }
+
     @Test func rules() {
         #expect(DownloadRules.checkIdentifier("ok.name-1_2") == nil)
         #expect(DownloadRules.checkIdentifier("") != nil)

@@ -90,4 +90,50 @@ import Testing
         let mode = try FileManager.default.attributesOfItem(atPath: folder.path)[.posixPermissions] as? Int
         #expect(mode == 0o700)
     }
+
+    @Test func vetSeesWhatTheFileHeldBeforeAnyMigrationAndARefusedFileIsLeftAsItWas() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.store.close()
+        let fresh = test.directory.appendingPathComponent("fresh.sqlite").path
+        var seen: [OpeningContents] = []
+        try BAStore.open(path: fresh, vet: { seen.append($0) }).close()
+        try BAStore.open(path: test.path, vet: { seen.append($0) }).close()
+        #expect(seen.map(\.hasSchema) == [false, true])
+        #expect(seen.allSatisfy { $0.isEmpty })
+
+        let reopened = try BAStore.open(path: test.path)
+        try reopened.register(
+            StoredApp(bundleIdentifier: "com.example.game", version: "1.0", appDirectory: "/opt/game"))
+        try reopened.close()
+        try BAStore.open(path: test.path, vet: { seen.append($0) }).close()
+        #expect(seen.last == OpeningContents(hasSchema: true, appCount: 1, hasHistory: false))
+
+        // A refusal passes through, and the file is closed as it was found.
+        let before = try Data(contentsOf: URL(fileURLWithPath: test.path))
+        let error = #expect(throws: BAStoreError.self) {
+            _ = try BAStore.open(
+                path: test.path,
+                vet: { _ throws(BAStoreError) in throw BAStoreError(.stateLost, "refused", path: test.path) })
+        }
+        #expect(error?.code == .stateLost)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: test.path)) == before)
+    }
+
+    @Test func refusesADamagedFileNamingWhatSQLiteFound() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.registerApp()
+        for index in 0..<50 { try test.schedule("level-\(index)") }
+        let root = try test.store.rootPage(of: "download")
+        try test.store.close()
+        let handle = try #require(FileHandle(forUpdatingAtPath: test.path))
+        try handle.seek(toOffset: UInt64((root.page - 1) * root.pageSize))
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: root.pageSize))
+        try handle.close()
+        let error = expectStoreError(.corrupt) { _ = try BAStore.open(path: test.path) }
+        for words in [test.path, "damaged", "SQLite found", ".recover", "backup"] {
+            #expect(error?.message.contains(words) == true, "\(String(describing: error))")
+        }
+    }
 }

@@ -25,6 +25,11 @@ final class RequestRouter: @unchecked Sendable {
                 Refusal(
                     .callerConnectionNotAccepted, "an \(client.role.rawValue) client must name its bundle identifier"))
         }
+        // The rules of a registration: a NUL would be cut where SQLite reads the text, and the
+        // rest would name another app.
+        if let violation = DownloadRules.checkFolderName(bundleIdentifier, what: "bundle identifier") {
+            return .failure(Refusal(.callerConnectionNotAccepted, "\(violation.reason); hello refused"))
+        }
         do {
             guard let app = try store.app(bundleIdentifier) else {
                 return .failure(

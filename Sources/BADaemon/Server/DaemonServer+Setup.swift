@@ -1,4 +1,5 @@
 import BAExclusiveControl
+import BAStore
 import Foundation
 
 extension DaemonServer {
@@ -37,26 +38,43 @@ extension DaemonServer {
                 try FileManager.default.createDirectory(
                     atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
+                if let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError,
+                    underlying.domain == NSPOSIXErrorDomain
+                {
+                    throw DaemonError(
+                        .directory, "cannot create the \(what) \(path): \(describe(errno: Int32(underlying.code)))")
+                }
                 throw DaemonError(.directory, "cannot create the \(what) \(path)", cause: error as NSError)
+            }
+        }
+
+        /// `strerror(code)` and what to do about it, for a file basd must write in its state folder.
+        static func describe(errno code: Int32) -> String {
+            let text = String(cString: strerror(code))
+            switch code {
+            case EROFS:
+                return "\(text): the state folder is on a file system mounted read-only; "
+                    + "remount it read-write, or give basd a writable one (--state-dir or BA_STATE_DIR)"
+            case EACCES, EPERM:
+                return "\(text): basd (uid \(getuid())) may not write there; make the state folder yours and "
+                    + "writable (chown, chmod u+rwx), or give basd another one (--state-dir or BA_STATE_DIR)"
+            case ENOSPC, EDQUOT: return "\(text): free some space on its file system, then start basd again"
+            default: return "\(text) (errno \(code))"
             }
         }
 
         /// Takes the state directory's lock without waiting and writes our pid into the file.
         static func takeLock(at path: String) throws(DaemonError) -> ExclusiveControlLock {
             let lock: ExclusiveControlLock
-            do {
+            do throws(ExclusiveControlLock.Failure) {
                 lock = try ExclusiveControlLock(path: path)
                 try lock.acquire(timeoutMilliseconds: 0)
-            } catch .notAcquired {
-                let holder = (try? String(contentsOfFile: path, encoding: .utf8))?
-                    .trimmingCharacters(in: .whitespacesAndNewlines)
-                let by = holder.flatMap(Int32.init).map { " (held by pid \($0))" } ?? ""
-                throw DaemonError(
-                    .alreadyRunning,
-                    "another basd is using this state directory: the lock \(path) is taken\(by); stop it or use another state directory"
-                )
             } catch {
-                throw DaemonError(.lock, "cannot lock \(path)", cause: error)
+                guard case .system(let call, let code) = error else {
+                    throw alreadyRunning(lockPath: path)
+                }
+                throw DaemonError(
+                    .lock, "cannot \(call == "open" ? "create" : "lock") \(path): \(describe(errno: code))")
             }
             // Rewritten in place (not replaced): the flock belongs to the open file, not the name.
             if let handle = FileHandle(forWritingAtPath: path) {
@@ -65,6 +83,42 @@ extension DaemonServer {
                 try? handle.close()
             }
             return lock
+        }
+
+        /// The error for a lock another basd holds, with its pid from the lock file.
+        static func alreadyRunning(lockPath path: String) -> DaemonError {
+            let holder = (try? String(contentsOfFile: path, encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            let by = holder.flatMap(Int32.init).map { " (held by pid \($0))" } ?? ""
+            return DaemonError(
+                .alreadyRunning,
+                "another basd is using this state directory: the lock \(path) is taken\(by); stop it or use another state directory"
+            )
+        }
+
+        /// Refuses a store that holds nothing (no apps, no history) while `groupsDirectory` holds
+        /// app group containers: such a store lost its state (most often a copy made without its
+        /// `-wal` file, which holds every change since the last checkpoint), and serving it would
+        /// silently forget every app and download. Runs before anything is written to the file,
+        /// so putting the `-wal` back afterwards still works.
+        static func vetStore(_ contents: OpeningContents, path: String, groupsDirectory: String) throws(BAStoreError) {
+            guard contents.isEmpty else { return }
+            let containers = ((try? FileManager.default.contentsOfDirectory(atPath: groupsDirectory)) ?? [])
+                .filter { !$0.hasPrefix(".") }.sorted()
+            guard !containers.isEmpty else { return }
+            let shown = containers.prefix(5).joined(separator: ", ") + (containers.count > 5 ? ", …" : "")
+            let state =
+                contents.hasSchema
+                ? "holds no apps and no history" : "is empty (no tables: new, or only ever written to its -wal file)"
+            throw BAStoreError(
+                .stateLost,
+                "the database \(path) \(state), but \(groupsDirectory) holds the containers of "
+                    + "\(containers.count) app group(s) (\(shown)): the state was lost, most likely copied or restored "
+                    + "without its -wal file (\(path)-wal), where SQLite keeps every change since the last checkpoint. "
+                    + "basd does not start on it, so that nothing is forgotten silently. Put \(path)-wal back from the "
+                    + "same copy (with basd stopped) and start basd again; or, to start over, move \(groupsDirectory) "
+                    + "aside (it keeps the apps' files) and install the apps again (`ba install`)",
+                path: path)
         }
 
         /// Whether a listening unix socket is bound to `path`, from `/proc/net/unix` (without

@@ -100,7 +100,10 @@ public final class DaemonServer: Sendable {
     ///
     /// - Throws: ``DaemonError``: `.alreadyRunning` (naming the lock file and the holder's pid)
     ///   when another basd uses the state directory; `.directory`, `.lock`, `.store`, `.socket`
-    ///   for the step that failed. Nothing is left locked or bound when it throws.
+    ///   for the step that failed. `.store` also when the store fails SQLite's `quick_check`, or
+    ///   holds nothing while the state folder's `groups/` holds app group containers (a copy made
+    ///   without its `-wal`): the message names the file and what to do (docs/state.md, "Checked
+    ///   at start"). Nothing is left locked or bound when it throws.
     public static func start(_ configuration: Configuration) async throws(DaemonError) -> DaemonServer {
         var configuration = configuration
         if let activated = configuration.activatedSocket { configuration.socketPath = activated.path }
@@ -114,8 +117,16 @@ public final class DaemonServer: Sendable {
                 try Setup.prepareSocketPath(configuration.socketPath)
             }
             let store: BAStore
-            do {
-                store = try BAStore.open(path: configuration.storePath)
+            do throws(BAStoreError) {
+                let groups = AppContainers(stateDirectory: configuration.stateDirectory).groupsDirectory
+                store = try BAStore.open(
+                    path: configuration.storePath,
+                    vet: { contents throws(BAStoreError) in
+                        try Setup.vetStore(contents, path: configuration.storePath, groupsDirectory: groups)
+                    })
+            } catch  where error.code == .corrupt || error.code == .stateLost {
+                // The message names the file and the ways out; SQLite's own words add nothing.
+                throw DaemonError(.store, "cannot start: \(error.message)")
             } catch {
                 throw DaemonError(.store, "cannot open basd's state at \(configuration.storePath)", cause: error)
             }

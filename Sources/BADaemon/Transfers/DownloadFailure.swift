@@ -34,14 +34,13 @@ enum DownloadFailure {
         return StoredDownload.Failure(domain: domain, code: code, message: message(error))
     }
 
-    /// The engine's message, and for a TLS failure the basd setting that fixes it.
+    /// The engine's message, and for a TLS failure what fixes it (for a private CA: basd's setting).
     static func message(_ error: DownloadError) -> String {
-        guard error.code == .tls else { return error.message }
-        // CURLE_SSL_PINNEDPUBKEYNOTMATCH
-        if error.curlCode == 90 {
-            return error.message + "; the server's public key is not the one basd's pinnedPublicKey setting names"
-        }
-        return error.message
-            + "; to trust a private CA, name it in basd's settings (caFile: a PEM file, or caDirectory; docs/operations.md)"
+        guard
+            let hint = error.hint(
+                trustingACA: "name it in basd's settings (caFile: a PEM file, or caDirectory; docs/operations.md)",
+                pinnedKey: "basd's pinnedPublicKey setting")
+        else { return error.message }
+        return error.message + "; " + hint
     }
 }

@@ -1,0 +1,151 @@
+import BADaemonProtocol
+import BAStore
+import BATestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// basd checks its store before serving it (docs/state.md, "Checked at start"): a damaged file, or
+/// one that lost its state while the apps' containers are still there, is refused with a message
+/// naming the file and what to do, never served as an empty or partly readable state.
+@Suite("basd checks its store at start", .timeLimit(.minutes(2)))
+struct StoreStartupTests {
+    static let app = "com.example.startup"
+    static let group = "group.com.example.startup"
+
+    /// Registers the app and connects as it, which creates its app group container.
+    static func registerWithContainer(_ daemon: DaemonProcess) throws {
+        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        defer { cli.close() }
+        try cli.call(
+            .registerApp(
+                AppRegistration(
+                    bundleIdentifier: app, version: "1.0", appGroupIdentifier: group,
+                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        let client = try DaemonClient(
+            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()))
+        client.close()
+    }
+
+    static func apps(_ daemon: DaemonProcess) throws -> [String] {
+        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        defer { cli.close() }
+        guard case .apps(let apps) = try cli.call(.listApps) else { throw HarnessError("listApps not answered") }
+        return apps.map(\.bundleIdentifier)
+    }
+
+    static func size(_ path: String) -> Int64? {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int64(info.st_size) : nil
+    }
+
+    @Test("a state folder copied without its -wal after a crash is refused; with the -wal it starts with its apps")
+    func copiedWithoutWAL() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        try Self.registerWithContainer(daemon)
+        // A crash: no clean close, so no checkpoint; everything since the start is in the -wal.
+        daemon.send(SIGKILL)
+        #expect(daemon.waitForExit(timeout: 10) != nil)
+        let wal = daemon.stateDirectory + "/state.sqlite-wal"
+        #expect((Self.size(wal) ?? 0) > 0, "the -wal holds the commits")
+
+        // What a careless `cp` or a backup tool that skips -wal files copies.
+        let copy = try TemporaryDirectory()
+        defer { copy.remove() }
+        let state = copy.path + "/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: daemon.stateDirectory + "/state.sqlite", toPath: state + "/state.sqlite")
+        try FileManager.default.copyItem(atPath: daemon.stateDirectory + "/groups", toPath: state + "/groups")
+        let mainSize = Self.size(state + "/state.sqlite")
+
+        let refused = try runDaemonToExit(stateDirectory: state, socketPath: copy.path + "/run/basd.sock")
+        #expect(refused.status == 1)
+        #expect(!refused.stdout.contains("listening"), "\(refused.stdout)")
+        for words in [state + "/state.sqlite", "-wal", state + "/groups", Self.group, "ba install"] {
+            #expect(refused.stderr.contains(words), "missing \(words.debugDescription) in: \(refused.stderr)")
+        }
+        // Refused before anything was written: the file is as it was copied, no frames were added.
+        #expect(Self.size(state + "/state.sqlite") == mainSize)
+        #expect((Self.size(state + "/state.sqlite-wal") ?? 0) == 0)
+
+        // The advice works: put the -wal back and basd starts with the app.
+        try? FileManager.default.removeItem(atPath: state + "/state.sqlite-wal")
+        try? FileManager.default.removeItem(atPath: state + "/state.sqlite-shm")
+        try FileManager.default.copyItem(atPath: wal, toPath: state + "/state.sqlite-wal")
+        let restored = try DaemonProcess(directory: copy)
+        defer { restored.kill() }
+        #expect(try Self.apps(restored) == [Self.app])
+    }
+
+    @Test("an empty store without containers starts: a first start, an empty groups folder")
+    func emptyWithoutContainersStarts() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        #expect(try Self.apps(daemon).isEmpty)
+        daemon.send(SIGTERM)
+        #expect(daemon.waitForExit(timeout: 20) == 0)
+        // An empty groups/ folder is not a container.
+        try FileManager.default.createDirectory(
+            atPath: daemon.stateDirectory + "/groups", withIntermediateDirectories: true)
+        let again = try DaemonProcess(directory: daemon.directory)
+        defer { again.kill() }
+        #expect(try Self.apps(again).isEmpty)
+    }
+
+    @Test("a store with a garbage page is refused, naming the file, what SQLite found and the ways out")
+    func garbagePage() throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        try Self.registerWithContainer(daemon)
+        // A clean stop checkpoints: every table is in the main file.
+        daemon.send(SIGTERM)
+        #expect(daemon.waitForExit(timeout: 20) == 0)
+        let path = daemon.stateDirectory + "/state.sqlite"
+        let store = try BAStore.open(path: path)
+        let root = try store.rootPage(of: "app")
+        try store.close()
+        #expect(root.page > 1 && root.pageSize > 0)
+
+        // Garbage over the app table's page, as a bad sector or a stray write would leave it.
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.seek(toOffset: UInt64((root.page - 1) * root.pageSize))
+        var generator = SeededGenerator(state: 19)
+        try handle.write(
+            contentsOf: Data((0..<root.pageSize).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+        try handle.close()
+
+        let refused = try runDaemonToExit(stateDirectory: daemon.stateDirectory, socketPath: daemon.socketPath)
+        #expect(refused.status == 1)
+        for words in [path, "damaged", "SQLite found", ".recover", "backup", "move"] {
+            #expect(refused.stderr.contains(words), "missing \(words.debugDescription) in: \(refused.stderr)")
+        }
+    }
+
+    /// A state folder on a file system mounted read-only said only "errno: 30".
+    @Test(
+        "a read-only state folder: basd says what is wrong and how to fix it",
+        .enabled(if: SmallFileSystem.available, "needs `mount -t tmpfs` (root); skipped where it is not permitted"))
+    func readOnlyStateFolder() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.path + "/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let mount = try runProcessBlocking(
+            "/bin/mount", ["-t", "tmpfs", "-o", "ro,size=1m,mode=0700", "tmpfs", state], environment: [:],
+            currentDirectory: nil)
+        try #require(mount.status == 0, "mount -o ro: \(mount.stderr)")
+        defer { SmallFileSystem.unmount(state) }
+
+        let refused = try runDaemonToExit(stateDirectory: state, socketPath: directory.path + "/run/basd.sock")
+        #expect(refused.status == 1)
+        for words in [state, "Read-only file system", "mounted read-only", "--state-dir"] {
+            #expect(refused.stderr.contains(words), "missing \(words.debugDescription) in: \(refused.stderr)")
+        }
+        #expect(!refused.stderr.contains("errno: 30"), "\(refused.stderr)")
+    }
+}
