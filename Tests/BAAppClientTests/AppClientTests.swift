@@ -69,9 +69,9 @@ struct AppClientTests {
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
 
-        let scheduled = try app.run("schedule a \(server.url("/a.bin")) \(contents.count)")
+        let scheduled = try await app.run("schedule a \(server.url("/a.bin")) \(contents.count)")
         #expect(scheduled.bool("ok") == true, "\(scheduled.object)")
-        let finished = try app.wait("finished") { $0.callback == "finished" }[0]
+        let finished = try await app.wait("finished") { $0.callback == "finished" }[0]
         #expect(finished.int("size") == contents.count)
         #expect(finished.string("sha256") == (try Self.sha256Hex(contents)))
         let path = try #require(finished.string("path"))
@@ -91,7 +91,7 @@ struct AppClientTests {
         }
         // Removed after the callback returned (then acknowledged).
         try Self.waitUntil("the delivered file is removed") { !FileManager.default.fileExists(atPath: path) }
-        let list = try app.run("list")
+        let list = try await app.run("list")
         #expect((list["downloads"] as? [Any])?.isEmpty == true)
         try await server.shutdown()
     }
@@ -112,8 +112,8 @@ struct AppClientTests {
             socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group,
             environment: ["BA_TEST_APP_MOVE_TO": keep])
         defer { app.kill() }
-        #expect(try app.run("schedule m \(server.url("/m.bin")) \(contents.count)").bool("ok") == true)
-        let finished = try app.wait("finished") { $0.callback == "finished" }[0]
+        #expect(try await app.run("schedule m \(server.url("/m.bin")) \(contents.count)").bool("ok") == true)
+        let finished = try await app.wait("finished") { $0.callback == "finished" }[0]
         #expect(finished.string("movedTo") == keep + "/m")
         #expect(try Data(contentsOf: URL(fileURLWithPath: keep + "/m")) == Data(contents))
         try await server.shutdown()
@@ -132,28 +132,28 @@ struct AppClientTests {
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
         let url = server.url("/slow.bin")
-        #expect(try app.run("schedule slow \(url) 100000").bool("ok") == true)
-        #expect(try app.run("schedule slow \(url) 100000").errorCode == 100)
-        #expect(try app.run("schedule ess \(url) 100000 essential").errorCode == 109)
-        #expect(try app.run("cancel nope").errorCode == 101)
-        #expect(try app.run("promote nope").errorCode == 101)
-        let list = try app.run("alist")
+        #expect(try await app.run("schedule slow \(url) 100000").bool("ok") == true)
+        #expect(try await app.run("schedule slow \(url) 100000").errorCode == 100)
+        #expect(try await app.run("schedule ess \(url) 100000 essential").errorCode == 109)
+        #expect(try await app.run("cancel nope").errorCode == 101)
+        #expect(try await app.run("promote nope").errorCode == 101)
+        let list = try await app.run("alist")
         let identifiers = (list["downloads"] as? [[String: Any]])?.compactMap { $0["identifier"] as? String }
         #expect(identifiers == ["slow"])
-        #expect(try app.run("cancel slow").bool("ok") == true)
-        #expect(try app.run("cancel slow").errorCode == 101)
+        #expect(try await app.run("cancel slow").bool("ok") == true)
+        #expect(try await app.run("cancel slow").errorCode == 101)
 
         // An app basd does not know, and a socket nobody listens on: 55, saying why.
         let stranger = try TestApp(
             socketPath: basd.socketPath, bundleIdentifier: "com.example.stranger", group: Self.group)
         defer { stranger.kill() }
-        let refused = try stranger.run("list")
+        let refused = try await stranger.run("list")
         #expect(refused.errorCode == 55)
         #expect(refused.errorReason?.contains("not registered") == true)
         let nowhere = basd.directory.path + "/nobody.sock"
         let lonely = try TestApp(socketPath: nowhere, bundleIdentifier: Self.app, group: Self.group)
         defer { lonely.kill() }
-        let unreachable = try lonely.run("list")
+        let unreachable = try await lonely.run("list")
         #expect(unreachable.errorCode == 55)
         #expect(unreachable.errorReason?.contains(nowhere) == true)
         try await server.shutdown()
@@ -172,11 +172,11 @@ struct AppClientTests {
         }
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
-        #expect(try app.run("schedule big \(server.url("/big.bin")) \(contents.count)").bool("ok") == true)
-        try app.wait("some progress") { $0.callback == "progress" }
+        #expect(try await app.run("schedule big \(server.url("/big.bin")) \(contents.count)").bool("ok") == true)
+        try await app.wait("some progress") { $0.callback == "progress" }
         server.setBehavior(nil, for: "/big.bin")
-        #expect(try app.run("promote big").bool("ok") == true)
-        let finished = try app.wait("finished") { $0.callback == "finished" }[0]
+        #expect(try await app.run("promote big").bool("ok") == true)
+        let finished = try await app.wait("finished") { $0.callback == "finished" }[0]
         #expect(finished.string("sha256") == (try Self.sha256Hex(contents)))
         let kinds = app.lines.compactMap(\.callback).filter { $0 != "progress" }
         #expect(kinds == ["began", "paused", "began", "finished"])
@@ -203,11 +203,11 @@ struct AppClientTests {
             socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group,
             environment: ["BA_TEST_APP_CREDENTIAL": "u:p"])
         defer { app.kill() }
-        #expect(try app.run("schedule secret \(server.url("/secret.bin")) \(contents.count)").bool("ok") == true)
-        let challenge = try app.wait("the challenge") { $0.callback == "challenge" }[0]
+        #expect(try await app.run("schedule secret \(server.url("/secret.bin")) \(contents.count)").bool("ok") == true)
+        let challenge = try await app.wait("the challenge") { $0.callback == "challenge" }[0]
         #expect(challenge.string("realm") == "assets")
         #expect(challenge.string("method") == "NSURLAuthenticationMethodHTTPBasic")
-        let finished = try app.wait("finished") { $0.callback == "finished" }[0]
+        let finished = try await app.wait("finished") { $0.callback == "finished" }[0]
         #expect(finished.int("size") == contents.count)
         try await server.shutdown()
     }
@@ -225,13 +225,13 @@ struct AppClientTests {
         }
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
-        #expect(try app.run("schedule r \(server.url("/r.bin")) \(contents.count)").bool("ok") == true)
-        try app.wait("some progress") { $0.callback == "progress" }
+        #expect(try await app.run("schedule r \(server.url("/r.bin")) \(contents.count)").bool("ok") == true)
+        try await app.wait("some progress") { $0.callback == "progress" }
         try basd.restart()
         server.setBehavior(nil, for: "/r.bin")
-        let finished = try app.wait(timeout: 60, "finished after the restart") { $0.callback == "finished" }[0]
+        let finished = try await app.wait(timeout: 60, "finished after the restart") { $0.callback == "finished" }[0]
         #expect(finished.string("sha256") == (try Self.sha256Hex(contents)))
-        #expect(try app.run("list").bool("ok") == true, "calls work on the new connection")
+        #expect(try await app.run("list").bool("ok") == true, "calls work on the new connection")
         #expect(app.lines.filter { $0.callback == "finished" }.count == 1)
         try await server.shutdown()
     }
@@ -239,7 +239,7 @@ struct AppClientTests {
     // MARK: Exclusive control
 
     @Test("two app processes never hold exclusive control at once (closure and async forms)")
-    func exclusiveControlContention() throws {
+    func exclusiveControlContention() async throws {
         let basd = try Self.daemon()
         defer {
             basd.kill()
@@ -255,10 +255,10 @@ struct AppClientTests {
             first.send("lock 15 \(file)")
             second.send("alock 15 \(file)")
         }
-        try first.wait(timeout: 60, "the closure form's rounds", count: rounds) {
+        try await first.wait(timeout: 60, "the closure form's rounds", count: rounds) {
             $0.command == "lock" && $0["event"] == nil
         }
-        try second.wait(timeout: 60, "the async form's rounds", count: rounds) {
+        try await second.wait(timeout: 60, "the async form's rounds", count: rounds) {
             $0.command == "alock" && $0["event"] == nil
         }
         #expect(first.lines.filter { $0.command == "lock" && $0["event"] == nil }.allSatisfy { $0.bool("ok") == true })
@@ -279,7 +279,7 @@ struct AppClientTests {
     }
 
     @Test("Date() tries once and fails while another process holds the lock; SIGKILLing the holder frees it")
-    func killedHolderReleases() throws {
+    func killedHolderReleases() async throws {
         let basd = try Self.daemon()
         defer {
             basd.kill()
@@ -291,23 +291,23 @@ struct AppClientTests {
         let waiter = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { waiter.kill() }
         holder.send("lock 600000 \(file)")
-        try holder.wait("the holder has the lock") { $0["event"] as? String == "locked" }
+        try await holder.wait("the holder has the lock") { $0["event"] as? String == "locked" }
 
         let started = Date()
-        let attempt = try waiter.run("trylock")
+        let attempt = try await waiter.run("trylock")
         #expect(attempt.bool("ok") == false)
         #expect(attempt.errorReason?.contains("held by another process") == true)
         #expect(Date().timeIntervalSince(started) < 5, "a try-once attempt does not wait")
 
         waiter.send("lock 0 \(file)")
         holder.kill()
-        try waiter.wait("the waiter gets the lock after the holder died") { $0["event"] as? String == "locked" }
+        try await waiter.wait("the waiter gets the lock after the holder died") { $0["event"] as? String == "locked" }
         let lines = try Self.lines(of: file, count: 3)
         #expect(lines.prefix(3) == ["enter \(holder.pid)", "enter \(waiter.pid)", "leave \(waiter.pid)"])
     }
 
     @Test("containerURL(forSecurityApplicationGroupIdentifier:): basd's container for the app's group, nil otherwise")
-    func containerURLForTheAppGroup() throws {
+    func containerURLForTheAppGroup() async throws {
         let basd = try Self.daemon()
         defer {
             basd.kill()
@@ -316,18 +316,18 @@ struct AppClientTests {
         let container = basd.stateDirectory + "/groups/" + Self.group
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
-        #expect(try app.run("container \(Self.group)").string("path") == container)
-        #expect(try app.run("container group.com.example.other")["path"] is NSNull)
+        #expect(try await app.run("container \(Self.group)").string("path") == container)
+        #expect(try await app.run("container group.com.example.other")["path"] is NSNull)
         // Remembered once known: still answered while basd is away.
         basd.kill()
-        #expect(try app.run("container \(Self.group)").string("path") == container)
+        #expect(try await app.run("container \(Self.group)").string("path") == container)
 
         // An app registered without an app group has no container.
         try basd.restart()
         try basd.register("com.example.nogroup", group: nil)
         let loner = try TestApp(socketPath: basd.socketPath, bundleIdentifier: "com.example.nogroup", group: Self.group)
         defer { loner.kill() }
-        #expect(try loner.run("container \(Self.group)")["path"] is NSNull)
+        #expect(try await loner.run("container \(Self.group)")["path"] is NSNull)
     }
 
     static func waitUntil(_ what: String, timeout: Double = 30, _ condition: () -> Bool) throws {

@@ -200,9 +200,23 @@ final class TestApp: @unchecked Sendable {
     /// The parsed lines so far.
     var lines: [AppLine] { child.output.all.compactMap(AppLine.init) }
 
-    /// Waits until `count` lines match `predicate`; returns the matching ones.
+    /// Waits until `count` lines match `predicate`; returns the matching ones. The wait is on a
+    /// thread of its own, not on the concurrency pool (``offThePool(_:)``).
     @discardableResult
     func wait(
+        timeout: Double = 30, _ what: String, count: Int = 1, where predicate: @escaping (AppLine) -> Bool
+    ) async throws -> [AppLine] {
+        try await offThePool { try self.waitBlocking(timeout: timeout, what, count: count, where: predicate) }
+    }
+
+    /// Sends a command and returns its result line, waiting off the concurrency pool.
+    func run(_ line: String, timeout: Double = 30) async throws -> AppLine {
+        try await offThePool { try self.runBlocking(line, timeout: timeout) }
+    }
+
+    /// ``wait(timeout:_:count:where:)`` on the calling thread.
+    @discardableResult
+    func waitBlocking(
         timeout: Double = 30, _ what: String, count: Int = 1, where predicate: @escaping (AppLine) -> Bool
     ) throws -> [AppLine] {
         let lines = try child.output.wait(timeout: timeout, what) { lines in
@@ -212,11 +226,11 @@ final class TestApp: @unchecked Sendable {
     }
 
     /// Sends a command and returns its result line (the `count`-th result of that command so far).
-    func run(_ line: String, timeout: Double = 30) throws -> AppLine {
+    func runBlocking(_ line: String, timeout: Double = 30) throws -> AppLine {
         let command = String(line.split(separator: " ").first ?? "")
         let before = lines.filter { $0.command == command && $0["event"] == nil }.count
         send(line)
-        return try wait(timeout: timeout, "the result of \(line)", count: before + 1) {
+        return try waitBlocking(timeout: timeout, "the result of \(line)", count: before + 1) {
             $0.command == command && $0["event"] == nil
         }[before]
     }

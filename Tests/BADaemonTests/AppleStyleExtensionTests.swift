@@ -57,7 +57,7 @@ struct AppleStyleExtensionTests {
             info["BAAppGroupID"] = Self.group
         }
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         let install = try await report(daemon, ["install", fixture.appDirectory, "--no-wait"])

@@ -93,7 +93,7 @@ struct CLICommandTests {
 
     @Test("status: version, pid, connections, apps and active downloads of the running basd")
     func status() async throws {
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let first = try await runProcess(ba, ["status", "--json", "--socket", daemon.socketPath])
         #expect(first.status == 0, "\(first.stderr)")
@@ -119,7 +119,7 @@ struct CLICommandTests {
         server.setFile("/small.bin", contents: small)
         server.setFile("/slow.bin", contents: [UInt8](repeating: 7, count: 200_000))
         server.setBehavior(.stall(afterBytes: 1000), for: "/slow.bin")
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
         try Self.register(daemon, app: "com.example.other", group: "group.com.example.other")
@@ -220,7 +220,7 @@ struct CLICommandTests {
         // 3 MiB at once, then nothing: the engine has reported them, while the store recorded
         // progress at most once a second (a trickle made this a race on a loaded machine).
         server.setBehavior(.stall(afterBytes: 3 << 20), for: "/slow.bin")
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
         let client = try DaemonClient(
@@ -250,7 +250,7 @@ struct CLICommandTests {
     func eventsWhenBasdStops() async throws {
         let server = try await AssetServer.start()
         server.setFile("/a.bin", contents: [UInt8](repeating: 1, count: 5000))
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
         let events = try CLIProcess([
@@ -276,7 +276,7 @@ struct CLICommandTests {
 
     @Test("lock status: unknown app refused (33); a held lock names its holder's pid")
     func lockStatus() async throws {
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let unknown = try await runProcess(
             ba, ["lock", "status", "--app", "com.example.nobody", "--socket", daemon.socketPath])
@@ -296,12 +296,12 @@ struct CLICommandTests {
         defer { holder.release() }
         var held: [String: Any] = [:]
         let deadline = Date(timeIntervalSinceNow: 20)
-        while Date() < deadline {
+        repeat {
             let output = try await runProcess(
                 ba, ["lock", "status", "--app", Self.app, "--json", "--socket", daemon.socketPath])
             held = Self.json(output.stdout) ?? [:]
             if held["held"] as? Bool == true { break }
-        }
+        } while Date() < deadline
         #expect(held["held"] as? Bool == true)
         #expect(held["holderPID"] as? Int == Int(holder.pid))
         let human = try await runProcess(ba, ["lock", "status", "--app", Self.app, "--socket", daemon.socketPath])

@@ -29,7 +29,7 @@ struct ConfusedDeputyTests {
         defer { outside.remove() }
         try Data("secret\n".utf8).write(to: URL(fileURLWithPath: outside.path + "/secret"))
 
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let container = daemon.stateDirectory + "/groups/" + SampleAppFixture.group
         try FileManager.default.createDirectory(atPath: container, withIntermediateDirectories: true)

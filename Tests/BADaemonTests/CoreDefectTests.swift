@@ -25,7 +25,7 @@ struct CoreDefectTests {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
         server.setFile("/catalog.json", contents: Self.catalog)
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try DownloadServiceTests.register(daemon, extensionPath: BuildProducts.library("SampleSwiftExtension"))
 
@@ -55,7 +55,7 @@ struct CoreDefectTests {
     /// keeps answering everyone.
     @Test("a FIFO as Info.plist is refused without blocking basd")
     func fifoInfoPlist() async throws {
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let app = daemon.directory.path + "/fifo-app"
         try FileManager.default.createDirectory(atPath: app, withIntermediateDirectories: true)
@@ -84,7 +84,7 @@ struct CoreDefectTests {
         server.setFile("/complete.bin", contents: complete)
         server.setFile("/torn.bin", contents: torn)
         let directory = try TemporaryDirectory()
-        let first = try DaemonProcess(directory: directory)
+        let first = try await DaemonProcess.start(directory: directory)
         try DownloadServiceTests.register(first)
         let stateDirectory = first.stateDirectory
         first.send(SIGKILL)
@@ -105,7 +105,7 @@ struct CoreDefectTests {
         try Data(torn.prefix(100)).write(to: URL(fileURLWithPath: folder + "/\(downloads[1].uniqueIdentifier)-torn"))
         try store.close()
 
-        let daemon = try DaemonProcess(directory: directory)
+        let daemon = try await DaemonProcess.start(directory: directory)
         defer { daemon.kill() }
         let rows = try await CLIQueries.poll(
             "both downloads finished", daemon, timeout: 30,
@@ -124,7 +124,7 @@ struct CoreDefectTests {
     /// is refused; control characters a client sends reach basd's log escaped.
     @Test("identifiers, paths and URLs that alias folders or hide bytes are refused everywhere")
     func identifiersAndPaths() async throws {
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
         defer { cli.close() }
@@ -176,7 +176,7 @@ struct CoreDefectTests {
     /// (a bidirectional override, white space at an end) were registered and listed.
     @Test("hello with a NUL or a bidirectional control in its bundle identifier, and such registrations, are refused")
     func spoofedBundleIdentifiers() async throws {
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try DownloadServiceTests.register(daemon)
         for (bundle, why) in [
@@ -217,7 +217,7 @@ struct CoreDefectTests {
     /// type, which basd quotes when it closes the connection.
     @Test("control characters a client sends are escaped in basd's log")
     func logLinesAreEscaped() async throws {
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let raw = try TestClient(socketPath: daemon.socketPath)
         let frame = Array(#"{"id":1,"type":"x\nbasd: forged line"}"#.utf8)
@@ -239,7 +239,7 @@ struct CoreDefectTests {
     func queuedDownloadsHoldNoDescriptor() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
-        let daemon = try DaemonProcess(descriptorLimit: 128)
+        let daemon = try await DaemonProcess.start(descriptorLimit: 128)
         defer { daemon.kill() }
         try DownloadServiceTests.register(daemon)
         let inbox = EventInbox()
@@ -250,7 +250,7 @@ struct CoreDefectTests {
             server.setFile("/q\(index).bin", contents: [UInt8](repeating: UInt8(index % 251), count: 2_000))
             try app.call(.schedule(DownloadPayload(identifier: "q\(index)", url: server.url("/q\(index).bin"))))
         }
-        let events = try inbox.wait(timeout: 60, "300 finished") { events in
+        let events = try await inbox.wait(timeout: 60, "300 finished") { events in
             events.filter { $0.kind == .finished }.count + events.filter { $0.kind == .failed }.count >= 300
         }
         let failed = events.filter { $0.kind == .failed }
@@ -266,7 +266,7 @@ struct CoreDefectTests {
         defer { Task { try? await server.shutdown() } }
         server.setFile("/slow.bin", contents: [UInt8](repeating: 1, count: 1_000))
         server.setBehavior(.stall(afterBytes: 0), for: "/slow.bin")
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try DownloadServiceTests.register(daemon)
         let app = try DownloadServiceTests.appClient(daemon)
@@ -299,7 +299,7 @@ struct CoreDefectTests {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
         server.setFile("/long.bin", contents: [UInt8](repeating: 7, count: 5_000))
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try DownloadServiceTests.register(daemon)
         let inbox = EventInbox()
@@ -308,7 +308,7 @@ struct CoreDefectTests {
         try app.call(.subscribeEvents)
         let identifier = String(repeating: "é", count: 500)
         try app.call(.schedule(DownloadPayload(identifier: identifier, url: server.url("/long.bin"))))
-        let events = try inbox.wait(timeout: 30, "the end") {
+        let events = try await inbox.wait(timeout: 30, "the end") {
             $0.contains { $0.kind == .finished || $0.kind == .failed }
         }
         let finished = try #require(events.first { $0.kind == .finished }, "\(events.map { $0.errorMessage ?? "" })")

@@ -72,6 +72,18 @@ final class DaemonProcess: @unchecked Sendable {
         thread.start()
     }
 
+    /// Starts basd as ``init(directory:environment:timeout:descriptorLimit:)`` does, waiting for
+    /// its listening line on a thread of its own rather than on the concurrency pool.
+    static func start(
+        directory: TemporaryDirectory? = nil, environment: [String: String] = [:], timeout: Double = 20,
+        descriptorLimit: Int? = nil
+    ) async throws -> DaemonProcess {
+        try await offThePool {
+            try DaemonProcess(
+                directory: directory, environment: environment, timeout: timeout, descriptorLimit: descriptorLimit)
+        }
+    }
+
     private let logBuffer = LockedData()
 
     /// What basd wrote to standard error so far (after its listening line).

@@ -11,8 +11,8 @@ import Testing
 @Suite("basd process")
 struct DaemonProcessTests {
     @Test("hello, then status reports the version, connections and store counts")
-    func handshakeAndStatus() throws {
-        let daemon = try DaemonProcess()
+    func handshakeAndStatus() async throws {
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let client = try TestClient(socketPath: daemon.socketPath)
         try client.handshake()
@@ -27,8 +27,8 @@ struct DaemonProcessTests {
     }
 
     @Test("a request before hello gets error 56 and the connection is closed")
-    func statusBeforeHello() throws {
-        let daemon = try DaemonProcess()
+    func statusBeforeHello() async throws {
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let client = try TestClient(socketPath: daemon.socketPath)
         let result = try client.call(.status)
@@ -40,8 +40,8 @@ struct DaemonProcessTests {
     }
 
     @Test("malformed input gets an error or a close, and basd keeps serving everyone")
-    func malformedInput() throws {
-        let daemon = try DaemonProcess()
+    func malformedInput() async throws {
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let bystander = try TestClient(socketPath: daemon.socketPath)
         try bystander.handshake()
@@ -89,8 +89,8 @@ struct DaemonProcessTests {
     }
 
     @Test("the socket is mode 0600 in a 0700 folder; the state folder is 0700")
-    func socketMode() throws {
-        let daemon = try DaemonProcess()
+    func socketMode() async throws {
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         func mode(_ path: String) throws -> Int {
             try #require(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
@@ -101,8 +101,8 @@ struct DaemonProcessTests {
     }
 
     @Test("a second basd on the same state folder exits non-zero naming the lock")
-    func secondDaemonRefused() throws {
-        let daemon = try DaemonProcess()
+    func secondDaemonRefused() async throws {
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let second = try runDaemonToExit(
             stateDirectory: daemon.stateDirectory, socketPath: daemon.directory.path + "/other.sock")
@@ -116,8 +116,8 @@ struct DaemonProcessTests {
     }
 
     @Test("SIGTERM: exit 0, connections closed, socket removed; a restart reuses the state folder")
-    func sigterm() throws {
-        let daemon = try DaemonProcess()
+    func sigterm() async throws {
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let client = try TestClient(socketPath: daemon.socketPath)
         try client.handshake()
@@ -126,7 +126,7 @@ struct DaemonProcessTests {
         #expect(try client.receive() == .closed)
         #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
 
-        let again = try DaemonProcess(directory: daemon.directory)
+        let again = try await DaemonProcess.start(directory: daemon.directory)
         defer { again.kill() }
         let next = try TestClient(socketPath: again.socketPath)
         try next.handshake()
@@ -135,13 +135,13 @@ struct DaemonProcessTests {
     }
 
     @Test("a stale socket file left by a killed basd is replaced")
-    func staleSocket() throws {
-        let daemon = try DaemonProcess()
+    func staleSocket() async throws {
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         daemon.send(SIGKILL)
         #expect(daemon.waitForExit(timeout: 20) != nil)
         #expect(FileManager.default.fileExists(atPath: daemon.socketPath))
-        let again = try DaemonProcess(directory: daemon.directory)
+        let again = try await DaemonProcess.start(directory: daemon.directory)
         defer { again.kill() }
         let client = try TestClient(socketPath: again.socketPath)
         try client.handshake()

@@ -73,7 +73,7 @@ struct DiskFullTests {
         let state = directory.path + "/state"
         try SmallFileSystem.mount(at: state, megabytes: 8)
         defer { SmallFileSystem.unmount(state) }
-        let daemon = try DaemonProcess(directory: directory)
+        let daemon = try await DaemonProcess.start(directory: directory)
         defer { daemon.kill() }
         try DownloadServiceTests.register(daemon)
         let inbox = EventInbox()
@@ -82,7 +82,7 @@ struct DiskFullTests {
         try app.call(.subscribeEvents)
         try app.call(.schedule(DownloadPayload(identifier: "big", url: server.url("/big.bin"))))
         // Some bytes on disk first, so there is something to resume.
-        try inbox.wait(timeout: 30, "the first 64 KiB") {
+        try await inbox.wait(timeout: 30, "the first 64 KiB") {
             $0.contains { $0.kind == .progress && ($0.bytesWritten ?? 0) >= 64 * 1024 }
         }
 
@@ -99,7 +99,7 @@ struct DiskFullTests {
 
         // Space comes back: the transfer resumes by itself and the app hears it finished.
         try FileManager.default.removeItem(atPath: filler)
-        let events = try inbox.wait(timeout: 30, "finished after space was freed") {
+        let events = try await inbox.wait(timeout: 30, "finished after space was freed") {
             $0.contains { $0.kind == .finished }
         }
         let finished = try #require(events.first { $0.kind == .finished })

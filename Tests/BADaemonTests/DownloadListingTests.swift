@@ -31,9 +31,9 @@ struct DownloadListingTests {
     /// listing order (by app, then scheduling order).
     static func daemon(
         _ rows: [(app: String, rows: Rows)]
-    ) throws -> (daemon: DaemonProcess, order: [String]) {
+    ) async throws -> (daemon: DaemonProcess, order: [String]) {
         let directory = try TemporaryDirectory()
-        let setup = try DaemonProcess(directory: directory)
+        let setup = try await DaemonProcess.start(directory: directory)
         let cli = try DaemonClient(socketPath: setup.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
         for (app, _) in rows {
             try cli.call(
@@ -72,7 +72,7 @@ struct DownloadListingTests {
             }
         }
         try store.close()
-        return (try DaemonProcess(directory: directory), order)
+        return (try await DaemonProcess.start(directory: directory), order)
     }
 
     /// `ba downloads ARGS --json`: its rows and `notShown`.
@@ -102,7 +102,7 @@ struct DownloadListingTests {
         defer { Task { try? await server.shutdown() } }
         server.setFile("/stalled.bin", contents: [UInt8](repeating: 7, count: 1 << 20))
         server.setBehavior(.stall(afterBytes: 1000), for: "/stalled.bin")
-        let (daemon, order) = try Self.daemon([
+        let (daemon, order) = try await Self.daemon([
             (Self.first, Rows(finished: 5, failed: 3)), (Self.second, Rows(finished: 4, failed: 0)),
         ])
         defer { daemon.kill() }
@@ -151,7 +151,7 @@ struct DownloadListingTests {
 
     @Test("an unknown state is refused, naming the states; by ba before it connects, and by basd (1006)")
     func unknownState() async throws {
-        let (daemon, _) = try Self.daemon([(Self.first, Rows(finished: 1))])
+        let (daemon, _) = try await Self.daemon([(Self.first, Rows(finished: 1))])
         defer { daemon.kill() }
         let output = try await runProcess(
             Self.ba, ["downloads", "--state", "finished,paused", "--socket", daemon.socketPath])
@@ -184,7 +184,7 @@ struct DownloadListingTests {
 
     @Test("--limit shows the first N and says how many more matched; --limit 0 shows all")
     func limit() async throws {
-        let (daemon, order) = try Self.daemon([(Self.first, Rows(finished: 20, failed: 5))])
+        let (daemon, order) = try await Self.daemon([(Self.first, Rows(finished: 20, failed: 5))])
         defer { daemon.kill() }
         let table = try await runProcess(Self.ba, ["downloads", "--limit", "10", "--socket", daemon.socketPath])
         #expect(table.status == 0, "\(table.stderr)")
@@ -210,7 +210,7 @@ struct DownloadListingTests {
 
     @Test("a listing of 5,000 downloads across pages arrives complete and in order, limited or not")
     func longListing() async throws {
-        let (daemon, order) = try Self.daemon([
+        let (daemon, order) = try await Self.daemon([
             (Self.first, Rows(finished: 2_500, failed: 500)), (Self.second, Rows(finished: 2_000)),
         ])
         defer { daemon.kill() }

@@ -22,9 +22,18 @@ final class EventInbox: @unchecked Sendable {
 
     var all: [DownloadEvent] { condition.withLock { events } }
 
-    /// Waits until `predicate` holds for the events so far; throws after `timeout` seconds.
+    /// Waits until `predicate` holds for the events so far; throws after `timeout` seconds. The
+    /// wait is on a thread of its own, not on the concurrency pool (``offThePool(_:)``).
     @discardableResult
     func wait(
+        timeout: Double = 30, _ what: String, until predicate: @escaping ([DownloadEvent]) -> Bool
+    ) async throws -> [DownloadEvent] {
+        try await offThePool { try self.waitBlocking(timeout: timeout, what, until: predicate) }
+    }
+
+    /// ``wait(timeout:_:until:)`` on the calling thread.
+    @discardableResult
+    func waitBlocking(
         timeout: Double = 30, _ what: String, until predicate: ([DownloadEvent]) -> Bool
     ) throws -> [DownloadEvent] {
         let deadline = Date(timeIntervalSinceNow: timeout)
@@ -72,7 +81,7 @@ struct DownloadServiceTests {
         let server = try await AssetServer.start()
         let files = [("a.bin", Self.bytes(300_000, seed: 1)), ("b.bin", Self.bytes(5_000, seed: 2))]
         for (name, contents) in files { server.setFile("/" + name, contents: contents) }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
         let inbox = EventInbox()
@@ -89,7 +98,8 @@ struct DownloadServiceTests {
             guard case .downloads(let stored) = reply else { throw HarnessError("schedule answered \(reply)") }
             #expect(stored.map(\.download.identifier) == [name])
         }
-        let events = try inbox.wait("both finished") { events in events.filter { $0.kind == .finished }.count == 2 }
+        let events = try await inbox.wait("both finished") { events in events.filter { $0.kind == .finished }.count == 2
+        }
         for (name, contents) in files {
             let mine = events.filter { $0.identifier == name }
             #expect(mine.first?.kind == .began)
@@ -123,7 +133,7 @@ struct DownloadServiceTests {
         let server = try await AssetServer.start()
         server.setFile("/slow.bin", contents: Self.bytes(100_000, seed: 3))
         server.setBehavior(.stall(afterBytes: 1000), for: "/slow.bin")
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
         let client = try Self.appClient(daemon)
@@ -175,7 +185,7 @@ struct DownloadServiceTests {
         let contents = Self.bytes(2_000_000, seed: 4)
         server.setFile("/big.bin", contents: contents)
         server.setBehavior(.trickle(bytesPerSecond: 400_000), for: "/big.bin")
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
         let inbox = EventInbox()
@@ -183,12 +193,12 @@ struct DownloadServiceTests {
         defer { client.close() }
         try client.call(.subscribeEvents)
         try client.call(.schedule(DownloadPayload(identifier: "big", url: server.url("/big.bin"))))
-        try inbox.wait("some progress") { events in
+        try await inbox.wait("some progress") { events in
             events.contains { $0.kind == .progress && ($0.bytesWritten ?? 0) > 100_000 }
         }
         server.setBehavior(nil, for: "/big.bin")
         try client.call(.startForeground(identifier: "big"))
-        let events = try inbox.wait("finished") { $0.contains { $0.kind == .finished } }
+        let events = try await inbox.wait("finished") { $0.contains { $0.kind == .finished } }
         let kinds = events.map(\.kind).filter { $0 != .progress }
         #expect(kinds == [.began, .paused, .began, .finished])
         #expect(events.last { $0.kind == .began }?.isForeground == true)
@@ -206,7 +216,7 @@ struct DownloadServiceTests {
         let server = try await AssetServer.start()
         server.setFile("/private.bin", contents: Self.bytes(10_000, seed: 5))
         server.setBehavior(.requireBasicAuth(user: "player", password: "s3cret"), for: "/private.bin")
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
         let inbox = EventInbox()
@@ -215,14 +225,14 @@ struct DownloadServiceTests {
         try client.call(.subscribeEvents)
         try client.call(.schedule(DownloadPayload(identifier: "private", url: server.url("/private.bin"))))
         try client.call(.schedule(DownloadPayload(identifier: "missing", url: server.url("/missing.bin"))))
-        let asked = try inbox.wait("a credential request") { $0.contains { $0.kind == .needsCredentials } }
+        let asked = try await inbox.wait("a credential request") { $0.contains { $0.kind == .needsCredentials } }
         let challenge = try #require(asked.first { $0.kind == .needsCredentials })
         #expect(challenge.challenge?.lowercased().hasPrefix("basic") == true)
         try client.call(
             .respondToChallenge(
                 uniqueIdentifier: challenge.downloadUniqueIdentifier, disposition: 0, user: "player",
                 password: "s3cret"))
-        let events = try inbox.wait("finished and failed") { events in
+        let events = try await inbox.wait("finished and failed") { events in
             events.contains { $0.kind == .finished } && events.contains { $0.kind == .failed }
         }
         #expect(events.first { $0.kind == .finished }?.identifier == "private")
@@ -238,7 +248,7 @@ struct DownloadServiceTests {
         let server = try await AssetServer.start()
         let catalog = Array(#"{"title": "Sample catalog", "assets": []}"#.utf8)
         server.setFile("/catalog.json", contents: catalog)
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon, extensionPath: BuildProducts.library("SampleSwiftExtension"))
         let client = try Self.appClient(daemon)
@@ -265,7 +275,7 @@ struct DownloadServiceTests {
         let server = try await AssetServer.start()
         let catalog = Array(#"{"title": "Sample catalog", "assets": []}"#.utf8)
         server.setFile("/catalog.json", contents: catalog)
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon, extensionPath: BuildProducts.library("SampleSwiftExtension"))
         let container = daemon.stateDirectory + "/groups/" + Self.group
@@ -344,7 +354,7 @@ struct DaemonCrashTests {
             server.setFile("/" + name, contents: contents)
             server.setBehavior(.trickle(bytesPerSecond: 1_500_000), for: "/" + name)
         }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try DownloadServiceTests.register(daemon)
 
@@ -356,7 +366,7 @@ struct DaemonCrashTests {
             try client.call(
                 .schedule(DownloadPayload(identifier: name, url: server.url("/" + name), fileSize: Int64(size))))
         }
-        try first.wait("a transfer past 1.2 MB") { events in
+        try await first.wait("a transfer past 1.2 MB") { events in
             events.contains { $0.kind == .progress && ($0.bytesWritten ?? 0) > 1_200_000 }
         }
         var acknowledged = Set(first.all.filter { $0.sequence > 0 }.map(\.sequence))
@@ -368,13 +378,13 @@ struct DaemonCrashTests {
         for (name, _) in files { server.setBehavior(nil, for: "/" + name) }
 
         // Second life: the same state folder; the client reconnects and deduplicates by sequence.
-        let again = try DaemonProcess(directory: daemon.directory)
+        let again = try await DaemonProcess.start(directory: daemon.directory)
         defer { again.kill() }
         let second = EventInbox()
         let reconnected = try DownloadServiceTests.appClient(again, inbox: second)
         defer { reconnected.close() }
         try reconnected.call(.subscribeEvents)
-        let events = try second.wait("all finished") { events in
+        let events = try await second.wait("all finished") { events in
             Set(events.filter { $0.kind == .finished }.map(\.identifier)).count == files.count
         }
         let redelivered = events.filter { acknowledged.contains($0.sequence) }

@@ -55,7 +55,7 @@ struct EventBatchTests {
         for (index, name) in names.enumerated() {
             server.setFile("/" + name, contents: DownloadServiceTests.bytes(1_000 + index, seed: UInt8(index % 251)))
         }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try DownloadServiceTests.register(daemon, extensionPath: BuildProducts.library("SampleCExtension"))
         try await Self.finishAndQuit(names, daemon: daemon, server: server)
@@ -86,7 +86,7 @@ struct EventBatchTests {
         defer { Task { try? await server.shutdown() } }
         let names = ["a", "b", "crash-c", "d", "e"]
         for name in names { server.setFile("/" + name, contents: Array(name.utf8)) }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try DownloadServiceTests.register(daemon, extensionPath: BuildProducts.library("BATestEvents"))
         try await Self.finishAndQuit(names, daemon: daemon, server: server, inOrder: true)

@@ -36,7 +36,7 @@ struct EventsReconnectTests {
         defer { Task { try? await server.shutdown() } }
         server.setFile("/a.bin", contents: [UInt8](repeating: 1, count: 5000))
         let directory = try TemporaryDirectory()
-        var daemon = try DaemonProcess(directory: directory)
+        var daemon = try await DaemonProcess.start(directory: directory)
         try Self.register(daemon)
         let socket = daemon.socketPath
         let events = try CLIProcess(["events", "--follow", "--no-progress", "--socket", socket])
@@ -48,7 +48,7 @@ struct EventsReconnectTests {
         daemon.send(SIGTERM)
         #expect(daemon.waitForExit(timeout: 10) != nil)
         try events.wait("the loss reported") { $0.stderr.contains("waiting for it to come back") }
-        daemon = try DaemonProcess(directory: directory)
+        daemon = try await DaemonProcess.start(directory: directory)
         defer { daemon.kill() }
         try events.wait("reconnected") { $0.stderr.contains("basd is back") }
         try Self.schedule(daemon, "second", url: server.url("/a.bin"))
@@ -60,7 +60,7 @@ struct EventsReconnectTests {
 
     @Test("ba downloads --app of an app basd does not know is an error")
     func unknownApp() async throws {
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let result = try await runProcess(
             BuildProducts.executable("ba"), ["downloads", "--app", "com.example.nobody", "--socket", daemon.socketPath])

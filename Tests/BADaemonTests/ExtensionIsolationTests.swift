@@ -29,7 +29,7 @@ struct ExtensionIsolationTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(server: server, assets: [], extensionLibrary: "BATestDescriptors")
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         // Another client stays connected while the extension runs: its connection must not leak either.
         let watcher = try CLIProcess(["events", "--follow", "--socket", daemon.socketPath])

@@ -48,7 +48,7 @@ struct HostileExtensionTests {
     func everythingIsRefusedOrContained() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let other = daemon.stateDirectory + "/groups/group.com.example.other"
         try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
@@ -97,7 +97,7 @@ struct HostileExtensionTests {
         defer { Task { try? await server.shutdown() } }
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let daemon = try DaemonProcess(directory: directory)
+        let daemon = try await DaemonProcess.start(directory: directory)
         let fixture = try fixture(server, daemon, ["pid {C}/call.pid", "daemon {C}/daemon.pid", "hang"])
         defer { fixture.remove() }
         async let installed = run(daemon, ["install", fixture.appDirectory])
@@ -115,7 +115,7 @@ struct HostileExtensionTests {
                 "the call's process \(pid) gone after basd's \(signal)", daemon, timeout: 10, read: { Self.alive(pid) },
                 until: { !$0 })
         }
-        let next = try DaemonProcess(directory: directory)
+        let next = try await DaemonProcess.start(directory: directory)
         defer { next.kill() }
         let status = try await run(next, ["status", "--json"])
         #expect(status.status == 0, "\(status.stderr)")
@@ -131,7 +131,7 @@ struct HostileExtensionTests {
         try FileManager.default.createDirectory(atPath: directory.path + "/state", withIntermediateDirectories: true)
         try Data(#"{"extensionSandbox": false}"#.utf8).write(
             to: URL(fileURLWithPath: directory.path + "/state/config.json"))
-        let daemon = try DaemonProcess(directory: directory)
+        let daemon = try await DaemonProcess.start(directory: directory)
         defer { daemon.kill() }
         let port = URLComponents(string: server.url("/"))?.port ?? 0
         let fixture = try fixture(server, daemon, ["connect-tcp 127.0.0.1 \(port)"])

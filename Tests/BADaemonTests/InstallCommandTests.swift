@@ -146,7 +146,7 @@ struct InstallCommandTests {
                 .init(identifier: "level-2", path: "/levels/level-2.pak", contents: level2, essential: false),
             ])
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
@@ -192,7 +192,7 @@ struct InstallCommandTests {
                 .init(identifier: "catalog", path: "/catalog.json", contents: SampleAppFixture.catalog, essential: true)
             ])
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         let install = try await runProcess(
@@ -231,7 +231,7 @@ struct InstallCommandTests {
     func badInput() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let missing = try await runProcess(
             ba, ["install", daemon.directory.path + "/nope", "--socket", daemon.socketPath])

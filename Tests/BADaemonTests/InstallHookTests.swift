@@ -28,7 +28,7 @@ struct InstallHookTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try stalledFixture(server)
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await runProcess(
             ba, ["install", fixture.appDirectory, "--timeout", "1", "--socket", daemon.socketPath])
@@ -50,7 +50,7 @@ struct InstallHookTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try stalledFixture(server)
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let first = try await runProcess(
             ba, ["install", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
@@ -81,14 +81,14 @@ struct InstallHookTests {
             ],
             plist: { $0["BAMaxInstallSize"] = 1000 })
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
         #expect(install.stderr.contains("download \"extra\" was refused"), "\(install.stderr)")
         #expect(install.stderr.contains("--strict makes this a failure"), "\(install.stderr)")
         // The same install, strict, on a basd of its own.
-        let other = try DaemonProcess()
+        let other = try await DaemonProcess.start()
         defer { other.kill() }
         let strict = try await runProcess(
             ba, ["install", fixture.appDirectory, "--strict", "--socket", other.socketPath])

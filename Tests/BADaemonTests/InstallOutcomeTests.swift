@@ -27,7 +27,7 @@ struct InstallOutcomeTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(server: server, assets: [])
         defer { fixture.remove() }
-        let daemon = try SchedulingTests.daemon(settings: ["dailyRuntimeAllowanceSeconds": 0.001])
+        let daemon = try await SchedulingTests.daemon(settings: ["dailyRuntimeAllowanceSeconds": 0.001])
         defer { daemon.kill() }
 
         let install = try await run(daemon, ["install", fixture.appDirectory])
@@ -55,7 +55,7 @@ struct InstallOutcomeTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(server: server, assets: [], extensionLibrary: "BATestCrash")
         defer { fixture.remove() }
-        let daemon = try SchedulingTests.daemon(settings: ["quarantineThreshold": 1])
+        let daemon = try await SchedulingTests.daemon(settings: ["quarantineThreshold": 1])
         defer { daemon.kill() }
 
         let install = try await run(daemon, ["install", fixture.appDirectory])
@@ -70,7 +70,7 @@ struct InstallOutcomeTests {
         #expect(try await CLIQueries.app(daemon)["bundleIdentifier"] as? String == Self.app)
         #expect(server.requests(for: "/manifest.json").count == 1, "no manifest fetched for a call that is not made")
 
-        let quiet = try SchedulingTests.daemon(settings: ["backgroundActivity": false])
+        let quiet = try await SchedulingTests.daemon(settings: ["backgroundActivity": false])
         defer { quiet.kill() }
         let off = try await run(quiet, ["install", fixture.appDirectory])
         #expect(off.status == 34, "\(off.stdout)\(off.stderr)")
@@ -104,7 +104,7 @@ struct InstallOutcomeTests {
             info["BAInitialDownloadRestrictions"] = ["BADownloadDomainAllowList": ["127.0.0.1"]]
         }
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         let install = try await run(daemon, ["install", fixture.appDirectory])
@@ -137,7 +137,7 @@ struct InstallOutcomeTests {
                     declaredSize: 4000)
             ])
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         let install = try await run(daemon, ["install", fixture.appDirectory])
@@ -154,7 +154,7 @@ struct InstallOutcomeTests {
         let fixture = try SampleAppFixture(
             server: server, manifest: Array("cancel stale\n".utf8), extensionLibrary: "BATestSwiftManager")
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await run(daemon, ["install", fixture.appDirectory, "--no-wait"])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
@@ -191,7 +191,7 @@ struct InstallOutcomeTests {
         // A manifest of about 70 bytes at 8 bytes/s: about 9 s to re-register the app meanwhile
         // (a loaded machine takes seconds to start `ba`).
         server.setBehavior(.trickle(bytesPerSecond: 8), for: "/manifest.json")
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         async let install = run(daemon, ["install", fixture.appDirectory])
@@ -215,7 +215,7 @@ struct InstallOutcomeTests {
     }
 
     @Test("manifests left by a basd that died mid-call are removed when basd starts")
-    func leftoverManifestsRemovedAtStart() throws {
+    func leftoverManifestsRemovedAtStart() async throws {
         let directory = try TemporaryDirectory()
         let manifests = directory.path + "/state/manifests"
         try FileManager.default.createDirectory(atPath: manifests, withIntermediateDirectories: true)
@@ -225,7 +225,7 @@ struct InstallOutcomeTests {
         // The engine keeps a transfer's partial file in a `.ba-partial` folder beside its destination.
         try FileManager.default.createDirectory(atPath: manifests + "/.ba-partial", withIntermediateDirectories: true)
         try Data("{".utf8).write(to: URL(fileURLWithPath: manifests + "/.ba-partial/com.example.ba.sample-1F2B.part"))
-        let daemon = try DaemonProcess(directory: directory)
+        let daemon = try await DaemonProcess.start(directory: directory)
         defer { daemon.kill() }
         // basd removes them before it listens, so they are gone once it printed its listening line.
         let remaining = try FileManager.default.contentsOfDirectory(atPath: manifests)
@@ -239,7 +239,7 @@ struct InstallOutcomeTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(server: server, assets: [])
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await run(daemon, ["install", fixture.appDirectory])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")

@@ -52,7 +52,8 @@ struct LowPowerModeTests {
         // A quick scheduler tick (a quarter of the minimum interval) reads the profile.
         try Data(#"{"periodicMinimumIntervalSeconds": 1, "periodicBaseIntervalSeconds": 600}"#.utf8)
             .write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
-        let daemon = try DaemonProcess(directory: directory, environment: ["BASD_POWER_PROFILE_FILE": profile])
+        let daemon = try await DaemonProcess.start(
+            directory: directory, environment: ["BASD_POWER_PROFILE_FILE": profile])
         defer { daemon.kill() }
         server.setBehavior(.trickle(bytesPerSecond: 128 << 10), for: "/levels/level-1.pak")
         let fixture = try SampleAppFixture(

@@ -69,7 +69,7 @@ struct RestrictionTests {
             info["BAInitialDownloadRestrictions"] = ["BADownloadAllowance": 20_000]
         }
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         let install = try await report(daemon, ["install", fixture.appDirectory])
@@ -117,7 +117,7 @@ struct RestrictionTests {
             info["BAMaxInstallSize"] = 2000
         }
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         let install = try await report(daemon, ["install", fixture.appDirectory])
@@ -155,7 +155,7 @@ struct RestrictionTests {
             info["BAEssentialMaxInstallSize"] = 5000
         }
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         let output = try await runProcess(
@@ -200,7 +200,7 @@ struct RestrictionTests {
             info["BAInitialDownloadRestrictions"] = ["BADownloadDomainAllowList": ["127.0.0.1"]]
         }
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         let install = try await report(daemon, ["install", fixture.appDirectory])
@@ -228,7 +228,7 @@ struct RestrictionTests {
             info["BAInitialDownloadRestrictions"] = ["BADownloadAllowance": 100_000]
         }
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await report(daemon, ["install", fixture.appDirectory])
         #expect(Self.scheduled(install) == ["liar"], "\(install)")
@@ -264,7 +264,7 @@ struct RestrictionTests {
         defer { fixture.remove() }
         // No Content-Length: nothing is declared, so only the bytes written can go past the limit.
         server.setBehavior(.chunked, for: "/grows.bin")
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await report(daemon, ["install", fixture.appDirectory])
         #expect(Self.scheduled(install) == ["grows"], "\(install)")
@@ -301,7 +301,7 @@ struct RestrictionTests {
         }
         defer { fixture.remove() }
         server.setBehavior(.chunked, for: "/core.bin")
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await report(daemon, ["install", fixture.appDirectory])
         #expect(Self.scheduled(install) == ["core"], "\(install)")
@@ -344,7 +344,7 @@ struct RestrictionTests {
         server.setBehavior(.redirect(to: "http://localhost:\(port)/moved-target.bin"), for: "/moved.bin")
         // One background slot, held by another (launched) app's stalled download, so the sample
         // app's downloads wait in the queue across its first launch.
-        let daemon = try SchedulingTests.daemon(settings: ["backgroundDownloadConcurrency": 1])
+        let daemon = try await SchedulingTests.daemon(settings: ["backgroundDownloadConcurrency": 1])
         defer { daemon.kill() }
         let blocker = "com.example.blocker"
         let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))

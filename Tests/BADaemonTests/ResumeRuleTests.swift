@@ -34,7 +34,7 @@ struct ResumeRuleTests {
         server.setBehavior(
             .switchVersionAfterDrop(dropAfter: 100_000, before: before, after: after, newContents: new),
             for: "/liar.bin")
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try DownloadServiceTests.register(daemon)
         let inbox = EventInbox()
@@ -42,7 +42,7 @@ struct ResumeRuleTests {
         defer { app.close() }
         try app.call(.subscribeEvents)
         try app.call(.schedule(DownloadPayload(identifier: "liar", url: server.url("/liar.bin"))))
-        let events = try inbox.wait(timeout: 60, "the end") {
+        let events = try await inbox.wait(timeout: 60, "the end") {
             $0.contains { $0.kind == .finished || $0.kind == .failed }
         }
         let finished = try #require(

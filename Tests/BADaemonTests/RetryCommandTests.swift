@@ -70,7 +70,7 @@ struct RetryCommandTests {
     func retryAFailedDownload() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
         let id = try Self.schedule(daemon, "level", url: server.url("/level.bin"))
@@ -96,7 +96,7 @@ struct RetryCommandTests {
     @Test("an unreachable server: waiting for retry with the last error and the next attempt; ba retry starts it now")
     func retryCutsTheWaitShort() async throws {
         let port = try Self.closedPort()
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
         let url = "http://127.0.0.1:\(port)/asset.bin"
@@ -141,7 +141,7 @@ struct RetryCommandTests {
         defer { fixture.remove() }
         let port = try Self.closedPort()
         try fixture.editInfoPlist { $0["BAManifestURL"] = "http://127.0.0.1:\(port)/manifest.json" }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
@@ -181,7 +181,7 @@ struct RetryCommandTests {
         defer { Task { try? await server.shutdown() } }
         server.setFile("/slow.bin", contents: [UInt8](repeating: 1, count: 1 << 20))
         server.setBehavior(.trickle(bytesPerSecond: 64 << 10), for: "/slow.bin")
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
         let events = try CLIProcess(["events", "--follow", "--json", "--socket", daemon.socketPath])

@@ -91,7 +91,7 @@ struct SampleCatalogTests {
         let fixture = try SampleAppFixture(
             server: server, manifest: assets.manifest(baseURL: server.baseURL), extensionLibrary: library)
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
@@ -141,7 +141,7 @@ struct SampleCatalogTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(server: server, manifest: assets.manifest(baseURL: server.baseURL))
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
@@ -197,7 +197,7 @@ struct SampleCatalogTests {
         let fixture = try SampleAppFixture(
             server: server, manifest: assets.manifest(baseURL: server.baseURL), extensionLibrary: library)
         defer { fixture.remove() }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])

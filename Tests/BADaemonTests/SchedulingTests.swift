@@ -18,12 +18,12 @@ struct SchedulingTests {
     static let app = SampleAppFixture.bundleIdentifier
 
     /// basd with `settings` in its `config.json`.
-    static func daemon(settings: [String: Any]) throws -> DaemonProcess {
+    static func daemon(settings: [String: Any]) async throws -> DaemonProcess {
         let directory = try TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory.path + "/state", withIntermediateDirectories: true)
         try JSONSerialization.data(withJSONObject: settings).write(
             to: URL(fileURLWithPath: directory.path + "/state/config.json"))
-        return try DaemonProcess(directory: directory)
+        return try await DaemonProcess.start(directory: directory)
     }
 
     /// Polls `ba apps` until `condition` holds (bounded).
@@ -67,7 +67,7 @@ struct SchedulingTests {
                     essential: false)
             ])
         defer { fixture.remove() }
-        let daemon = try Self.daemon(settings: [
+        let daemon = try await Self.daemon(settings: [
             "periodicBaseIntervalSeconds": 0.4, "periodicMinimumIntervalSeconds": 0.2,
             "periodicMaximumIntervalSeconds": 0.8, "dailyRuntimeAllowanceSeconds": 0.001,
         ])
@@ -104,7 +104,7 @@ struct SchedulingTests {
                     essential: false)
             ])
         defer { fixture.remove() }
-        let daemon = try Self.daemon(settings: [
+        let daemon = try await Self.daemon(settings: [
             "periodicBaseIntervalSeconds": 0.4, "periodicMinimumIntervalSeconds": 0.2,
             "periodicMaximumIntervalSeconds": 0.8,
         ])
@@ -130,7 +130,7 @@ struct SchedulingTests {
         defer { fixture.remove() }
         // The hanging calls end when the test kills their runners, not at a deadline: no race with
         // the time `ba simulate` takes to start on a loaded machine.
-        let daemon = try Self.daemon(settings: ["extensionCallTimeoutSeconds": 60, "quarantineThreshold": 10])
+        let daemon = try await Self.daemon(settings: ["extensionCallTimeoutSeconds": 60, "quarantineThreshold": 10])
         defer { daemon.kill() }
         let basd = daemon.process.processIdentifier
         async let install = runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
@@ -200,7 +200,7 @@ struct SchedulingTests {
             ])
         defer { fixture.remove() }
 
-        let quiet = try Self.daemon(settings: ["backgroundActivity": false])
+        let quiet = try await Self.daemon(settings: ["backgroundActivity": false])
         defer { quiet.kill() }
         let refused = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", quiet.socketPath])
         #expect(refused.status == 34, "registered, the extension not called: \(refused.stdout)\(refused.stderr)")
@@ -212,7 +212,7 @@ struct SchedulingTests {
             ba, ["simulate", "periodic", "--app", Self.app, "--socket", quiet.socketPath])
         #expect(simulated.status == 34 && simulated.stdout.contains("111"), "\(simulated.stdout)\(simulated.stderr)")
 
-        let noContent = try Self.daemon(settings: ["inAppContent": false])
+        let noContent = try await Self.daemon(settings: ["inAppContent": false])
         defer { noContent.kill() }
         let skipped = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", noContent.socketPath])
         #expect(skipped.status == 34, "\(skipped.stdout)\(skipped.stderr)")
@@ -238,7 +238,7 @@ struct SchedulingTests {
             ],
             extensionLibrary: "BATestCrash")
         defer { fixture.remove() }
-        let daemon = try Self.daemon(settings: ["quarantineThreshold": 2])
+        let daemon = try await Self.daemon(settings: ["quarantineThreshold": 2])
         defer { daemon.kill() }
 
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
@@ -288,7 +288,7 @@ struct SchedulingTests {
         // Free space is always under this threshold: everything purgeable goes. basd does not purge
         // on its own here (its automatic purge, tested in-process with an injected free space,
         // would delete the moved file before the dry run if the test ran past its once-a-minute check).
-        let daemon = try Self.daemon(settings: [
+        let daemon = try await Self.daemon(settings: [
             "purgeFreeSpaceThresholdBytes": Int64(1) << 60, "automaticPurge": false,
         ])
         defer { daemon.kill() }

@@ -43,8 +43,8 @@ struct StoreStartupTests {
     }
 
     @Test("a state folder copied without its -wal after a crash is refused; with the -wal it starts with its apps")
-    func copiedWithoutWAL() throws {
-        let daemon = try DaemonProcess()
+    func copiedWithoutWAL() async throws {
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.registerWithContainer(daemon)
         // A crash: no clean close, so no checkpoint; everything since the start is in the -wal.
@@ -77,14 +77,14 @@ struct StoreStartupTests {
         try? FileManager.default.removeItem(atPath: state + "/state.sqlite-wal")
         try? FileManager.default.removeItem(atPath: state + "/state.sqlite-shm")
         try FileManager.default.copyItem(atPath: wal, toPath: state + "/state.sqlite-wal")
-        let restored = try DaemonProcess(directory: copy)
+        let restored = try await DaemonProcess.start(directory: copy)
         defer { restored.kill() }
         #expect(try Self.apps(restored) == [Self.app])
     }
 
     @Test("an empty store without containers starts: a first start, an empty groups folder")
-    func emptyWithoutContainersStarts() throws {
-        let daemon = try DaemonProcess()
+    func emptyWithoutContainersStarts() async throws {
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         #expect(try Self.apps(daemon).isEmpty)
         daemon.send(SIGTERM)
@@ -92,14 +92,14 @@ struct StoreStartupTests {
         // An empty groups/ folder is not a container.
         try FileManager.default.createDirectory(
             atPath: daemon.stateDirectory + "/groups", withIntermediateDirectories: true)
-        let again = try DaemonProcess(directory: daemon.directory)
+        let again = try await DaemonProcess.start(directory: daemon.directory)
         defer { again.kill() }
         #expect(try Self.apps(again).isEmpty)
     }
 
     @Test("a store with a garbage page is refused, naming the file, what SQLite found and the ways out")
-    func garbagePage() throws {
-        let daemon = try DaemonProcess()
+    func garbagePage() async throws {
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.registerWithContainer(daemon)
         // A clean stop checkpoints: every table is in the main file.

@@ -132,7 +132,7 @@ struct TLSTests {
         let directory = try TemporaryDirectory()
 
         // 1. No CA configured: the essential download fails, and everyone says why.
-        var daemon = try DaemonProcess(directory: directory)
+        var daemon = try await DaemonProcess.start(directory: directory)
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 20, "\(install.stdout)\(install.stderr)")
         #expect(install.stderr.contains("unable to get local issuer certificate"), "\(install.stderr)")
@@ -154,7 +154,7 @@ struct TLSTests {
 
         // 2. caFile: the same download succeeds.
         try writeSettings(#"{"caFile": "\#(tls.caFile)"}"#, in: directory)
-        daemon = try DaemonProcess(directory: directory)
+        daemon = try await DaemonProcess.start(directory: directory)
         let update = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(update.status == 0, "\(update.stdout)\(update.stderr)\n\(daemon.standardError)")
         #expect(update.stdout.contains("finished catalog"), "\(update.stdout)")
@@ -166,7 +166,7 @@ struct TLSTests {
         try tls.serve("manifest.json", Array(manifest))
         try fixture.editInfoPlist { $0["BAManifestURL"] = tls.url("/manifest.json") }
         try writeSettings(#"{"caDirectory": "\#(tls.caDirectory)"}"#, in: directory)
-        daemon = try DaemonProcess(directory: directory)
+        daemon = try await DaemonProcess.start(directory: directory)
         defer { daemon.kill() }
         let again = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(again.status == 0, "\(again.stdout)\(again.stderr)\n\(daemon.standardError)")
@@ -183,7 +183,7 @@ struct TLSTests {
         defer { fixture.remove() }
         try tls.serve("manifest.json", Array(#"{"assets": []}"#.utf8))
         try fixture.editInfoPlist { $0["BAManifestURL"] = tls.url("/manifest.json") }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 20, "\(install.stdout)\(install.stderr)")
@@ -206,7 +206,7 @@ struct TLSTests {
         let directory = try TemporaryDirectory()
         let wrong = "sha256//" + Data(repeating: 0, count: 32).base64EncodedString()
         try writeSettings(#"{"caFile": "\#(tls.caFile)", "pinnedPublicKey": "\#(wrong)"}"#, in: directory)
-        let daemon = try DaemonProcess(directory: directory)
+        let daemon = try await DaemonProcess.start(directory: directory)
         defer { daemon.kill() }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 20, "\(install.stdout)\(install.stderr)")

@@ -58,7 +58,7 @@ struct UninstallTests {
     func uninstallRemovesEverything() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let fixture = try await installWithActiveDownload(daemon, server: server)
         defer { fixture.remove() }
@@ -93,7 +93,7 @@ struct UninstallTests {
     func keepData() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let fixture = try await installWithActiveDownload(daemon, server: server)
         defer { fixture.remove() }
@@ -117,7 +117,7 @@ struct UninstallTests {
         // A quick scheduler tick (a quarter of the minimum interval).
         try Data(#"{"periodicMinimumIntervalSeconds": 1, "periodicBaseIntervalSeconds": 600}"#.utf8)
             .write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
-        let daemon = try DaemonProcess(directory: directory)
+        let daemon = try await DaemonProcess.start(directory: directory)
         defer { daemon.kill() }
         let fixture = try await installWithActiveDownload(daemon, server: server)
         fixture.remove()

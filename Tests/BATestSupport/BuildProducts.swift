@@ -134,3 +134,21 @@ public func processGroupExists(_ pgid: pid_t) -> Bool {
         return fields.count > 2 && pid_t(fields[2]) == pgid && fields[0] != "Z" && fields[0] != "X"
     }
 }
+
+/// Runs blocking `work` (waiting for a process's line, an event, an exit) on a thread of its own
+/// and awaits its result. A test must not wait while holding one of the concurrency pool's
+/// threads: there are as many as cores (two on a small CI machine), and two tests blocked in such
+/// a wait stall every other test of the run, whose time limits then expire (runs that failed so).
+public func offThePool<T>(_ work: @escaping () throws -> T) async throws -> T {
+    let box = UncheckedBox(work)
+    let outcome: UncheckedBox<Result<T, any Error>> = await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: UncheckedBox(Result { try box.value() })) }.start()
+    }
+    return try outcome.value.get()
+}
+
+/// A value handed to another thread by a caller that does not touch it meanwhile.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

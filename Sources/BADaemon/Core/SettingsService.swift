@@ -23,7 +23,7 @@ final class SettingsService: @unchecked Sendable {
         do {
             // Weak: the watcher's thread may outlive basd's services (an in-process test).
             watcher = try SettingsWatcher.start(directory: directory, executor: services.executor) { [weak self] in
-                self?.refresh()
+                self?.refresh(because: .folderChanged)
             }
         } catch {
             services.log("settings: not watching \(directory) (\(error)); edits apply at the next scheduler tick")
@@ -34,13 +34,21 @@ final class SettingsService: @unchecked Sendable {
 
     deinit { watcher?.stop() }
 
+    /// What made basd look at the settings file again (said in the log line of a reload).
+    enum RefreshCause: String {
+        /// The watch of its folder (inotify): an edit applies at once.
+        case folderChanged = "the folder changed"
+        /// The scheduler's periodic look (where the folder is not watched).
+        case schedulerLook = "the scheduler's look"
+    }
+
     /// Re-reads the file if it changed and tells the engine a new concurrency bound.
-    func refresh() {
+    func refresh(because cause: RefreshCause) {
         switch file.check() {
         case .unchanged:
             break
         case .loaded:
-            services.log("settings: \(file.path) loaded")
+            services.log("settings: \(file.path) loaded (\(cause.rawValue))")
             services.transfers.setBackgroundConcurrency(file.settings.backgroundDownloadConcurrency)
             // A switch turned back on, or Low Power Mode: held-back events may go now.
             services.delivery.schedulerTick()

@@ -224,7 +224,7 @@ final class PeriodicScheduler: @unchecked Sendable {
 
     /// One look at every app (executor).
     func tick() {
-        services.settings.refresh()
+        services.settings.refresh(because: .schedulerLook)
         checkLowPowerMode()
         let settings = self.settings
         let now = self.now
