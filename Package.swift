@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
         .library(name: "BATestSwiftManager", type: .dynamic, targets: ["BATestSwiftManager"]),
         .library(name: "AppleCompatibilityExtension", type: .dynamic, targets: ["AppleCompatibilityExtension"]),
+        .library(name: "BATestAppleSample", type: .dynamic, targets: ["BATestAppleSample"]),
     ] + testPlugins.map { .library(name: $0, type: .dynamic, targets: [$0]) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -114,7 +115,8 @@ let package = Package(
         .target(
             name: "BACommands",
             dependencies: [
-                "BAExtensionHost", "BackgroundAssets", "BADownloadEngine", "BADaemonProtocol", "CBASystem",
+                "BAExtensionHost", "BackgroundAssets", "BADownloadEngine", "BADaemonProtocol", "BAAppBundle",
+                "CBASystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // `ba demo`: the whole system on an embedded asset server (kept out of BACommands, so the
@@ -137,6 +139,11 @@ let package = Package(
         .target(
             name: "BATestSwiftManager", dependencies: ["BackgroundAssets"],
             path: "Plugins/TestPlugins/BATestSwiftManager"),
+        // Apple's sample finished-file handler, unchanged (Swift 5 mode, as Apple's samples are).
+        .target(
+            name: "BATestAppleSample", dependencies: ["BackgroundAssets"],
+            path: "Plugins/TestPlugins/BATestAppleSample",
+            swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // A loopback HTTP/1.1 asset server that misbehaves on demand: the download engine's test peer.
         .target(

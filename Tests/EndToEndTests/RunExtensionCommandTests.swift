@@ -152,4 +152,82 @@ import Testing
         #expect(help.status == 0)
         #expect(help.stdout.contains("Examples:"))
     }
+
+    // MARK: - Apple's app group container lookup
+
+    /// An app directory as `ba install` takes it: Info.plist naming `group`, and a copy of the
+    /// Apple-sample extension in `lib/`.
+    func appDirectory(in directory: TemporaryDirectory, group: String) throws -> (app: String, library: String) {
+        let app = directory.path + "/App"
+        try FileManager.default.createDirectory(atPath: app + "/lib", withIntermediateDirectories: true)
+        let info: [String: Any] = [
+            "CFBundleIdentifier": "com.example.applesample", "CFBundleShortVersionString": "1.0",
+            "BAAppGroupID": group, "BAExtensionPath": "lib/libBATestAppleSample.so",
+        ]
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
+            .write(to: URL(fileURLWithPath: app + "/Info.plist"))
+        let library = app + "/lib/libBATestAppleSample.so"
+        try FileManager.default.copyItem(atPath: BuildProducts.library("BATestAppleSample"), toPath: library)
+        return (app, library)
+    }
+
+    @Test(
+        "Apple's force-unwrapped containerURL(forSecurityApplicationGroupIdentifier:) finds a container named for the group: --app-group, --app, the app holding the library"
+    )
+    func appleContainerLookupFindsTheGroupsContainer() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let group = "group.com.example.applesample"
+        let (app, copy) = try appDirectory(in: directory, group: group)
+        let library = BuildProducts.library("BATestAppleSample")
+        // The download names no group: it is the app's, as in basd.
+        let download = #"{"identifier": "catalog", "url": "https://cdn.example.com/catalog.json"}"#
+        let finished = ["--event", "finished", "--download-json", download, "--verbose"]
+
+        // No group known: the container is no group's, the lookup gives nil, the force-unwrap
+        // crashes, and ba says what to give.
+        let bare = try await run([library] + finished)
+        #expect(bare.status == 13, "\(bare.stdout)\(bare.stderr)")
+        #expect(bare.stderr.contains("give --app-group GROUP or --app APP_DIR"), "\(bare.stderr)")
+
+        for (name, arguments) in [
+            ("--app-group", [library, "--app-group", group]),
+            ("--app", ["--app", app]),
+            ("--app with a library", [library, "--app", app]),
+            ("the app directory holding the library", [copy]),
+        ] {
+            let output = try await run(arguments + finished)
+            #expect(output.status == 0, "\(name): \(output.stdout)\(output.stderr)")
+            // Apple's code reached the container (the move itself is the next test's business).
+            #expect(output.stdout.contains("/groups/\(group)/catalog"), "\(name): \(output.stdout)")
+            #expect(!output.stderr.contains("--app-group"), "\(name): \(output.stderr)")
+        }
+
+        // A download of another group does not get this group's container.
+        let other =
+            #"{"identifier": "c", "url": "https://cdn.example.com/c", "applicationGroupIdentifier": "group.other"}"#
+        let wrongGroup = try await run([library, "--app-group", group, "--event", "finished", "--download-json", other])
+        #expect(wrongGroup.status == 13, "\(wrongGroup.stdout)")
+    }
+
+    @Test("--app-group-container named for another group, or --app-group with --app, are refused with the fix")
+    func containerNamedForAnotherGroupIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let library = BuildProducts.library("BATestAppleSample")
+        let (app, _) = try appDirectory(in: directory, group: "group.a")
+        let mismatch = try await run([
+            library, "--event", "install", "--app-group", "group.a", "--app-group-container", directory.path + "/b",
+        ])
+        #expect(mismatch.status == 66, "\(mismatch.stderr)")
+        #expect(mismatch.stderr.contains("is not named for the app group group.a"), "\(mismatch.stderr)")
+        let both = try await run([library, "--event", "install", "--app-group", "group.a", "--app", app])
+        #expect(both.status == 64, "\(both.stderr)")
+        #expect(both.stderr.contains("not both"), "\(both.stderr)")
+        let badGroup = try await run([library, "--event", "install", "--app-group", "../x"])
+        #expect(badGroup.status == 64, "\(badGroup.stderr)")
+        let noLibrary = try await run(["--event", "install"])
+        #expect(noLibrary.status == 64, "\(noLibrary.stderr)")
+        #expect(noLibrary.stderr.contains("--app APP_DIR"), "\(noLibrary.stderr)")
+    }
 }
