@@ -60,7 +60,7 @@ struct RunExtension: AsyncParsableCommand {
 
     @Option(
         help:
-            "For finished: the finished file (default: an empty temporary file). It is deleted after the call unless the extension moved it."
+            "For finished: the finished file (default: an empty temporary file). The extension should move it; ba says when it did not (basd keeps such a file for the app)."
     )
     var file: String?
 
@@ -174,6 +174,11 @@ struct RunExtension: AsyncParsableCommand {
         }
         let report = RunReport(result, timing: repeatCount > 1 ? CallTiming(durations) : nil)
         print(json ? report.json() : report.table(verbose: verbose))
+        if result.verdict == .ok, case .finished(_, let filePath) = invocation.event,
+            FileManager.default.fileExists(atPath: filePath)
+        {
+            FileHandle.standardError.write(Data((Self.notMovedNote(filePath) + "\n").utf8))
+        }
         let code = BAExitCode.code(for: result)
         if code != .ok {
             if invocation.appGroupContainerPath.map({ URL(fileURLWithPath: $0).lastPathComponent })
@@ -193,6 +198,13 @@ struct RunExtension: AsyncParsableCommand {
         "ba: note: the extension ran without an app group, so FileManager.containerURL("
         + "forSecurityApplicationGroupIdentifier:) returned nil in it; give --app-group GROUP or --app APP_DIR "
         + "(its Info.plist's BAAppGroupID) to give it the group's container"
+
+    /// Said after an `ok` finished call that left the file where it was.
+    static func notMovedNote(_ path: String) -> String {
+        "ba: note: the extension did not move the finished file \(path); basd keeps such a file for the app's "
+            + "next connection (if the move failed: on Linux, FileManager.replaceItemAt needs an existing "
+            + "destination, see docs/apple-api-compatibility.md)"
+    }
 
     struct InputError: Error { var message: String }
 

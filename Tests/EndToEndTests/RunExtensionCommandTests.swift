@@ -248,5 +248,7 @@ import Testing
         #expect(lines.contains { $0 == (3, label + "Failed to move downloaded file: <private>") }, "\(lines)")
         // Not also on the extension's stderr.
         #expect(!(try json(output)["output"] as? String ?? "").contains("Failed to move"), "\(output.stdout)")
+        // replaceItemAt failed, so the file is still there: ba says so.
+        #expect(output.stderr.contains("the extension did not move the finished file"), "\(output.stderr)")
     }
 }
