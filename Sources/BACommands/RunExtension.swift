@@ -202,8 +202,8 @@ struct RunExtension: AsyncParsableCommand {
     /// Said after an `ok` finished call that left the file where it was.
     static func notMovedNote(_ path: String) -> String {
         "ba: note: the extension did not move the finished file \(path); basd keeps such a file for the app's "
-            + "next connection (if the move failed: on Linux, FileManager.replaceItemAt needs an existing "
-            + "destination, see docs/apple-api-compatibility.md)"
+            + "next connection (if the move failed: FileManager.replaceItemAt does not work on Linux, use "
+            + "removeItem and moveItem, see docs/apple-api-compatibility.md)"
     }
 
     struct InputError: Error { var message: String }

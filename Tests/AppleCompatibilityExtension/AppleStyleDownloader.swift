@@ -63,8 +63,17 @@ struct AppleStyleDownloader: BADownloaderExtension {
             }
             Logger.ext.debug("Moving \(finishedDownload.identifier, privacy: .public) into the app group")
             let destination = container.appendingPathComponent(finishedDownload.identifier)
-            try? FileManager.default.removeItem(at: destination)
-            try? FileManager.default.moveItem(at: fileURL, to: destination)
+            do {
+                // Works on Apple's systems and on Linux, where Foundation's replaceItemAt is broken
+                // (docs/apple-api-compatibility.md): the app reads the folder only under exclusive
+                // control, so the moment without a file is never seen.
+                if FileManager.default.fileExists(atPath: destination.path) {
+                    try FileManager.default.removeItem(at: destination)
+                }
+                try FileManager.default.moveItem(at: fileURL, to: destination)
+            } catch {
+                Logger.ext.error("Failed to move downloaded file: \(error)")
+            }
         }
     }
 

@@ -164,6 +164,14 @@ import Testing
         #expect(
             (try? String(contentsOfFile: container + "/catalog", encoding: .utf8)) == "catalog bytes",
             "moved by the asynchronous handler before the call ended")
+
+        // A second version replaces the first.
+        try Data("catalog v2".utf8).write(to: URL(fileURLWithPath: file))
+        let again = try await supervisor.run(invocation)
+        #expect(again.verdict == .ok)
+        #expect(again.logs.isEmpty, "\(again.logs) \(again.output)")
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect((try? String(contentsOfFile: container + "/catalog", encoding: .utf8)) == "catalog v2")
     }
 
     // MARK: - App-side semantics

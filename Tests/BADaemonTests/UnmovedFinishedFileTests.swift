@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// Apple's sample moves a finished file with `FileManager.replaceItemAt(_:withItemAt:)`, which on
-/// Linux refuses a destination that does not exist yet; the sample only logs the error. basd then
+/// Linux throws for a destination that does not exist yet; the sample only logs the error. basd then
 /// keeps the file for the app instead of deleting it (issue 19, item 9). Real basd, real runner,
 /// Apple's handler unchanged (Plugins/TestPlugins/BATestAppleSample).
 @Suite("a finished file the extension did not move", .timeLimit(.minutes(3)))
@@ -62,5 +62,32 @@ struct UnmovedFinishedFileTests {
         // Each was handed to the extension once.
         let runs = try await EventBatchTests.runs(daemon)
         #expect(runs.filter { $0["event"] as? String == "finished" }.count == 2, "\(runs)")
+    }
+
+    @Test(
+        "Foundation's replaceItemAt over an existing file swaps them on Linux: basd says so and hands over what is left"
+    )
+    func replaceOverAnExistingFileIsReported() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let downloaded = DownloadServiceTests.bytes(4_000, seed: 3)
+        server.setFile("/c", contents: downloaded)
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        try DownloadServiceTests.register(daemon, extensionPath: BuildProducts.library("BATestAppleSample"))
+        // The app's older copy, where Apple's sample moves "c".
+        let older = Data("older copy".utf8)
+        let container = daemon.stateDirectory + "/groups/" + Self.group
+        _ = try await CLIQueries.poll(
+            "the container", daemon, timeout: 30, read: { FileManager.default.fileExists(atPath: container) },
+            until: { $0 })
+        try older.write(to: URL(fileURLWithPath: container + "/c"))
+
+        try await EventBatchTests.finishAndQuit(["c"], daemon: daemon, server: server)
+        _ = try await CLIQueries.poll(
+            "basd to report the replaced file", daemon, timeout: 60, read: { daemon.standardError },
+            until: { $0.contains("is \(older.count) bytes, not the \(downloaded.count) downloaded") })
+        // Foundation moved the older copy onto the finished file's path and removed the destination.
+        #expect(!FileManager.default.fileExists(atPath: container + "/c"))
     }
 }

@@ -1,8 +1,8 @@
 // For tests only: the finished-file handler of Apple's Background Assets sample code, unchanged, as
 // a new user brings it over: `import os` and a static `Logger`, the app group container's URL
 // force-unwrapped, and the file moved with `replaceItemAt(_:withItemAt:)`, whose failure is only
-// logged. On Linux, swift-corelibs-foundation refuses a destination that does not exist yet, so
-// the first move of each file fails here: basd then keeps the file for the app
+// logged. On Linux, Foundation's replaceItemAt throws for a destination that does not exist yet
+// (and swaps the files when it does), so the move fails here: basd then keeps the file for the app
 // (docs/apple-api-compatibility.md). The one line Apple's sample does not have is the public
 // "moving" log line, which lets a test see where the file was to go.
 import BackgroundAssets

@@ -173,12 +173,21 @@ extension EventRouter {
             // that failed (Apple's sample's `replaceItemAt` on Linux, say) must not lose the file.
             // The app's delegate gets it on its next connection, and it is removed once the app
             // acknowledges it.
-            if let destination = EventDetails(event).destination, Self.exists(destination) {
+            let details = EventDetails(event)
+            if let destination = details.destination, let size = Self.size(destination) {
                 do {
                     try store.keepForApp(sequence: event.sequence)
                     log(
                         "the extension of \(app.bundleIdentifier) did not move the finished file \(destination): "
                             + "kept for the app's next connection")
+                    if let expected = details.size, expected != size {
+                        // Foundation's replaceItemAt on Linux moves the destination onto the new
+                        // file's path: what is there now is not what was downloaded.
+                        log(
+                            "the file left at \(destination) is \(size) bytes, not the \(expected) downloaded: "
+                                + "the extension replaced it (FileManager.replaceItemAt on Linux does); "
+                                + "it goes to the app as it is")
+                    }
                 } catch {
                     log("could not keep \(destination) for \(app.bundleIdentifier): \(error); removing it")
                     removals.append(destination)
@@ -202,10 +211,10 @@ extension EventRouter {
         }
     }
 
-    /// Something (a file, or a link the extension left) is at `path`.
-    static func exists(_ path: String) -> Bool {
+    /// The size of what is at `path` (a file, or a link the extension left), or nil when nothing is.
+    static func size(_ path: String) -> Int64? {
         var info = stat()
-        return lstat(path, &info) == 0
+        return lstat(path, &info) == 0 ? Int64(info.st_size) : nil
     }
 
     /// The protection space of a `WWW-Authenticate` challenge for `url` (the same reading the
