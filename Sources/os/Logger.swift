@@ -30,7 +30,7 @@ package import Logging
 /// shown; `.private` and `.sensitive` are replaced by `<private>` (with `mask: .hash`, by
 /// `<mask.hash: '…'>`, a hash of the value); `.auto`, the default, shows numbers and booleans and
 /// hides strings and other values. Set `BA_LOG_PRIVATE_DATA=1` in the environment to show private
-/// values while developing (Apple's "Enable-Private-Data").
+/// (not sensitive) values while developing (Apple's "Enable-Private-Data").
 public struct Logger: Sendable {
     let handle: OSLog
 

@@ -123,13 +123,15 @@ enum Redaction {
     static func apply(
         _ privacy: OSLogPrivacy, isScalar: Bool, _ value: () -> String, align: OSLogStringAlignment
     ) -> String {
+        // Sensitive values stay hidden even with private data shown, as on Apple's systems.
         let hidden: Bool =
             switch privacy.kind {
             case .public: false
-            case .private, .sensitive: true
-            case .auto: !isScalar
+            case .sensitive: true
+            case .private: !showsPrivateData
+            case .auto: !isScalar && !showsPrivateData
             }
-        guard hidden && !showsPrivateData else { return align.apply(value()) }
+        guard hidden else { return align.apply(value()) }
         if privacy.mask == .hash { return "<mask.hash: '\(hash(value()))'>" }
         return "<private>"
     }

@@ -160,4 +160,16 @@ import os
         #expect(!OSSignposter.disabled.isEnabled)
         #expect(handler.entries.isEmpty)
     }
+
+    @Test("BA_LOG_PRIVATE_DATA=1 shows private values (read once, so in a process of its own)")
+    func privateDataShownWhenAsked() async {
+        await #expect(processExitsWith: .success) {
+            setenv("BA_LOG_PRIVATE_DATA", "1", 1)
+            let handler = InMemoryLogHandler()
+            let logger = os.Logger(subsystem: "com.example.oslog", category: "private", handler: handler)
+            logger.info("\("visible") \("too", privacy: .private) \("hidden", privacy: .sensitive)")
+            let message = handler.entries.first?.message.description
+            exit(message == "visible too <private>" ? 0 : 1)
+        }
+    }
 }
