@@ -251,4 +251,12 @@ import Testing
         // replaceItemAt failed, so the file is still there: ba says so.
         #expect(output.stderr.contains("the extension did not move the finished file"), "\(output.stderr)")
     }
+
+    @Test("what an extension prints reaches the call's output though the runner ends with _exit")
+    func printedLinesReachTheOutput() async throws {
+        let output = try await run([BuildProducts.library("BATestAppleSample"), "--event", "install", "--json"])
+        #expect(output.status == 0, "\(output.stdout)\(output.stderr)")
+        #expect(
+            (try json(output)["output"] as? String ?? "").contains("downloads(for:) was called"), "\(output.stdout)")
+    }
 }

@@ -3,8 +3,8 @@
 // force-unwrapped, and the file moved with `replaceItemAt(_:withItemAt:)`, whose failure is only
 // logged. On Linux, Foundation's replaceItemAt throws for a destination that does not exist yet
 // (and swaps the files when it does), so the move fails here: basd then keeps the file for the app
-// (docs/apple-api-compatibility.md). The one line Apple's sample does not have is the public
-// "moving" log line, which lets a test see where the file was to go.
+// (docs/apple-api-compatibility.md). Apple's sample does not have the public "moving" log line,
+// which lets a test see where the file was to go, nor the print in downloads(for:).
 import BackgroundAssets
 import os
 
@@ -17,6 +17,9 @@ struct BackgroundDownloadHandler: BADownloaderExtension {
     func downloads(
         for request: BAContentRequest, manifestURL: URL, extensionInfo: BAAppExtensionInfo
     ) -> Set<BADownload> {
+        // Not in Apple's sample: print, whose line must reach the call's output (stdout to a pipe
+        // is fully buffered, and the runner ends with _exit).
+        print("downloads(for:) was called")
         return []
     }
 
