@@ -1,4 +1,5 @@
 import ArgumentParser
+import BAAppBundle
 import BAExtensionHost
 import BAExtensionProtocol
 import BackgroundAssets
@@ -15,6 +16,8 @@ struct RunExtension: AsyncParsableCommand {
 
             Examples:
               ba run-extension libMyExtension.so --event install --manifest manifest.json
+              ba run-extension --app /opt/example-game --event install --manifest manifest.json
+              ba run-extension libMyExtension.so --app-group group.com.example.game --event install
               ba run-extension libMyExtension.so --event periodic --manifest manifest.json --json
               ba run-extension libMyExtension.so --event finished \\
                  --download-json '{"identifier":"level-1","url":"https://cdn.example.com/l1.pak"}' --file ./l1.pak
@@ -25,8 +28,8 @@ struct RunExtension: AsyncParsableCommand {
         case languageChange = "language-change"
     }
 
-    @Argument(help: "The extension's shared library (.so).")
-    var library: String
+    @Argument(help: "The extension's shared library (.so); default: the BAExtensionPath of --app's Info.plist.")
+    var library: String?
 
     @Option(
         help:
@@ -57,7 +60,7 @@ struct RunExtension: AsyncParsableCommand {
 
     @Option(
         help:
-            "For finished: the finished file (default: an empty temporary file). It is deleted after the call unless the extension moved it."
+            "For finished: the finished file (default: an empty temporary file). The extension should move it; ba says when it did not (basd keeps such a file for the app)."
     )
     var file: String?
 
@@ -79,7 +82,22 @@ struct RunExtension: AsyncParsableCommand {
     @Option(help: "Most downloads one call may return.")
     var maxDownloads: Int = BAExtensionInvocation.defaultMaximumDownloads
 
-    @Option(help: "The app group container (holds the exclusive-control lock); default: a temporary one.")
+    @Option(
+        help:
+            "The app group (BAAppGroupID) the extension's container is named for, so that containerURL(forSecurityApplicationGroupIdentifier:) finds it (default: from --app, from the Info.plist of the app directory holding the library, or from --download-json)."
+    )
+    var appGroup: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The app directory: its Info.plist gives the app group (BAAppGroupID) and, without a library argument, the extension (BAExtensionPath).",
+            valueName: "app-dir"))
+    var app: String?
+
+    @Option(
+        help:
+            "The app group container (holds the exclusive-control lock), a folder named for the app group; default: a temporary one, named for the app group."
+    )
     var appGroupContainer: String?
 
     @Option(
@@ -102,6 +120,15 @@ struct RunExtension: AsyncParsableCommand {
     var verbose = false
 
     func validate() throws {
+        guard library != nil || app != nil else {
+            throw ValidationError("give the extension library (LIB), or --app APP_DIR whose Info.plist names it")
+        }
+        guard appGroup == nil || app == nil else {
+            throw ValidationError("give --app-group or --app (whose Info.plist names the group), not both")
+        }
+        if let appGroup, let violation = DownloadRules.checkFolderName(appGroup, what: "--app-group") {
+            throw ValidationError(violation.reason)
+        }
         guard timeout > 0, timeout <= 86_400 else {
             throw ValidationError("--timeout must be between 0 and 86400 seconds")
         }
@@ -147,18 +174,59 @@ struct RunExtension: AsyncParsableCommand {
         }
         let report = RunReport(result, timing: repeatCount > 1 ? CallTiming(durations) : nil)
         print(json ? report.json() : report.table(verbose: verbose))
+        if result.verdict == .ok, case .finished(_, let filePath) = invocation.event,
+            FileManager.default.fileExists(atPath: filePath)
+        {
+            FileHandle.standardError.write(Data((Self.notMovedNote(filePath) + "\n").utf8))
+        }
         let code = BAExitCode.code(for: result)
-        if code != .ok { throw ExitCode(code.rawValue) }
+        if code != .ok {
+            if invocation.appGroupContainerPath.map({ URL(fileURLWithPath: $0).lastPathComponent })
+                == Self.unnamedContainer
+            {
+                FileHandle.standardError.write(Data((Self.unnamedContainerHint + "\n").utf8))
+            }
+            throw ExitCode(code.rawValue)
+        }
+    }
+
+    /// The temporary container's name when no app group is known: no group's lookup finds it.
+    static let unnamedContainer = "no-app-group"
+
+    /// Said after a call that did not end `ok` in an unnamed container.
+    static let unnamedContainerHint =
+        "ba: note: the extension ran without an app group, so FileManager.containerURL("
+        + "forSecurityApplicationGroupIdentifier:) returned nil in it; give --app-group GROUP or --app APP_DIR "
+        + "(its Info.plist's BAAppGroupID) to give it the group's container"
+
+    /// Said after an `ok` finished call that left the file where it was.
+    static func notMovedNote(_ path: String) -> String {
+        "ba: note: the extension did not move the finished file \(path); basd keeps such a file for the app's "
+            + "next connection (if the move failed: FileManager.replaceItemAt does not work on Linux, use "
+            + "removeItem and moveItem, see docs/apple-api-compatibility.md)"
     }
 
     struct InputError: Error { var message: String }
 
     func makeInvocation(workspace: BAExtensionWorkspace) throws -> BAExtensionInvocation {
+        let appBundle = try app.map(Self.loadApp)
+        guard let library = library ?? appBundle?.extensionPath else {
+            throw InputError(
+                message:
+                    "\(appBundle?.infoPlistPath ?? "the app's Info.plist") names no BAExtensionPath: give the extension library"
+            )
+        }
         guard FileManager.default.fileExists(atPath: library) else {
             throw InputError(message: "no such extension library: \(library)")
         }
         let libraryPath = URL(fileURLWithPath: library).standardizedFileURL.path
-        let container = try appGroupContainer ?? workspace.directory("app-group")
+        let (container, group) = try container(libraryPath: libraryPath, appBundle: appBundle, workspace: workspace)
+        // As basd does: a download that names no group is the app's.
+        func download() throws -> DownloadRecord {
+            var record = try parseDownload()
+            if record.applicationGroupIdentifier?.isEmpty ?? true { record.applicationGroupIdentifier = group }
+            return record
+        }
         let event: RunnerEvent
         switch self.event {
         case .install, .update, .periodic, .languageChange:
@@ -176,7 +244,7 @@ struct RunExtension: AsyncParsableCommand {
                 restrictedRemaining: Int64(downloadSizeRemaining ?? -1),
                 restrictedEssentialRemaining: Int64(essentialDownloadSizeRemaining ?? -1))
         case .finished:
-            let download = try parseDownload()
+            let download = try download()
             let path = try file ?? workspace.emptyFile(named: "finished-\(UUID().uuidString)")
             guard FileManager.default.fileExists(atPath: path) else {
                 throw InputError(message: "no such file: \(path)")
@@ -184,13 +252,71 @@ struct RunExtension: AsyncParsableCommand {
             event = .finished(download, filePath: URL(fileURLWithPath: path).standardizedFileURL.path)
         case .failed:
             event = .failed(
-                try parseDownload(), ErrorRecord(domain: errorDomain, code: errorCode, message: errorMessage))
+                try download(), ErrorRecord(domain: errorDomain, code: errorCode, message: errorMessage))
         case .terminate:
             event = .willTerminate
         }
         return BAExtensionInvocation(
             libraryPath: libraryPath, event: event, timeout: .milliseconds(Int64(timeout * 1000)),
             memoryLimitBytes: memoryLimit << 20, maximumDownloads: maxDownloads, appGroupContainerPath: container)
+    }
+
+    /// The app group container the extension gets, and its group: `--app-group-container`, else a
+    /// temporary folder named for the app group (so that
+    /// `containerURL(forSecurityApplicationGroupIdentifier:)`, which finds a container by its folder
+    /// name, finds it), else an unnamed temporary folder (no group).
+    func container(
+        libraryPath: String, appBundle: AppBundle?, workspace: BAExtensionWorkspace
+    ) throws -> (path: String, group: String?) {
+        let named = appGroup ?? appBundle?.appGroupIdentifier
+        if let appGroupContainer {
+            let folder = URL(fileURLWithPath: appGroupContainer).standardizedFileURL.lastPathComponent
+            if let named, folder != named {
+                throw InputError(
+                    message:
+                        "--app-group-container \(appGroupContainer) is not named for the app group \(named): "
+                        + "containerURL(forSecurityApplicationGroupIdentifier:) finds a container by its folder name; "
+                        + "give a folder named \(named), or leave out --app-group-container for a temporary one")
+            }
+            return (appGroupContainer, named ?? folder)
+        }
+        let group =
+            named ?? Self.enclosingApp(ofLibrary: libraryPath)?.appGroupIdentifier
+            ?? downloadGroup()
+        // Laid out as basd's: `…/groups/GROUP`.
+        return (try workspace.directory(group.map { "groups/" + $0 } ?? Self.unnamedContainer), group)
+    }
+
+    /// The app in `directory` (`--app`), or a clear error.
+    static func loadApp(_ directory: String) throws -> AppBundle {
+        do {
+            return try AppBundle.load(directory: directory)
+        } catch {
+            throw InputError(message: "--app \(directory): \(error)")
+        }
+    }
+
+    /// The app whose directory holds `libraryPath` and whose `BAExtensionPath` names it: the
+    /// nearest folder above the library with an `Info.plist` that loads.
+    static func enclosingApp(ofLibrary libraryPath: String) -> AppBundle? {
+        var folder = URL(fileURLWithPath: libraryPath).deletingLastPathComponent()
+        while folder.path != "/" && !folder.path.isEmpty {
+            if FileManager.default.fileExists(atPath: folder.appendingPathComponent("Info.plist").path) {
+                guard let app = try? AppBundle.load(directory: folder.path) else { return nil }
+                let named = app.extensionPath.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
+                return named == URL(fileURLWithPath: libraryPath).resolvingSymlinksInPath().path ? app : nil
+            }
+            folder.deleteLastPathComponent()
+        }
+        return nil
+    }
+
+    /// The `applicationGroupIdentifier` of `--download-json`, when it names a usable folder.
+    func downloadGroup() -> String? {
+        guard downloadJSON != nil, let group = try? parseDownload().applicationGroupIdentifier,
+            DownloadRules.checkFolderName(group, what: "group") == nil
+        else { return nil }
+        return group
     }
 
     /// The manifest's bytes, or an empty JSON object without `--manifest`.

@@ -67,8 +67,11 @@ public enum ExtensionRunner {
             channel.send(.failure(RunnerFailure(kind: .invalidRequest, message: "unreadable request: \(error)")))
             exit(ExitStatus.badRequest.rawValue)
         }
-        // Whatever the extension prints to stdout goes to stderr, never into the protocol.
+        // Whatever the extension prints to stdout goes to stderr, never into the protocol. Line
+        // buffered, as on a terminal: stdout to a pipe is fully buffered, and the _exit below
+        // would drop what `print` left in the buffer.
         dup2(2, 1)
+        _ = ba_sys_line_buffer_stdout()
         exportAppGroupContainer(lockPath: request.lockPath)
         if let failure = prepare(memoryLimit: request.memoryLimitBytes) {
             channel.send(.failure(failure))

@@ -33,17 +33,39 @@ extension BAStore {
     /// Acknowledges the app's events up to and including `sequence`: they are no longer
     /// undelivered. Idempotent: acknowledging again, or an older sequence, changes nothing.
     ///
+    /// - Parameters:
+    ///   - bundleIdentifier: The app.
+    ///   - sequence: The last event acknowledged.
+    ///   - keepingForApp: Leave the events kept for the app (``keepForApp(sequence:)``)
+    ///     undelivered: the extension's side acknowledges with true, the app's with false.
     /// - Returns: How many events this call marked delivered.
     @discardableResult
-    public func markDelivered(app bundleIdentifier: String, through sequence: Int64) throws(BAStoreError) -> Int {
+    public func markDelivered(
+        app bundleIdentifier: String, through sequence: Int64, keepingForApp: Bool = false
+    ) throws(BAStoreError) -> Int {
         let now = self.now
         return try write("acknowledging the events of \(bundleIdentifier)") { db in
             try db.executeCached(
                 sql: """
                     UPDATE event SET delivered_at = ?
                     WHERE app_id = ? AND sequence <= ? AND delivered_at IS NULL
-                    """, arguments: [now, bundleIdentifier, sequence])
+                        AND NOT (? AND coalesce(json_extract(payload, '$.\(StoredEvent.keptForAppKey)'), 0))
+                    """, arguments: [now, bundleIdentifier, sequence, keepingForApp])
             return db.changesCount
+        }
+    }
+
+    /// Keeps the undelivered event `sequence` for the app: it goes to the app's connections and
+    /// not to its extension again (``StoredEvent/isKeptForApp``), and only the app's
+    /// acknowledgement delivers it. What basd does with a finished file the extension did not
+    /// move.
+    public func keepForApp(sequence: Int64) throws(BAStoreError) {
+        try write("keeping event \(sequence) for the app") { db in
+            try db.executeCached(
+                sql: """
+                    UPDATE event SET payload = json_set(payload, '$.\(StoredEvent.keptForAppKey)', json('true'))
+                    WHERE sequence = ? AND delivered_at IS NULL
+                    """, arguments: [sequence])
         }
     }
 

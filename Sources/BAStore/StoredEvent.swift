@@ -17,7 +17,8 @@ public struct StoredEvent: Sendable, Hashable {
         /// Bytes arrived (`download(_:didWriteBytes:…)`). Payload: `bytesWritten`, `totalBytes`
         /// (absent when unknown). Only the latest undelivered one per download is kept.
         case progress
-        /// The file is complete (`finishedWithFileURL`). Payload: `destination`, `size`.
+        /// The file is complete (`finishedWithFileURL`). Payload: `destination`, `size`, and
+        /// `keptForApp` once the extension returned without moving the file (``isKeptForApp``).
         case finished
         /// The download failed (`failedWithError`). Payload: `domain`, `code`, `message`.
         case failed
@@ -53,5 +54,18 @@ public struct StoredEvent: Sendable, Hashable {
         self.payload = payload
         self.createdAt = createdAt
         self.deliveredAt = deliveredAt
+    }
+
+    /// The payload key of ``isKeptForApp``.
+    public static let keptForAppKey = "keptForApp"
+
+    /// The event is kept for the app (``BAStore/keepForApp(sequence:)``): its extension returned
+    /// from the call without moving the finished file, so the event goes to the app's next
+    /// connection and never to the extension again.
+    public var isKeptForApp: Bool {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any] else {
+            return false
+        }
+        return object[Self.keptForAppKey] as? Bool == true
     }
 }

@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -319,6 +320,8 @@ static int transfer_all(int fd, const void *bytes, size_t length, int use_send, 
     }
     return 0;
 }
+
+int ba_sys_line_buffer_stdout(void) { return setvbuf(stdout, NULL, _IOLBF, 0); }
 
 int ba_sys_write_all(int fd, const void *bytes, size_t length) { return transfer_all(fd, bytes, length, 0, 0); }
 

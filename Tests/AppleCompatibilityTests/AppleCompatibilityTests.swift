@@ -30,13 +30,14 @@ import Testing
                     "-I", build + "/Modules",
                     "-Xcc",
                     "-fmodule-map-file=" + BuildProducts.source("Sources/CBAExtension/include/module.modulemap"),
+                    "-Xcc", "-fmodule-map-file=" + BuildProducts.source("Sources/CBAOSLog/include/module.modulemap"),
                     file,
                 ])
             #expect(output.status == 0, "Swift \(mode), \(file):\n\(output.stderr)")
         }
     }
 
-    /// `swiftc` with this build's modules and libBackgroundAssets.so, as an extension author
+    /// `swiftc` with this build's modules, libBackgroundAssets.so and libos.so, as an extension author
     /// outside SwiftPM builds (docs/writing-an-extension-swift.md).
     static func swiftc(_ arguments: [String]) async throws -> ProcessOutput {
         let build = BuildProducts.directory.path
@@ -45,7 +46,8 @@ import Testing
             ["swiftc", "-parse-as-library", "-swift-version", "6"] + arguments + [
                 "-I", build + "/Modules",
                 "-Xcc", "-fmodule-map-file=" + BuildProducts.source("Sources/CBAExtension/include/module.modulemap"),
-                "-L", build, "-lBackgroundAssets", "-Xlinker", "-rpath", "-Xlinker", build,
+                "-Xcc", "-fmodule-map-file=" + BuildProducts.source("Sources/CBAOSLog/include/module.modulemap"),
+                "-L", build, "-lBackgroundAssets", "-los", "-Xlinker", "-rpath", "-Xlinker", build,
             ])
     }
 
@@ -162,6 +164,14 @@ import Testing
         #expect(
             (try? String(contentsOfFile: container + "/catalog", encoding: .utf8)) == "catalog bytes",
             "moved by the asynchronous handler before the call ended")
+
+        // A second version replaces the first.
+        try Data("catalog v2".utf8).write(to: URL(fileURLWithPath: file))
+        let again = try await supervisor.run(invocation)
+        #expect(again.verdict == .ok)
+        #expect(again.logs.isEmpty, "\(again.logs) \(again.output)")
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect((try? String(contentsOfFile: container + "/catalog", encoding: .utf8)) == "catalog v2")
     }
 
     // MARK: - App-side semantics

@@ -160,4 +160,32 @@ import Testing
         let id = try test.schedule("asset-3").uniqueIdentifier
         #expect(try test.store.markFinished(uniqueIdentifier: id, destination: "/d/3").sequence > sequences[2])
     }
+
+    @Test("an event kept for the app survives the extension side's acknowledgements; the app's own delivers it")
+    func eventKeptForTheApp() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.registerApp()
+        let app = "com.example.game"
+        let kept = try test.store.markFinished(
+            uniqueIdentifier: try test.schedule("kept").uniqueIdentifier, destination: "/d/kept", size: 1)
+        let later = try test.store.markFinished(
+            uniqueIdentifier: try test.schedule("later").uniqueIdentifier, destination: "/d/later", size: 2)
+        #expect(!kept.isKeptForApp)
+
+        try test.store.keepForApp(sequence: kept.sequence)
+        let stored = try #require(try test.store.undeliveredEvents(app: app).first)
+        #expect(stored.sequence == kept.sequence && stored.isKeptForApp)
+        #expect(stored.payload.contains(#""destination":"/d/kept""#), "the other details stay: \(stored.payload)")
+
+        // The extension's side acknowledges past it: only the later event is delivered.
+        #expect(try test.store.markDelivered(app: app, through: later.sequence, keepingForApp: true) == 1)
+        #expect(try test.store.undeliveredEvents(app: app).map(\.sequence) == [kept.sequence])
+        // The app's acknowledgement delivers it.
+        #expect(try test.store.markDelivered(app: app, through: later.sequence) == 1)
+        #expect(try test.store.undeliveredEvents(app: app).isEmpty)
+        // Keeping a delivered event changes nothing.
+        try test.store.keepForApp(sequence: later.sequence)
+        #expect(try test.count("SELECT count(*) FROM event WHERE payload LIKE '%keptForApp%'") == 1)
+    }
 }

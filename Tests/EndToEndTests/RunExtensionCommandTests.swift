@@ -152,4 +152,111 @@ import Testing
         #expect(help.status == 0)
         #expect(help.stdout.contains("Examples:"))
     }
+
+    // MARK: - Apple's app group container lookup
+
+    /// An app directory as `ba install` takes it: Info.plist naming `group`, and a copy of the
+    /// Apple-sample extension in `lib/`.
+    func appDirectory(in directory: TemporaryDirectory, group: String) throws -> (app: String, library: String) {
+        let app = directory.path + "/App"
+        try FileManager.default.createDirectory(atPath: app + "/lib", withIntermediateDirectories: true)
+        let info: [String: Any] = [
+            "CFBundleIdentifier": "com.example.applesample", "CFBundleShortVersionString": "1.0",
+            "BAAppGroupID": group, "BAExtensionPath": "lib/libBATestAppleSample.so",
+        ]
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
+            .write(to: URL(fileURLWithPath: app + "/Info.plist"))
+        let library = app + "/lib/libBATestAppleSample.so"
+        try FileManager.default.copyItem(atPath: BuildProducts.library("BATestAppleSample"), toPath: library)
+        return (app, library)
+    }
+
+    @Test(
+        "Apple's force-unwrapped containerURL(forSecurityApplicationGroupIdentifier:) finds a container named for the group: --app-group, --app, the app holding the library"
+    )
+    func appleContainerLookupFindsTheGroupsContainer() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let group = "group.com.example.applesample"
+        let (app, copy) = try appDirectory(in: directory, group: group)
+        let library = BuildProducts.library("BATestAppleSample")
+        // The download names no group: it is the app's, as in basd.
+        let download = #"{"identifier": "catalog", "url": "https://cdn.example.com/catalog.json"}"#
+        let finished = ["--event", "finished", "--download-json", download, "--verbose"]
+
+        // No group known: the container is no group's, the lookup gives nil, the force-unwrap
+        // crashes, and ba says what to give.
+        let bare = try await run([library] + finished)
+        #expect(bare.status == 13, "\(bare.stdout)\(bare.stderr)")
+        #expect(bare.stderr.contains("give --app-group GROUP or --app APP_DIR"), "\(bare.stderr)")
+
+        for (name, arguments) in [
+            ("--app-group", [library, "--app-group", group]),
+            ("--app", ["--app", app]),
+            ("--app with a library", [library, "--app", app]),
+            ("the app directory holding the library", [copy]),
+        ] {
+            let output = try await run(arguments + finished)
+            #expect(output.status == 0, "\(name): \(output.stdout)\(output.stderr)")
+            // Apple's code reached the container (the move itself is the next test's business).
+            #expect(output.stdout.contains("/groups/\(group)/catalog"), "\(name): \(output.stdout)")
+            #expect(!output.stderr.contains("--app-group"), "\(name): \(output.stderr)")
+        }
+
+        // A download of another group does not get this group's container.
+        let other =
+            #"{"identifier": "c", "url": "https://cdn.example.com/c", "applicationGroupIdentifier": "group.other"}"#
+        let wrongGroup = try await run([library, "--app-group", group, "--event", "finished", "--download-json", other])
+        #expect(wrongGroup.status == 13, "\(wrongGroup.stdout)")
+    }
+
+    @Test("--app-group-container named for another group, or --app-group with --app, are refused with the fix")
+    func containerNamedForAnotherGroupIsRefused() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let library = BuildProducts.library("BATestAppleSample")
+        let (app, _) = try appDirectory(in: directory, group: "group.a")
+        let mismatch = try await run([
+            library, "--event", "install", "--app-group", "group.a", "--app-group-container", directory.path + "/b",
+        ])
+        #expect(mismatch.status == 66, "\(mismatch.stderr)")
+        #expect(mismatch.stderr.contains("is not named for the app group group.a"), "\(mismatch.stderr)")
+        let both = try await run([library, "--event", "install", "--app-group", "group.a", "--app", app])
+        #expect(both.status == 64, "\(both.stderr)")
+        #expect(both.stderr.contains("not both"), "\(both.stderr)")
+        let badGroup = try await run([library, "--event", "install", "--app-group", "../x"])
+        #expect(badGroup.status == 64, "\(badGroup.stderr)")
+        let noLibrary = try await run(["--event", "install"])
+        #expect(noLibrary.status == 64, "\(noLibrary.stderr)")
+        #expect(noLibrary.stderr.contains("--app APP_DIR"), "\(noLibrary.stderr)")
+    }
+
+    @Test(
+        "Apple's import os Logger lines in an extension reach the host's log with their level, private values redacted")
+    func appleLoggerLinesReachTheHostLog() async throws {
+        let download = #"{"identifier": "catalog", "url": "https://cdn.example.com/catalog.json"}"#
+        let output = try await run([
+            BuildProducts.library("BATestAppleSample"), "--event", "finished", "--download-json", download,
+            "--app-group", "group.com.example.applesample", "--json",
+        ])
+        #expect(output.status == 0, "\(output.stdout)\(output.stderr)")
+        let logs = try #require(try json(output)["logs"] as? [[String: Any]], "\(output.stdout)")
+        let lines = logs.map { ($0["level"] as? Int ?? -1, $0["message"] as? String ?? "") }
+        let label = "com.example.apple-samplecode.BackgroundDownloadHandler[extension]: "
+        // BAHostLogLevel: info 1, error 3.
+        #expect(lines.contains { $0.0 == 1 && $0.1.hasPrefix(label + "moving catalog to /") }, "\(lines)")
+        #expect(lines.contains { $0 == (3, label + "Failed to move downloaded file: <private>") }, "\(lines)")
+        // Not also on the extension's stderr.
+        #expect(!(try json(output)["output"] as? String ?? "").contains("Failed to move"), "\(output.stdout)")
+        // replaceItemAt failed, so the file is still there: ba says so.
+        #expect(output.stderr.contains("the extension did not move the finished file"), "\(output.stderr)")
+    }
+
+    @Test("what an extension prints reaches the call's output though the runner ends with _exit")
+    func printedLinesReachTheOutput() async throws {
+        let output = try await run([BuildProducts.library("BATestAppleSample"), "--event", "install", "--json"])
+        #expect(output.status == 0, "\(output.stdout)\(output.stderr)")
+        #expect(
+            (try json(output)["output"] as? String ?? "").contains("downloads(for:) was called"), "\(output.stdout)")
+    }
 }

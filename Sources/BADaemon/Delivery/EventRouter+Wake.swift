@@ -48,7 +48,9 @@ extension EventRouter {
             let (woken, skippedThrough) = try eventsToWake(app, from: sequence)
             guard let first = woken.first else {
                 // Delivered meanwhile, or only events whose download is gone.
-                if let skippedThrough { try store.markDelivered(app: app, through: skippedThrough) }
+                if let skippedThrough {
+                    try store.markDelivered(app: app, through: skippedThrough, keepingForApp: true)
+                }
                 feed(app, .eventCallEnded(sequence: sequence, failed: nil))
                 return
             }
@@ -90,7 +92,7 @@ extension EventRouter {
             let page = try store.undeliveredEvents(app: app, after: after, limit: 256)
             if after == sequence - 1 && page.first?.sequence != sequence { return ([], nil) }
             for event in page {
-                guard let runKind = Self.runKind(of: event.kind) else { continue }
+                guard let runKind = Self.runKind(of: event.kind), !event.isKeptForApp else { continue }
                 guard let download = try store.download(uniqueIdentifier: event.downloadUniqueIdentifier) else {
                     if woken.isEmpty { skippedThrough = event.sequence }
                     continue
@@ -133,8 +135,9 @@ extension EventRouter {
     }
 
     /// What `ok` calls did, in one transaction: their events are delivered (through the last
-    /// one), credential answers go to their transfers, and their scheduled and cancelled
-    /// downloads take effect; then finished files the extension did not move are removed.
+    /// one), except `finished` events whose file the extension did not move, which are kept for
+    /// the app; credential answers go to their transfers, and their scheduled and cancelled
+    /// downloads take effect.
     private func apply(_ results: [BAExtensionRunResult], of app: StoredApp, woken: [WokenEvent]) {
         guard let last = results.last else { return }
         var removals: [String] = []
@@ -146,7 +149,8 @@ extension EventRouter {
                         result, of: app, event: woken[result.callIndex].event, removals: &removals,
                         scheduled: &scheduled)
                 }
-                try store.markDelivered(app: app.bundleIdentifier, through: woken[last.callIndex].event.sequence)
+                try store.markDelivered(
+                    app: app.bundleIdentifier, through: woken[last.callIndex].event.sequence, keepingForApp: true)
             }
         } catch {
             log(
@@ -165,7 +169,30 @@ extension EventRouter {
     ) {
         switch event.kind {
         case .finished:
-            if let destination = EventDetails(event).destination { removals.append(destination) }
+            // Apple deletes a file the extension did not move. Here it is kept for the app: a move
+            // that failed (Apple's sample's `replaceItemAt` on Linux, say) must not lose the file.
+            // The app's delegate gets it on its next connection, and it is removed once the app
+            // acknowledges it.
+            let details = EventDetails(event)
+            if let destination = details.destination, let size = Self.size(destination) {
+                do {
+                    try store.keepForApp(sequence: event.sequence)
+                    log(
+                        "the extension of \(app.bundleIdentifier) did not move the finished file \(destination): "
+                            + "kept for the app's next connection")
+                    if let expected = details.size, expected != size {
+                        // Foundation's replaceItemAt on Linux moves the destination onto the new
+                        // file's path: what is there now is not what was downloaded.
+                        log(
+                            "the file left at \(destination) is \(size) bytes, not the \(expected) downloaded: "
+                                + "the extension replaced it (FileManager.replaceItemAt on Linux does); "
+                                + "it goes to the app as it is")
+                    }
+                } catch {
+                    log("could not keep \(destination) for \(app.bundleIdentifier): \(error); removing it")
+                    removals.append(destination)
+                }
+            }
         case .needsCredentials:
             services.transfers.respond(
                 to: event.downloadUniqueIdentifier, disposition: Int(result.challengeDisposition ?? 1),
@@ -182,6 +209,12 @@ extension EventRouter {
                 log("the extension of \(app.bundleIdentifier) scheduled \"\(record.identifier)\": refused: \(error)")
             }
         }
+    }
+
+    /// The size of what is at `path` (a file, or a link the extension left), or nil when nothing is.
+    static func size(_ path: String) -> Int64? {
+        var info = stat()
+        return lstat(path, &info) == 0 ? Int64(info.st_size) : nil
     }
 
     /// The protection space of a `WWW-Authenticate` challenge for `url` (the same reading the

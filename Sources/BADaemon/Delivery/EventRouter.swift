@@ -196,7 +196,8 @@ final class EventRouter: @unchecked Sendable {
     }
 
     /// Walks the app's undelivered events in order: `began`/`paused`/`progress` have no extension
-    /// entry point and are dropped (acknowledged); the first `finished`/`failed`/`needsCredentials`
+    /// entry point and are dropped (acknowledged), `finished` events kept for the app are passed
+    /// over (left for the app); the first other `finished`/`failed`/`needsCredentials`
     /// goes to the machine, with the reason the extension may not be called now, if any. Without an
     /// extension the events stay for the app's next connection.
     private func routeToExtension(_ app: String) {
@@ -207,7 +208,11 @@ final class EventRouter: @unchecked Sendable {
                 for event in events {
                     switch event.kind {
                     case .began, .paused, .progress:
-                        try store.markDelivered(app: app, through: event.sequence)
+                        try store.markDelivered(app: app, through: event.sequence, keepingForApp: true)
+                    case .finished where event.isKeptForApp:
+                        // The app's, not the extension's: it waits for the app's next connection
+                        // and holds nothing up.
+                        continue
                     case .finished, .failed, .needsCredentials:
                         guard storedApp.extensionPath != nil, services.extensions.isAvailable else {
                             if event.kind == .needsCredentials {

@@ -62,6 +62,10 @@ int ba_sys_install_crash_reporter(uint64_t memory_limit_bytes);
 /// or left to its default action after the call. Every call shares the one pipe.
 int ba_sys_signal_pipe(const int *signals, int count);
 
+/// Makes stdout line buffered (setvbuf, _IOLBF): what `print` wrote reaches the file at each
+/// newline even when the process ends with _exit. 0, or non-zero when setvbuf refused.
+int ba_sys_line_buffer_stdout(void);
+
 /// Writes all of `length` bytes, retrying EINTR and short writes. 0 or -1/errno.
 int ba_sys_write_all(int fd, const void *bytes, size_t length);
 
