@@ -20,7 +20,7 @@ struct UnmovedFinishedFileTests {
             "a": DownloadServiceTests.bytes(3_000, seed: 1), "b": DownloadServiceTests.bytes(2_000, seed: 2),
         ]
         for (name, bytes) in contents { server.setFile("/" + name, contents: bytes) }
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try DownloadServiceTests.register(daemon, extensionPath: BuildProducts.library("BATestAppleSample"))
 
@@ -72,7 +72,7 @@ struct UnmovedFinishedFileTests {
         defer { Task { try? await server.shutdown() } }
         let downloaded = DownloadServiceTests.bytes(4_000, seed: 3)
         server.setFile("/c", contents: downloaded)
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try DownloadServiceTests.register(daemon, extensionPath: BuildProducts.library("BATestAppleSample"))
         // The app's older copy, where Apple's sample moves "c".

@@ -102,19 +102,23 @@ public func runProcessBlocking(
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    // Each pipe is read to its end on a thread of its own. Not on Dispatch's global queue: its
+    // few workers were all blocked in such reads when many tests ran processes at once, later
+    // reads waited for Dispatch to add workers (about one a second), the children blocked on full
+    // pipes, and the whole test run stalled for a minute at its start.
     let group = DispatchGroup()
     nonisolated(unsafe) var outData = Data()
     nonisolated(unsafe) var errData = Data()
     group.enter()
-    DispatchQueue.global().async {
+    Thread {
         outData = out.fileHandleForReading.readDataToEndOfFile()
         group.leave()
-    }
+    }.start()
     group.enter()
-    DispatchQueue.global().async {
+    Thread {
         errData = err.fileHandleForReading.readDataToEndOfFile()
         group.leave()
-    }
+    }.start()
     group.wait()
     process.waitUntilExit()
     return ProcessOutput(
