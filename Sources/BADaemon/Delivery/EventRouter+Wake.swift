@@ -48,14 +48,21 @@ extension EventRouter {
             let (woken, skippedThrough) = try eventsToWake(app, from: sequence)
             guard let first = woken.first else {
                 // Delivered meanwhile, or only events whose download is gone.
-                if let skippedThrough { try store.markDelivered(app: app, through: skippedThrough) }
+                if let skippedThrough {
+                    try store.markDelivered(app: app, through: skippedThrough, includingParked: false)
+                }
                 feed(app, .eventCallEnded(sequence: sequence, failed: nil))
                 return
             }
             services.extensions.call(
                 storedApp, libraryPath: libraryPath, event: first.runnerEvent,
                 moreEvents: woken.dropFirst().map(\.runnerEvent), kind: first.runKind, bypassAllowance: false,
-                callsEnded: { [self] results in apply(results, of: storedApp, woken: woken) }
+                callsEnded: { [self] results in apply(results, of: storedApp, woken: woken) },
+                countsTowardQuarantine: { [self] outcome in
+                    // A poisoned event is parked after its attempts; its failures count once.
+                    let event = woken[min(outcome.callIndex, woken.count - 1)].event.sequence
+                    return (machines[app]?.failures[event] ?? 0) == 0
+                }
             ) { [self] outcome in
                 if case .ran(let result) = outcome, result.verdict == .ok {
                     apply([result], of: storedApp, woken: woken)
@@ -65,6 +72,8 @@ extension EventRouter {
                 if !outcome.isOK {
                     let event = woken[min(outcome.callIndex, woken.count - 1)].event.sequence
                     failed = event
+                    lastEventFailure[app] =
+                        outcome.detail.map { "\(outcome.verdictName): \($0)" } ?? outcome.verdictName
                     log("the extension of \(app) ended \(outcome.verdictName) handling event \(event)")
                 }
                 feed(app, .eventCallEnded(sequence: sequence, failed: failed))
@@ -87,7 +96,7 @@ extension EventRouter {
         var skippedThrough: Int64? = nil
         var after = sequence - 1
         while woken.count < Self.eventsPerRunner {
-            let page = try store.undeliveredEvents(app: app, after: after, limit: 256)
+            let page = try store.undeliveredEvents(app: app, after: after, limit: 256, includingParked: false)
             if after == sequence - 1 && page.first?.sequence != sequence { return ([], nil) }
             for event in page {
                 guard let runKind = Self.runKind(of: event.kind) else { continue }
@@ -146,7 +155,9 @@ extension EventRouter {
                         result, of: app, event: woken[result.callIndex].event, removals: &removals,
                         scheduled: &scheduled)
                 }
-                try store.markDelivered(app: app.bundleIdentifier, through: woken[last.callIndex].event.sequence)
+                // Not the parked events among them: those are the app's.
+                try store.markDelivered(
+                    app: app.bundleIdentifier, through: woken[last.callIndex].event.sequence, includingParked: false)
             }
         } catch {
             log(

@@ -80,7 +80,12 @@ private final class ListingStream: @unchecked Sendable {
         do {
             let rows = try services.store.downloads(
                 matching: filter, after: cursor, limit: min(RequestRouter.listingPageSize, wanted))
-            let infos = rows.downloads.map(services.transfers.info)
+            let parked = services.delivery.parkedReasons(of: rows.downloads)
+            let infos = rows.downloads.map { download in
+                var info = services.transfers.info(download)
+                info.parkedEvent = parked[download.uniqueIdentifier]
+                return info
+            }
             sent += infos.count
             guard let following = rows.next else {
                 return finish(infos, notShown: 0)
