@@ -20,8 +20,8 @@ struct ChattyExtensionTests {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
         let names = ["a", "b", "c"]
-        for name in names { server.setFile("/" + name, contents: Array(name.utf8)) }
-        let manifest = names.map { "\($0) \(server.url("/" + $0))\n" }.joined()
+        for name in names { server.setFile("/" + name, contents: Array((name + name).utf8)) }
+        let manifest = "log 5000 2000\n" + names.map { "\($0) \(server.url("/" + $0))\n" }.joined()
         let fixture = try SampleAppFixture(
             server: server, manifest: Array(manifest.utf8), extensionLibrary: "BATestChatty")
         defer { fixture.remove() }

@@ -1,29 +1,34 @@
 /*
- * BATestChatty: an extension that logs far more than a report can carry (issue 19: 5,000 lines of
- * 2,000 bytes made `ba install` lose its reply). downloads_for_request logs 5,000 lines of exactly
- * 2,000 bytes ("BATestChatty line N " padded with 'x'), then returns one download per line of its
- * manifest, `IDENTIFIER URL` (both without spaces; each file one byte long, its declared fileSize),
- * and logs "BATestChatty: returned N downloads".
+ * BATestChatty: an extension whose manifest says how much to log and what to return, for the
+ * tests of large install calls (issue 19). downloads_for_request reads its manifest line by line:
+ *   log N BYTES        log N lines of exactly BYTES bytes (at most 4096): "BATestChatty line I "
+ *                      padded with 'x' (5,000 lines of 2,000 bytes made `ba install` lose its reply)
+ *   IDENTIFIER URL     return a download (neither has spaces; declared fileSize 2, so each file is
+ *                      2 bytes long)
+ * and logs "BATestChatty: returned N downloads" at the end.
  */
 #include "ba_extension.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define CHATTY_LINES 5000
-#define CHATTY_LINE_BYTES 2000
+static void flood(const ba_host_api *host, long lines, long bytes)
+{
+    static char line[4096];
+    if (bytes <= 0 || bytes > (long)sizeof line) return;
+    for (long i = 0; i < lines; i++) {
+        memset(line, 'x', (size_t)bytes);
+        int prefix = snprintf(line, (size_t)bytes, "BATestChatty line %ld ", i);
+        if (prefix > 0 && prefix < bytes) line[prefix] = 'x'; /* overwrite snprintf's NUL */
+        host->log(BA_LOG_INFO, line, (size_t)bytes);
+    }
+}
 
 static void chatty_downloads_for_request(void *context, const ba_host_api *host, const ba_content_request_info *request)
 {
     (void)context;
     if (host == NULL || host->log == NULL || host->add_download == NULL || request == NULL) return;
-    static char line[CHATTY_LINE_BYTES];
-    for (int i = 0; i < CHATTY_LINES; i++) {
-        memset(line, 'x', sizeof line);
-        int prefix = snprintf(line, sizeof line, "BATestChatty line %d ", i);
-        if (prefix > 0 && (size_t)prefix < sizeof line) line[prefix] = 'x'; /* overwrite snprintf's NUL */
-        host->log(BA_LOG_INFO, line, sizeof line);
-    }
     char path[4096];
     snprintf(path, sizeof path, "%.*s", (int)request->manifest_path_length, request->manifest_path);
     FILE *manifest = fopen(path, "r");
@@ -32,6 +37,11 @@ static void chatty_downloads_for_request(void *context, const ba_host_api *host,
     char entry[4096];
     while (fgets(entry, sizeof entry, manifest) != NULL) {
         entry[strcspn(entry, "\r\n")] = 0;
+        long lines = 0, bytes = 0;
+        if (sscanf(entry, "log %ld %ld", &lines, &bytes) == 2) {
+            flood(host, lines, bytes);
+            continue;
+        }
         char *space = strchr(entry, ' ');
         if (space == NULL) continue;
         *space = 0;
@@ -42,7 +52,7 @@ static void chatty_downloads_for_request(void *context, const ba_host_api *host,
             .identifier_length = strlen(entry),
             .url = url,
             .url_length = strlen(url),
-            .file_size = 1,
+            .file_size = 2,
             .priority = BA_PRIORITY_DEFAULT,
         };
         int32_t code = 0;
