@@ -65,11 +65,12 @@ final class StatusSampler: @unchecked Sendable {
 /// Issue 19, "a return set of 10,000 downloads stops basd for everyone": another client's
 /// `ba status` waited 3 s (debug) to 7 s (release) while the set was scheduled in one turn of
 /// basd's executor. Now the set is scheduled in slices, one transaction and one executor turn
-/// each, and other clients are served in between. Real basd, real runner, a real C plugin
+/// each, and other clients are served in between; so are a listing's pages and an uninstall's
+/// slices. Real basd, real runner, a real C plugin
 /// (`BATestChatty`) returning 10,000 downloads, `ba install` as a process.
 @Suite("no request stalls the service", .timeLimit(.minutes(5)))
 struct ResponsivenessTests {
-    @Test("status is answered while an install's 10,000 downloads are being scheduled")
+    @Test("status is answered while an install's 10,000 downloads are scheduled, listed and uninstalled")
     func statusDuringTenThousand() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
@@ -101,8 +102,26 @@ struct ResponsivenessTests {
         // For the record (not asserted: a busy machine makes any bound flaky).
         let worst = samples.map(\.milliseconds).max() ?? 0
         let worstDuring = during.map(\.milliseconds).max() ?? 0
+        // A listing of the 10,000 and the uninstall that deletes them: status is answered between
+        // their pages and slices too (the uninstall's slices show as counts going down).
+        let listingSampler = try StatusSampler(socketPath: daemon.socketPath)
+        let listing = try await runProcess(
+            CLIQueries.ba, ["downloads", "--limit", "0", "--json", "--socket", daemon.socketPath])
+        let listingSamples = try listingSampler.stop()
+        #expect(listing.status == 0)
+        let uninstallSampler = try StatusSampler(socketPath: daemon.socketPath)
+        let uninstall = try await runProcess(
+            CLIQueries.ba, ["uninstall", SampleAppFixture.bundleIdentifier, "--socket", daemon.socketPath])
+        let uninstallSamples = try uninstallSampler.stop()
+        #expect(uninstall.status == 0, "\(uninstall.stdout)\(uninstall.stderr)")
+        let deleting = Set(uninstallSamples.map(\.activeDownloads).filter { $0 > 0 && $0 < count })
+        #expect(!deleting.isEmpty, "no status answer while the uninstall deleted the downloads")
+        let worstListing = listingSamples.map(\.milliseconds).max() ?? 0
+        let worstUninstall = uninstallSamples.map(\.milliseconds).max() ?? 0
         print(
             "ResponsivenessTests: \(samples.count) status answers, \(during.count) while the set was scheduled "
-                + "(\(distinct.count) distinct counts); worst latency \(worst) ms overall, \(worstDuring) ms during")
+                + "(\(distinct.count) distinct counts); worst latency \(worst) ms overall, \(worstDuring) ms during; "
+                + "listing: \(listingSamples.count) answers, worst \(worstListing) ms; uninstall: "
+                + "\(uninstallSamples.count) answers (\(deleting.count) while deleting), worst \(worstUninstall) ms")
     }
 }

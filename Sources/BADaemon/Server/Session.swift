@@ -169,7 +169,10 @@ final class Session: @unchecked Sendable {
         last.whenComplete { [services] outcome in
             let ok: Bool
             if case .success = outcome { ok = true } else { ok = false }
-            services.executor.async { written(ok) }
+            // Yielding, not async: a write to a socket with room completes at once, inside the
+            // executor's task pass, and an `async` chain of pages would then hold every other
+            // connection until the listing ends.
+            services.executor.yielding { written(ok) }
         }
     }
 
