@@ -36,7 +36,7 @@ extension AppInstaller {
     }
 
     /// Downloads an uninstall deletes per turn of the executor.
-    static let uninstallSlice = 500
+    static let uninstallSlice = 100
 
     /// Deletes the app's downloads a slice at a time, one transaction and one turn of the
     /// executor each (other clients are served in between: an app with 10,000 downloads deleted
