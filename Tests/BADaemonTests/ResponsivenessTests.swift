@@ -102,6 +102,7 @@ struct ResponsivenessTests {
         // For the record (not asserted: a busy machine makes any bound flaky).
         let worst = samples.map(\.milliseconds).max() ?? 0
         let worstDuring = during.map(\.milliseconds).max() ?? 0
+        let medianDuring = during.map(\.milliseconds).sorted().dropFirst(during.count / 2).first ?? 0
         // A listing of the 10,000 and the uninstall that deletes them: status is answered between
         // their pages and slices too (the uninstall's slices show as counts going down).
         let listingSampler = try StatusSampler(socketPath: daemon.socketPath)
@@ -120,7 +121,7 @@ struct ResponsivenessTests {
         let worstUninstall = uninstallSamples.map(\.milliseconds).max() ?? 0
         print(
             "ResponsivenessTests: \(samples.count) status answers, \(during.count) while the set was scheduled "
-                + "(\(distinct.count) distinct counts); worst latency \(worst) ms overall, \(worstDuring) ms during; "
+                + "(\(distinct.count) distinct counts); worst latency \(worst) ms overall, \(worstDuring) ms during (median \(medianDuring) ms); "
                 + "listing: \(listingSamples.count) answers, worst \(worstListing) ms; uninstall: "
                 + "\(uninstallSamples.count) answers (\(deleting.count) while deleting), worst \(worstUninstall) ms")
     }
