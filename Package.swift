@@ -5,7 +5,7 @@ import PackageDescription
 let testPlugins = [
     "BATestHang", "BATestCrash", "BATestHog", "BATestWrongABI", "BATestNoDescriptor",
     "BATestFlood", "BATestBadIdentifiers", "BATestHostAPI", "BATestExit", "BATestDescriptors",
-    "BATestEscape", "BATestEvents",
+    "BATestEscape", "BATestEvents", "BATestChatty",
 ]
 
 let package = Package(

@@ -9,7 +9,8 @@ struct Downloads: ParsableCommand {
         discussion: """
             One row per download, by app and then oldest first: app, identifier, unique identifier (its first \
             8 characters; `ba promote` and `ba cancel` accept that prefix), state, bytes on disk / expected size, \
-            priority, essential, foreground, transfer attempts and the last error. At most --limit rows \
+            priority, essential, foreground, transfer attempts and the last error (or, for a download one of whose events \
+            is parked, why: the app's extension failed on it too often and it waits for the app). At most --limit rows \
             (\(Self.defaultLimit) unless told); a last line says how many more matched.
 
             States: created, waiting, downloading (the active ones; `active` stands for the three), finished, \
@@ -95,8 +96,9 @@ struct Downloads: ParsableCommand {
         for row in rows {
             table.append([
                 row.appIdentifier ?? "-", row.identifier, String(row.uniqueIdentifier.prefix(8)),
-                // A download waiting for disk space says so.
-                row.waitingFor.map { "\(row.state) (waiting for \($0)\(Self.nextAttempt(row)))" } ?? row.state,
+                // A download waiting for disk space says so; so does one with a parked event.
+                row.waitingFor.map { "\(row.state) (waiting for \($0)\(Self.nextAttempt(row)))" }
+                    ?? (row.parkedEvent != nil ? "\(row.state) (event parked)" : row.state),
                 HumanReadable.bytes(row.bytesOnDisk) + " / " + (row.fileSize.map(HumanReadable.bytes) ?? "?"),
                 "\(row.priority)", row.essential ? "yes" : "no", row.foreground ? "yes" : "no",
                 row.attempts.map(String.init) ?? "-",
@@ -114,9 +116,10 @@ struct Downloads: ParsableCommand {
         return " until " + formatter.string(from: Date(timeIntervalSince1970: at))
     }
 
-    /// `CODE: MESSAGE`, or `-` when no attempt failed.
+    /// `CODE: MESSAGE`, or `-` when no attempt failed; why an event is parked, when one is.
     static func lastError(_ row: Row) -> String {
-        switch (row.errorCode, row.errorMessage) {
+        if let parked = row.parkedEvent { return parked }
+        return switch (row.errorCode, row.errorMessage) {
         case (let code?, let message?): "\(code): \(message)"
         case (nil, let message?): message
         case (let code?, nil): "error \(code)"
@@ -147,6 +150,9 @@ package struct DownloadRow: Encodable {
     package var waitingFor: String?
     /// When a download waiting for a retry tries again (seconds since 1970).
     package var nextAttemptAt: Double?
+    /// Why one of its events is parked (the extension failed on it too often; it waits for the
+    /// app), if one is.
+    package var parkedEvent: String?
 
     package init(_ info: DownloadInfo) {
         appIdentifier = info.appIdentifier
@@ -167,6 +173,7 @@ package struct DownloadRow: Encodable {
         sha256 = info.download.sha256
         waitingFor = info.waitingFor
         nextAttemptAt = info.nextAttemptAt
+        parkedEvent = info.parkedEvent
     }
 
     /// `BADownload.State`'s name for its raw value.

@@ -16,7 +16,10 @@ struct Events: ParsableCommand {
             required: ba prints each event until SIGINT (Ctrl-C) or SIGTERM (exit 0). When basd goes away \
             (a restart), ba says so on stderr and waits for it to come back, then follows again (events in \
             between are not shown); with --no-reconnect it exits 31 instead. Once subscribed it says so on \
-            stderr ("following events from basd at PATH"); stdout holds only events. Progress events (sequence 0) are transient: not stored, never redelivered.
+            stderr ("following events from basd at PATH"); stdout holds only events. Progress events (sequence 0) are transient: not stored, never redelivered. \
+            An event the app's extension failed on too often is parked (it waits for the app's next connection, and \
+            the extension goes on with the app's later events): it is shown again then, ending "PARKED: why" \
+            (`parked` in --json).
 
             Examples:
               ba events --follow
@@ -194,10 +197,13 @@ final class EventPrinter: @unchecked Sendable {
         return String(decoding: line, as: UTF8.self)
     }
 
-    /// `TIME  APP  IDENTIFIER  KIND  DETAILS`.
+    /// `TIME  APP  IDENTIFIER  KIND  DETAILS`, and `PARKED: WHY` for an event basd parked.
     func humanLine(_ event: DownloadEvent, time: Date) -> String {
-        [clock.string(from: time), event.appIdentifier ?? "-", event.identifier, event.kind.rawValue, details(event)]
-            .filter { !$0.isEmpty }.joined(separator: "  ")
+        [
+            clock.string(from: time), event.appIdentifier ?? "-", event.identifier, event.kind.rawValue,
+            details(event), event.parked.map { "PARKED: \($0)" } ?? "",
+        ]
+        .filter { !$0.isEmpty }.joined(separator: "  ")
     }
 
     func details(_ event: DownloadEvent) -> String {

@@ -36,17 +36,19 @@ extension ServerMessage.Result {
                 return .purge(part)
             }
         case .extensionRun(let report):
-            // The scheduled and refused downloads are the long lists; the rest comes with the first part.
+            // The scheduled and refused downloads and the log lines are the long lists; the rest
+            // comes with the first part.
             let scheduled = chunks(report.scheduled)
             let refused = chunks(report.refused)
+            let logs = chunks(report.logs)
             var parts: [ServerMessage.Result] = []
-            for index in 0..<max(scheduled.count, refused.count) {
+            for index in 0..<max(scheduled.count, refused.count, logs.count) {
                 var part =
                     index == 0
                     ? report : ExtensionRunReport(bundleIdentifier: report.bundleIdentifier, version: report.version)
                 part.scheduled = index < scheduled.count ? scheduled[index] : []
                 part.refused = index < refused.count ? refused[index] : []
-                if index > 0 { part.logs = [] }
+                part.logs = index < logs.count ? logs[index] : []
                 parts.append(.extensionRun(part))
             }
             return parts
@@ -62,7 +64,7 @@ extension ServerMessage.Result {
         case .apps(let apps): apps.count
         case .downloadList(let listing): listing.downloads.count
         case .purge(let report): report.entries.count
-        case .extensionRun(let report): max(report.scheduled.count, report.refused.count)
+        case .extensionRun(let report): max(report.scheduled.count, report.refused.count, report.logs.count)
         default: 1
         }
     }
@@ -133,6 +135,7 @@ extension ServerMessage.Result {
         case (.extensionRun(var first), .extensionRun(let next)):
             first.scheduled += next.scheduled
             first.refused += next.refused
+            first.logs += next.logs
             return .extensionRun(first)
         default:
             // Parts of different kinds: the later one stands (an error ends an answer).

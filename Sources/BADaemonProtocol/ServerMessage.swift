@@ -201,6 +201,10 @@ public struct DownloadInfo: Sendable, Hashable, Codable {
     public var waitingFor: String?
     /// When a download waiting for a retry tries again (seconds since 1970).
     public var nextAttemptAt: Double?
+    /// Why an event of this download is parked, if one is: the app's extension failed on it too
+    /// often, so it waits for the app's next connection (the extension goes on with the app's
+    /// later events). Nil when none is.
+    public var parkedEvent: String?
 
     /// Creates download info.
     public init(
@@ -261,6 +265,10 @@ public struct DownloadEvent: Sendable, Hashable, Codable {
     public var errorMessage: String?
     /// `needsCredentials`: the authentication challenge (e.g. the `WWW-Authenticate` value).
     public var challenge: String?
+    /// Set when the event is parked: why the app's extension is no longer handed it (it failed
+    /// on it too often). The event waits for the app's next connection. basd sends a parked
+    /// event again to `ba events --follow` with this set, at the moment it parks it.
+    public var parked: String?
 
     /// Creates an event; set the fields of `kind` afterwards.
     public init(sequence: Int64, downloadUniqueIdentifier: String, identifier: String, kind: Kind) {

@@ -149,12 +149,21 @@ struct SupervisedCall {
     var summary: RunnerSummary?
     var result = BAExtensionRunResult(verdict: .ok)
     var received: [DownloadRecord] = []
+    /// Log lines of this call past the bounds, and their bytes.
     var droppedLogs = 0
+    var droppedLogBytes = 0
+    /// Bytes of the log lines kept for this call.
+    var keptLogBytes = 0
     /// Calls that ended `ok` while the runner goes on, not yet handed to the caller.
     var endedCalls: [BAExtensionRunResult] = []
 
     static let outputTailLimit = 64 * 1024
+    /// Most log lines kept per call; the rest are counted and dropped.
     static let logLimit = 1000
+    /// Most bytes of log lines (their UTF-8 messages) kept per call: 1,000 lines of 2,000 bytes
+    /// would make a report too large for a frame of basd's protocol (1 MiB). A line that does not
+    /// fit what is left is dropped whole and counted. `docs/c-abi.md` states both bounds.
+    static let logByteLimit = 128 * 1024
 
     init(
         runnerPath: String, invocation: BAExtensionInvocation, sandbox: BAExtensionSandbox, warm: WarmRunner?
@@ -431,6 +440,8 @@ struct SupervisedCall {
         received = []
         summary = nil
         droppedLogs = 0
+        droppedLogBytes = 0
+        keptLogBytes = 0
         callIndex += 1
         callStarted = .now
         (deadline, warnAt) = Self.deadlines(of: invocation, callStarted: callStarted, runnerStarted: started)
@@ -592,10 +603,13 @@ struct SupervisedCall {
             guard result.cancelled.count < invocation.maximumDownloads else { return violate("too many cancellations") }
             result.cancelled.append(identifier)
         case .log(let level, let text):
-            if result.logs.count < Self.logLimit {
+            let bytes = text.utf8.count
+            if result.logs.count < Self.logLimit, keptLogBytes + bytes <= Self.logByteLimit {
+                keptLogBytes += bytes
                 result.logs.append(BAExtensionLogLine(level: level, message: text))
             } else {
                 droppedLogs += 1
+                droppedLogBytes += bytes
             }
         case .credential(let user, let password):
             result.credential = (user, password)

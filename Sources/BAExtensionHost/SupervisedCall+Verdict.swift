@@ -71,7 +71,11 @@ extension SupervisedCall {
         }
         if droppedLogs > 0 {
             result.logs.append(
-                BAExtensionLogLine(level: 3, message: "[host] \(droppedLogs) more log lines were dropped"))
+                BAExtensionLogLine(
+                    level: 3,
+                    message:
+                        "[host] \(droppedLogs) more log lines (\(droppedLogBytes) bytes) were dropped: a call keeps "
+                        + "at most \(Self.logLimit) lines and \(Self.logByteLimit / 1024) KiB of log"))
         }
         // Downloads from a call that did not return are not a result: discard them.
         guard result.verdict == .ok else {

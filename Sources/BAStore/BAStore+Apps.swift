@@ -91,6 +91,33 @@ extension BAStore {
         }
     }
 
+    /// Deletes up to `limit` of the app's downloads (oldest first), with their events and
+    /// tracked files (cascade), in one transaction: an uninstall removes a large app a slice at
+    /// a time before ``removeApp(_:)``.
+    ///
+    /// - Returns: How many were deleted (fewer than `limit`: the app has none left), and the
+    ///   active ones among them (their transfers and partial files are the caller's to drop).
+    public func deleteDownloads(
+        app bundleIdentifier: String, limit: Int
+    ) throws(BAStoreError) -> (deleted: Int, active: [StoredDownload]) {
+        try write("deleting downloads of \(bundleIdentifier)") { db in
+            let rows = try Row.fetchAllCached(
+                db,
+                sql: """
+                    SELECT \(StoredDownload.columns), rowid AS deleted_rowid FROM download WHERE app_id = ?
+                    ORDER BY created_at, rowid LIMIT ?
+                    """, arguments: [bundleIdentifier, max(1, limit)])
+            var active: [StoredDownload] = []
+            for row in rows {
+                let download = try StoredDownload(row: row)
+                if download.state.isActive { active.append(download) }
+                try db.executeCached(
+                    sql: "DELETE FROM download WHERE rowid = ?", arguments: [row["deleted_rowid"] as Int64])
+            }
+            return (rows.count, active)
+        }
+    }
+
     /// Adds `bytes` to what the app has used of its pre-launch allowance (essential or not): the
     /// manifest's size, for one.
     /// - Throws: ``BAStoreError/Code/unknownApp``.

@@ -5,16 +5,18 @@ extension BAStore {
     /// The app's undelivered events after sequence `after`, in sequence order: what to send it
     /// (or its extension) next.
     ///
-    /// Delivery is at least once: an event stays here until ``markDelivered(app:through:)``, so
-    /// one sent before a crash is sent again after it. Receivers drop a sequence they have seen.
+    /// Delivery is at least once: an event stays here until ``markDelivered(app:through:includingParked:)``,
+    /// so one sent before a crash is sent again after it. Receivers drop a sequence they have seen.
     ///
     /// - Parameters:
     ///   - bundleIdentifier: The app.
     ///   - after: Only events with a greater sequence (0 for all): a sender that has events in
     ///     flight asks for those after the last one it sent.
     ///   - limit: At most this many.
+    ///   - includingParked: Whether parked events count (the app's view: they are its to handle);
+    ///     false for the extension's view, which goes past them.
     public func undeliveredEvents(
-        app bundleIdentifier: String, after: Int64 = 0, limit: Int = 100
+        app bundleIdentifier: String, after: Int64 = 0, limit: Int = 100, includingParked: Bool = true
     )
         throws(BAStoreError) -> [StoredEvent]
     {
@@ -24,6 +26,7 @@ extension BAStore {
                 sql: """
                     SELECT \(StoredEvent.columns) FROM event
                     WHERE app_id = ? AND delivered_at IS NULL AND sequence > ?
+                        \(includingParked ? "" : "AND parked_at IS NULL")
                     ORDER BY sequence LIMIT ?
                     """, arguments: [bundleIdentifier, after, max(0, limit)]
             ).map(StoredEvent.init(row:))
@@ -34,14 +37,12 @@ extension BAStore {
     /// undelivered. Idempotent: acknowledging again, or an older sequence, changes nothing.
     ///
     /// - Parameters:
-    ///   - bundleIdentifier: The app.
-    ///   - sequence: The last event acknowledged.
-    ///   - keepingForApp: Leave the events kept for the app (``keepForApp(sequence:)``)
-    ///     undelivered: the extension's side acknowledges with true, the app's with false.
+    ///   - includingParked: Whether parked events among them are acknowledged too: true for the
+    ///     app (it was sent them), false for the extension (it was not).
     /// - Returns: How many events this call marked delivered.
     @discardableResult
     public func markDelivered(
-        app bundleIdentifier: String, through sequence: Int64, keepingForApp: Bool = false
+        app bundleIdentifier: String, through sequence: Int64, includingParked: Bool = true
     ) throws(BAStoreError) -> Int {
         let now = self.now
         return try write("acknowledging the events of \(bundleIdentifier)") { db in
@@ -49,23 +50,56 @@ extension BAStore {
                 sql: """
                     UPDATE event SET delivered_at = ?
                     WHERE app_id = ? AND sequence <= ? AND delivered_at IS NULL
-                        AND NOT (? AND coalesce(json_extract(payload, '$.\(StoredEvent.keptForAppKey)'), 0))
-                    """, arguments: [now, bundleIdentifier, sequence, keepingForApp])
+                        \(includingParked ? "" : "AND parked_at IS NULL")
+                    """, arguments: [now, bundleIdentifier, sequence])
             return db.changesCount
         }
     }
 
-    /// Keeps the undelivered event `sequence` for the app: it goes to the app's connections and
-    /// not to its extension again (``StoredEvent/isKeptForApp``), and only the app's
-    /// acknowledgement delivers it. What basd does with a finished file the extension did not
-    /// move.
-    public func keepForApp(sequence: Int64) throws(BAStoreError) {
-        try write("keeping event \(sequence) for the app") { db in
+    /// Parks the app's undelivered event `sequence`: it stays owed to the app (its next
+    /// connection is sent it), but the extension's view of the app's events goes past it. A
+    /// delivered or already parked event is left as it is.
+    ///
+    /// - Parameter reason: Why, as listings show it.
+    /// - Returns: Whether the event was parked by this call.
+    @discardableResult
+    public func parkEvent(app bundleIdentifier: String, sequence: Int64, reason: String) throws(BAStoreError) -> Bool {
+        let now = self.now
+        return try write("parking event \(sequence) of \(bundleIdentifier)") { db in
             try db.executeCached(
                 sql: """
-                    UPDATE event SET payload = json_set(payload, '$.\(StoredEvent.keptForAppKey)', json('true'))
-                    WHERE sequence = ? AND delivered_at IS NULL
-                    """, arguments: [sequence])
+                    UPDATE event SET parked_at = ?, parked_reason = ?
+                    WHERE app_id = ? AND sequence = ? AND delivered_at IS NULL AND parked_at IS NULL
+                    """, arguments: [now, reason, bundleIdentifier, sequence])
+            return db.changesCount == 1
+        }
+    }
+
+    /// The event with this sequence, delivered or not; nil when there is none (never appended,
+    /// or pruned).
+    public func event(sequence: Int64) throws(BAStoreError) -> StoredEvent? {
+        try read("reading event \(sequence)") { db in
+            try Row.fetchOneCached(
+                db, sql: "SELECT \(StoredEvent.columns) FROM event WHERE sequence = ?", arguments: [sequence]
+            ).map(StoredEvent.init(row:))
+        }
+    }
+
+    /// The parked, undelivered events of these downloads, by download (for listings).
+    public func parkedEvents(downloads uniqueIdentifiers: [String]) throws(BAStoreError) -> [String: [StoredEvent]] {
+        guard !uniqueIdentifiers.isEmpty else { return [:] }
+        let list = String(decoding: (try? JSONEncoder().encode(uniqueIdentifiers)) ?? Data("[]".utf8), as: UTF8.self)
+        return try read("reading parked events") { db in
+            let events = try Row.fetchAllCached(
+                db,
+                sql: """
+                    SELECT \(StoredEvent.columns) FROM event
+                    WHERE parked_at IS NOT NULL AND delivered_at IS NULL
+                        AND download_id IN (SELECT value FROM json_each(?))
+                    ORDER BY sequence
+                    """, arguments: [list]
+            ).map(StoredEvent.init(row:))
+            return Dictionary(grouping: events, by: \.downloadUniqueIdentifier)
         }
     }
 

@@ -143,7 +143,8 @@ extension StoredDownload {
 }
 
 extension StoredEvent {
-    static let columns = "sequence, app_id, download_id, kind, payload, created_at, delivered_at"
+    static let columns =
+        "sequence, app_id, download_id, kind, payload, created_at, delivered_at, parked_at, parked_reason"
 
     /// Decodes a row that selected ``columns``, in that order.
     init(row: Row) throws {
@@ -158,7 +159,9 @@ extension StoredEvent {
             kind: kind,
             payload: try row.decode(atIndex: 4),
             createdAt: try row.decode(atIndex: 5),
-            deliveredAt: try row.decode(atIndex: 6))
+            deliveredAt: try row.decode(atIndex: 6),
+            parkedAt: try row.decode(atIndex: 7),
+            parkedReason: try row.decode(atIndex: 8))
     }
 }
 

@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 3
+    static let currentVersion = 4
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -25,6 +25,10 @@ enum Schema {
         migrator.registerMigration("v3") { db in
             try db.execute(sql: v3)
             try db.execute(sql: "PRAGMA user_version = 3")
+        }
+        migrator.registerMigration("v4") { db in
+            try db.execute(sql: v4)
+            try db.execute(sql: "PRAGMA user_version = 4")
         }
         return migrator
     }
@@ -163,5 +167,17 @@ extension Schema {
 
         -- Pruning ended downloads by age.
         CREATE INDEX download_ended ON download (updated_at) WHERE state IN (-1, 3);
+        """
+}
+
+extension Schema {
+    /// Version 4 (issue 19, a poisoned event): an event the app's extension failed on too often
+    /// is *parked*: it stays undelivered for the app's next connection, but the extension is
+    /// handed the app's later events past it. `parked_at` says when, `parked_reason` why.
+    static let v4 = """
+        ALTER TABLE event ADD COLUMN parked_at TEXT;
+        ALTER TABLE event ADD COLUMN parked_reason TEXT;
+        -- The parked events still owed, for listings.
+        CREATE INDEX event_parked ON event (download_id) WHERE parked_at IS NOT NULL AND delivered_at IS NULL;
         """
 }

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// The log is what basd owes the app (its delegate) or its extension. An event is appended in the
 /// same transaction as the download change it reports, so neither exists without the other; it
-/// stays *undelivered* until the receiver acknowledges it with ``BAStore/markDelivered(app:through:)``.
+/// stays *undelivered* until the receiver acknowledges it with ``BAStore/markDelivered(app:through:includingParked:)``.
 /// Delivery is at least once and in ``sequence`` order per app; a receiver drops a sequence it
 /// has already seen (see `docs/state.md`).
 public struct StoredEvent: Sendable, Hashable {
@@ -17,8 +17,7 @@ public struct StoredEvent: Sendable, Hashable {
         /// Bytes arrived (`download(_:didWriteBytes:…)`). Payload: `bytesWritten`, `totalBytes`
         /// (absent when unknown). Only the latest undelivered one per download is kept.
         case progress
-        /// The file is complete (`finishedWithFileURL`). Payload: `destination`, `size`, and
-        /// `keptForApp` once the extension returned without moving the file (``isKeptForApp``).
+        /// The file is complete (`finishedWithFileURL`). Payload: `destination`, `size`.
         case finished
         /// The download failed (`failedWithError`). Payload: `domain`, `code`, `message`.
         case failed
@@ -41,11 +40,16 @@ public struct StoredEvent: Sendable, Hashable {
     public var createdAt: Date
     /// When the receiver acknowledged it; nil while undelivered.
     public var deliveredAt: Date?
+    /// When it was parked: the app's extension failed on it too often, so it waits for the app
+    /// alone and the extension is handed the app's later events past it. Nil when not parked.
+    public var parkedAt: Date?
+    /// Why it was parked (which failures, how many), for listings.
+    public var parkedReason: String?
 
     /// Creates an event value (the store creates the stored ones).
     public init(
         sequence: Int64, appIdentifier: String, downloadUniqueIdentifier: String, kind: Kind, payload: String,
-        createdAt: Date, deliveredAt: Date? = nil
+        createdAt: Date, deliveredAt: Date? = nil, parkedAt: Date? = nil, parkedReason: String? = nil
     ) {
         self.sequence = sequence
         self.appIdentifier = appIdentifier
@@ -54,18 +58,7 @@ public struct StoredEvent: Sendable, Hashable {
         self.payload = payload
         self.createdAt = createdAt
         self.deliveredAt = deliveredAt
-    }
-
-    /// The payload key of ``isKeptForApp``.
-    public static let keptForAppKey = "keptForApp"
-
-    /// The event is kept for the app (``BAStore/keepForApp(sequence:)``): its extension returned
-    /// from the call without moving the finished file, so the event goes to the app's next
-    /// connection and never to the extension again.
-    public var isKeptForApp: Bool {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any] else {
-            return false
-        }
-        return object[Self.keptForAppKey] as? Bool == true
+        self.parkedAt = parkedAt
+        self.parkedReason = parkedReason
     }
 }

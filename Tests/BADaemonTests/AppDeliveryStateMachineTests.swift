@@ -40,6 +40,12 @@ struct AppDeliveryStateMachineTests {
             .extensionNeeded(sequence: 7, refusal: nil), .eventCallEnded(sequence: 7, failed: 7),
             .extensionNeeded(sequence: 7, refusal: nil),
         ])
+    static let failedTwiceWithSession = Start(
+        name: "event 7 failed twice, app subscribed during its third call",
+        inputs: failedTwice.inputs + [.sessionSubscribed])
+    static let failedTwiceAndWaiting = Start(
+        name: "event 7 failed twice, content call 2 waits for its third call",
+        inputs: failedTwice.inputs + [.contentCallRequested(2)])
     static let heldBack = Start(
         name: "held back (allowance used up)", inputs: [.extensionNeeded(sequence: 7, refusal: "allowance")])
 
@@ -54,7 +60,7 @@ struct AppDeliveryStateMachineTests {
 
     static let starts = [
         idle, subscribed, inEvent, inEventWithSession, inContent, contentAndWaiting, eventAndWaiting, failedTwice,
-        heldBack,
+        failedTwiceWithSession, failedTwiceAndWaiting, heldBack,
     ]
 
     static let rows: [Row] = [
@@ -113,9 +119,18 @@ struct AppDeliveryStateMachineTests {
         Row(
             start: inEventWithSession.name, input: .eventCallEnded(sequence: 7, failed: 7), actions: [.sendToApp],
             slotAfter: .idle, sessionsAfter: 1),
+        // A poisoned event: parked after its last attempt, and the app's other events go on past it
+        // (to the extension, or to the app that connected meanwhile; a waiting content call first).
         Row(
             start: failedTwice.name, input: .eventCallEnded(sequence: 7, failed: 7),
-            actions: [.keepForApp(sequence: 7, failures: 3)], slotAfter: .idle, sessionsAfter: 0),
+            actions: [.park(sequence: 7, failures: 3), .routeToExtension], slotAfter: .idle, sessionsAfter: 0),
+        Row(
+            start: failedTwiceWithSession.name, input: .eventCallEnded(sequence: 7, failed: 7),
+            actions: [.park(sequence: 7, failures: 3), .sendToApp], slotAfter: .idle, sessionsAfter: 1),
+        Row(
+            start: failedTwiceAndWaiting.name, input: .eventCallEnded(sequence: 7, failed: 7),
+            actions: [.park(sequence: 7, failures: 3), .startContentCall(2)], slotAfter: .contentCall(2),
+            sessionsAfter: 0),
         Row(
             start: eventAndWaiting.name, input: .eventCallEnded(sequence: 7, failed: nil),
             actions: [.startContentCall(2)], slotAfter: .contentCall(2), sessionsAfter: 0),
@@ -193,18 +208,26 @@ struct AppDeliveryStateMachineTests {
         #expect(machine.isQuiet)
     }
 
-    /// A failed event is kept for the app after the attempts, and the next event still waits
-    /// behind it (events go in order).
-    @Test("after the last attempt an event stays for the app; later walks do not wake for it")
+    /// A failed event is parked after the attempts (issue 19: one poisoned event held back every
+    /// later one for good): the walk that follows goes past it, the next event wakes the
+    /// extension, and the machine forgets the failures (the store remembers the park).
+    @Test("after the last attempt an event is parked; the next event wakes the extension")
     func attemptsRunOut() {
         var machine = Machine(attempts: 2)
         _ = machine.handle(.extensionNeeded(sequence: 4, refusal: nil))
         #expect(machine.handle(.eventCallEnded(sequence: 4, failed: 4)) == [.retry(after: .milliseconds(200))])
         #expect(machine.handle(.retryDue) == [.routeToExtension])
         #expect(machine.handle(.extensionNeeded(sequence: 4, refusal: nil)) == [.wake(sequence: 4)])
-        #expect(machine.handle(.eventCallEnded(sequence: 4, failed: 4)) == [.keepForApp(sequence: 4, failures: 2)])
-        #expect(machine.handle(.extensionNeeded(sequence: 4, refusal: nil)) == [])
-        // The app connects: it gets the event.
+        #expect(
+            machine.handle(.eventCallEnded(sequence: 4, failed: 4)) == [
+                .park(sequence: 4, failures: 2), .routeToExtension,
+            ])
+        #expect(machine.failures.isEmpty)
+        // The walk found event 5 (4 is parked): the extension is woken for it.
+        #expect(machine.handle(.extensionNeeded(sequence: 5, refusal: nil)) == [.wake(sequence: 5)])
+        #expect(machine.handle(.eventCallEnded(sequence: 5, failed: nil)) == [.routeToExtension])
+        #expect(machine.isQuiet)
+        // The app connects: it is sent its undelivered events, the parked one among them.
         #expect(machine.handle(.sessionSubscribed) == [.sendToApp])
     }
 }

@@ -138,6 +138,33 @@ struct DaemonProtocolTests {
         #expect(ServerMessage.Result.joined(parts) == .extensionRun(report))
     }
 
+    /// Issue 19: an extension that logged long lines made the run report exceed the frame cap
+    /// (`ba install` exited 31, "lost the connection"). The log lines go in parts too, and a part
+    /// that is still too large (lines of control characters, six bytes each in JSON) is cut.
+    @Test("a run report of 1,000 log lines of 2,000 escaped bytes goes in parts under the cap")
+    func longLogsInParts() throws {
+        var report = ExtensionRunReport(bundleIdentifier: "com.example.game", version: "1")
+        report.scheduled = (0..<10).map {
+            DownloadInfo(
+                uniqueIdentifier: "U\($0)",
+                download: DownloadPayload(identifier: "asset-\($0)", url: "https://cdn.example.com/assets/\($0).pak"),
+                state: 1, isForeground: false, bytesOnDisk: 0)
+        }
+        report.logs = (0..<1_000).map { "line \($0) " + String(repeating: "\u{1}", count: 2_000) }
+        report.verdict = "ok"
+        let frames = try ServerMessage.Result.extensionRun(report).frames(requestId: 5)
+        #expect(frames.count > 1)
+        #expect(frames.allSatisfy { $0.count - 4 <= DaemonProtocol.maximumFrameLength })
+        var parts: [ServerMessage.Result] = []
+        for frame in frames {
+            switch try DaemonProtocol.decodeServerMessage(frame.dropFirst(4)) {
+            case .partialResponse(5, let part), .response(5, let part): parts.append(part)
+            default: Issue.record("a frame that is not part of answer 5")
+            }
+        }
+        #expect(ServerMessage.Result.joined(parts) == .extensionRun(report))
+    }
+
     @Test("the wire shape is the documented flat JSON")
     func wireShape() throws {
         let frame = try DaemonProtocol.encode(ClientMessage(id: 2, request: .status))

@@ -80,7 +80,7 @@ struct EventBatchTests {
         #expect(!daemon.standardError.contains("ended crashed"), "\(daemon.standardError)")
     }
 
-    @Test("a crash at the third of five events: the two before are handled once, the rest stay, the crash counts once")
+    @Test("a crash at the third of five events: the two before are delivered, the crash counts once, the rest go on")
     func crashMidway() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
@@ -91,10 +91,11 @@ struct EventBatchTests {
         try DownloadServiceTests.register(daemon, extensionPath: BuildProducts.library("BATestEvents"))
         try await Self.finishAndQuit(names, daemon: daemon, server: server, inOrder: true)
 
-        // Three attempts (basd's default), each a runner that starts at crash-c and crashes there.
+        // Three attempts (basd's default), each a runner that starts at crash-c and crashes there;
+        // then crash-c is parked and d and e go to the extension (issue 19).
         _ = try await CLIQueries.poll(
-            "the event kept for the app", daemon, timeout: 60, read: { daemon.standardError },
-            until: { $0.contains("keeping it for the app's next connection") })
+            "the event parked and the rest handled", daemon, timeout: 60, read: { daemon.standardError },
+            until: { $0.contains("parked: it waits for the app's next connection") && $0.contains(" e call ") })
         let runs = try await Self.runs(daemon)
         let crashed = runs.filter { $0["verdict"] as? String == "crashed" }
         #expect(crashed.count == 3, "one crash counted per runner, not per event left: \(runs)")
@@ -106,11 +107,13 @@ struct EventBatchTests {
             $0.contains("BATestEvents: download_finished")
         }
         #expect(calls.filter { $0.contains(" a call ") }.count == 1, "a was called once: \(calls)")
-        #expect(calls.filter { $0.contains(" d call ") }.isEmpty, "nothing after the crash was called: \(calls)")
+        #expect(calls.filter { $0.contains(" crash-c call ") }.count == 3, "crash-c was tried 3 times: \(calls)")
+        #expect(calls.filter { $0.contains(" d call ") }.count == 1, "d was called once, after the park: \(calls)")
+        #expect(calls.last?.contains(" e call ") == true, "\(calls)")
 
-        // The app's next connection gets what the extension did not handle, crash-c, d and e, after
-        // a and b: the extension returned ok for those without moving their files, so basd kept
-        // them for the app rather than delete them (they were not handed to the extension again).
+        // The app's next connection gets all five: crash-c, parked after its three crashes, and a,
+        // b, d and e, for which the extension returned ok without moving their files, so basd kept
+        // them for the app (parked too) rather than delete them.
         let inbox = EventInbox()
         let client = try DownloadServiceTests.appClient(daemon, inbox: inbox)
         defer { client.close() }

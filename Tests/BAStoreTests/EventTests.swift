@@ -161,31 +161,41 @@ import Testing
         #expect(try test.store.markFinished(uniqueIdentifier: id, destination: "/d/3").sequence > sequences[2])
     }
 
-    @Test("an event kept for the app survives the extension side's acknowledgements; the app's own delivers it")
-    func eventKeptForTheApp() throws {
+    /// Issue 19: a parked event is the app's alone. The extension's view skips it and its
+    /// acknowledgements leave it undelivered; the app's view includes it and its acknowledgement
+    /// delivers it. Parked survives reopening the file.
+    @Test func aParkedEventIsSkippedByTheExtensionsViewAndKeptForTheApp() throws {
         let test = try TestStore()
         defer { test.remove() }
         try test.registerApp()
+        var events: [StoredEvent] = []
+        for index in 0..<4 {
+            let id = try test.schedule("asset-\(index)").uniqueIdentifier
+            events.append(try test.store.markFinished(uniqueIdentifier: id, destination: "/d/\(index)"))
+        }
         let app = "com.example.game"
-        let kept = try test.store.markFinished(
-            uniqueIdentifier: try test.schedule("kept").uniqueIdentifier, destination: "/d/kept", size: 1)
-        let later = try test.store.markFinished(
-            uniqueIdentifier: try test.schedule("later").uniqueIdentifier, destination: "/d/later", size: 2)
-        #expect(!kept.isKeptForApp)
+        #expect(try test.store.parkEvent(app: app, sequence: events[1].sequence, reason: "crashed 3 times"))
+        #expect(try !test.store.parkEvent(app: app, sequence: events[1].sequence, reason: "again"), "already parked")
 
-        try test.store.keepForApp(sequence: kept.sequence)
-        let stored = try #require(try test.store.undeliveredEvents(app: app).first)
-        #expect(stored.sequence == kept.sequence && stored.isKeptForApp)
-        #expect(stored.payload.contains(#""destination":"/d/kept""#), "the other details stay: \(stored.payload)")
+        let extensionView = try test.store.undeliveredEvents(app: app, includingParked: false)
+        #expect(extensionView.map(\.sequence) == [events[0], events[2], events[3]].map(\.sequence))
+        // The extension handled everything it saw: the parked event stays.
+        #expect(try test.store.markDelivered(app: app, through: events[3].sequence, includingParked: false) == 3)
+        let appView = try test.store.undeliveredEvents(app: app)
+        #expect(appView.map(\.sequence) == [events[1].sequence])
+        #expect(appView.first?.parkedReason == "crashed 3 times" && appView.first?.parkedAt != nil)
+        let parked = try test.store.parkedEvents(downloads: events.map(\.downloadUniqueIdentifier))
+        #expect(parked.keys.sorted() == [events[1].downloadUniqueIdentifier])
+        #expect(try test.store.event(sequence: events[1].sequence)?.parkedReason == "crashed 3 times")
 
-        // The extension's side acknowledges past it: only the later event is delivered.
-        #expect(try test.store.markDelivered(app: app, through: later.sequence, keepingForApp: true) == 1)
-        #expect(try test.store.undeliveredEvents(app: app).map(\.sequence) == [kept.sequence])
-        // The app's acknowledgement delivers it.
-        #expect(try test.store.markDelivered(app: app, through: later.sequence) == 1)
-        #expect(try test.store.undeliveredEvents(app: app).isEmpty)
-        // Keeping a delivered event changes nothing.
-        try test.store.keepForApp(sequence: later.sequence)
-        #expect(try test.count("SELECT count(*) FROM event WHERE payload LIKE '%keptForApp%'") == 1)
+        // Parked survives reopening; the app's acknowledgement delivers it.
+        try test.store.close()
+        let reopened = try BAStore.open(path: test.path)
+        defer { try? reopened.close() }
+        #expect(try reopened.undeliveredEvents(app: app, includingParked: false).isEmpty)
+        #expect(try reopened.undeliveredEvents(app: app).map(\.sequence) == [events[1].sequence])
+        #expect(try reopened.markDelivered(app: app, through: events[1].sequence) == 1)
+        #expect(try reopened.parkedEvents(downloads: events.map(\.downloadUniqueIdentifier)).isEmpty)
+        #expect(try !reopened.parkEvent(app: app, sequence: events[1].sequence, reason: "delivered"))
     }
 }

@@ -148,7 +148,9 @@ final class BasdServices: @unchecked Sendable {
         memoryReleaseScheduled = true
         executor.after(.seconds(1)) { [self] in
             memoryReleaseScheduled = false
-            _ = ba_sys_malloc_trim()
+            // Off the executor: trimming a heap that held a long answer can take a good part of
+            // a second, and glibc's malloc_trim is safe from any thread.
+            DispatchQueue.global(qos: .utility).async { _ = ba_sys_malloc_trim() }
         }
     }
 

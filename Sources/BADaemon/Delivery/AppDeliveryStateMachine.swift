@@ -9,6 +9,10 @@
 /// the extension's: an app that subscribes meanwhile is sent nothing until the runner ends (then
 /// it gets the events the extension did not handle).
 ///
+/// An event whose call fails `attempts` times (a crash, a timeout: a *poisoned* event) is parked:
+/// it stays undelivered for the app's next connection, and the extension is handed the app's
+/// later events past it, so one bad event does not hold back the rest.
+///
 /// The ``EventRouter`` feeds it ``Input``s and applies the returned ``Action``s (store reads,
 /// sends, runner calls). `docs/architecture.md` has the table; `AppDeliveryStateMachineTests`
 /// holds it as rows.
@@ -60,8 +64,10 @@ struct AppDeliveryStateMachine: Equatable {
         case wake(sequence: Int64)
         /// Feed ``Input/retryDue`` after this long.
         case retry(after: Duration)
-        /// The extension failed this event `failures` times: it stays for the app's next connection.
-        case keepForApp(sequence: Int64, failures: Int)
+        /// The extension failed this event `failures` times: park it (it stays for the app's next
+        /// connection, and the extension's walks of the app's events go past it from now on). The
+        /// actions after it route the events again.
+        case park(sequence: Int64, failures: Int)
         /// The extension may not be called now: the events wait (the scheduler's tick tries again).
         case holdBack(reason: String)
         /// Start this content request: it holds the slot.
@@ -70,7 +76,7 @@ struct AppDeliveryStateMachine: Equatable {
         case contentCallWaits(CallID)
     }
 
-    /// Calls that may fail for one event before it is kept for the app.
+    /// Calls that may fail for one event before it is parked.
     let attempts: Int
     private(set) var sessions = 0
     private(set) var slot: Slot = .idle
@@ -106,7 +112,6 @@ struct AppDeliveryStateMachine: Equatable {
         case .extensionNeeded(let sequence, let refusal):
             // Stale (an app subscribed or a call started since the walk was asked for): ignore.
             guard sessions == 0, slot == .idle else { return [] }
-            guard failures[sequence, default: 0] < attempts else { return [] }
             if let refusal {
                 let first = heldBack == nil
                 heldBack = refusal
@@ -123,11 +128,13 @@ struct AppDeliveryStateMachine: Equatable {
             guard let failed else { return freed(route: true) }
             let count = failures[failed, default: 0] + 1
             failures[failed] = count
-            var actions = freed(route: false)
             if count >= attempts {
-                actions.append(.keepForApp(sequence: failed, failures: count))
-                if sessions > 0 { actions.append(.sendToApp) }
-            } else if sessions > 0 {
+                // Parked: no longer counted here (the store remembers it), and the events go on.
+                failures[failed] = nil
+                return [.park(sequence: failed, failures: count)] + freed(route: true)
+            }
+            var actions = freed(route: false)
+            if sessions > 0 {
                 // The app connected during the call: it takes the event over.
                 actions.append(.sendToApp)
             } else {

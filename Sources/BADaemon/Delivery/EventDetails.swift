@@ -45,6 +45,7 @@ extension EventRouter {
         wire.errorCode = details.code
         wire.errorMessage = details.message
         wire.challenge = details.challenge
+        wire.parked = event.parkedReason
         if forApp {
             wire.download = download.map(DownloadPayload.init)
         } else {

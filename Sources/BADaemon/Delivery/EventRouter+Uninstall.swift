@@ -7,6 +7,7 @@ extension EventRouter {
         guard let machine = machines[app], machine.slot == .idle, machine.waitingCalls.isEmpty else { return }
         machines[app] = nil
         lastRunnerEnded[app] = nil
+        lastEventFailure[app] = nil
     }
 }
 

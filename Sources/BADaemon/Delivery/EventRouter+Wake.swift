@@ -49,7 +49,7 @@ extension EventRouter {
             guard let first = woken.first else {
                 // Delivered meanwhile, or only events whose download is gone.
                 if let skippedThrough {
-                    try store.markDelivered(app: app, through: skippedThrough, keepingForApp: true)
+                    try store.markDelivered(app: app, through: skippedThrough, includingParked: false)
                 }
                 feed(app, .eventCallEnded(sequence: sequence, failed: nil))
                 return
@@ -57,7 +57,12 @@ extension EventRouter {
             services.extensions.call(
                 storedApp, libraryPath: libraryPath, event: first.runnerEvent,
                 moreEvents: woken.dropFirst().map(\.runnerEvent), kind: first.runKind, bypassAllowance: false,
-                callsEnded: { [self] results in apply(results, of: storedApp, woken: woken) }
+                callsEnded: { [self] results in apply(results, of: storedApp, woken: woken) },
+                countsTowardQuarantine: { [self] outcome in
+                    // A poisoned event is parked after its attempts; its failures count once.
+                    let event = woken[min(outcome.callIndex, woken.count - 1)].event.sequence
+                    return (machines[app]?.failures[event] ?? 0) == 0
+                }
             ) { [self] outcome in
                 if case .ran(let result) = outcome, result.verdict == .ok {
                     apply([result], of: storedApp, woken: woken)
@@ -67,6 +72,8 @@ extension EventRouter {
                 if !outcome.isOK {
                     let event = woken[min(outcome.callIndex, woken.count - 1)].event.sequence
                     failed = event
+                    lastEventFailure[app] =
+                        outcome.detail.map { "\(outcome.verdictName): \($0)" } ?? outcome.verdictName
                     log("the extension of \(app) ended \(outcome.verdictName) handling event \(event)")
                 }
                 feed(app, .eventCallEnded(sequence: sequence, failed: failed))
@@ -89,10 +96,10 @@ extension EventRouter {
         var skippedThrough: Int64? = nil
         var after = sequence - 1
         while woken.count < Self.eventsPerRunner {
-            let page = try store.undeliveredEvents(app: app, after: after, limit: 256)
+            let page = try store.undeliveredEvents(app: app, after: after, limit: 256, includingParked: false)
             if after == sequence - 1 && page.first?.sequence != sequence { return ([], nil) }
             for event in page {
-                guard let runKind = Self.runKind(of: event.kind), !event.isKeptForApp else { continue }
+                guard let runKind = Self.runKind(of: event.kind) else { continue }
                 guard let download = try store.download(uniqueIdentifier: event.downloadUniqueIdentifier) else {
                     if woken.isEmpty { skippedThrough = event.sequence }
                     continue
@@ -149,8 +156,9 @@ extension EventRouter {
                         result, of: app, event: woken[result.callIndex].event, removals: &removals,
                         scheduled: &scheduled)
                 }
+                // Not the parked events among them: those are the app's.
                 try store.markDelivered(
-                    app: app.bundleIdentifier, through: woken[last.callIndex].event.sequence, keepingForApp: true)
+                    app: app.bundleIdentifier, through: woken[last.callIndex].event.sequence, includingParked: false)
             }
         } catch {
             log(
@@ -176,7 +184,11 @@ extension EventRouter {
             let details = EventDetails(event)
             if let destination = details.destination, let size = Self.size(destination) {
                 do {
-                    try store.keepForApp(sequence: event.sequence)
+                    // Parked for the app, as a poisoned event is: never handed to the extension
+                    // again, holding nothing up, sent to the app's next connection.
+                    try store.parkEvent(
+                        app: app.bundleIdentifier, sequence: event.sequence,
+                        reason: "the extension returned without moving the finished file; kept for the app")
                     log(
                         "the extension of \(app.bundleIdentifier) did not move the finished file \(destination): "
                             + "kept for the app's next connection")

@@ -26,6 +26,8 @@ final class EventRouter: @unchecked Sendable {
     /// When each app's last event runner ended: the next one waits out ``EventRouter/settle``
     /// from then, so events arriving in a stream go to a few runners, not one each.
     var lastRunnerEnded: [String: ContinuousClock.Instant] = [:]
+    /// How the app's last failed event call ended (`crashed: signal 11`), for the reason of a park.
+    var lastEventFailure: [String: String] = [:]
 
     init(_ services: BasdServices) {
         self.services = services
@@ -147,10 +149,8 @@ final class EventRouter: @unchecked Sendable {
             wake(app, sequence: sequence)
         case .retry(let delay):
             services.executor.after(delay) { [self] in feed(app, .retryDue) }
-        case .keepForApp(let sequence, let failures):
-            log(
-                "the extension of \(app) failed \(failures) times on event \(sequence); keeping it for the app's next connection"
-            )
+        case .park(let sequence, let failures):
+            park(app, sequence: sequence, failures: failures)
         case .holdBack(let reason):
             log("events of \(app) wait: not waking its extension: \(reason)")
         case .startContentCall(let id):
@@ -195,24 +195,20 @@ final class EventRouter: @unchecked Sendable {
         }
     }
 
-    /// Walks the app's undelivered events in order: `began`/`paused`/`progress` have no extension
-    /// entry point and are dropped (acknowledged), `finished` events kept for the app are passed
-    /// over (left for the app); the first other `finished`/`failed`/`needsCredentials`
+    /// Walks the app's undelivered events in order, past parked ones: `began`/`paused`/`progress` have no extension
+    /// entry point and are dropped (acknowledged); the first `finished`/`failed`/`needsCredentials`
     /// goes to the machine, with the reason the extension may not be called now, if any. Without an
     /// extension the events stay for the app's next connection.
     private func routeToExtension(_ app: String) {
         do {
             guard let storedApp = try store.app(app) else { return }
             while true {
-                let events = try store.undeliveredEvents(app: app, limit: 256)
+                // Parked events are the app's alone: the walk goes past them.
+                let events = try store.undeliveredEvents(app: app, limit: 256, includingParked: false)
                 for event in events {
                     switch event.kind {
                     case .began, .paused, .progress:
-                        try store.markDelivered(app: app, through: event.sequence, keepingForApp: true)
-                    case .finished where event.isKeptForApp:
-                        // The app's, not the extension's: it waits for the app's next connection
-                        // and holds nothing up.
-                        continue
+                        try store.markDelivered(app: app, through: event.sequence, includingParked: false)
                     case .finished, .failed, .needsCredentials:
                         guard storedApp.extensionPath != nil, services.extensions.isAvailable else {
                             if event.kind == .needsCredentials {

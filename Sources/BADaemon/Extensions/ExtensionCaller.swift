@@ -92,13 +92,19 @@ final class ExtensionCaller: @unchecked Sendable {
     /// against the app's allowance (which bounds all its calls together), and a crash or timeout
     /// counts once toward quarantine.
     ///
-    /// - Parameter callsEnded: gets, on the executor and in order, the results of the calls
-    ///   that returned `ok` while the runner went on with the next event, a few at a time (all
-    ///   that ended since the executor last looked); all of them before `done`.
+    /// - Parameters:
+    ///   - callsEnded: gets, on the executor and in order, the results of the calls that
+    ///     returned `ok` while the runner went on with the next event, a few at a time (all that
+    ///     ended since the executor last looked); all of them before `done`.
+    ///   - countsTowardQuarantine: asked on the executor, before `done`, whether a failed
+    ///     outcome counts toward quarantine (nil: it does). The event router says no for a
+    ///     repeated failure on the same event: a poisoned event is parked, and counts once.
     func call(
         _ app: StoredApp, libraryPath: String, event: RunnerEvent, moreEvents: [RunnerEvent] = [],
         kind: StoredExtensionRun.Event, bypassAllowance: Bool, cleanup: (@Sendable () -> Void)? = nil,
-        callsEnded: (([BAExtensionRunResult]) -> Void)? = nil, done: @escaping (ExtensionCallOutcome) -> Void
+        callsEnded: (([BAExtensionRunResult]) -> Void)? = nil,
+        countsTowardQuarantine: ((ExtensionCallOutcome) -> Bool)? = nil,
+        done: @escaping (ExtensionCallOutcome) -> Void
     ) {
         let startedAt = services.clock.now
         let supervisor = currentSupervisor()
@@ -123,6 +129,7 @@ final class ExtensionCaller: @unchecked Sendable {
             currentDownloads: currentDownloads(of: app), moreEvents: moreEvents,
             totalTimeout: moreEvents.isEmpty ? nil : budget.total)
         let done = UncheckedSendable(done)
+        let countsTowardQuarantine = UncheckedSendable(countsTowardQuarantine)
         // Each call's log lines reach basd's log as the call's result reaches the executor.
         let callsEnded = UncheckedSendable { [self] (results: [BAExtensionRunResult]) in
             for result in results { logLines(of: result, app: app) }
@@ -157,7 +164,7 @@ final class ExtensionCaller: @unchecked Sendable {
                 if !late.isEmpty { callsEnded.value(late) }
                 finished(
                     app, kind: kind, startedAt: startedAt, outcome: outcome, runtime: runtime,
-                    calls: 1 + moreEvents.count)
+                    calls: 1 + moreEvents.count, countsTowardQuarantine: countsTowardQuarantine.value?(outcome) ?? true)
                 done.value(outcome)
             }
         }
@@ -169,7 +176,7 @@ final class ExtensionCaller: @unchecked Sendable {
     /// and its runtime and verdict in the app's scheduling state.
     private func finished(
         _ app: StoredApp, kind: StoredExtensionRun.Event, startedAt: Date, outcome: ExtensionCallOutcome,
-        runtime: Duration, calls: Int
+        runtime: Duration, calls: Int, countsTowardQuarantine: Bool = true
     ) {
         if case .ran(let result) = outcome { logLines(of: result, app: app) }
         var detail = outcome.detail
@@ -189,7 +196,8 @@ final class ExtensionCaller: @unchecked Sendable {
         } catch {
             services.log("recording an extension run of \(app.bundleIdentifier) failed: \(error)")
         }
-        services.scheduler.extensionRan(app, outcome: outcome, runtimeMilliseconds: milliseconds)
+        services.scheduler.extensionRan(
+            app, outcome: outcome, runtimeMilliseconds: milliseconds, countsTowardQuarantine: countsTowardQuarantine)
     }
 
     /// What the extension sees as the app's current downloads: its oldest active ones, at most

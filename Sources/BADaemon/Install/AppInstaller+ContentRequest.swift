@@ -122,14 +122,16 @@ extension AppInstaller {
             // The manifest is the call's alone: deleted as soon as it ends, whatever the outcome.
             cleanup: { unlink(manifestPath) }
         ) { [self] outcome in
-            done(ran(kind, of: app, outcome: outcome, report: report))
+            ran(kind, of: app, outcome: outcome, report: report, done: done)
         }
     }
 
-    /// Reports a content-request call and schedules what it returned.
+    /// Reports a content-request call and schedules what it returned (in slices, over several
+    /// turns of the executor); `done` gets the report once the last slice is stored.
     private func ran(
-        _ kind: ContentRequestKind, of app: StoredApp, outcome: ExtensionCallOutcome, report: ExtensionRunReport
-    ) -> ExtensionRunReport {
+        _ kind: ContentRequestKind, of app: StoredApp, outcome: ExtensionCallOutcome, report: ExtensionRunReport,
+        done: @escaping @Sendable (ExtensionRunReport) -> Void
+    ) {
         var report = report
         report.event = kind.rawValue
         report.verdict = outcome.verdictName
@@ -147,37 +149,74 @@ extension AppInstaller {
                 // again under the same identifier is scheduled afresh.
                 let cancelled = services.transfers.applyCancellations(result.cancelled, of: app.bundleIdentifier)
                 if !cancelled.isEmpty { report.cancelled = cancelled }
-                schedule(result.downloads, returnedBy: kind, of: app, into: &report)
+                let ordered = result.downloads.sorted {
+                    ($0.isEssential ? 0 : 1, $0.identifier) < ($1.isEssential ? 0 : 1, $1.identifier)
+                }
+                var slices = ScheduleSlices(ordered: ordered)
+                scheduleSlice(&slices, returnedBy: kind, of: app, into: &report)
+                guard slices.isDone else {
+                    continueScheduling(slices, returnedBy: kind, of: app, report: report, done: done)
+                    return
+                }
             }
         }
+        endRan(kind, of: app, report: report, done: done)
+    }
+
+    private func endRan(
+        _ kind: ContentRequestKind, of app: StoredApp, report: ExtensionRunReport,
+        done: @escaping @Sendable (ExtensionRunReport) -> Void
+    ) {
         log(
             "\(app.bundleIdentifier) \(kind.rawValue): extension \(report.verdict ?? "?"), \(report.scheduled.count) scheduled, "
                 + "\(report.refused.count) refused")
-        return report
+        done(report)
     }
 
-    /// Schedules an install/update/periodic call's downloads, essential first; before the app's
-    /// first launch, those past `BAEssentialMaxInstallSize` / `BAMaxInstallSize` (the sizes one
-    /// call may add) or refused by the other pre-launch restrictions are reported with their code.
-    private func schedule(
-        _ downloads: [DownloadRecord], returnedBy kind: ContentRequestKind, of app: StoredApp,
+    /// The next slice in a later turn of the executor: requests of other clients that came
+    /// meanwhile are served in between (issue 19: 10,000 downloads scheduled in one turn held
+    /// every other client for seconds).
+    private func continueScheduling(
+        _ slices: ScheduleSlices, returnedBy kind: ContentRequestKind, of app: StoredApp, report: ExtensionRunReport,
+        done: @escaping @Sendable (ExtensionRunReport) -> Void
+    ) {
+        let state = UncheckedSendable((slices, report))
+        services.executor.yielding { [self] in
+            var (slices, report) = state.value
+            scheduleSlice(&slices, returnedBy: kind, of: app, into: &report)
+            if slices.isDone {
+                endRan(kind, of: app, report: report, done: done)
+            } else {
+                continueScheduling(slices, returnedBy: kind, of: app, report: report, done: done)
+            }
+        }
+    }
+
+    /// Schedules the next slice of an install/update/periodic call's downloads (essential first,
+    /// across slices); before the app's first launch, those past `BAEssentialMaxInstallSize` /
+    /// `BAMaxInstallSize` (the sizes one call may add) or refused by the other pre-launch
+    /// restrictions are reported with their code.
+    private func scheduleSlice(
+        _ slices: inout ScheduleSlices, returnedBy kind: ContentRequestKind, of app: StoredApp,
         into report: inout ExtensionRunReport
     ) {
-        var essentialTotal: Int64 = 0
-        var total: Int64 = 0
-        let ordered = downloads.sorted {
-            ($0.isEssential ? 0 : 1, $0.identifier) < ($1.isEssential ? 0 : 1, $1.identifier)
-        }
-        // One transaction for the whole set (one fsync, not one per download); the engine gets
-        // them once it is committed, and the report says nothing before that.
+        // One transaction per slice (one fsync for up to ``ScheduleSlices/maximumCount``
+        // downloads); the engine gets them once it is committed, and the report says nothing
+        // before that.
         var stored: [StoredDownload] = []
         let reportedBefore = report.scheduled.count
+        var essentialTotal = slices.essentialTotal
+        var total = slices.total
+        slices.startSlice()
         do {
             try store.batch("scheduling the downloads \(app.bundleIdentifier)'s extension returned") {
                 schedule(
-                    ordered, returnedBy: kind, of: app, essentialTotal: &essentialTotal, total: &total,
+                    &slices, returnedBy: kind, of: app, essentialTotal: &essentialTotal, total: &total,
                     stored: &stored, into: &report)
             }
+            // Only a committed slice counts toward the call's install sizes.
+            slices.essentialTotal = essentialTotal
+            slices.total = total
         } catch {
             // Nothing of the batch is stored: what it scheduled is refused, with the store's reason.
             let lost = report.scheduled[reportedBefore...].filter { info in
@@ -195,13 +234,13 @@ extension AppInstaller {
         for download in stored { services.transfers.start(download) }
     }
 
-    /// The body of ``schedule(_:returnedBy:of:into:)``, inside its batch.
+    /// The body of ``scheduleSlice(_:returnedBy:of:into:)``, inside its batch.
     private func schedule(
-        _ ordered: [DownloadRecord], returnedBy kind: ContentRequestKind, of app: StoredApp,
+        _ slices: inout ScheduleSlices, returnedBy kind: ContentRequestKind, of app: StoredApp,
         essentialTotal: inout Int64, total: inout Int64, stored newlyStored: inout [StoredDownload],
         into report: inout ExtensionRunReport
     ) {
-        for record in ordered {
+        while let record = slices.take() {
             let key = record.isEssential ? "BAEssentialMaxInstallSize" : "BAMaxInstallSize"
             let maximum =
                 record.isEssential ? app.restrictions.essentialMaxInstallSize : app.restrictions.maxInstallSize
@@ -252,4 +291,48 @@ extension AppInstaller {
         }
     }
 
+}
+
+/// The downloads a content-request call returned, scheduled a slice at a time: each slice is one
+/// transaction in one turn of the executor, at most ``maximumCount`` downloads and about
+/// ``budget`` of work, so no other client waits long behind a set of 10,000.
+struct ScheduleSlices {
+    /// Most downloads in one slice.
+    static let maximumCount = 500
+    /// About how long one slice may hold the executor (checked between downloads; its commit
+    /// comes after).
+    static let budget = Duration.milliseconds(20)
+
+    let ordered: [DownloadRecord]
+    /// Where the next slice starts.
+    private(set) var position = 0
+    /// The sizes scheduled so far (the pre-launch install sizes are the whole call's).
+    var essentialTotal: Int64 = 0
+    var total: Int64 = 0
+    /// Slices started so far.
+    private(set) var count = 0
+    /// Downloads taken in the current slice, and when it started.
+    private var taken = 0
+    private var sliceStarted = ContinuousClock.now
+
+    init(ordered: [DownloadRecord]) { self.ordered = ordered }
+
+    var isDone: Bool { position >= ordered.count }
+
+    /// Starts the next slice.
+    mutating func startSlice() {
+        count += 1
+        taken = 0
+        sliceStarted = .now
+    }
+
+    /// The next download of the current slice; nil once the slice is full (``maximumCount``
+    /// downloads, or ``budget`` spent: the clock is read every 16) or the set is done.
+    mutating func take() -> DownloadRecord? {
+        guard position < ordered.count, taken < Self.maximumCount else { return nil }
+        if taken > 0, taken % 16 == 0, ContinuousClock.now - sliceStarted >= Self.budget { return nil }
+        taken += 1
+        position += 1
+        return ordered[position - 1]
+    }
 }

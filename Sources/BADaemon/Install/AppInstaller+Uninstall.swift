@@ -18,33 +18,67 @@ extension AppInstaller {
             return
         }
         services.delivery.requestExtension(for: bundleIdentifier, what: "uninstall") { [self] callID in
-            let result: ServerMessage.Result
-            do {
-                result = .uninstalled(try removeNow(bundleIdentifier, keepData: keepData, why: why))
-            } catch let error as BAStoreError {
-                result = Refusal(error).result
-            } catch {
-                result = Refusal(.internalError, "uninstalling \(bundleIdentifier) failed: \(error)").result
+            deleteDownloads(of: bundleIdentifier, cancelled: 0) { [self] cancelled in
+                let result: ServerMessage.Result
+                do {
+                    result = .uninstalled(
+                        try removeNow(bundleIdentifier, keepData: keepData, why: why, cancelledBefore: cancelled))
+                } catch let error as BAStoreError {
+                    result = Refusal(error).result
+                } catch {
+                    result = Refusal(.internalError, "uninstalling \(bundleIdentifier) failed: \(error)").result
+                }
+                services.delivery.contentCallEnded(callID, app: bundleIdentifier)
+                services.delivery.forget(bundleIdentifier)
+                reply(result)
             }
-            services.delivery.contentCallEnded(callID, app: bundleIdentifier)
-            services.delivery.forget(bundleIdentifier)
-            reply(result)
         }
     }
 
-    /// Removes the app now (its extension is not running).
-    private func removeNow(_ bundleIdentifier: String, keepData: Bool, why: String) throws -> UninstallReport {
+    /// Downloads an uninstall deletes per turn of the executor.
+    static let uninstallSlice = 100
+
+    /// Deletes the app's downloads a slice at a time, one transaction and one turn of the
+    /// executor each (other clients are served in between: an app with 10,000 downloads deleted
+    /// at once held them for more than a second), dropping the transfers of the active ones;
+    /// `then` gets how many active ones there were. A store error ends the slices: the app's
+    /// removal deletes what is left, or reports the error.
+    private func deleteDownloads(
+        of bundleIdentifier: String, cancelled: Int, then: @escaping (Int) -> Void
+    ) {
+        let deleted: Int
+        let active: [StoredDownload]
+        do {
+            (deleted, active) = try store.deleteDownloads(app: bundleIdentifier, limit: Self.uninstallSlice)
+        } catch {
+            log("deleting the downloads of \(bundleIdentifier) failed: \(error)")
+            return then(cancelled)
+        }
+        services.transfers.drop(active)
+        let cancelled = cancelled + active.count
+        guard deleted == Self.uninstallSlice else { return then(cancelled) }
+        let next = UncheckedSendable(then)
+        services.executor.yielding { [self] in
+            deleteDownloads(of: bundleIdentifier, cancelled: cancelled, then: next.value)
+        }
+    }
+
+    private func removeNow(
+        _ bundleIdentifier: String, keepData: Bool, why: String, cancelledBefore: Int
+    ) throws -> UninstallReport {
         guard try store.app(bundleIdentifier) != nil else {
             // Removed while this request waited (a second `ba uninstall`).
             return UninstallReport(bundleIdentifier: bundleIdentifier, wasRegistered: false)
         }
+        // Those scheduled since the slices deleted the rest.
         let active = try store.activeDownloads(app: bundleIdentifier)
         services.transfers.drop(active)
         let app = try store.removeApp(bundleIdentifier)
         manifestRetries[bundleIdentifier] = nil
+        let cancelledCount = cancelledBefore + active.count
         var report = UninstallReport(
             bundleIdentifier: bundleIdentifier, wasRegistered: true, version: app.version,
-            cancelledDownloads: active.count)
+            cancelledDownloads: cancelledCount)
         if let group = app.appGroupIdentifier {
             let container = services.containers.container(group: group)
             let sharers = try store.apps().filter { $0.appGroupIdentifier == group }.map(\.bundleIdentifier)
@@ -69,7 +103,7 @@ extension AppInstaller {
                 }
             }
         }
-        var line = "uninstalled \(bundleIdentifier) \(app.version) (\(why)): \(active.count) download(s) cancelled"
+        var line = "uninstalled \(bundleIdentifier) \(app.version) (\(why)): \(cancelledCount) download(s) cancelled"
         if let removed = report.removedContainer { line += ", container \(removed) deleted" }
         if let kept = report.keptContainer { line += ", container kept (\(kept))" }
         if let error = report.containerError { line += ", \(error)" }

@@ -57,7 +57,11 @@ final class PurgeService: @unchecked Sendable {
                 identifier: $0.identifier, deliveredPath: $0.deliveredPath)
         }
         let groups = Set(try store.apps().compactMap(\.appGroupIdentifier))
-        let roots = groups.sorted().map { services.containers.container(group: $0) }
+        // The containers, and basd's own folders of finished files not yet delivered (found
+        // there, a file is pending delivery and never purged).
+        let roots =
+            groups.sorted().map { services.containers.container(group: $0) }
+            + groups.sorted().map { services.containers.finishedDirectory(group: $0) }
         let free: Int64
         do {
             free = try configuration.freeSpace(configuration.stateDirectory)

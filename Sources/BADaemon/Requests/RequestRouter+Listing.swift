@@ -6,9 +6,10 @@ extension RequestRouter {
     /// page is written (true) or cannot be (false: the connection is gone).
     typealias PageSender = @Sendable (ServerMessage.Result, _ written: @escaping @Sendable (Bool) -> Void) -> Void
 
-    /// Downloads read from the store and sent per page: about 800 KB of JSON, sent as two or
-    /// three frames (``ServerMessage/Result/itemsPerPart``).
-    static let listingPageSize = 2_000
+    /// Downloads read from the store and sent per page: about 200 KB of JSON, one frame. Each
+    /// page is one turn of the executor, so other clients wait for at most a page (2,000 held
+    /// `ba status` for more than half a second in a debug build under load; issue 19).
+    static let listingPageSize = 500
 
     /// `listDownloads` (executor): checks the request, then answers it page by page. Each page
     /// is one indexed store query that starts after the page before (``BAStore/downloads(matching:after:limit:)``),
@@ -80,7 +81,12 @@ private final class ListingStream: @unchecked Sendable {
         do {
             let rows = try services.store.downloads(
                 matching: filter, after: cursor, limit: min(RequestRouter.listingPageSize, wanted))
-            let infos = rows.downloads.map(services.transfers.info)
+            let parked = services.delivery.parkedReasons(of: rows.downloads)
+            let infos = rows.downloads.map { download in
+                var info = services.transfers.info(download)
+                info.parkedEvent = parked[download.uniqueIdentifier]
+                return info
+            }
             sent += infos.count
             guard let following = rows.next else {
                 return finish(infos, notShown: 0)

@@ -120,8 +120,12 @@ final class PeriodicScheduler: @unchecked Sendable {
     }
 
     /// Bookkeeping after any extension call: its runtime counts against the allowance, and a
-    /// crash or timeout toward quarantine.
-    func extensionRan(_ app: StoredApp, outcome: ExtensionCallOutcome, runtimeMilliseconds: Int64) {
+    /// crash or timeout toward quarantine unless `countsTowardQuarantine` is false (another
+    /// failure on an event that failed before: one poisoned event is parked, and counts once).
+    func extensionRan(
+        _ app: StoredApp, outcome: ExtensionCallOutcome, runtimeMilliseconds: Int64,
+        countsTowardQuarantine: Bool = true
+    ) {
         guard let current = try? store.app(app.bundleIdentifier) else { return }
         var state = schedulingState(current)
         let settings = self.settings
@@ -137,6 +141,10 @@ final class PeriodicScheduler: @unchecked Sendable {
             case nil: .otherFailure(outcome.detail ?? "the runner could not be started")
             }
         let wasQuarantined = state.quarantine.quarantine != nil
+        if !countsTowardQuarantine && !outcome.isOK {
+            save(state, of: app.bundleIdentifier)
+            return
+        }
         state.quarantine.record(
             outcome: result, identity: current.extensionPath.flatMap(ExtensionFileIdentity.current(path:)), at: now,
             threshold: settings.quarantineThreshold)

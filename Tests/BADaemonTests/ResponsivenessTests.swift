@@ -1,0 +1,128 @@
+import BAAssetServer
+import BADaemonProtocol
+import BATestSupport
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `status` asked again and again on a connection of its own, on a thread of its own, until
+/// stopped: what each answer said of the active downloads, and how long it took.
+final class StatusSampler: @unchecked Sendable {
+    struct Sample {
+        var activeDownloads: Int
+        var milliseconds: Double
+    }
+
+    private let lock = NSLock()
+    private var samples: [Sample] = []
+    private var failure: String?
+    private let stopped = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(socketPath: String) throws {
+        let client = try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        Thread { [self] in
+            defer {
+                client.close()
+                done.signal()
+            }
+            while !stopped.load(ordering: .acquiring) {
+                let start = ContinuousClock.now
+                do {
+                    guard case .status(let status) = try client.call(.status) else {
+                        lock.withLock { failure = "status answered with something else" }
+                        return
+                    }
+                    let elapsed = ContinuousClock.now - start
+                    let milliseconds =
+                        Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+                    lock.withLock {
+                        samples.append(Sample(activeDownloads: status.activeDownloads, milliseconds: milliseconds))
+                    }
+                } catch {
+                    lock.withLock { failure = "\(error)" }
+                    return
+                }
+            }
+        }.start()
+    }
+
+    /// Stops asking and returns every answer (throws if one failed).
+    func stop() throws -> [Sample] {
+        stopped.store(true, ordering: .releasing)
+        _ = done.wait(timeout: .now() + 30)
+        return try lock.withLock {
+            if let failure { throw HarnessError("status failed: \(failure)") }
+            return samples
+        }
+    }
+}
+
+/// Issue 19, "a return set of 10,000 downloads stops basd for everyone": another client's
+/// `ba status` waited 3 s (debug) to 7 s (release) while the set was scheduled in one turn of
+/// basd's executor. Now the set is scheduled in slices, one transaction and one executor turn
+/// each, and other clients are served in between; so are a listing's pages and an uninstall's
+/// slices. Real basd, real runner, a real C plugin
+/// (`BATestChatty`) returning 10,000 downloads, `ba install` as a process.
+@Suite("no request stalls the service", .timeLimit(.minutes(5)))
+struct ResponsivenessTests {
+    @Test("status is answered while an install's 10,000 downloads are scheduled, listed and uninstalled")
+    func statusDuringTenThousand() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        // Every download stays active (its transfer stalls after a byte): the count of active
+        // downloads a status answer gives is how many of the set were stored by then.
+        server.setFile("/stall", contents: [1, 2])
+        server.setBehavior(.stall(afterBytes: 1), for: "/stall")
+        let count = 10_000
+        let manifest = (0..<count).map { "asset-\($0) \(server.url("/stall"))\n" }.joined()
+        let fixture = try SampleAppFixture(
+            server: server, manifest: Array(manifest.utf8), extensionLibrary: "BATestChatty")
+        defer { fixture.remove() }
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+
+        let sampler = try StatusSampler(socketPath: daemon.socketPath)
+        let install = try await runProcess(
+            CLIQueries.ba, ["install", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
+        let samples = try sampler.stop()
+        #expect(install.status == 0, "\(install.stdout.prefix(2_000))\(install.stderr)")
+        #expect(install.stdout.contains("scheduled 0 essential and \(count) other download(s)"))
+
+        // Some status answers came while the set was partly stored: basd served this client
+        // between the slices, not only before or after the whole set.
+        let during = samples.filter { $0.activeDownloads > 0 && $0.activeDownloads < count }
+        #expect(!during.isEmpty, "\(samples.count) answers, none while the set was scheduled")
+        let distinct = Set(during.map(\.activeDownloads))
+        #expect(distinct.count >= 2, "answers at \(distinct.sorted()) active downloads only")
+        // For the record (not asserted: a busy machine makes any bound flaky).
+        let worst = samples.map(\.milliseconds).max() ?? 0
+        let worstDuring = during.map(\.milliseconds).max() ?? 0
+        let medianDuring = during.map(\.milliseconds).sorted().dropFirst(during.count / 2).first ?? 0
+        // A listing of the 10,000 and the uninstall that deletes them: status is answered between
+        // their pages and slices too (the uninstall's slices show as counts going down).
+        let listingSampler = try StatusSampler(socketPath: daemon.socketPath)
+        let listing = try await runProcess(
+            CLIQueries.ba, ["downloads", "--limit", "0", "--json", "--socket", daemon.socketPath])
+        let listingSamples = try listingSampler.stop()
+        #expect(listing.status == 0)
+        let uninstallSampler = try StatusSampler(socketPath: daemon.socketPath)
+        let uninstall = try await runProcess(
+            CLIQueries.ba, ["uninstall", SampleAppFixture.bundleIdentifier, "--socket", daemon.socketPath])
+        let uninstallSamples = try uninstallSampler.stop()
+        #expect(uninstall.status == 0, "\(uninstall.stdout)\(uninstall.stderr)")
+        let deleting = Set(uninstallSamples.map(\.activeDownloads).filter { $0 > 0 && $0 < count })
+        #expect(!deleting.isEmpty, "no status answer while the uninstall deleted the downloads")
+        let worstListing = listingSamples.map(\.milliseconds).max() ?? 0
+        let worstUninstall = uninstallSamples.map(\.milliseconds).max() ?? 0
+        print(
+            "ResponsivenessTests: \(samples.count) status answers, \(during.count) while the set was scheduled "
+                + "(\(distinct.count) distinct counts); worst latency \(worst) ms overall, \(worstDuring) ms during (median \(medianDuring) ms); "
+                + "listing: \(listingSamples.count) answers, worst \(worstListing) ms; uninstall: "
+                + "\(uninstallSamples.count) answers (\(deleting.count) while deleting), worst \(worstUninstall) ms")
+    }
+}
