@@ -1,4 +1,5 @@
 import BAAssetServer
+import BADaemonProtocol
 import BATestSupport
 import Foundation
 import Testing
@@ -115,5 +116,75 @@ struct AllowedHostsTests {
         #expect(
             (edited.stdout + edited.stderr).contains("host '127.0.0.1' is not in the allow-list"),
             "\(edited.stdout)\(edited.stderr)")
+    }
+    @Test("every test basd is confined to loopback: the harness's own settings refuse another host")
+    func theHarnessConfinesEveryBasd() async throws {
+        let daemon = try DaemonProcess()
+        defer { daemon.kill() }
+        let app = "com.example.confined"
+        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        _ = try cli.call(
+            .registerApp(
+                AppRegistration(
+                    bundleIdentifier: app, version: "1", appGroupIdentifier: "group.com.example.confined",
+                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        cli.close()
+        // No Info.plist restrictions: only basd's allowedHosts (from the harness) stands in the way.
+        let client = try DaemonClient(
+            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()))
+        defer { client.close() }
+        _ = try client.call(.schedule(DownloadPayload(identifier: "far", url: "https://\(Self.farHost)/far.bin")))
+        let rows = try await CLIQueries.poll(
+            "far to fail", daemon, timeout: 30, read: { try await CLIQueries.downloadRows(daemon, app: app) },
+            until: { $0.first?["state"] as? String == "failed" })
+        let message = rows.first?["errorMessage"] as? String ?? "\(rows)"
+        #expect(message.contains("not in the allow-list of basd's allowedHosts setting (127.0.0.1, localhost, ::1)"))
+        // The settings were the test's own, in its temporary folder.
+        let settings = daemon.directory.path + "/config/background-assets/config.json"
+        #expect(FileManager.default.fileExists(atPath: settings))
+    }
+    /// The harness's merge into a test's own settings file: nil contents = no file.
+    @Test(arguments: [
+        (nil as String?, #"{ "allowedHosts": ["127.0.0.1", "localhost", "::1"] }"# + "\n"),
+        ("{}", #"{ "allowedHosts": ["127.0.0.1", "localhost", "::1"] }"#),
+        (
+            #"{"backgroundActivity": false}"#,
+            #"{ "allowedHosts": ["127.0.0.1", "localhost", "::1"],"backgroundActivity": false}"#
+        ),
+        (#"{"allowedHosts": ["localhost"]}"#, #"{"allowedHosts": ["localhost"]}"#),
+        (#"{ "backgroundActivity": tru }"#, #"{ "backgroundActivity": tru }"#),
+        ("[1]", "[1]"),
+    ])
+    func theHarnessMergesLoopbackHosts(contents: String?, merged: String) throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/a/config.json"
+        if let contents {
+            try FileManager.default.createDirectory(atPath: directory.path + "/a", withIntermediateDirectories: true)
+            try Data(contents.utf8).write(to: URL(fileURLWithPath: path))
+        }
+        try TestSettings.addLoopbackHosts(to: path)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == merged)
+    }
+
+    @Test("the harness's settings file: the test's BA_CONFIG, else the old one in the state folder, else XDG's")
+    func theHarnessPicksTheFileBasdReads() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let state = directory.path + "/state"
+        let plain = try TestSettings.prepare(stateDirectory: state)
+        #expect(plain["XDG_CONFIG_HOME"] == directory.path + "/config" && plain["BA_CONFIG"] == "")
+        #expect(FileManager.default.fileExists(atPath: directory.path + "/config/background-assets/config.json"))
+
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: state + "/config.json"))
+        try TestSettings.prepare(stateDirectory: state, environment: ["XDG_CONFIG_HOME": directory.path + "/mine"])
+        #expect(try String(contentsOfFile: state + "/config.json", encoding: .utf8).contains("allowedHosts"))
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/mine"))
+
+        let own = try TestSettings.prepare(
+            stateDirectory: state, environment: ["BA_CONFIG": directory.path + "/own.json"])
+        #expect(own["BA_CONFIG"] == directory.path + "/own.json")
+        #expect(try String(contentsOfFile: directory.path + "/own.json", encoding: .utf8).contains("allowedHosts"))
     }
 }
