@@ -378,7 +378,7 @@ public struct BasdSettings: Sendable, Equatable {
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
         let validLabel = { (label: Substring) -> Bool in
             !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
-                && label.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" || $0 == "_" }
+                && label.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" }
         }
         guard !name.isEmpty, name.count <= 253, labels.allSatisfy(validLabel) else {
             return "is not a host name: use letters, digits, - and dots (\"cdn.example.com\"), "
