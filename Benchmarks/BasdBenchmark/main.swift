@@ -47,7 +47,9 @@ final class Basd {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socketPath = directory + "/basd.sock"
         let config = directory + "/config.json"
-        try JSONSerialization.data(withJSONObject: settings).write(to: URL(fileURLWithPath: config))
+        // Downloads to loopback only (the benchmark's servers), unless a run says otherwise.
+        let confined = settings.merging(["allowedHosts": ["127.0.0.1", "localhost", "::1"]]) { own, _ in own }
+        try JSONSerialization.data(withJSONObject: confined).write(to: URL(fileURLWithPath: config))
         process.executableURL = URL(fileURLWithPath: build + "/basd")
         process.arguments = ["--state-dir", directory + "/state", "--socket", socketPath, "--config", config]
         let errors = FileHandle(forWritingAtPath: "/dev/null")

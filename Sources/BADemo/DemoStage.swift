@@ -96,20 +96,25 @@ final class DemoStage: Sendable {
         return (server, assets)
     }
 
-    /// Step 2: basd as a child, one background transfer at a time so there is a queue to see.
+    /// Step 2: basd as a child, one background transfer at a time so there is a queue to see, and
+    /// downloads from this machine only (the demo's server is on loopback).
     private func startBasd() async throws {
         let log = try inFolder {
             let manager = FileManager.default
             try manager.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
-            try Data(#"{"backgroundDownloadConcurrency": 1}"#.utf8)
-                .write(to: URL(fileURLWithPath: stateDirectory + "/config.json"))
+            try Data(
+                #"{"backgroundDownloadConcurrency": 1, "allowedHosts": ["127.0.0.1", "localhost", "::1"]}"#.utf8
+            )
+            .write(to: URL(fileURLWithPath: stateDirectory + "/config.json"))
             _ = manager.createFile(atPath: basdLog, contents: nil)
             return try FileHandle(forWritingTo: URL(fileURLWithPath: basdLog))
         }
         defer { try? log.close() }
         let basd = try await spawn(
-            products.basd, ["--state-dir", stateDirectory, "--socket", socketPath], output: log.fileDescriptor,
-            isBasd: true)
+            // --config: this file, never the user's (BA_CONFIG, ~/.config/background-assets).
+            products.basd,
+            ["--state-dir", stateDirectory, "--socket", socketPath, "--config", stateDirectory + "/config.json"],
+            output: log.fileDescriptor, isBasd: true)
         // Bounded: basd either answers, exits, or is given up on after 20 s.
         let deadline = Date(timeIntervalSinceNow: 20)
         while (try? connect())?.client.close() == nil {
@@ -120,7 +125,9 @@ final class DemoStage: Sendable {
         }
         step(2, "basd is running (pid \(basd.pid))")
         note("state: \(stateDirectory)/state.sqlite, settings: \(stateDirectory)/config.json, log: \(basdLog)")
-        note("config.json: one background transfer at a time, so there is a queue to promote from")
+        note(
+            "config.json: one background transfer at a time, so there is a queue to promote from; "
+                + "downloads from this machine only (allowedHosts)")
     }
 
     /// Step 3: `ba install` of a copy of the sample app whose manifest URL points at the server.

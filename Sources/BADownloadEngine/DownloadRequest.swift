@@ -15,7 +15,7 @@ public struct DownloadRequest: Sendable {
         }
     }
 
-    /// How to trust the server.
+    /// Which servers to trust, and how.
     public struct Trust: Sendable, Equatable {
         /// A PEM file of CA certificates to trust instead of the system's.
         public var caFile: String?
@@ -24,10 +24,18 @@ public struct DownloadRequest: Sendable {
         /// A folder of CA certificates (hashed names, as `openssl rehash` makes) to trust instead
         /// of the system's.
         public var caDirectory: String?
-        public init(caFile: String? = nil, pinnedPublicKey: String? = nil, caDirectory: String? = nil) {
+        /// The only hosts this machine may reach (basd's `allowedHosts` setting), if set: the URL and
+        /// every redirect hop must be in it as well as in ``DownloadRequest/allowList``. Unlike that
+        /// list it is never lifted. A refused host is never looked up or connected to.
+        public var allowedHosts: HostAllowList?
+        public init(
+            caFile: String? = nil, pinnedPublicKey: String? = nil, caDirectory: String? = nil,
+            allowedHosts: HostAllowList? = nil
+        ) {
             self.caFile = caFile
             self.pinnedPublicKey = pinnedPublicKey
             self.caDirectory = caDirectory
+            self.allowedHosts = allowedHosts
         }
     }
 
@@ -59,7 +67,8 @@ public struct DownloadRequest: Sendable {
     public var isEssential: Bool
     /// Foreground transfers start at once, outside the background bound, and fail fast.
     public var isForeground: Bool
-    /// Hosts the URL and every redirect hop must be in, if set.
+    /// Hosts the URL and every redirect hop must be in, if set (an app's pre-launch list; see
+    /// ``DownloadEngine/liftRestrictions(_:)``). ``Trust/allowedHosts`` applies as well.
     public var allowList: HostAllowList?
     /// Sent when the server asks (401); otherwise the engine asks through an event.
     public var credential: Credential?

@@ -22,6 +22,7 @@ import Foundation
 /// | `caFile` | absolute path of a PEM file | none (the system's CAs) |
 /// | `caDirectory` | absolute path of a folder of hashed CA certificates | none (the system's CAs) |
 /// | `pinnedPublicKey` | `sha256//BASE64[;sha256//…]` or a key file's absolute path | none |
+/// | `allowedHosts` | non-empty array of host names, IP addresses or `*.` wildcards | none (every host) |
 ///
 /// ```json
 /// { "backgroundActivity": false, "dailyRuntimeAllowanceSeconds": 600 }
@@ -74,6 +75,13 @@ public struct BasdSettings: Sendable, Equatable {
     /// The public key every server must present, as libcurl's `CURLOPT_PINNEDPUBLICKEY` takes it:
     /// `sha256//BASE64` hashes (`;`-separated) or a PEM/DER key file. Default none.
     public var pinnedPublicKey: String?
+    /// The only hosts basd may download from, if set: every download, manifest fetch and redirect hop
+    /// must go to one of them (and also satisfy an app's own pre-launch `BADownloadDomainAllowList`).
+    /// An entry is a host name (`cdn.example.com`, case-insensitive), an IP address (`127.0.0.1`,
+    /// `::1`) or a wildcard (`*.example.com`: any subdomain, not `example.com` itself). A refused
+    /// host fails at once, before any name lookup. For a kiosk or a company network that may only
+    /// reach its own servers. Default none: every host.
+    public var allowedHosts: [String]?
 
     /// The default settings, with any value overridden.
     public init(
@@ -126,6 +134,7 @@ public struct BasdSettings: Sendable, Equatable {
         "periodicMinimumIntervalSeconds", "periodicMaximumIntervalSeconds", "quarantineThreshold",
         "extensionCallTimeoutSeconds", "purgeFreeSpaceThresholdBytes", "automaticPurge",
         "backgroundDownloadConcurrency", "extensionSandbox", "caFile", "caDirectory", "pinnedPublicKey",
+        "allowedHosts",
     ]
 
     /// The largest settings file read (1 MiB); anything bigger is not a hand-written config.
@@ -237,6 +246,7 @@ public struct BasdSettings: Sendable, Equatable {
             }
             settings.pinnedPublicKey = pin
         }
+        settings.allowedHosts = try reader.hosts("allowedHosts")
 
         if settings.periodicMinimumIntervalSeconds > settings.periodicMaximumIntervalSeconds {
             throw SettingsError(
@@ -304,6 +314,35 @@ public struct BasdSettings: Sendable, Equatable {
             return path
         }
 
+        /// A non-empty array of host names, IP addresses or `*.` wildcards, lowercased.
+        func hosts(_ key: String) throws(SettingsError) -> [String]? {
+            guard let value = object[key] else { return nil }
+            guard case .array(let items) = value else {
+                throw wrongType(key, expected: "an array of host names", found: value)
+            }
+            guard !items.isEmpty else {
+                throw SettingsError(
+                    .invalidValue, path: path, key: key,
+                    message: "\(key) is empty, which would refuse every download; leave the key out to allow every host"
+                )
+            }
+            var hosts: [String] = []
+            for (index, item) in items.enumerated() {
+                guard case .string(let host) = item else {
+                    throw SettingsError(
+                        .wrongType, path: path, key: key,
+                        message: "\(key)[\(index)] must be a host name (a string), found \(item.kindDescription)")
+                }
+                if let problem = BasdSettings.hostProblem(host) {
+                    throw SettingsError(
+                        .invalidValue, path: path, key: key,
+                        message: "\(key)[\(index)] \"\(host)\" \(problem)")
+                }
+                hosts.append(host.lowercased())
+            }
+            return hosts
+        }
+
         func integer(_ key: String, minimum: Int64) throws(SettingsError) -> Int64? {
             guard let value = object[key] else { return nil }
             guard case .integer(let integer) = value else { throw wrongType(key, expected: "an integer", found: value) }
@@ -319,6 +358,33 @@ public struct BasdSettings: Sendable, Equatable {
             if found == .null { message += " (leave the key out for its default)" }
             return SettingsError(.wrongType, path: path, key: key, message: message)
         }
+    }
+
+    /// Why `entry` is not an `allowedHosts` entry (a host name, an IP address or `*.` and a host
+    /// name), or nil when it is one.
+    static func hostProblem(_ entry: String) -> String? {
+        if entry.contains("://") || entry.contains("/") {
+            return "is not a host name: write the host alone (\"cdn.example.com\"), without scheme or path"
+        }
+        if entry.hasPrefix("[") || entry.hasSuffix("]") {
+            return "has brackets: write an IPv6 address without them (\"::1\")"
+        }
+        if entry.contains(":") {
+            // An IPv6 address; a port ("host:443") is not part of a host.
+            let isAddress = entry.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." } && entry.count >= 2
+            return isAddress ? nil : "is not a host name or IP address: leave out any port (\"cdn.example.com\")"
+        }
+        let name = entry.hasPrefix("*.") ? String(entry.dropFirst(2)) : entry
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        let validLabel = { (label: Substring) -> Bool in
+            !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
+                && label.allSatisfy { ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" }
+        }
+        guard !name.isEmpty, name.count <= 253, labels.allSatisfy(validLabel) else {
+            return "is not a host name: use letters, digits, - and dots (\"cdn.example.com\"), "
+                + "or *. before one for its subdomains (\"*.example.com\")"
+        }
+        return nil
     }
 
     /// The known key nearest to a misspelt one, if it is near enough to be a typo.

@@ -148,7 +148,9 @@ final class Basd: @unchecked Sendable {
 
     private static func start(_ stateDirectory: String, _ socketPath: String) throws -> ChildProcess {
         let child = try ChildProcess(
-            BuildProducts.executable("basd"), ["--state-dir", stateDirectory, "--socket", socketPath], environment: [:])
+            BuildProducts.executable("basd"), ["--state-dir", stateDirectory, "--socket", socketPath],
+            // Its own settings folder (never the developer's), downloads to loopback only.
+            environment: try TestSettings.prepare(stateDirectory: stateDirectory))
         do {
             try child.output.wait(timeout: 20, "basd's listening line") {
                 $0.contains("basd listening on \(socketPath)")

@@ -18,8 +18,9 @@ struct HarnessError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A real `basd` process with a temporary state folder and socket. Killed with SIGKILL by
-/// ``kill()`` (call it in a `defer`) if it is still running.
+/// A real `basd` process with a temporary state folder and socket, and its own settings
+/// (``TestSettings``: `XDG_CONFIG_HOME` in the temporary folder, `allowedHosts` loopback). Killed
+/// with SIGKILL by ``kill()`` (call it in a `defer`) if it is still running.
 final class DaemonProcess: @unchecked Sendable {
     let directory: TemporaryDirectory
     let stateDirectory: String
@@ -49,6 +50,8 @@ final class DaemonProcess: @unchecked Sendable {
             process.executableURL = URL(fileURLWithPath: basd)
             process.arguments = ["--state-dir", stateDirectory, "--socket", socketPath]
         }
+        // Its own settings folder (never the developer's), downloads to loopback only.
+        let environment = try TestSettings.prepare(stateDirectory: stateDirectory, environment: environment)
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = stdout
         process.standardError = stderr
@@ -141,6 +144,9 @@ func runDaemonToExit(
     let process = Process()
     process.executableURL = URL(fileURLWithPath: BuildProducts.executable("basd"))
     process.arguments = ["--state-dir", stateDirectory, "--socket", socketPath]
+    process.environment = ProcessInfo.processInfo.environment.merging(
+        try TestSettings.prepare(stateDirectory: stateDirectory)
+    ) { $1 }
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out

@@ -81,6 +81,9 @@ struct LogFormatTests {
         basd.executableURL = URL(fileURLWithPath: BuildProducts.executable("basd"))
         basd.arguments =
             ["--state-dir", directory.path + "/state", "--socket", directory.path + "/basd.sock"] + arguments
+        basd.environment = ProcessInfo.processInfo.environment.merging(
+            try TestSettings.prepare(stateDirectory: directory.path + "/state")
+        ) { $1 }
         basd.standardOutput = FileHandle.nullDevice
         basd.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         try basd.run()

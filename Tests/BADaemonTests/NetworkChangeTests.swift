@@ -28,6 +28,9 @@ struct NetworkChangeTests {
             "--user", "--map-root-user", "--net", "--", BuildProducts.executable("basd"), "--state-dir",
             directory.path + "/state", "--socket", socketPath,
         ]
+        basd.environment = ProcessInfo.processInfo.environment.merging(
+            try TestSettings.prepare(stateDirectory: directory.path + "/state")
+        ) { $1 }
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         basd.standardOutput = output
         basd.standardError = output

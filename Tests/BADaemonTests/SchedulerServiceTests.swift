@@ -73,6 +73,8 @@ final class ServiceHarness {
         configuration.clock.wall = { clock.now }
         configuration.freeSpace = freeSpace
         configure(&configuration)
+        // Downloads to loopback only, whatever the test's own settings say.
+        try TestSettings.addLoopbackHosts(to: stateDirectory + "/config.json")
         var settings = SettingsFile(path: stateDirectory + "/config.json")
         if case .rejected(let error) = settings.check() { throw HarnessError("config.json: \(error)") }
         let log = self.log

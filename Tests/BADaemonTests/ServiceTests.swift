@@ -322,7 +322,11 @@ final class ActivatedDaemon: @unchecked Sendable {
         guard ba_sys_pipe_cloexec(&pipe) == 0 else { throw HarnessError("pipe: errno \(errno)") }
         let script = "LISTEN_PID=\(listenPID) LISTEN_FDS=1; export LISTEN_PID LISTEN_FDS; exec \"$0\" \"$@\""
         let argv = ["/bin/sh", "-c", script, BuildProducts.executable("basd")] + arguments
-        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LISTEN_") }
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LISTEN_") }
+        if let flag = arguments.firstIndex(of: "--state-dir"), flag + 1 < arguments.count {
+            // Its own settings folder (never the developer's), downloads to loopback only.
+            environment.merge(try TestSettings.prepare(stateDirectory: arguments[flag + 1])) { $1 }
+        }
         let envp = environment.map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
         // ba_sys_spawn: fd 3 = descriptor, 1 and 2 = the pipe, everything else closed (O_CLOEXEC).

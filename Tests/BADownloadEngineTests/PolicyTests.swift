@@ -332,6 +332,73 @@ import Testing
         #expect(error.code == .authentication)
     }
 
+    /// Every list must allow the host; the refusal names the first list that does not (basd's).
+    @Test(arguments: [
+        ("https://cdn.example.com/a", [] as [HostAllowList], nil as String?),
+        ("https://cdn.example.com/a", [HostAllowList(["cdn.example.com"])], nil),
+        (
+            "https://cdn.example.com/a", [HostAllowList(["127.0.0.1"], owner: "basd's allowedHosts setting")],
+            "host 'cdn.example.com' is not in the allow-list of basd's allowedHosts setting (127.0.0.1)"
+        ),
+        (
+            "https://cdn.example.com/a",
+            [HostAllowList(["*.example.com"], owner: "basd's allowedHosts setting"), HostAllowList(["other.example"])],
+            "host 'cdn.example.com' is not in the allow-list (other.example)"
+        ),
+        (
+            "https://cdn.example.com/a",
+            [HostAllowList(["*.example.com"], owner: "machine"), HostAllowList(["cdn.example.com"])], nil
+        ),
+        (
+            "http://[::1]:8080/a", [HostAllowList(["127.0.0.1", "::1"], owner: "machine")], nil
+        ),
+        (
+            "http://cdn.example.com/a", [HostAllowList(["cdn.example.com"])],
+            "URL 'http://cdn.example.com/a' uses plain http; use https (http is allowed only for loopback hosts)"
+        ),
+    ])
+    func urlPolicyWithSeveralLists(url: String, lists: [HostAllowList], reason: String?) {
+        #expect(URLPolicy.check(url, allowLists: lists) == reason)
+    }
+
+    @Test func liftingTheAppsListKeepsTheMachines() {
+        var machine = TransferStateMachine(
+            url: "https://cdn.example.com/f", isForeground: false, allowList: HostAllowList(["cdn.example.com"]),
+            allowedHosts: HostAllowList(
+                ["cdn.example.com", "mirror.example.com"], owner: "basd's allowedHosts setting"))
+        #expect(
+            machine.start(bytesOnDisk: 0, validator: nil)
+                == .startRequest(url: "https://cdn.example.com/f", offset: 0, validator: nil))
+        machine.liftAllowList()
+        // The app's list is gone (mirror.example.com was not in it); the machine's still holds.
+        let hop1 = machine.requestEnded(
+            .redirect(location: "https://mirror.example.com/f", resolved: "https://mirror.example.com/f"),
+            policy: policy, now: .zero, random: 0.5, bytesOnDisk: 0, validator: nil)
+        #expect(hop1 == .startRequest(url: "https://mirror.example.com/f", offset: 0, validator: nil))
+        guard
+            case .fail(let error) = machine.requestEnded(
+                .redirect(location: "https://evil.example.net/f", resolved: "https://evil.example.net/f"),
+                policy: policy, now: .zero, random: 0.5, bytesOnDisk: 0, validator: nil)
+        else {
+            Issue.record("hop 2 must be refused by the machine's list")
+            return
+        }
+        #expect(error.code == .notAllowed)
+        #expect(error.message.contains("basd's allowedHosts setting"), "\(error.message)")
+    }
+
+    @Test func aRefusedFirstURLNeverStartsARequest() {
+        var machine = TransferStateMachine(
+            url: "https://cdn.example.com/f", isForeground: false, allowList: nil,
+            allowedHosts: HostAllowList(["127.0.0.1"], owner: "basd's allowedHosts setting"))
+        guard case .fail(let error) = machine.start(bytesOnDisk: 0, validator: nil) else {
+            Issue.record("the first URL must be refused before any request (and so any name lookup)")
+            return
+        }
+        #expect(error.code == .notAllowed)
+        #expect(error.message.contains("not in the allow-list of basd's allowedHosts setting"), "\(error.message)")
+    }
+
     @Test func allowList() {
         let list = HostAllowList(["cdn.example.com", "*.assets.example.com"])
         #expect(list.allows(host: "CDN.example.com"))

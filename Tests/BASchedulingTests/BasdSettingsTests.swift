@@ -173,6 +173,48 @@ import Testing
         #expect(error.message == message)
     }
 
+    @Test func allowedHostsAreReadLowercased() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = try directory.write(
+            #"{ "allowedHosts": ["CDN.example.com", "*.assets.example.com", "127.0.0.1", "::1", "localhost"] }"#,
+            to: "config.json")
+        #expect(
+            try BasdSettings.load(path: path).allowedHosts
+                == ["cdn.example.com", "*.assets.example.com", "127.0.0.1", "::1", "localhost"])
+        #expect(BasdSettings().allowedHosts == nil, "default: every host")
+    }
+
+    /// Each bad `allowedHosts` value, and the error that says how to write it.
+    @Test(arguments: [
+        (#"{ "allowedHosts": "cdn.example.com" }"#, SettingsError.Code.wrongType, "must be an array of host names"),
+        (#"{ "allowedHosts": [1] }"#, .wrongType, "allowedHosts[0] must be a host name (a string), found an integer"),
+        (#"{ "allowedHosts": [] }"#, .invalidValue, "leave the key out to allow every host"),
+        (#"{ "allowedHosts": ["https://cdn.example.com"] }"#, .invalidValue, "without scheme or path"),
+        (#"{ "allowedHosts": ["cdn.example.com/assets"] }"#, .invalidValue, "without scheme or path"),
+        (#"{ "allowedHosts": ["a.example", "cdn.example.com:443"] }"#, .invalidValue, "allowedHosts[1] "),
+        (#"{ "allowedHosts": ["[::1]"] }"#, .invalidValue, "without them"),
+        (#"{ "allowedHosts": ["*"] }"#, .invalidValue, "*. before one"),
+        (#"{ "allowedHosts": ["*example.com"] }"#, .invalidValue, "is not a host name"),
+        (#"{ "allowedHosts": ["cdn..example.com"] }"#, .invalidValue, "is not a host name"),
+        (#"{ "allowedHosts": [""] }"#, .invalidValue, "is not a host name"),
+    ])
+    func badAllowedHosts(text: String, code: SettingsError.Code, fragment: String) throws {
+        let error = try #require(try error(loading: text))
+        #expect(error.code == code)
+        #expect(error.key == "allowedHosts")
+        #expect(error.message.contains(fragment), "\(error.message)")
+    }
+
+    @Test(arguments: [
+        ("cdn.example.com", true), ("*.example.com", true), ("127.0.0.1", true), ("::1", true),
+        ("fe80::1", true), ("localhost", true), ("under_score.example", false), ("*.*.example.com", false),
+        ("-a.example", false), ("a b.example", false), ("host:80", false), ("*.", false),
+    ])
+    func hostEntries(entry: String, valid: Bool) {
+        #expect((BasdSettings.hostProblem(entry) == nil) == valid, "\(entry)")
+    }
+
     @Test func aDirectoryIsUnreadable() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

@@ -27,7 +27,9 @@ import Testing
 //
 // The environment is this test process's, less every `BA_*` variable, plus `BA` = the package
 // root: what a reader has after building the checkout and `export BA=/path/to/checkout` (the
-// docs' own norun setup block). Anything else, PATH included, the docs set up themselves.
+// docs' own norun setup block). Anything else, PATH included, the docs set up themselves. One
+// more: `BA_CONFIG` names a settings file of the test's own with `allowedHosts` = loopback, so a
+// basd the doc starts never reads the developer's settings nor reaches beyond this machine.
 //
 // Docs that are run: the three below and the top README's tour. Every other doc in docs/ must have
 // no unmarked sh block (`noOtherDocHasCommandsToRun`), so a command added anywhere is either run
@@ -61,8 +63,13 @@ import Testing
         let folder = try TemporaryDirectory()
         let work = try folder.directory("doc")
         let started = ContinuousClock.now
+        // A basd the doc starts reads this settings file, never the developer's: downloads to
+        // loopback only (BA_CONFIG, not XDG_CONFIG_HOME, so the doc's other tools see the usual config).
+        let settings = folder.path + "/basd-config.json"
+        try TestSettings.addLoopbackHosts(to: settings)
         let outcome = try await script.run(
-            in: work, scratch: folder.path, environment: ["BA": BuildProducts.packageRoot.path], timeout: timeout)
+            in: work, scratch: folder.path,
+            environment: ["BA": BuildProducts.packageRoot.path, "BA_CONFIG": settings], timeout: timeout)
         let elapsed = ContinuousClock.now - started
         if outcome.succeeded {
             folder.remove()

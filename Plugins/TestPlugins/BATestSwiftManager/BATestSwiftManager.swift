@@ -11,6 +11,8 @@ import Foundation
 #endif
 
 struct BATestSwiftManager: BADownloaderExtension {
+    // Never fetched: basd refuses it for its app group ("group.test" is no test app's), and a test
+    // basd's allowedHosts (loopback) would refuse the host before any lookup.
     let download = BAURLDownload(
         identifier: "swift-scheduled", request: URLRequest(url: URL(string: "https://cdn.example.com/s.bin")!),
         fileSize: 1,

@@ -165,12 +165,14 @@ final class TransferCoordinator: @unchecked Sendable {
             validator: download.validator)
     }
 
-    /// How manifests and downloads trust servers: basd's `caFile`, `caDirectory` and
-    /// `pinnedPublicKey` settings (none: the system's CAs).
+    /// Which servers manifests and downloads trust, and how: basd's `caFile`, `caDirectory` and
+    /// `pinnedPublicKey` settings (none: the system's CAs), and its `allowedHosts` (none: every host),
+    /// read when a request is made, so an edit applies to the next one.
     var trust: DownloadRequest.Trust {
         let settings = services.settings.current
         return DownloadRequest.Trust(
-            caFile: settings.caFile, pinnedPublicKey: settings.pinnedPublicKey, caDirectory: settings.caDirectory)
+            caFile: settings.caFile, pinnedPublicKey: settings.pinnedPublicKey, caDirectory: settings.caDirectory,
+            allowedHosts: settings.allowedHosts.map { HostAllowList($0, owner: "basd's allowedHosts setting") })
     }
 
     /// Where a download's finished file goes: basd's own `finished/` folder of its group, never a

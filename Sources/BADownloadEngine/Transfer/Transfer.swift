@@ -74,7 +74,8 @@ final class Transfer: @unchecked Sendable {
         self.request = request
         self.sequence = sequence
         self.machine = TransferStateMachine(
-            url: request.url, isForeground: request.isForeground, allowList: request.allowList)
+            url: request.url, isForeground: request.isForeground, allowList: request.allowList,
+            allowedHosts: request.trust.allowedHosts)
         self.credential = request.credential
     }
 

@@ -62,16 +62,24 @@ public struct TransferStateMachine: Sendable {
     public private(set) var offlineAttempts = 0
     private let originalURL: String
     private var allowList: HostAllowList?
+    /// The machine's own allow-list (basd's `allowedHosts`): checked with ``allowList`` and never lifted.
+    private let allowedHosts: HostAllowList?
 
     public static let maximumRedirects = 10
     public static let maximumRestarts = 3
 
-    public init(url: String, isForeground: Bool, allowList: HostAllowList?) {
+    /// A transfer of `url`; every hop must satisfy both `allowedHosts` (the machine's, kept for the
+    /// transfer's life) and `allowList` (the app's pre-launch list, dropped by ``liftAllowList()``).
+    public init(url: String, isForeground: Bool, allowList: HostAllowList?, allowedHosts: HostAllowList? = nil) {
         self.currentURL = url
         self.originalURL = url
         self.isForeground = isForeground
         self.allowList = allowList
+        self.allowedHosts = allowedHosts
     }
+
+    /// The lists a hop must satisfy, the machine's first (its refusal is the one named).
+    private var allowLists: [HostAllowList] { [allowedHosts, allowList].compactMap { $0 } }
 
     /// Starts (or resumes) a request with `bytesOnDisk` already in the partial file, whose
     /// version is `validator` (nil: unknown, so the partial file cannot be trusted).
@@ -80,7 +88,7 @@ public struct TransferStateMachine: Sendable {
         case .queued, .paused, .waitingForRetry, .waitingForCredentials, .running: break
         case .finished, .failed, .cancelled: return .none
         }
-        if attempts == 0, let reason = URLPolicy.check(currentURL, allowList: allowList) {
+        if attempts == 0, let reason = URLPolicy.check(currentURL, allowLists: allowLists) {
             return fail(DownloadError(.notAllowed, "\(currentURL): \(reason)"))
         }
         state = .running
@@ -101,7 +109,8 @@ public struct TransferStateMachine: Sendable {
     /// The owner promoted the transfer to the foreground (it fails fast from now on).
     public mutating func promote() { isForeground = true }
 
-    /// The owner lifted the host allow-list: later redirect hops are checked against the URL rules only.
+    /// The owner lifted the app's host allow-list: later redirect hops are checked against the URL rules
+    /// and the machine's `allowedHosts` only.
     public mutating func liftAllowList() { allowList = nil }
 
     /// The engine took the running request off the wire (promotion, explicit pause).
@@ -140,7 +149,7 @@ public struct TransferStateMachine: Sendable {
                         .redirect,
                         "redirect hop \(redirectCount) from \(currentURL) has an unusable Location '\(location)'"))
             }
-            if let reason = URLPolicy.check(resolved, allowList: allowList) {
+            if let reason = URLPolicy.check(resolved, allowLists: allowLists) {
                 return fail(
                     DownloadError(
                         .notAllowed,
