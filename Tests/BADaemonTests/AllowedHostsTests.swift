@@ -52,7 +52,7 @@ struct AllowedHostsTests {
         defer { fixture.remove() }
         let directory = try TemporaryDirectory()
         _ = try writeSettings(#"{"allowedHosts": ["127.0.0.1", "localhost", "::1"]}"#, in: directory)
-        let daemon = try DaemonProcess(directory: directory)
+        let daemon = try await DaemonProcess.start(directory: directory)
         defer { daemon.kill() }
 
         let install = try await runProcess(
@@ -93,7 +93,7 @@ struct AllowedHostsTests {
         defer { fixture.remove() }
         let directory = try TemporaryDirectory()
         let settings = try writeSettings(#"{"allowedHosts": ["127.0.0.1", "localhost", "::1"]}"#, in: directory)
-        let daemon = try DaemonProcess(directory: directory)
+        let daemon = try await DaemonProcess.start(directory: directory)
         defer { daemon.kill() }
 
         let far = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
@@ -119,7 +119,7 @@ struct AllowedHostsTests {
     }
     @Test("every test basd is confined to loopback: the harness's own settings refuse another host")
     func theHarnessConfinesEveryBasd() async throws {
-        let daemon = try DaemonProcess()
+        let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let app = "com.example.confined"
         let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
