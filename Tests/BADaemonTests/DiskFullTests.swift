@@ -67,8 +67,9 @@ struct DiskFullTests {
         defer { Task { try? await server.shutdown() } }
         let contents = SampleAppFixture.bytes(512 * 1024, seed: 9)
         server.setFile("/big.bin", contents: contents)
-        // Slow enough that the disk fills while it runs (about 2 s in all).
-        server.setBehavior(.trickle(bytesPerSecond: 256 * 1024), for: "/big.bin")
+        // Slow enough that the disk fills while it runs (32 s in all: a loaded machine may take
+        // seconds between two steps of the test); the resume after the fill is served at full speed.
+        server.setBehavior(.trickle(bytesPerSecond: 16 * 1024), for: "/big.bin")
         let directory = try TemporaryDirectory()
         let state = directory.path + "/state"
         try SmallFileSystem.mount(at: state, megabytes: 8)
@@ -98,6 +99,7 @@ struct DiskFullTests {
         #expect(!inbox.all.contains { $0.kind == .failed }, "\(inbox.all)")
 
         // Space comes back: the transfer resumes by itself and the app hears it finished.
+        server.setBehavior(nil, for: "/big.bin")
         try FileManager.default.removeItem(atPath: filler)
         let events = try await inbox.wait(timeout: 30, "finished after space was freed") {
             $0.contains { $0.kind == .finished }

@@ -184,7 +184,9 @@ struct DownloadServiceTests {
         let server = try await AssetServer.start()
         let contents = Self.bytes(2_000_000, seed: 4)
         server.setFile("/big.bin", contents: contents)
-        server.setBehavior(.trickle(bytesPerSecond: 400_000), for: "/big.bin")
+        // Held at 300 KB until the promotion (a trickle raced the test on a loaded machine: the
+        // file was complete before the promotion reached basd).
+        server.setBehavior(.stall(afterBytes: 300_000), for: "/big.bin")
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
@@ -352,7 +354,8 @@ struct DaemonCrashTests {
         }
         for (name, contents) in files {
             server.setFile("/" + name, contents: contents)
-            server.setBehavior(.trickle(bytesPerSecond: 1_500_000), for: "/" + name)
+            // Held at 1.5 MB until basd is killed (a trickle raced the test on a loaded machine).
+            server.setBehavior(.stall(afterBytes: 1_500_000), for: "/" + name)
         }
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }

@@ -188,9 +188,10 @@ struct InstallOutcomeTests {
         defer { Task { try? await server.shutdown() } }
         let fixture = try SampleAppFixture(server: server, assets: [])
         defer { fixture.remove() }
-        // A manifest of about 70 bytes at 8 bytes/s: about 9 s to re-register the app meanwhile
-        // (a loaded machine takes seconds to start `ba`).
-        server.setBehavior(.trickle(bytesPerSecond: 8), for: "/manifest.json")
+        // A manifest of about 70 bytes at 2 bytes/s: about 35 s to re-register the app meanwhile
+        // (8 bytes/s, 9 s, raced a loaded machine, where starting `ba` takes seconds; a stalled
+        // manifest would end the fetch at the engine's stall timeout instead).
+        server.setBehavior(.trickle(bytesPerSecond: 2), for: "/manifest.json")
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
 
