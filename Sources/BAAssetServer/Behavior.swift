@@ -74,3 +74,41 @@ public struct ValidatorHeaders: Sendable, Equatable {
         self.lastModified = lastModified
     }
 }
+
+/// One way a lying server's 206 fails to repeat the validators a partial file was fetched with,
+/// for ``Behavior/switchVersionAfterDrop(dropAfter:before:after:newContents:)``: the validators of
+/// the first response, those of the lying 206, and what a client's `If-Range` carries.
+public struct ValidatorLie: Sendable, CustomStringConvertible {
+    /// What the lie is, for test names.
+    public var name: String
+    /// The validators of the first response (the partial file's).
+    public var before: ValidatorHeaders
+    /// The validators of the 206 that ignores `If-Range`.
+    public var after: ValidatorHeaders
+    /// What the resume's `If-Range` carries.
+    public var ifRange: String
+    public var description: String { name }
+
+    /// The four lies of a server that ignores `If-Range` and still answers 206 with a new
+    /// version: (a) no validator after a Last-Modified resume, (b) only Last-Modified after an ETag
+    /// resume, (c) the weak `W/"v1"` after the strong `"v1"`, (d) the same ETag with a new
+    /// Last-Modified. A client must start the file over for each.
+    public static let all: [ValidatorLie] = {
+        let date1 = "Mon, 01 Jan 2024 00:00:00 GMT"
+        let date2 = "Tue, 02 Jan 2024 00:00:00 GMT"
+        return [
+            ValidatorLie(
+                name: "(a) no validator after a Last-Modified resume", before: .init(lastModified: date1),
+                after: .init(), ifRange: date1),
+            ValidatorLie(
+                name: "(b) only Last-Modified after an ETag resume", before: .init(etag: "\"v1\""),
+                after: .init(lastModified: date1), ifRange: "\"v1\""),
+            ValidatorLie(
+                name: "(c) the weak W/\"v1\" after the strong \"v1\"", before: .init(etag: "\"v1\""),
+                after: .init(etag: "W/\"v1\""), ifRange: "\"v1\""),
+            ValidatorLie(
+                name: "(d) the same ETag, a new Last-Modified", before: .init(etag: "\"v1\"", lastModified: date1),
+                after: .init(etag: "\"v1\"", lastModified: date2), ifRange: "\"v1\""),
+        ]
+    }()
+}

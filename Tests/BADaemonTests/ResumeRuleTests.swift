@@ -11,21 +11,9 @@ import Testing
 /// Last-Modified. The delivered file is the new version whole, never old prefix + new tail.
 @Suite("basd's resume rule", .timeLimit(.minutes(2)))
 struct ResumeRuleTests {
-    static let date1 = "Mon, 01 Jan 2024 00:00:00 GMT"
-    static let date2 = "Tue, 02 Jan 2024 00:00:00 GMT"
-    static let baits: [(String, ValidatorHeaders, ValidatorHeaders)] = [
-        ("(a) none after Last-Modified", ValidatorHeaders(lastModified: date1), ValidatorHeaders()),
-        ("(b) Last-Modified after ETag", ValidatorHeaders(etag: "\"v1\""), ValidatorHeaders(lastModified: date1)),
-        ("(c) weak after strong", ValidatorHeaders(etag: "\"v1\""), ValidatorHeaders(etag: "W/\"v1\"")),
-        (
-            "(d) same ETag, new Last-Modified", ValidatorHeaders(etag: "\"v1\"", lastModified: date1),
-            ValidatorHeaders(etag: "\"v1\"", lastModified: date2)
-        ),
-    ]
-
-    @Test("basd never splices a 206 that does not repeat every validator", arguments: 0..<4)
-    func neverSpliced(index: Int) async throws {
-        let (name, before, after) = Self.baits[index]
+    @Test("basd never splices a 206 that does not repeat every validator", arguments: ValidatorLie.all)
+    func neverSpliced(lie: ValidatorLie) async throws {
+        let (name, before, after) = (lie.name, lie.before, lie.after)
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
         let old = DownloadServiceTests.bytes(300_000, seed: 1)

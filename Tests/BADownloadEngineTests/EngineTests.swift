@@ -227,8 +227,8 @@ func sha256(_ data: [UInt8]) throws -> String {
     /// do not repeat the partial file's — (a) none after a Last-Modified resume, (b) only a
     /// Last-Modified after an ETag resume, (c) the weak `W/"v1"` after the strong `"v1"`, (d) the
     /// same ETag with a new Last-Modified. Each time the file starts over: the new version whole.
-    @Test("a 206 that does not repeat every validator starts the file over", arguments: SpliceBait.cases)
-    func aLyingPartialContentIsNeverSpliced(bait: SpliceBait) async throws {
+    @Test("a 206 that does not repeat every validator starts the file over", arguments: ValidatorLie.all)
+    func aLyingPartialContentIsNeverSpliced(bait: ValidatorLie) async throws {
         let new = bytes(300_000, seed: 5)
         let recovery = try await recover(
             bytes(300_000, seed: 6), at: "/liar.bin",
@@ -707,31 +707,4 @@ func sha256(_ data: [UInt8]) throws -> String {
             !FileManager.default.fileExists(atPath: DownloadRequest.defaultPartialPath(for: destination(directory))))
         try await finish(server, engine, directory)
     }
-}
-
-/// One way a lying server's 206 fails to repeat the partial file's validators (issue 19, item 2).
-struct SpliceBait: Sendable, CustomTestStringConvertible {
-    var name: String
-    var before: ValidatorHeaders
-    var after: ValidatorHeaders
-    /// What the resume's `If-Range` carries.
-    var ifRange: String
-    var testDescription: String { name }
-
-    static let date1 = "Mon, 01 Jan 2024 00:00:00 GMT"
-    static let date2 = "Tue, 02 Jan 2024 00:00:00 GMT"
-    static let cases: [SpliceBait] = [
-        SpliceBait(
-            name: "(a) no validator after a Last-Modified resume", before: .init(lastModified: date1), after: .init(),
-            ifRange: date1),
-        SpliceBait(
-            name: "(b) only Last-Modified after an ETag resume", before: .init(etag: "\"v1\""),
-            after: .init(lastModified: date1), ifRange: "\"v1\""),
-        SpliceBait(
-            name: "(c) weak W/\"v1\" after the strong \"v1\"", before: .init(etag: "\"v1\""),
-            after: .init(etag: "W/\"v1\""), ifRange: "\"v1\""),
-        SpliceBait(
-            name: "(d) the same ETag, a new Last-Modified", before: .init(etag: "\"v1\"", lastModified: date1),
-            after: .init(etag: "\"v1\"", lastModified: date2), ifRange: "\"v1\""),
-    ]
 }

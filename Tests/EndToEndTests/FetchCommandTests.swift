@@ -166,21 +166,9 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct FetchResumeRuleTests {
     let ba = BuildProducts.executable("ba")
 
-    static let date1 = "Mon, 01 Jan 2024 00:00:00 GMT"
-    static let date2 = "Tue, 02 Jan 2024 00:00:00 GMT"
-    static let baits: [(String, ValidatorHeaders, ValidatorHeaders)] = [
-        ("(a) none after Last-Modified", ValidatorHeaders(lastModified: date1), ValidatorHeaders()),
-        ("(b) Last-Modified after ETag", ValidatorHeaders(etag: "\"v1\""), ValidatorHeaders(lastModified: date1)),
-        ("(c) weak after strong", ValidatorHeaders(etag: "\"v1\""), ValidatorHeaders(etag: "W/\"v1\"")),
-        (
-            "(d) same ETag, new Last-Modified", ValidatorHeaders(etag: "\"v1\"", lastModified: date1),
-            ValidatorHeaders(etag: "\"v1\"", lastModified: date2)
-        ),
-    ]
-
-    @Test("ba fetch never splices a 206 that does not repeat every validator", arguments: 0..<4)
-    func neverSpliced(index: Int) async throws {
-        let (name, before, after) = Self.baits[index]
+    @Test("ba fetch never splices a 206 that does not repeat every validator", arguments: ValidatorLie.all)
+    func neverSpliced(lie: ValidatorLie) async throws {
+        let (name, before, after) = (lie.name, lie.before, lie.after)
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
         let directory = try TemporaryDirectory()
