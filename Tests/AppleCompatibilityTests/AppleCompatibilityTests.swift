@@ -30,14 +30,13 @@ import Testing
                     "-I", build + "/Modules",
                     "-Xcc",
                     "-fmodule-map-file=" + BuildProducts.source("Sources/CBAExtension/include/module.modulemap"),
-                    "-Xcc", "-fmodule-map-file=" + BuildProducts.source("Sources/CBAOSLog/include/module.modulemap"),
                     file,
                 ])
             #expect(output.status == 0, "Swift \(mode), \(file):\n\(output.stderr)")
         }
     }
 
-    /// `swiftc` with this build's modules, libBackgroundAssets.so and libos.so, as an extension author
+    /// `swiftc` with this build's modules and libBackgroundAssets.so, as an extension author
     /// outside SwiftPM builds (docs/writing-an-extension-swift.md).
     static func swiftc(_ arguments: [String]) async throws -> ProcessOutput {
         let build = BuildProducts.directory.path
@@ -46,8 +45,7 @@ import Testing
             ["swiftc", "-parse-as-library", "-swift-version", "6"] + arguments + [
                 "-I", build + "/Modules",
                 "-Xcc", "-fmodule-map-file=" + BuildProducts.source("Sources/CBAExtension/include/module.modulemap"),
-                "-Xcc", "-fmodule-map-file=" + BuildProducts.source("Sources/CBAOSLog/include/module.modulemap"),
-                "-L", build, "-lBackgroundAssets", "-los", "-Xlinker", "-rpath", "-Xlinker", build,
+                "-L", build, "-lBackgroundAssets", "-Xlinker", "-rpath", "-Xlinker", build,
             ])
     }
 
