@@ -71,16 +71,9 @@ public func runProcess(
 )
     async throws -> ProcessOutput
 {
-    let outcome: Result<ProcessOutput, any Error> = await withCheckedContinuation { continuation in
-        Thread {
-            continuation.resume(
-                returning: Result {
-                    try runProcessBlocking(
-                        path, arguments, environment: environment, currentDirectory: currentDirectory)
-                })
-        }.start()
+    try await offThePool {
+        try runProcessBlocking(path, arguments, environment: environment, currentDirectory: currentDirectory)
     }
-    return try outcome.get()
 }
 
 /// Runs an executable to completion, reading both pipes concurrently (a full pipe would block it).

@@ -90,15 +90,9 @@ struct DocScript {
         -> Outcome
     {
         // On a thread of its own: the script runs for minutes, and the concurrency pool is small.
-        let outcome: Result<Outcome, any Error> = await withCheckedContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    returning: Result {
-                        try runBlocking(in: folder, scratch: scratch, environment: environment, timeout: timeout)
-                    })
-            }.start()
+        try await offThePool {
+            try runBlocking(in: folder, scratch: scratch, environment: environment, timeout: timeout)
         }
-        return try outcome.get()
     }
 
     private func runBlocking(
