@@ -57,14 +57,6 @@ package enum RegularFile {
         return Array(bytes[0..<count])
     }
 
-    /// The size of the regular file at `path` (symbolic links followed); nil when there is no
-    /// regular file there.
-    package static func size(_ path: String) -> Int64? {
-        var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return Int64(info.st_size)
-    }
-
     /// The size of the regular file at `path` itself: a symbolic link there is not followed (nil,
     /// as for anything else that is not a regular file).
     package static func sizeWithoutFollowing(_ path: String) -> Int64? {

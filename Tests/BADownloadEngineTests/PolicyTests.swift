@@ -170,12 +170,14 @@ import Testing
         }
         let ended = head.consume(line: "\r\n")
         #expect(ended, "the blank line after a final status ends the head")
-        #expect(head.status == 206 && head.strongETag == "\"abc\"" && head["content-range"] == "bytes 5-9/10")
+        #expect(
+            head.status == 206 && ResumeValidator(head)?.entityTag == "\"abc\""
+                && head["content-range"] == "bytes 5-9/10")
         var weak = ResponseHead()
         _ = weak.consume(line: "HTTP/1.1 200 OK\r\n")
         _ = weak.consume(line: "ETag: W/\"x\"\r\n")
         _ = weak.consume(line: "Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\n")
-        #expect(weak.strongETag == nil && weak.validator == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(ResumeValidator(weak)?.entityTag == nil && weak.validator == "Sun, 06 Nov 1994 08:49:37 GMT")
         #expect(
             ContentRange("bytes 0-9/10") != nil && ContentRange("bytes */10")?.total == 10
                 && ContentRange("bytes 9-0/10") == nil)

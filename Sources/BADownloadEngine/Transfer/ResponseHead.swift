@@ -82,12 +82,6 @@ public struct ResponseHead: Sendable, Equatable {
     /// `Content-Length`, if present and valid.
     public var contentLength: Int64? { self["content-length"].flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil } }
 
-    /// A strong ETag (weak ones cannot validate a range).
-    public var strongETag: String? {
-        guard let etag = self["etag"], ResumeValidator.isStrongTag(etag) else { return nil }
-        return etag
-    }
-
     /// The validators a partial file of this response's bytes is resumed with (``ResumeValidator``,
     /// as stored), if it has any.
     public var validator: String? { ResumeValidator(self)?.stored }
