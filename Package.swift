@@ -20,6 +20,10 @@ let package = Package(
         .library(name: "BAAssetServer", targets: ["BAAssetServer"]),
         .executable(name: "ba-asset-server", targets: ["ba-asset-server"]),
         .executable(name: "basd", targets: ["basd"]),
+        // Apple's `import os` / `import OSLog` logging API (Logger, OSLog, os_log, OSSignposter) over swift-log.
+        // Dynamic, as BackgroundAssets (-los outside SwiftPM); OSLog only re-exports os.
+        .library(name: "os", type: .dynamic, targets: ["os"]),
+        .library(name: "OSLog", targets: ["OSLog"]),
         // Sample extensions (shared libraries loaded by the runner).
         .library(name: "SampleSwiftExtension", type: .dynamic, targets: ["SampleSwiftExtension"]),
         .library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
@@ -131,6 +135,11 @@ let package = Package(
             name: "ba",
             dependencies: ["BACommands", "BADemo", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
+        // Apple's logging API for code written for Apple's systems: `os` over swift-log, `OSLog` re-exports it.
+        // No C module: a package built next to `os` may import it (#if canImport(os)), and would not find one.
+        .target(name: "os", dependencies: [.product(name: "Logging", package: "swift-log")]),
+        .target(name: "OSLog", dependencies: ["os"]),
+
         // Sample extensions.
         .target(name: "SampleSwiftExtension", dependencies: ["BackgroundAssets"], path: "Plugins/SampleSwiftExtension"),
         .target(name: "SampleCExtension", dependencies: ["CBAExtension"], path: "Plugins/SampleCExtension"),
@@ -141,7 +150,7 @@ let package = Package(
             path: "Plugins/TestPlugins/BATestSwiftManager"),
         // Apple's sample finished-file handler, unchanged (Swift 5 mode, as Apple's samples are).
         .target(
-            name: "BATestAppleSample", dependencies: ["BackgroundAssets"],
+            name: "BATestAppleSample", dependencies: ["BackgroundAssets", "os"],
             path: "Plugins/TestPlugins/BATestAppleSample",
             swiftSettings: [.swiftLanguageMode(.v5)]),
 
@@ -179,6 +188,12 @@ let package = Package(
             ]),
         .testTarget(name: "BAExtensionProtocolTests", dependencies: ["BAExtensionProtocol", "CBAExtension"]),
         .testTarget(name: "BAAppBundleTests", dependencies: ["BAAppBundle"]),
+        .testTarget(
+            name: "OSLogCompatibilityTests",
+            dependencies: [
+                "os", "OSLog", "BATestSupport", .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ]),
         .testTarget(name: "BASchedulingTests", dependencies: ["BAScheduling"]),
         .testTarget(name: "BAPurgeTests", dependencies: ["BAPurge"]),
         .testTarget(name: "BAExclusiveControlTests", dependencies: ["BAExclusiveControl", "BATestSupport"]),
@@ -209,7 +224,7 @@ let package = Package(
         // Apple-style code as Apple developers write it, built in Swift 5 mode (the tests
         // type-check it in Swift 6 mode too): an @main extension and app-side code.
         .target(
-            name: "AppleCompatibilityExtension", dependencies: ["BackgroundAssets"],
+            name: "AppleCompatibilityExtension", dependencies: ["BackgroundAssets", "os"],
             path: "Tests/AppleCompatibilityExtension", swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(
             name: "AppleCompatibilityTests",

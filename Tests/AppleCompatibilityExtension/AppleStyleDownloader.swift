@@ -1,9 +1,15 @@
 // A downloader extension written as Apple developers write one for Apple's framework, from the
 // BackgroundAssets documentation and the WWDC22/WWDC23 sessions' code: one import, `@main`,
 // essential downloads on install and update, the failed-essential re-queue, and finished files
-// moved into the app group container under exclusive control. It must compile unchanged here in
-// Swift 5 and Swift 6 language modes (AppleCompatibilityTests checks both) and run under the host.
+// moved into the app group container under exclusive control, and logging with `import os` and a
+// static `Logger`. It must compile unchanged here in Swift 5 and Swift 6 language modes
+// (AppleCompatibilityTests checks both) and run under the host.
 import BackgroundAssets
+import os
+
+extension Logger {
+    static let ext = Logger(subsystem: "com.example.applestyle.downloader", category: "extension")
+}
 
 @main
 struct AppleStyleDownloader: BADownloaderExtension {
@@ -42,7 +48,7 @@ struct AppleStyleDownloader: BADownloaderExtension {
         do {
             try BADownloadManager.shared.scheduleDownload(failedDownload.removingEssential())
         } catch {
-            // Nothing else to do here (Apple's samples log with os.Logger).
+            Logger.ext.error("Failed to re-queue \(failedDownload.identifier, privacy: .public): \(error)")
         }
     }
 
@@ -51,7 +57,11 @@ struct AppleStyleDownloader: BADownloaderExtension {
             guard acquired,
                 let container = FileManager.default.containerURL(
                     forSecurityApplicationGroupIdentifier: finishedDownload.applicationGroupIdentifier)
-            else { return }
+            else {
+                Logger.ext.error("No exclusive control or container: \(String(describing: error))")
+                return
+            }
+            Logger.ext.debug("Moving \(finishedDownload.identifier, privacy: .public) into the app group")
             let destination = container.appendingPathComponent(finishedDownload.identifier)
             do {
                 // Works on Apple's systems and on Linux, where Foundation's replaceItemAt is broken
@@ -62,7 +72,7 @@ struct AppleStyleDownloader: BADownloaderExtension {
                 }
                 try FileManager.default.moveItem(at: fileURL, to: destination)
             } catch {
-                print("Failed to move downloaded file: \(error)")
+                Logger.ext.error("Failed to move downloaded file: \(error)")
             }
         }
     }

@@ -36,7 +36,7 @@ import Testing
         }
     }
 
-    /// `swiftc` with this build's modules and libBackgroundAssets.so, as an extension author
+    /// `swiftc` with this build's modules, libBackgroundAssets.so and libos.so, as an extension author
     /// outside SwiftPM builds (docs/writing-an-extension-swift.md).
     static func swiftc(_ arguments: [String]) async throws -> ProcessOutput {
         let build = BuildProducts.directory.path
@@ -45,7 +45,7 @@ import Testing
             ["swiftc", "-parse-as-library", "-swift-version", "6"] + arguments + [
                 "-I", build + "/Modules",
                 "-Xcc", "-fmodule-map-file=" + BuildProducts.source("Sources/CBAExtension/include/module.modulemap"),
-                "-L", build, "-lBackgroundAssets", "-Xlinker", "-rpath", "-Xlinker", build,
+                "-L", build, "-lBackgroundAssets", "-los", "-Xlinker", "-rpath", "-Xlinker", build,
             ])
     }
 

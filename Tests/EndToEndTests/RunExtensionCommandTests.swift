@@ -231,6 +231,27 @@ import Testing
         #expect(noLibrary.stderr.contains("--app APP_DIR"), "\(noLibrary.stderr)")
     }
 
+    @Test(
+        "Apple's import os Logger lines in an extension reach the host's log with their level, private values redacted")
+    func appleLoggerLinesReachTheHostLog() async throws {
+        let download = #"{"identifier": "catalog", "url": "https://cdn.example.com/catalog.json"}"#
+        let output = try await run([
+            BuildProducts.library("BATestAppleSample"), "--event", "finished", "--download-json", download,
+            "--app-group", "group.com.example.applesample", "--json",
+        ])
+        #expect(output.status == 0, "\(output.stdout)\(output.stderr)")
+        let logs = try #require(try json(output)["logs"] as? [[String: Any]], "\(output.stdout)")
+        let lines = logs.map { ($0["level"] as? Int ?? -1, $0["message"] as? String ?? "") }
+        let label = "com.example.apple-samplecode.BackgroundDownloadHandler[extension]: "
+        // BAHostLogLevel: info 1, error 3.
+        #expect(lines.contains { $0.0 == 1 && $0.1.hasPrefix(label + "moving catalog to /") }, "\(lines)")
+        #expect(lines.contains { $0 == (3, label + "Failed to move downloaded file: <private>") }, "\(lines)")
+        // Not also on the extension's stderr.
+        #expect(!(try json(output)["output"] as? String ?? "").contains("Failed to move"), "\(output.stdout)")
+        // replaceItemAt failed, so the file is still there: ba says so.
+        #expect(output.stderr.contains("the extension did not move the finished file"), "\(output.stderr)")
+    }
+
     @Test("what an extension prints reaches the call's output though the runner ends with _exit")
     func printedLinesReachTheOutput() async throws {
         let output = try await run([BuildProducts.library("BATestAppleSample"), "--event", "install", "--json"])

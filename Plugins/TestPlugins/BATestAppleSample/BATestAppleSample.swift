@@ -1,9 +1,16 @@
 // For tests only: the finished-file handler of Apple's Background Assets sample code, unchanged, as
-// a new user brings it over: the app group container's URL force-unwrapped, and the file moved with
-// `replaceItemAt(_:withItemAt:)`, whose failure is only logged. On Linux, swift-corelibs-foundation
-// refuses a destination that does not exist yet, so the first move of each file fails here: basd
-// then keeps the file for the app (docs/apple-api-compatibility.md).
+// a new user brings it over: `import os` and a static `Logger`, the app group container's URL
+// force-unwrapped, and the file moved with `replaceItemAt(_:withItemAt:)`, whose failure is only
+// logged. On Linux, Foundation's replaceItemAt throws for a destination that does not exist yet
+// (and swaps the files when it does), so the move fails here: basd then keeps the file for the app
+// (docs/apple-api-compatibility.md). Apple's sample does not have the public "moving" log line,
+// which lets a test see where the file was to go, nor the print in downloads(for:).
 import BackgroundAssets
+import os
+
+extension Logger {
+    static let ext = Logger(subsystem: "com.example.apple-samplecode.BackgroundDownloadHandler", category: "extension")
+}
 
 @main
 struct BackgroundDownloadHandler: BADownloaderExtension {
@@ -20,11 +27,11 @@ struct BackgroundDownloadHandler: BADownloaderExtension {
         let appGroupContainer = FileManager.default.containerURL(
             forSecurityApplicationGroupIdentifier: finishedDownload.applicationGroupIdentifier)!
         let localURL = appGroupContainer.appendingPathComponent(finishedDownload.identifier)
+        Logger.ext.info("moving \(finishedDownload.identifier, privacy: .public) to \(localURL.path, privacy: .public)")
         do {
             _ = try FileManager.default.replaceItemAt(localURL, withItemAt: fileURL)
-            print("moved \(finishedDownload.identifier) to \(localURL.path)")
         } catch {
-            print("failed to move the downloaded file: \(error)")
+            Logger.ext.error("Failed to move downloaded file: \(error)")
         }
     }
 }
