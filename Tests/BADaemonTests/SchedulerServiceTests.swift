@@ -29,6 +29,40 @@ final class ManualFreeSpace: Sendable {
     func set(_ value: Int64) { bytes.withLock { $0 = value } }
 }
 
+/// A free-space check that can be held closed: a purge's thread waits in it until it is open.
+final class PurgeGate: Sendable {
+    static let freeBytes: Int64 = 1 << 40
+    private let state = Mutex<(open: Bool, callers: Int)>((true, 0))
+    private let condition = NSCondition()
+
+    func close() { state.withLock { $0.open = false } }
+    func open() {
+        condition.lock()
+        state.withLock { $0.open = true }
+        condition.broadcast()
+        condition.unlock()
+    }
+    var callers: Int { state.withLock { $0.callers } }
+
+    /// The free-space check: counts the caller, then waits while the gate is closed.
+    func pass() -> Int64 {
+        state.withLock { $0.callers += 1 }
+        condition.lock()
+        while !state.withLock({ $0.open }) { condition.wait() }
+        condition.unlock()
+        return Self.freeBytes
+    }
+
+    /// Waits (bounded) until `count` checks were entered.
+    func waitForCallers(_ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while callers < count {
+            guard ContinuousClock.now < deadline else { throw HarnessError("no purge reached its free-space check") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
+
 /// basd's log lines, so a test can wait for one (a bounded poll: the service's engine events are
 /// handled by a task on the cooperative pool, so a test must not block a thread of it waiting).
 final class LogInbox: Sendable {
@@ -93,8 +127,20 @@ final class ServiceHarness {
             to: URL(fileURLWithPath: stateDirectory + "/config.json"))
     }
 
-    /// One look of the scheduler, as its timer does it.
-    func tick() { service.queue.sync { service.scheduler.tick() } }
+    /// One look of the scheduler, as its timer does it, and the purge it started (automatic, or
+    /// the dry run before pruning the history), which walks on a thread of its own and ends on
+    /// the executor.
+    func tick() {
+        service.queue.sync { service.scheduler.tick() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while service.queue.sync({ service.purge.running }) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("a purge did not end in 30 s; log:\n\(log.all.joined(separator: "\n"))")
+                return
+            }
+            usleep(1_000)
+        }
+    }
 
     /// The app's process connects (`hello` with role `app`): a launch.
     func launch(_ app: String) throws {
@@ -358,6 +404,63 @@ struct SchedulerServiceTests {
         let purged = harness.log.all.filter { $0.hasPrefix("purged ") }
         #expect(purged.count == 2 && purged[0].contains("/c.bin") && purged[1].contains("/a.bin"), "\(purged)")
         #expect(harness.log.all.contains { $0.contains("under \(threshold): purged 20000 bytes") })
+    }
+
+    /// Issue 19, "no request stalls the service": a purge walks the containers (up to 100,000
+    /// entries) and `/proc`; on the executor that held every client for the whole walk. Here the
+    /// purge's thread is held in its first step (the free-space check) while the executor is
+    /// asked to run something: it must, and a second purge must wait for the first.
+    @Test("a purge walks on its own thread: basd serves meanwhile, and a second purge waits for the first")
+    func purgeOffTheExecutor() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = ManualWallClock(Self.start)
+        let (stateDirectory, store) = try Self.prepare(directory, server: server, clock: clock, extensionPath: nil)
+        let gate = PurgeGate()
+        let harness = try ServiceHarness(
+            stateDirectory: stateDirectory, store: store, clock: clock, freeSpace: { _ in gate.pass() })
+        defer {
+            gate.open()
+            harness.shutdown()
+        }
+        let reports = Mutex<[PurgeReport]>([])
+        gate.close()
+        for _ in 0..<2 {
+            harness.service.queue.sync {
+                harness.service.purge.purge(dryRun: true) { outcome in
+                    if case .success(let report) = outcome { reports.withLock { $0.append(report) } }
+                }
+            }
+        }
+        try await gate.waitForCallers(1)
+        // The first purge is held on its thread; the executor is free.
+        let served = Atomic<Bool>(false)
+        let executor = harness.service.queue
+        let asker = Thread { executor.sync { served.store(true, ordering: .releasing) } }
+        asker.start()
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !served.load(ordering: .acquiring) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the executor did not run anything while a purge walked")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(harness.service.queue.sync { harness.service.purge.running })
+        #expect(gate.callers == 1, "the second purge started before the first ended")
+        #expect(reports.withLock { $0.isEmpty })
+        gate.open()
+        while reports.withLock({ $0.count }) < 2 {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the purges did not report: \(harness.log.all)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(gate.callers == 2)
+        #expect(reports.withLock { $0.allSatisfy { $0.dryRun && $0.freeBytes == PurgeGate.freeBytes } })
     }
 
     @Test("history older than a week is pruned: ended downloads nothing is owed for, acknowledged events")

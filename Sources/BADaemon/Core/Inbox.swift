@@ -16,6 +16,19 @@ final class Inbox<Item: Sendable>: Sendable {
         }
     }
 
+    /// The first `count` items (in order) and whether more are left. When more are left the
+    /// inbox stays non-empty, so ``put(_:)`` does not ask for a take: the caller must take again.
+    func take(atMost count: Int) -> (items: [Item], more: Bool) {
+        items.withLock { items in
+            guard items.count > count else {
+                defer { items.removeAll(keepingCapacity: true) }
+                return (items, false)
+            }
+            defer { items.removeFirst(count) }
+            return (Array(items.prefix(count)), true)
+        }
+    }
+
     /// Everything put since the last take, in order.
     func take() -> [Item] {
         items.withLock { items in

@@ -35,12 +35,9 @@ extension AppInstaller {
         }
     }
 
-    /// Downloads an uninstall deletes per turn of the executor.
-    static let uninstallSlice = 100
-
     /// Deletes the app's downloads a slice at a time, one transaction and one turn of the
-    /// executor each (other clients are served in between: an app with 10,000 downloads deleted
-    /// at once held them for more than a second), dropping the transfers of the active ones;
+    /// executor each, sized to take about 10 ms (``uninstallSlice``; other clients are served in
+    /// between: an app with 10,000 downloads deleted at once held them for more than a second), dropping the transfers of the active ones;
     /// `then` gets how many active ones there were. A store error ends the slices: the app's
     /// removal deletes what is left, or reports the error.
     private func deleteDownloads(
@@ -48,15 +45,18 @@ extension AppInstaller {
     ) {
         let deleted: Int
         let active: [StoredDownload]
+        let started = ContinuousClock.now
+        let sliceSize = uninstallSlice.current
         do {
-            (deleted, active) = try store.deleteDownloads(app: bundleIdentifier, limit: Self.uninstallSlice)
+            (deleted, active) = try store.deleteDownloads(app: bundleIdentifier, limit: sliceSize)
         } catch {
             log("deleting the downloads of \(bundleIdentifier) failed: \(error)")
             return then(cancelled)
         }
         services.transfers.drop(active)
+        uninstallSlice.record(deleted, took: ContinuousClock.now - started)
         let cancelled = cancelled + active.count
-        guard deleted == Self.uninstallSlice else { return then(cancelled) }
+        guard deleted == sliceSize else { return then(cancelled) }
         let next = UncheckedSendable(then)
         services.executor.yielding { [self] in
             deleteDownloads(of: bundleIdentifier, cancelled: cancelled, then: next.value)

@@ -36,6 +36,8 @@ final class AppInstaller: @unchecked Sendable {
     unowned let services: BasdServices
     /// Content requests whose manifest could not be fetched, by app: tried again by themselves.
     var manifestRetries: [String: ManifestRetry] = [:]
+    /// How many downloads an uninstall deletes per turn of the executor (``TurnSize``).
+    var uninstallSlice = TurnSize(range: 10...5_000, start: 100)
 
     init(_ services: BasdServices) {
         self.services = services

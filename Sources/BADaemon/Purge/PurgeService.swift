@@ -44,47 +44,107 @@ final class PurgeService: @unchecked Sendable {
         }
     }
 
+    /// Purges asked for while one runs, started one after another (executor only).
+    private var waiting: [() -> Void] = []
+    /// Whether a purge is walking or deleting (its thread has not reported back yet).
+    private(set) var running = false
+
     /// Plans (and unless `dryRun`, carries out) a purge of unmodified, unused finished files
     /// until free space on the state directory's file system is back over the threshold. Records
-    /// of files that are gone are forgotten; so are the deleted ones.
-    func purge(dryRun: Bool) throws -> PurgeReport {
-        let stored = try store.assets()
-        let assets = stored.map {
-            TrackedAsset(
-                key: FileKey(device: $0.device, inode: $0.inode), size: $0.size,
-                modificationTimeNanoseconds: $0.modificationTimeNanoseconds, sha256: $0.sha256,
-                finishedAt: $0.finishedAt, appID: $0.appIdentifier, downloadUniqueID: $0.downloadUniqueIdentifier,
-                identifier: $0.identifier, deliveredPath: $0.deliveredPath)
+    /// of files that are gone are forgotten; so are the deleted ones. `then` gets the report on
+    /// the executor.
+    ///
+    /// The free-space check, the walk of the containers (up to 100,000 entries) and of `/proc`,
+    /// and the deletions run on a thread of their own, not on the executor: other clients are
+    /// served meanwhile (issue 19). The store is read before and written after, on the executor; one purge runs at a
+    /// time (a second waits for the first). A file moved or changed meanwhile is not deleted:
+    /// the purger checks each file's identity again just before it deletes it.
+    func purge(dryRun: Bool, then: @escaping @Sendable (Result<PurgeReport, Refusal>) -> Void) {
+        services.executor.assertOnExecutor()
+        guard !running else {
+            waiting.append { [self] in purge(dryRun: dryRun, then: then) }
+            return
         }
-        let groups = Set(try store.apps().compactMap(\.appGroupIdentifier))
-        // The containers, and basd's own folders of finished files not yet delivered (found
-        // there, a file is pending delivery and never purged).
-        let roots =
-            groups.sorted().map { services.containers.container(group: $0) }
-            + groups.sorted().map { services.containers.finishedDirectory(group: $0) }
-        let free: Int64
+        let input: PurgeInput
         do {
-            free = try configuration.freeSpace(configuration.stateDirectory)
+            input = try purgeInput()
         } catch {
-            throw Refusal(.internalError, "cannot read the free space of \(configuration.stateDirectory): \(error)")
+            return then(.failure(error))
         }
-        let plan = PurgePlanner().plan(
-            assets: assets, roots: roots, freeBytes: free,
-            thresholdBytes: services.settings.current.purgeFreeSpaceThresholdBytes)
+        running = true
+        let executor = services.executor
+        let freeSpace = configuration.freeSpace
+        let stateDirectory = configuration.stateDirectory
+        let thread = Thread { [self] in
+            let outcome: Result<(PurgePlan, [PurgeResult], Int64), Refusal>
+            do {
+                let free = try freeSpace(stateDirectory)
+                let plan = PurgePlanner().plan(
+                    assets: input.assets, roots: input.roots, freeBytes: free, thresholdBytes: input.threshold)
+                outcome = .success((plan, dryRun ? [] : Purger().execute(plan), free))
+            } catch {
+                outcome = .failure(Refusal(.internalError, "cannot read the free space of \(stateDirectory): \(error)"))
+            }
+            let carried = UncheckedSendable(outcome)
+            executor.async { [self] in
+                running = false
+                then(
+                    carried.value.flatMap { plan, results, free in
+                        Result { () throws(Refusal) in try finish(plan, results, input, free: free, dryRun: dryRun) }
+                    })
+                if !waiting.isEmpty { waiting.removeFirst()() }
+            }
+        }
+        thread.name = "basd-purge"
+        thread.start()
+    }
+
+    /// What a purge reads on the executor before it walks.
+    private struct PurgeInput: @unchecked Sendable {
+        var assets: [TrackedAsset]
+        var roots: [String]
+        var threshold: Int64
+    }
+
+    private func purgeInput() throws(Refusal) -> PurgeInput {
+        do {
+            let stored = try store.assets()
+            let assets = stored.map {
+                TrackedAsset(
+                    key: FileKey(device: $0.device, inode: $0.inode), size: $0.size,
+                    modificationTimeNanoseconds: $0.modificationTimeNanoseconds, sha256: $0.sha256,
+                    finishedAt: $0.finishedAt, appID: $0.appIdentifier, downloadUniqueID: $0.downloadUniqueIdentifier,
+                    identifier: $0.identifier, deliveredPath: $0.deliveredPath)
+            }
+            let groups = Set(try store.apps().compactMap(\.appGroupIdentifier))
+            // The containers, and basd's own folders of finished files not yet delivered (found
+            // there, a file is pending delivery and never purged).
+            let roots =
+                groups.sorted().map { services.containers.container(group: $0) }
+                + groups.sorted().map { services.containers.finishedDirectory(group: $0) }
+            return PurgeInput(
+                assets: assets, roots: roots, threshold: services.settings.current.purgeFreeSpaceThresholdBytes)
+        } catch {
+            throw Refusal(error)
+        }
+    }
+
+    /// Logs what was done, forgets the records of files that are gone, and reports (executor).
+    private func finish(
+        _ plan: PurgePlan, _ results: [PurgeResult], _ input: PurgeInput, free: Int64, dryRun: Bool
+    ) throws(Refusal) -> PurgeReport {
         var deleted: [String: Int64] = [:]
         var outcomes: [String: String] = [:]
-        if !dryRun {
-            for result in Purger().execute(plan) {
-                switch result.outcome {
-                case .deleted(let bytes):
-                    deleted[result.asset.downloadUniqueID] = bytes
-                    log("purged \(result.path) (\(result.asset.appID) \"\(result.asset.identifier)\", \(bytes) bytes)")
-                case .kept(let reason):
-                    outcomes[result.asset.downloadUniqueID] = "kept: \(reason)"
-                case .failed(let message):
-                    outcomes[result.asset.downloadUniqueID] = "failed: \(message)"
-                    log("purging \(result.path) failed: \(message)")
-                }
+        for result in results {
+            switch result.outcome {
+            case .deleted(let bytes):
+                deleted[result.asset.downloadUniqueID] = bytes
+                log("purged \(result.path) (\(result.asset.appID) \"\(result.asset.identifier)\", \(bytes) bytes)")
+            case .kept(let reason):
+                outcomes[result.asset.downloadUniqueID] = "kept: \(reason)"
+            case .failed(let message):
+                outcomes[result.asset.downloadUniqueID] = "failed: \(message)"
+                log("purging \(result.path) failed: \(message)")
             }
         }
         // A file that is gone (deleted by the app, copied elsewhere, purged) is no longer tracked;
@@ -98,7 +158,11 @@ final class PurgeService: @unchecked Sendable {
         if !plan.scanTruncated {
             forget += plan.entries.filter { $0.status == .missing }.map(\.asset.downloadUniqueID)
         }
-        try store.forgetAssets(forget)
+        do {
+            try store.forgetAssets(forget)
+        } catch {
+            throw Refusal(error)
+        }
         let entries = plan.entries.map { entry in
             PurgeEntry(
                 appIdentifier: entry.asset.appID, identifier: entry.asset.identifier, path: entry.path,
@@ -107,10 +171,10 @@ final class PurgeService: @unchecked Sendable {
                 wouldDelete: dryRun ? entry.willDelete : deleted[entry.asset.downloadUniqueID] != nil)
         }
         return PurgeReport(
-            freeBytes: free, thresholdBytes: services.settings.current.purgeFreeSpaceThresholdBytes, dryRun: dryRun,
-            entries: entries,
+            freeBytes: free, thresholdBytes: input.threshold, dryRun: dryRun, entries: entries,
             bytesFreed: dryRun ? plan.plannedBytes : deleted.values.reduce(0, +))
     }
+
     /// Purges when free space is under the threshold (at most once a minute, unless the
     /// `automaticPurge` setting is off).
     func checkFreeSpace() {
@@ -118,17 +182,19 @@ final class PurgeService: @unchecked Sendable {
         let now = services.clock.now
         if let last = lastCheck, now.timeIntervalSince(last) < 60, now >= last { return }
         lastCheck = now
-        do {
-            // statvfs first: the plan walks the containers and /proc, only worth it under pressure.
-            let threshold = services.settings.current.purgeFreeSpaceThresholdBytes
-            guard let free = try? configuration.freeSpace(configuration.stateDirectory), free < threshold else {
-                return
+        // statvfs first: the plan walks the containers and /proc, only worth it under pressure.
+        let threshold = services.settings.current.purgeFreeSpaceThresholdBytes
+        guard let free = try? configuration.freeSpace(configuration.stateDirectory), free < threshold else {
+            return
+        }
+        purge(dryRun: false) { [log] outcome in
+            switch outcome {
+            case .success(let done):
+                guard done.bytesFreed > 0 else { return }
+                log("free space \(free) bytes is under \(threshold): purged \(done.bytesFreed) bytes")
+            case .failure(let refusal):
+                log("checking free space failed: \(refusal.message)")
             }
-            let done = try purge(dryRun: false)
-            guard done.bytesFreed > 0 else { return }
-            log("free space \(free) bytes is under \(threshold): purged \(done.bytesFreed) bytes")
-        } catch {
-            log("checking free space failed: \(error)")
         }
     }
 

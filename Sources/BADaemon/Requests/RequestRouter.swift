@@ -14,6 +14,9 @@ final class RequestRouter: @unchecked Sendable {
     }
 
     var store: BAStore { services.store }
+    /// How many downloads a listing's page reads and encodes (one turn of the executor each),
+    /// learned across listings (``TurnSize``).
+    var listingPage = TurnSize(range: 50...5_000, start: 500)
     var log: @Sendable (String) -> Void { services.log }
 
     /// Accepts or refuses a `hello` (executor).
@@ -89,6 +92,16 @@ final class RequestRouter: @unchecked Sendable {
                 try require(.cli, client, request)
                 services.installer.uninstall(app, keepData: keepData, why: "ba uninstall", reply: reply)
                 return nil
+            case .purge(let dryRun):
+                // Walks the containers off the executor: answered later.
+                try require(.cli, client, request)
+                services.purge.purge(dryRun: dryRun) { outcome in
+                    switch outcome {
+                    case .success(let report): reply(.purge(report))
+                    case .failure(let refusal): reply(refusal.result)
+                    }
+                }
+                return nil
             default:
                 break
             }
@@ -163,7 +176,7 @@ final class RequestRouter: @unchecked Sendable {
         case .lockStatus(let bundleIdentifier):
             try require(.cli, client, request)
             return .lock(try lockStatus(app: bundleIdentifier))
-        case .installApp, .simulate, .uninstallApp, .listDownloads:
+        case .installApp, .simulate, .uninstallApp, .listDownloads, .purge:
             throw Refusal(.internalError, "\(request.type) is answered later")
         case .listApps:
             try require(.cli, client, request)
@@ -172,9 +185,6 @@ final class RequestRouter: @unchecked Sendable {
             try require(.cli, client, request)
             try services.scheduler.clearQuarantine(app: bundleIdentifier)
             return .ok
-        case .purge(let dryRun):
-            try require(.cli, client, request)
-            return .purge(try services.purge.purge(dryRun: dryRun))
         }
     }
 

@@ -300,10 +300,13 @@ final class PeriodicScheduler: @unchecked Sendable {
         if let last = lastPrune, now >= last, now.timeIntervalSince(last) < 3_600 { return }
         lastPrune = now
         let cutoff = now.addingTimeInterval(-Self.historyRetention)
+        // Finished files that are gone are no longer tracked (a purge plan finds them), so
+        // their downloads can go too.
+        services.purge.purge(dryRun: true) { [self] _ in pruneHistory(olderThan: cutoff) }
+    }
+
+    private func pruneHistory(olderThan cutoff: Date) {
         do {
-            // Finished files that are gone are no longer tracked (a purge plan finds them), so
-            // their downloads can go too.
-            _ = try services.purge.purge(dryRun: true)
             let events = try store.pruneDeliveredEvents(olderThan: cutoff)
             let downloads = try store.pruneEndedDownloads(olderThan: cutoff)
             if events + downloads > 0 {

@@ -58,6 +58,8 @@ final class TransferCoordinator: @unchecked Sendable {
     /// Engine events not yet taken by the executor (the engine's task appends, one executor
     /// turn takes them all).
     private let arriving = Inbox<EngineEvent>()
+    /// How many engine events one turn of the executor handles (``TurnSize``).
+    private var engineEventTurn = TurnSize(range: 50...20_000, start: 1_000)
     /// Whether background transfers are held (Low Power Mode).
     var backgroundHeld = false
     /// Transfers waiting to retry, by unique identifier: why, and when they try again.
@@ -99,9 +101,20 @@ final class TransferCoordinator: @unchecked Sendable {
         eventsTask = Task { [self] in
             for await events in batches {
                 guard arriving.put(events) else { continue }
-                executor.async { self.handle(self.arriving.take()) }
+                executor.async { self.handleArriving() }
             }
         }
+    }
+
+    /// Handles the engine events that arrived, as many as fit one turn of about 10 ms
+    /// (``engineEventTurn``); the rest in later turns, in order, with other clients served in
+    /// between (issue 19: 10,000 transfers' events took 60 ms in one turn of a debug build).
+    private func handleArriving() {
+        let started = ContinuousClock.now
+        let (events, more) = arriving.take(atMost: engineEventTurn.current)
+        handle(events)
+        engineEventTurn.record(events.count, took: ContinuousClock.now - started)
+        if more { services.executor.yielding { self.handleArriving() } }
     }
 
     /// Hands the active downloads to the engine, which resumes each from its partial file: the
