@@ -51,6 +51,9 @@ final class StatusSampler: @unchecked Sendable {
         }.start()
     }
 
+    /// The last answer so far.
+    var latest: Sample? { lock.withLock { samples.last } }
+
     /// Stops asking and returns every answer (throws if one failed).
     func stop() throws -> [Sample] {
         stopped.store(true, ordering: .releasing)
@@ -124,5 +127,47 @@ struct ResponsivenessTests {
                 + "(\(distinct.count) distinct counts); worst latency \(worst) ms overall, \(worstDuring) ms during (median \(medianDuring) ms); "
                 + "listing: \(listingSamples.count) answers, worst \(worstListing) ms; uninstall: "
                 + "\(uninstallSamples.count) answers (\(deleting.count) while deleting), worst \(worstUninstall) ms")
+    }
+
+    /// The same for what an extension schedules from an event call: a finished callback that
+    /// schedules 10,000 (`BADownloadManager.scheduleDownload`) was applied with the call's
+    /// acknowledgement in one transaction and one turn.
+    @Test("status is answered while the 10,000 downloads a finished callback scheduled are applied")
+    func statusDuringAnEventCallsTenThousand() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        server.setFile("/fanout", contents: [1, 2])
+        server.setFile("/fanout-child", contents: [1, 2])
+        server.setBehavior(.stall(afterBytes: 1), for: "/fanout-child")
+        let fixture = try SampleAppFixture(
+            server: server, manifest: Array("fanout \(server.url("/fanout"))\n".utf8), extensionLibrary: "BATestChatty")
+        defer { fixture.remove() }
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+
+        let sampler = try StatusSampler(socketPath: daemon.socketPath)
+        let install = try await runProcess(
+            CLIQueries.ba, ["install", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        // The download finishes, the extension is called for it (the app is not running) and
+        // schedules 10,000, which stay active.
+        let count = 10_000
+        let deadline = ContinuousClock.now + .seconds(180)
+        while sampler.latest?.activeDownloads != count {
+            guard ContinuousClock.now < deadline else {
+                _ = try? sampler.stop()
+                throw HarnessError("the 10,000 were not scheduled; log:\n\(daemon.standardError.suffix(4_000))")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let samples = try sampler.stop()
+        #expect(daemon.standardError.contains("BATestChatty: scheduled \(count)"))
+        let during = samples.filter { $0.activeDownloads > 0 && $0.activeDownloads < count }
+        let distinct = Set(during.map(\.activeDownloads))
+        #expect(distinct.count >= 2, "answers at \(distinct.sorted()) active downloads only")
+        let worstDuring = during.map(\.milliseconds).max() ?? 0
+        print(
+            "ResponsivenessTests (event call): \(samples.count) status answers, \(during.count) while the set was "
+                + "applied (\(distinct.count) distinct counts); worst latency during \(worstDuring) ms")
     }
 }

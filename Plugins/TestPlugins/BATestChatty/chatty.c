@@ -6,12 +6,17 @@
  *   IDENTIFIER URL     return a download (neither has spaces; declared fileSize 2, so each file is
  *                      2 bytes long)
  * and logs "BATestChatty: returned N downloads" at the end.
+ * download_finished: a download whose identifier starts with "fanout" schedules 10,000 downloads
+ * (BADownloadManager.scheduleDownload from the finished callback), "IDENTIFIER-child-I" at the
+ * finished download's URL with "-child" appended, and logs "BATestChatty: scheduled N"; any
+ * other finished file is taken (removed).
  */
 #include "ba_extension.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void flood(const ba_host_api *host, long lines, long bytes)
 {
@@ -64,4 +69,43 @@ static void chatty_downloads_for_request(void *context, const ba_host_api *host,
     if (length > 0) host->log(BA_LOG_INFO, summary, (size_t)length);
 }
 
-BA_EXTENSION_DEFINE("BATestChatty", "1.0.0", .downloads_for_request = chatty_downloads_for_request)
+static void chatty_download_finished(void *context, const ba_host_api *host, const ba_download *download,
+                                     const char *path, size_t path_length)
+{
+    (void)context;
+    char file[4096];
+    if (path != NULL && path_length < sizeof file) {
+        memcpy(file, path, path_length);
+        file[path_length] = 0;
+        unlink(file);
+    }
+    if (host == NULL || host->schedule_download == NULL || download == NULL || download->identifier == NULL
+        || download->url == NULL || download->identifier_length < 6 || memcmp(download->identifier, "fanout", 6) != 0
+        || download->identifier_length > 256 || download->url_length > 2048)
+        return;
+    char url[2100];
+    snprintf(url, sizeof url, "%.*s-child", (int)download->url_length, download->url);
+    int scheduled = 0;
+    for (int i = 0; i < 10000; i++) {
+        char identifier[300];
+        snprintf(identifier, sizeof identifier, "%.*s-child-%d", (int)download->identifier_length,
+                 download->identifier, i);
+        ba_download child = {
+            .struct_size = (uint32_t)sizeof(ba_download),
+            .identifier = identifier,
+            .identifier_length = strlen(identifier),
+            .url = url,
+            .url_length = strlen(url),
+            .file_size = 2,
+            .priority = BA_PRIORITY_DEFAULT,
+        };
+        int32_t code = 0;
+        if (host->schedule_download(&child, &code) == BA_OK) scheduled++;
+    }
+    char summary[64];
+    int length = snprintf(summary, sizeof summary, "BATestChatty: scheduled %d", scheduled);
+    if (length > 0 && host->log != NULL) host->log(BA_LOG_INFO, summary, (size_t)length);
+}
+
+BA_EXTENSION_DEFINE("BATestChatty", "1.0.0", .downloads_for_request = chatty_downloads_for_request,
+                    .download_finished = chatty_download_finished)

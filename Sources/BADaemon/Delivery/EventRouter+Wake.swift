@@ -57,7 +57,7 @@ extension EventRouter {
             services.extensions.call(
                 storedApp, libraryPath: libraryPath, event: first.runnerEvent,
                 moreEvents: woken.dropFirst().map(\.runnerEvent), kind: first.runKind, bypassAllowance: false,
-                callsEnded: { [self] results in apply(results, of: storedApp, woken: woken) },
+                callsEnded: { [self] results in acknowledge(results, of: storedApp, woken: woken) },
                 countsTowardQuarantine: { [self] outcome in
                     // A poisoned event is parked after its attempts; its failures count once.
                     let event = woken[min(outcome.callIndex, woken.count - 1)].event.sequence
@@ -65,18 +65,23 @@ extension EventRouter {
                 }
             ) { [self] outcome in
                 if case .ran(let result) = outcome, result.verdict == .ok {
-                    apply([result], of: storedApp, woken: woken)
+                    acknowledge([result], of: storedApp, woken: woken)
                 }
-                lastRunnerEnded[app] = services.clock.instant
-                var failed: Int64? = nil
-                if !outcome.isOK {
-                    let event = woken[min(outcome.callIndex, woken.count - 1)].event.sequence
-                    failed = event
-                    lastEventFailure[app] =
-                        outcome.detail.map { "\(outcome.verdictName): \($0)" } ?? outcome.verdictName
-                    log("the extension of \(app) ended \(outcome.verdictName) handling event \(event)")
+                // After the acknowledgements before it are applied: the machine may wake the
+                // next runner, which must not be handed an event this one answered.
+                acknowledgements(of: app).run { [self] done in
+                    lastRunnerEnded[app] = services.clock.instant
+                    var failed: Int64? = nil
+                    if !outcome.isOK {
+                        let event = woken[min(outcome.callIndex, woken.count - 1)].event.sequence
+                        failed = event
+                        lastEventFailure[app] =
+                            outcome.detail.map { "\(outcome.verdictName): \($0)" } ?? outcome.verdictName
+                        log("the extension of \(app) ended \(outcome.verdictName) handling event \(event)")
+                    }
+                    feed(app, .eventCallEnded(sequence: sequence, failed: failed))
+                    done()
                 }
-                feed(app, .eventCallEnded(sequence: sequence, failed: failed))
             }
         } catch {
             log("waking the extension of \(app) for event \(sequence) failed: \(error)")
@@ -141,39 +146,96 @@ extension EventRouter {
         }
     }
 
-    /// What `ok` calls did, in one transaction: their events are delivered (through the last
-    /// one), except `finished` events whose file the extension did not move, which are kept for
-    /// the app; credential answers go to their transfers, and their scheduled and cancelled
-    /// downloads take effect.
-    private func apply(_ results: [BAExtensionRunResult], of app: StoredApp, woken: [WokenEvent]) {
-        guard let last = results.last else { return }
+    /// The app's queue of acknowledgements.
+    func acknowledgements(of app: String) -> StepQueue {
+        if let queue = acknowledgements[app] { return queue }
+        let queue = StepQueue()
+        acknowledgements[app] = queue
+        return queue
+    }
+
+    /// What `ok` calls did, applied after the acknowledgements before them: their events are
+    /// delivered, except `finished` events whose file the extension did not move, which are
+    /// kept for the app; credential answers go to their transfers, and their scheduled and
+    /// cancelled downloads take effect.
+    private func acknowledge(_ results: [BAExtensionRunResult], of app: StoredApp, woken: [WokenEvent]) {
+        guard !results.isEmpty else { return }
+        var work: [Acknowledging] = []
+        for result in results {
+            let event = woken[result.callIndex].event
+            work.append(.effects(result, event))
+            work += result.scheduled.map(Acknowledging.schedule)
+            work.append(.delivered(event.sequence))
+        }
+        acknowledgements(of: app.bundleIdentifier).run { [self] done in
+            applySlice(work[...], of: app, then: done)
+        }
+    }
+
+    /// One step of acknowledging event calls, in order.
+    enum Acknowledging {
+        /// What the call did besides scheduling: keeping an unmoved file, a credential answer,
+        /// cancellations.
+        case effects(BAExtensionRunResult, StoredEvent)
+        /// A download the call scheduled.
+        case schedule(DownloadRecord)
+        /// The call's event is delivered (with those before it).
+        case delivered(Int64)
+    }
+
+    /// Applies the next slice of `work` in one transaction (at most ``ScheduleSlices/budget`` of
+    /// work: a call may schedule 10,000 downloads, issue 19), the rest in later turns. A crash
+    /// between slices leaves the event undelivered: the extension is called again, and what it
+    /// scheduled before is refused as already scheduled. A failed write ends the work (the
+    /// events stay undelivered and are handed over again).
+    private func applySlice(_ work: ArraySlice<Acknowledging>, of app: StoredApp, then done: @escaping () -> Void) {
+        var rest = work
         var removals: [String] = []
         var scheduled: [StoredDownload] = []
+        var deliveredThrough: Int64?
+        let started = ContinuousClock.now
         do {
             try store.batch("acknowledging events of \(app.bundleIdentifier)") {
-                for result in results {
-                    apply(
-                        result, of: app, event: woken[result.callIndex].event, removals: &removals,
-                        scheduled: &scheduled)
+                while let step = rest.first {
+                    if rest.count < work.count, ContinuousClock.now - started >= ScheduleSlices.budget { break }
+                    rest.removeFirst()
+                    switch step {
+                    case .effects(let result, let event):
+                        applyEffects(result, of: app, event: event, removals: &removals)
+                    case .schedule(let record):
+                        do {
+                            scheduled.append(
+                                try services.transfers.schedule(
+                                    DownloadPayload(record), for: app, contentRequest: 0, start: false))
+                        } catch {
+                            log(
+                                "the extension of \(app.bundleIdentifier) scheduled \"\(record.identifier)\": "
+                                    + "refused: \(error)")
+                        }
+                    case .delivered(let sequence):
+                        deliveredThrough = sequence
+                    }
                 }
                 // Not the parked events among them: those are the app's.
-                try store.markDelivered(
-                    app: app.bundleIdentifier, through: woken[last.callIndex].event.sequence, includingParked: false)
+                if let deliveredThrough {
+                    try store.markDelivered(
+                        app: app.bundleIdentifier, through: deliveredThrough, includingParked: false)
+                }
             }
         } catch {
-            log(
-                "acknowledging events of \(app.bundleIdentifier) through \(woken[last.callIndex].event.sequence) failed: \(error)"
-            )
-            return
+            log("acknowledging events of \(app.bundleIdentifier) failed: \(error)")
+            return done()
         }
         for download in scheduled { services.transfers.start(download) }
         for path in removals { removeDelivered(path) }
+        guard !rest.isEmpty else { return done() }
+        let carried = UncheckedSendable((rest, done))
+        services.executor.yielding { [self] in applySlice(carried.value.0, of: app, then: carried.value.1) }
     }
 
-    /// What one `ok` call did, inside the acknowledging batch.
-    private func apply(
-        _ result: BAExtensionRunResult, of app: StoredApp, event: StoredEvent, removals: inout [String],
-        scheduled: inout [StoredDownload]
+    /// What one `ok` call did besides scheduling, inside an acknowledging batch.
+    private func applyEffects(
+        _ result: BAExtensionRunResult, of app: StoredApp, event: StoredEvent, removals: inout [String]
     ) {
         switch event.kind {
         case .finished:
@@ -213,14 +275,6 @@ extension EventRouter {
             break
         }
         services.transfers.applyCancellations(result.cancelled, of: app.bundleIdentifier)
-        for record in result.scheduled {
-            do {
-                scheduled.append(
-                    try services.transfers.schedule(DownloadPayload(record), for: app, contentRequest: 0, start: false))
-            } catch {
-                log("the extension of \(app.bundleIdentifier) scheduled \"\(record.identifier)\": refused: \(error)")
-            }
-        }
     }
 
     /// The size of what is at `path` (a file, or a link the extension left), or nil when nothing is.

@@ -28,6 +28,9 @@ final class EventRouter: @unchecked Sendable {
     var lastRunnerEnded: [String: ContinuousClock.Instant] = [:]
     /// How the app's last failed event call ended (`crashed: signal 11`), for the reason of a park.
     var lastEventFailure: [String: String] = [:]
+    /// Per app: the acknowledgements of event calls being applied (in slices, over several turns)
+    /// and the ends of runners after them, one after another.
+    var acknowledgements: [String: StepQueue] = [:]
 
     init(_ services: BasdServices) {
         self.services = services
