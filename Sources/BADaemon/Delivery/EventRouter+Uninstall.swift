@@ -8,6 +8,7 @@ extension EventRouter {
         machines[app] = nil
         lastRunnerEnded[app] = nil
         lastEventFailure[app] = nil
+        if acknowledgements[app]?.isBusy == false { acknowledgements[app] = nil }
     }
 }
 
