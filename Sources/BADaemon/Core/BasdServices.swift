@@ -45,7 +45,7 @@ final class BasdServices: @unchecked Sendable {
         /// Where Low Power Mode is read (the platform's power profile); tests point it at a file.
         var lowPowerMode = LowPowerMode.fromEnvironment()
         /// Most background downloads the engine holds at once; the rest of the queue stays in the
-        /// store until there is room (``TransferCoordinator/topUp()``).
+        /// store until there is room (``TransferWindow``).
         var engineWindow = 512
         /// Most current downloads an extension call is handed (`current_downloads`,
         /// `fetchCurrentDownloads` in an extension): the request carrying them stays well under the

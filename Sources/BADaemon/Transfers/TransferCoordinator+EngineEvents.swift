@@ -11,22 +11,34 @@ extension TransferCoordinator {
     /// event router.
     func handle(_ events: [EngineEvent]) {
         var toStore: [EngineEvent] = []
-        defer { topUp() }
+        // Once a quarter of the window has ended, the next queued downloads go to the engine.
+        defer { perform(window.handle(.eventsHandled)) }
         for event in events {
             if event.id.hasPrefix("manifest:") {
                 manifestFetches[event.id]?(event)
                 continue
             }
+            // What the window learns needs no store write, so it is not held behind events the
+            // store could not record yet.
             switch event {
-            case .finished(let id, _, _, _, _), .failed(let id, _): inEngine[id] = nil
-            default: break
-            }
-            // A transfer out of space waits at once: that needs no store write, so it is not held
-            // behind events the store could not record yet.
-            if case .failed(let id, let error) = event, error.code == .noSpace {
+            case .began(let id, _, _):
+                _ = window.handle(.began(id))
+            case .retrying(let id, let attempt, let delay, let reason):
+                log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(delay)")
+                let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+                let until = services.clock.now.addingTimeInterval(seconds)
+                _ = window.handle(.retrying(id, .init(reason: reason, until: until)))
+                // Nothing to record: the wait shows in listings while it lasts.
+                continue
+            case .failed(let id, let error) where error.code == .noSpace:
+                // A transfer out of space waits.
                 progress[id] = nil
                 waitForSpace(id, error)
                 continue
+            case .finished(let id, _, _, _, _), .failed(let id, _):
+                _ = window.handle(.ended(id))
+            case .paused, .progress, .validator, .needsCredentials:
+                break
             }
             toStore.append(event)
         }
@@ -38,7 +50,7 @@ extension TransferCoordinator {
         }
         if !recordBatch(toStore) {
             unrecorded += toStore
-            armRetry()
+            perform(window.handle(.storeRefused))
         }
     }
 
@@ -47,36 +59,34 @@ extension TransferCoordinator {
     /// Records `events` in one transaction (one fsync), then tells the event router; false (and
     /// nothing stored) when the store could not be written.
     private func recordBatch(_ events: [EngineEvent]) -> Bool {
-        afterCommit.removeAll()
+        // What to do once the batch is committed (tell the event router, send transient progress), in order.
+        var afterCommit: [() -> Void] = []
         do {
             try store.batch("recording \(events.count) engine event(s)") {
-                for event in events where !record(event) { throw StoreRefused() }
+                for event in events where !record(event, afterCommit: &afterCommit) { throw StoreRefused() }
             }
         } catch {
-            afterCommit.removeAll()
             if unrecorded.isEmpty {
                 log("recording \(events.count) engine event(s) failed, kept to be recorded later: \(error)")
             }
             return false
         }
-        let actions = afterCommit
-        afterCommit.removeAll()
-        for action in actions { action() }
+        for action in afterCommit { action() }
         return true
     }
 
     /// Records one engine event; false when the store could not be written (the event is to be
     /// recorded later). Late events of a cancelled or ended download are dropped.
-    private func record(_ event: EngineEvent) -> Bool {
+    private func record(_ event: EngineEvent, afterCommit: inout [() -> Void]) -> Bool {
         do {
             switch event {
             case .began(let id, let offset, let isForeground):
-                waitingForSpace[id] = nil
-                retryWaits[id] = nil
                 progress[id] = ProgressMark(recordedAt: services.clock.instant, bytes: offset)
-                try recorded(store.recordBegan(uniqueIdentifier: id, offset: offset, isForeground: isForeground))
+                try recorded(
+                    into: &afterCommit,
+                    store.recordBegan(uniqueIdentifier: id, offset: offset, isForeground: isForeground))
             case .paused(let id, let bytesOnDisk):
-                try recorded(store.recordPaused(uniqueIdentifier: id, bytesOnDisk: bytesOnDisk))
+                try recorded(into: &afterCommit, store.recordPaused(uniqueIdentifier: id, bytesOnDisk: bytesOnDisk))
             case .progress(let id, let bytesWritten, let totalBytes):
                 let now = services.clock.instant
                 var mark = progress[id] ?? ProgressMark(recordedAt: now)
@@ -84,36 +94,38 @@ extension TransferCoordinator {
                 mark.totalBytes = totalBytes
                 if now - mark.recordedAt >= services.configuration.progressRecordInterval {
                     try recorded(
+                        into: &afterCommit,
                         store.recordProgress(uniqueIdentifier: id, bytesOnDisk: bytesWritten, totalBytes: totalBytes))
                     mark.recordedAt = now
                     progress[id] = mark
                 } else {
                     progress[id] = mark
-                    try transientProgress(id, bytesWritten: bytesWritten, totalBytes: totalBytes)
+                    try transientProgress(id, bytesWritten: bytesWritten, totalBytes: totalBytes, into: &afterCommit)
                 }
             case .validator(let id, let value):
                 // What a restarted basd needs to resume: recorded at once.
                 let mark = progress[id] ?? ProgressMark(recordedAt: services.clock.instant)
                 try recorded(
+                    into: &afterCommit,
                     store.recordProgress(
                         uniqueIdentifier: id, bytesOnDisk: mark.bytes, totalBytes: mark.totalBytes, validator: value))
                 progress[id]?.recordedAt = services.clock.instant
-            case .retrying(let id, let attempt, let delay, let reason):
-                log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(delay)")
-                let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
-                retryWaits[id] = (reason, services.clock.now.addingTimeInterval(seconds))
+            case .retrying:
+                // Taken by the window when it arrived (``handle(_:)``): nothing to record.
+                break
             case .needsCredentials(let id, let challenge):
-                try recorded(store.recordNeedsCredentials(uniqueIdentifier: id, challenge: challenge))
+                try recorded(
+                    into: &afterCommit, store.recordNeedsCredentials(uniqueIdentifier: id, challenge: challenge))
             case .finished(let id, let path, let size, let sha256, _):
                 let event = try store.markFinished(uniqueIdentifier: id, destination: path, size: size)
                 progress[id] = nil
                 services.purge.track(finished: event, path: path, sha256: sha256)
-                recorded(event)
+                recorded(into: &afterCommit, event)
             case .failed(let id, let error):
                 progress[id] = nil
-                retryWaits[id] = nil
                 guard error.code != .cancelled else { return true }
-                try recorded(store.markFailed(uniqueIdentifier: id, error: DownloadFailure.stored(error)))
+                try recorded(
+                    into: &afterCommit, store.markFailed(uniqueIdentifier: id, error: DownloadFailure.stored(error)))
             }
         } catch let error as BAStoreError where error.code == .unknownDownload || error.code == .downloadEnded {
             // A late event of a cancelled or ended download: nothing to record.
@@ -127,12 +139,14 @@ extension TransferCoordinator {
     }
 
     /// An event was appended: the event router takes it once its batch is committed.
-    private func recorded(_ event: StoredEvent) {
+    private func recorded(into afterCommit: inout [() -> Void], _ event: StoredEvent) {
         afterCommit.append { [services] in services.delivery.recorded(event) }
     }
 
     /// Progress between two durable records: pushed to whoever listens now, never stored.
-    private func transientProgress(_ id: String, bytesWritten: Int64, totalBytes: Int64?) throws {
+    private func transientProgress(
+        _ id: String, bytesWritten: Int64, totalBytes: Int64?, into afterCommit: inout [() -> Void]
+    ) throws {
         guard services.delivery.hasListeners else { return }
         // Read once per transfer, not for every progress tick (cancel and the end drop the mark).
         if progress[id]?.download == nil { progress[id]?.download = try store.download(uniqueIdentifier: id) }
@@ -149,52 +163,18 @@ extension TransferCoordinator {
     /// until the file system has more room than now.
     func waitForSpace(_ id: String, _ error: DownloadError) {
         let free = (try? services.configuration.freeSpace(services.containers.groupsDirectory)) ?? 0
-        if waitingForSpace[id] == nil {
+        if case .inEngine = window.place(of: id) {
             log("download \(id) waits for disk space: \(error.message)")
         }
-        waitingForSpace[id] = SpaceWait(freeBytesWhenStopped: free, stoppedAt: services.clock.instant)
-        armRetry()
+        perform(window.handle(.outOfSpace(id, freeBytes: free)))
     }
 
-    /// Looks again after ``BasdServices/Configuration/spaceRetryInterval``, once.
-    func armRetry() {
-        guard !retryArmed else { return }
-        retryArmed = true
-        services.executor.after(services.configuration.spaceRetryInterval) { [self] in
-            retryArmed = false
-            retryWaiting()
-        }
-    }
-
-    /// Records what the store refused before (in order, stopping at the first that fails again),
-    /// then starts the transfers that wait for space if there is more room now.
-    func retryWaiting() {
+    /// The look armed after ``BasdServices/Configuration/spaceRetryInterval``: records what the
+    /// store refused before (in order, stopping at the first that fails again), then starts the
+    /// transfers that wait for space if there is more room now.
+    func lookAgain() {
         if !unrecorded.isEmpty, recordBatch(unrecorded) { unrecorded.removeAll() }
-        if !unrecorded.isEmpty {
-            armRetry()
-            return
-        }
-        guard !waitingForSpace.isEmpty else { return }
-        let free = (try? services.configuration.freeSpace(services.containers.groupsDirectory)) ?? 0
-        for (id, wait) in waitingForSpace where free > wait.freeBytesWhenStopped + Self.spaceMargin {
-            restartAfterSpaceWait(id)
-        }
-        if !waitingForSpace.isEmpty { armRetry() }
-    }
-
-    /// More room than this (over what was free when a transfer stopped) is worth another try.
-    static let spaceMargin: Int64 = 64 * 1024
-
-    /// Hands a transfer that waited for space to the engine again (from its partial file).
-    func restartAfterSpaceWait(_ id: String) {
-        waitingForSpace[id] = nil
-        do {
-            guard let download = try store.download(uniqueIdentifier: id), download.state.isActive else { return }
-            log("download \(id): there is disk space again; resuming")
-            admit(download)
-        } catch {
-            log("resuming download \(id) after a wait for space failed: \(error)")
-        }
+        perform(window.handle(.lookAgainDue(storeBlocked: !unrecorded.isEmpty)))
     }
 
     // MARK: - A file already complete

@@ -14,11 +14,7 @@ extension TransferCoordinator {
                 AppleErrorCode.downloadNotScheduled.rawValue, "no download has unique identifier \(uniqueIdentifier)")
         }
         if download.state.isActive {
-            if waitingForSpace[uniqueIdentifier] != nil {
-                restartAfterSpaceWait(uniqueIdentifier)
-            } else {
-                engine.retryNow(uniqueIdentifier)
-            }
+            perform(window.handle(.retryRequested(uniqueIdentifier)))
             log("download \(uniqueIdentifier): retry now (ba retry)")
             return
         }
@@ -54,8 +50,6 @@ extension TransferCoordinator {
     /// A link, address or route came or went: every transfer waiting to retry tries now.
     func networkChanged() {
         services.installer.retryManifestsNow()
-        guard !retryWaits.isEmpty else { return }
-        log("the network changed: \(retryWaits.count) transfer(s) waiting to retry try again now")
-        engine.retryNow(nil)
+        perform(window.handle(.networkChanged))
     }
 }

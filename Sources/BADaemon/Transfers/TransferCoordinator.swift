@@ -32,49 +32,29 @@ final class TransferCoordinator: @unchecked Sendable {
         var download: StoredDownload?
     }
 
-    /// A transfer stopped for want of disk space.
-    struct SpaceWait {
-        var freeBytesWhenStopped: Int64
-        var stoppedAt: ContinuousClock.Instant
-    }
-
     // Executor-confined state.
+    /// Where each download in basd's hands stands (in the engine, waiting for space or to retry,
+    /// unstartable), whether rows wait in the store, Low Power Mode's hold, and the armed look:
+    /// the window's rules, without I/O (``TransferWindow``).
+    var window: TransferWindow
     var progress: [String: ProgressMark] = [:]
     /// Manifest fetches in flight, by engine id (`manifest:UUID`): their engine events go here,
     /// not to the store.
     var manifestFetches: [String: (EngineEvent) -> Void] = [:]
-    /// Transfers waiting for disk space, by unique identifier.
-    var waitingForSpace: [String: SpaceWait] = [:]
     /// The app groups whose transfer folders were checked (and legacy partial files removed)
     /// since basd started: once per group, not once per download.
     var preparedGroups: Set<String> = []
     /// Engine events the store could not record yet (in arrival order).
     var unrecorded: [EngineEvent] = []
-    /// Whether a look at ``waitingForSpace`` and ``unrecorded`` is armed.
-    var retryArmed = false
-    /// What to do once the batch being recorded is committed (tell the event router, send
-    /// transient progress), in order.
-    var afterCommit: [() -> Void] = []
     /// Engine events not yet taken by the executor (the engine's task appends, one executor
     /// turn takes them all).
     private let arriving = Inbox<EngineEvent>()
     /// How many engine events one turn of the executor handles (``TurnSize``).
     private var engineEventTurn = TurnSize(range: 50...20_000, start: 1_000)
-    /// Whether background transfers are held (Low Power Mode).
-    var backgroundHeld = false
-    /// Transfers waiting to retry, by unique identifier: why, and when they try again.
-    var retryWaits: [String: (reason: String, until: Date)] = [:]
-    /// Network changes cut those waits short.
+    /// Network changes cut retry waits short.
     var networkMonitor: DescriptorWatcher?
     /// Downloads cancelled lately (their rows are gone): who and when, for a second `ba cancel`.
     var cancelledLately: [String: String] = [:]
-    /// The downloads handed to the engine and not ended, with their priority as the queue sees
-    /// it (`Int.max` for foreground and essential ones, which never wait).
-    var inEngine: [String: Int64] = [:]
-    /// Whether active downloads wait in the store, not handed to the engine (the window was full).
-    var parked = false
-    /// Active downloads the engine cannot be given (logged once): never fetched again.
-    var unstartable: Set<String> = []
     private var eventsTask: Task<Void, Never>?
 
     deinit { networkMonitor?.stop() }
@@ -87,6 +67,7 @@ final class TransferCoordinator: @unchecked Sendable {
             configuration.userAgent = "basd/\(services.configuration.daemonVersion) (swift-background-assets)"
         }
         engine = DownloadEngine(configuration: configuration)
+        window = TransferWindow(window: services.configuration.engineWindow)
     }
 
     var store: BAStore { services.store }
@@ -119,20 +100,19 @@ final class TransferCoordinator: @unchecked Sendable {
 
     /// Hands the active downloads to the engine, which resumes each from its partial file: the
     /// foreground and essential ones, then the engine's window of the rest in queue order (the
-    /// others follow as transfers end, ``topUp()``), without reading every queued row at start.
+    /// others follow as transfers end, ``TransferWindow``), without reading every queued row at start.
     /// One whose file is already complete at its destination (basd died between the rename and
     /// its record) is recorded finished without fetching a byte, when its turn comes.
     func resumeActiveDownloads() {
         do {
             for download in try store.urgentActiveDownloads() where !recognizeCompleteFile(download) {
-                admit(download)
+                perform(window.handle(.admit(.init(download))), row: download)
             }
-            parked = true
-            topUp()
-            let resumed = inEngine.count
+            perform(window.handle(.restarted))
+            let resumed = window.inEngineCount
             if resumed > 0 {
                 log(
-                    "resuming \(resumed) active download(s)\(parked ? "; the rest of the queue follows as they end" : "")"
+                    "resuming \(resumed) active download(s)\(window.parked ? "; the rest of the queue follows as they end" : "")"
                 )
             }
         } catch {
@@ -207,19 +187,8 @@ final class TransferCoordinator: @unchecked Sendable {
     // MARK: - Requests on transfers
 
     func promote(_ download: StoredDownload) throws {
-        try store.promote(uniqueIdentifier: download.uniqueIdentifier)
-        if waitingForSpace[download.uniqueIdentifier] != nil {
-            // Waiting for space: try now, in the foreground.
-            restartAfterSpaceWait(download.uniqueIdentifier)
-            return
-        }
-        guard inEngine[download.uniqueIdentifier] != nil else {
-            // Still in the store: handed to the engine now, in the foreground.
-            if let promoted = try store.download(uniqueIdentifier: download.uniqueIdentifier) { admit(promoted) }
-            return
-        }
-        inEngine[download.uniqueIdentifier] = .max
-        engine.promote(download.uniqueIdentifier)
+        let promoted = try store.promote(uniqueIdentifier: download.uniqueIdentifier)
+        perform(window.handle(.promoted(.init(promoted))), row: promoted)
     }
 
     /// Cancels the app's active download `identifier`; `by` says who asked (the log, the CLI's event).
@@ -229,13 +198,8 @@ final class TransferCoordinator: @unchecked Sendable {
             "download \(download.uniqueIdentifier) (\(app) \(identifier)) cancelled by \(by) "
                 + "at \(download.bytesOnDisk) bytes")
         noteCancelled(download, by: by)
-        engine.cancel(download.uniqueIdentifier)
         progress[download.uniqueIdentifier] = nil
-        if waitingForSpace.removeValue(forKey: download.uniqueIdentifier) != nil {
-            let partial = partialPath(of: download)
-            unlink(partial)
-            unlink(partial + ".validator")
-        }
+        perform(window.handle(.cancelled(download.uniqueIdentifier)), row: download)
     }
 
     /// Answers a credential request: a user and password with disposition 0 (use credential);
@@ -274,15 +238,17 @@ final class TransferCoordinator: @unchecked Sendable {
             isForeground: download.isForeground, bytesOnDisk: bytes,
             appIdentifier: download.appIdentifier, attempts: download.attempts, errorCode: download.lastError?.code,
             errorMessage: download.lastError?.message)
-        if download.state.isActive, waitingForSpace[download.uniqueIdentifier] != nil { info.waitingFor = "space" }
-        if download.state.isActive, let wait = retryWaits[download.uniqueIdentifier] {
+        guard download.state.isActive else { return info }
+        switch window.place(of: download.uniqueIdentifier) {
+        case .waitingForSpace: info.waitingFor = "space"
+        case .inEngine(_, .some(let wait)):
             info.waitingFor = "retry"
             info.errorMessage = wait.reason
             info.nextAttemptAt = wait.until.timeIntervalSince1970
+        case .inEngine(_, nil), .unstartable, nil: break
         }
-        if download.state.isActive, backgroundHeld, !download.isEssential, !download.isForeground {
-            info.waitingFor = "lowPowerMode"
-        }
+        // Over a retry wait (whose reason and time stay shown): a held transfer does not retry.
+        if window.backgroundHeld, !download.isEssential, !download.isForeground { info.waitingFor = "lowPowerMode" }
         return info
     }
 
