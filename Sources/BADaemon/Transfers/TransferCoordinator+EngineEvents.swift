@@ -22,12 +22,12 @@ extension TransferCoordinator {
             // store could not record yet.
             switch event {
             case .began(let id, _, _):
-                _ = window.handle(.began(id))
+                perform(window.handle(.began(id)))
             case .retrying(let id, let attempt, let delay, let reason):
                 log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(delay)")
                 let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
                 let until = services.clock.now.addingTimeInterval(seconds)
-                _ = window.handle(.retrying(id, .init(reason: reason, until: until)))
+                perform(window.handle(.retrying(id, .init(reason: reason, until: until))))
                 // Nothing to record: the wait shows in listings while it lasts.
                 continue
             case .failed(let id, let error) where error.code == .noSpace:
@@ -36,7 +36,7 @@ extension TransferCoordinator {
                 waitForSpace(id, error)
                 continue
             case .finished(let id, _, _, _, _), .failed(let id, _):
-                _ = window.handle(.ended(id))
+                perform(window.handle(.ended(id)))
             case .paused, .progress, .validator, .needsCredentials:
                 break
             }
@@ -83,10 +83,10 @@ extension TransferCoordinator {
             case .began(let id, let offset, let isForeground):
                 progress[id] = ProgressMark(recordedAt: services.clock.instant, bytes: offset)
                 try recorded(
-                    into: &afterCommit,
-                    store.recordBegan(uniqueIdentifier: id, offset: offset, isForeground: isForeground))
+                    store.recordBegan(uniqueIdentifier: id, offset: offset, isForeground: isForeground),
+                    into: &afterCommit)
             case .paused(let id, let bytesOnDisk):
-                try recorded(into: &afterCommit, store.recordPaused(uniqueIdentifier: id, bytesOnDisk: bytesOnDisk))
+                try recorded(store.recordPaused(uniqueIdentifier: id, bytesOnDisk: bytesOnDisk), into: &afterCommit)
             case .progress(let id, let bytesWritten, let totalBytes):
                 let now = services.clock.instant
                 var mark = progress[id] ?? ProgressMark(recordedAt: now)
@@ -94,8 +94,8 @@ extension TransferCoordinator {
                 mark.totalBytes = totalBytes
                 if now - mark.recordedAt >= services.configuration.progressRecordInterval {
                     try recorded(
-                        into: &afterCommit,
-                        store.recordProgress(uniqueIdentifier: id, bytesOnDisk: bytesWritten, totalBytes: totalBytes))
+                        store.recordProgress(uniqueIdentifier: id, bytesOnDisk: bytesWritten, totalBytes: totalBytes),
+                        into: &afterCommit)
                     mark.recordedAt = now
                     progress[id] = mark
                 } else {
@@ -106,26 +106,26 @@ extension TransferCoordinator {
                 // What a restarted basd needs to resume: recorded at once.
                 let mark = progress[id] ?? ProgressMark(recordedAt: services.clock.instant)
                 try recorded(
-                    into: &afterCommit,
                     store.recordProgress(
-                        uniqueIdentifier: id, bytesOnDisk: mark.bytes, totalBytes: mark.totalBytes, validator: value))
+                        uniqueIdentifier: id, bytesOnDisk: mark.bytes, totalBytes: mark.totalBytes, validator: value),
+                    into: &afterCommit)
                 progress[id]?.recordedAt = services.clock.instant
             case .retrying:
                 // Taken by the window when it arrived (``handle(_:)``): nothing to record.
                 break
             case .needsCredentials(let id, let challenge):
                 try recorded(
-                    into: &afterCommit, store.recordNeedsCredentials(uniqueIdentifier: id, challenge: challenge))
+                    store.recordNeedsCredentials(uniqueIdentifier: id, challenge: challenge), into: &afterCommit)
             case .finished(let id, let path, let size, let sha256, _):
                 let event = try store.markFinished(uniqueIdentifier: id, destination: path, size: size)
                 progress[id] = nil
                 services.purge.track(finished: event, path: path, sha256: sha256)
-                recorded(into: &afterCommit, event)
+                recorded(event, into: &afterCommit)
             case .failed(let id, let error):
                 progress[id] = nil
                 guard error.code != .cancelled else { return true }
                 try recorded(
-                    into: &afterCommit, store.markFailed(uniqueIdentifier: id, error: DownloadFailure.stored(error)))
+                    store.markFailed(uniqueIdentifier: id, error: DownloadFailure.stored(error)), into: &afterCommit)
             }
         } catch let error as BAStoreError where error.code == .unknownDownload || error.code == .downloadEnded {
             // A late event of a cancelled or ended download: nothing to record.
@@ -139,7 +139,7 @@ extension TransferCoordinator {
     }
 
     /// An event was appended: the event router takes it once its batch is committed.
-    private func recorded(into afterCommit: inout [() -> Void], _ event: StoredEvent) {
+    private func recorded(_ event: StoredEvent, into afterCommit: inout [() -> Void]) {
         afterCommit.append { [services] in services.delivery.recorded(event) }
     }
 

@@ -37,6 +37,8 @@ final class TransferCoordinator: @unchecked Sendable {
     /// unstartable), whether rows wait in the store, Low Power Mode's hold, and the armed look:
     /// the window's rules, without I/O (``TransferWindow``).
     var window: TransferWindow
+    /// What the engine last reported of each running transfer (a measure, not a place: listings
+    /// and the progress records read it).
     var progress: [String: ProgressMark] = [:]
     /// Manifest fetches in flight, by engine id (`manifest:UUID`): their engine events go here,
     /// not to the store.
