@@ -65,7 +65,13 @@ final class BasdServices: @unchecked Sendable {
 
     // Created on first use, always on the executor (`init` touches each once there).
     private(set) lazy var settings = SettingsService(self, file: initialSettings)
-    private(set) lazy var transfers = TransferCoordinator(self)
+    private(set) lazy var transfers: TransferCoordinator = {
+        let transfers = TransferCoordinator(
+            store: store, containers: containers, configuration: configuration, executor: executor,
+            settings: { [unowned self] in self.settings.current }, log: log)
+        transfers.delegate = self
+        return transfers
+    }()
     private(set) lazy var delivery = EventRouter(self)
     private(set) lazy var extensions = ExtensionCaller(self)
     private(set) lazy var installer = AppInstaller(self)

@@ -42,7 +42,7 @@ extension TransferCoordinator {
         if let violation = DownloadRules.check(record, contentRequest: contentRequest) {
             throw Refusal(violation.code, violation.reason)
         }
-        let settings = services.settings.current
+        let settings = settings()
         if contentRequest != 0, !settings.backgroundActivity {
             throw Refusal(
                 AppleErrorCode.downloadBackgroundActivityProhibited.rawValue,

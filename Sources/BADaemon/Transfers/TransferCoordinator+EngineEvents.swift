@@ -26,7 +26,7 @@ extension TransferCoordinator {
             case .retrying(let id, let attempt, let delay, let reason):
                 log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(delay)")
                 let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
-                let until = services.clock.now.addingTimeInterval(seconds)
+                let until = clock.now.addingTimeInterval(seconds)
                 perform(window.handle(.retrying(id, .init(reason: reason, until: until))))
                 // Nothing to record: the wait shows in listings while it lasts.
                 continue
@@ -81,18 +81,18 @@ extension TransferCoordinator {
         do {
             switch event {
             case .began(let id, let offset, let isForeground):
-                progress[id] = ProgressMark(recordedAt: services.clock.instant, bytes: offset)
+                progress[id] = ProgressMark(recordedAt: clock.instant, bytes: offset)
                 try recorded(
                     store.recordBegan(uniqueIdentifier: id, offset: offset, isForeground: isForeground),
                     into: &afterCommit)
             case .paused(let id, let bytesOnDisk):
                 try recorded(store.recordPaused(uniqueIdentifier: id, bytesOnDisk: bytesOnDisk), into: &afterCommit)
             case .progress(let id, let bytesWritten, let totalBytes):
-                let now = services.clock.instant
+                let now = clock.instant
                 var mark = progress[id] ?? ProgressMark(recordedAt: now)
                 mark.bytes = bytesWritten
                 mark.totalBytes = totalBytes
-                if now - mark.recordedAt >= services.configuration.progressRecordInterval {
+                if now - mark.recordedAt >= configuration.progressRecordInterval {
                     try recorded(
                         store.recordProgress(uniqueIdentifier: id, bytesOnDisk: bytesWritten, totalBytes: totalBytes),
                         into: &afterCommit)
@@ -104,12 +104,12 @@ extension TransferCoordinator {
                 }
             case .validator(let id, let value):
                 // What a restarted basd needs to resume: recorded at once.
-                let mark = progress[id] ?? ProgressMark(recordedAt: services.clock.instant)
+                let mark = progress[id] ?? ProgressMark(recordedAt: clock.instant)
                 try recorded(
                     store.recordProgress(
                         uniqueIdentifier: id, bytesOnDisk: mark.bytes, totalBytes: mark.totalBytes, validator: value),
                     into: &afterCommit)
-                progress[id]?.recordedAt = services.clock.instant
+                progress[id]?.recordedAt = clock.instant
             case .retrying:
                 // Taken by the window when it arrived (``handle(_:)``): nothing to record.
                 break
@@ -119,7 +119,7 @@ extension TransferCoordinator {
             case .finished(let id, let path, let size, let sha256, _):
                 let event = try store.markFinished(uniqueIdentifier: id, destination: path, size: size)
                 progress[id] = nil
-                services.purge.track(finished: event, path: path, sha256: sha256)
+                delegate?.transfers(self, finished: event, path: path, sha256: sha256)
                 recorded(event, into: &afterCommit)
             case .failed(let id, let error):
                 progress[id] = nil
@@ -140,20 +140,20 @@ extension TransferCoordinator {
 
     /// An event was appended: the event router takes it once its batch is committed.
     private func recorded(_ event: StoredEvent, into afterCommit: inout [() -> Void]) {
-        afterCommit.append { [services] in services.delivery.recorded(event) }
+        afterCommit.append { [self] in delegate?.transfers(self, recorded: event) }
     }
 
     /// Progress between two durable records: pushed to whoever listens now, never stored.
     private func transientProgress(
         _ id: String, bytesWritten: Int64, totalBytes: Int64?, into afterCommit: inout [() -> Void]
     ) throws {
-        guard services.delivery.hasListeners else { return }
+        guard delegate?.transfersHaveProgressListeners(self) == true else { return }
         // Read once per transfer, not for every progress tick (cancel and the end drop the mark).
         if progress[id]?.download == nil { progress[id]?.download = try store.download(uniqueIdentifier: id) }
         guard let download = progress[id]?.download, download.state.isActive else { return }
         // After the batch, so it never goes out before an event recorded ahead of it.
-        afterCommit.append { [services] in
-            services.delivery.transientProgress(of: download, bytesWritten: bytesWritten, totalBytes: totalBytes)
+        afterCommit.append { [self] in
+            delegate?.transfers(self, progressOf: download, bytesWritten: bytesWritten, totalBytes: totalBytes)
         }
     }
 
@@ -162,7 +162,7 @@ extension TransferCoordinator {
     /// The transfer stopped for want of space: it keeps its partial file and waits, visibly,
     /// until the file system has more room than now.
     func waitForSpace(_ id: String, _ error: DownloadError) {
-        let free = (try? services.configuration.freeSpace(services.containers.groupsDirectory)) ?? 0
+        let free = (try? configuration.freeSpace(containers.groupsDirectory)) ?? 0
         if case .inEngine = window.place(of: id) {
             log("download \(id) waits for disk space: \(error.message)")
         }
@@ -205,8 +205,8 @@ extension TransferCoordinator {
             let event = try store.markFinished(
                 uniqueIdentifier: download.uniqueIdentifier, destination: path, size: size)
             log("download \(download.uniqueIdentifier) was already complete at \(path); recorded finished")
-            services.purge.track(finished: event, path: path, sha256: download.sha256 ?? "")
-            services.delivery.recorded(event)
+            delegate?.transfers(self, finished: event, path: path, sha256: download.sha256 ?? "")
+            delegate?.transfers(self, recorded: event)
             return true
         } catch {
             log("recording the complete file of \(download.uniqueIdentifier) failed: \(error)")

@@ -39,7 +39,7 @@ extension TransferCoordinator {
     func watchNetwork() {
         do {
             // Weak: the monitor's thread may outlive basd's services (an in-process test).
-            networkMonitor = try NetworkChangeMonitor.start(executor: services.executor) { [weak self] in
+            networkMonitor = try NetworkChangeMonitor.start(executor: executor) { [weak self] in
                 self?.networkChanged()
             }
         } catch {
@@ -49,7 +49,7 @@ extension TransferCoordinator {
 
     /// A link, address or route came or went: every transfer waiting to retry tries now.
     func networkChanged() {
-        services.installer.retryManifestsNow()
+        delegate?.transfersNetworkChanged(self)
         perform(window.handle(.networkChanged))
     }
 }

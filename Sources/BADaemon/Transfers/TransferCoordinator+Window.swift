@@ -50,9 +50,9 @@ extension TransferCoordinator {
             case .readQueue(let limit, let excluded):
                 readQueue(limit: limit, excluding: excluded)
             case .armLookAgain:
-                services.executor.after(services.configuration.spaceRetryInterval) { [self] in lookAgain() }
+                executor.after(configuration.spaceRetryInterval) { [self] in lookAgain() }
             case .measureFreeSpace:
-                let free = (try? services.configuration.freeSpace(services.containers.groupsDirectory)) ?? 0
+                let free = (try? configuration.freeSpace(containers.groupsDirectory)) ?? 0
                 perform(window.handle(.freeSpaceMeasured(free)))
             }
         }

@@ -1,6 +1,7 @@
 import BADaemonProtocol
 import BADownloadEngine
 import BAExtensionProtocol
+import BAScheduling
 import BAStore
 import Foundation
 import Synchronization
@@ -13,6 +14,9 @@ typealias WireEvent = BADaemonProtocol.DownloadEvent
 /// events in the store (then hands each recorded event to the ``EventRouter``), and fetches
 /// manifests through the engine.
 ///
+/// It knows no other service: it is given what it needs in ``init(store:containers:configuration:executor:settings:log:)``
+/// and reports upward through its ``delegate``.
+///
 /// Two conditions never leave a download stuck:
 /// - **No space** (`ENOSPC`/`EDQUOT` writing a file): the transfer stops keeping its bytes and
 ///   waits for space, shown as `waitingFor: "space"` in listings; it starts again by itself when
@@ -20,8 +24,22 @@ typealias WireEvent = BADaemonProtocol.DownloadEvent
 /// - **A store that cannot be written** (disk full under the state folder): the engine's events
 ///   are kept, in order, and recorded when a write succeeds again; nothing is lost or reordered.
 final class TransferCoordinator: @unchecked Sendable {
-    unowned let services: BasdServices
     let engine: DownloadEngine
+    let store: BAStore
+    /// Where each app group's partial and finished files go.
+    let containers: AppContainers
+    /// basd's configuration: the engine's, its window, the intervals, the free-space probe, the state folder.
+    let configuration: BasdServices.Configuration
+    /// The executor every method runs on (timers and the engine's events are posted to it).
+    let executor: ServiceExecutor
+    /// basd's clock.
+    let clock: ServiceClock
+    /// The settings in force, read when a download is scheduled or a request made, so an edit
+    /// applies to the next one.
+    let settings: () -> BasdSettings
+    let log: @Sendable (String) -> Void
+    /// Who is told what happened to downloads (``BasdServices``); weak, as it owns the coordinator.
+    weak var delegate: (any TransferCoordinatorDelegate)?
 
     /// Where a transfer stands between two durable progress records.
     struct ProgressMark {
@@ -61,26 +79,35 @@ final class TransferCoordinator: @unchecked Sendable {
 
     deinit { networkMonitor?.stop() }
 
-    init(_ services: BasdServices) {
-        self.services = services
-        var configuration = services.configuration.engine
-        configuration.backgroundConcurrency = services.settings.current.backgroundDownloadConcurrency
-        if configuration.userAgent == nil {
-            configuration.userAgent = "basd/\(services.configuration.daemonVersion) (swift-background-assets)"
+    /// A coordinator with its own engine (started at once, configured by `configuration.engine`,
+    /// the settings' background concurrency and basd's user agent); set ``delegate`` before
+    /// ``followEngine()``.
+    init(
+        store: BAStore, containers: AppContainers, configuration: BasdServices.Configuration,
+        executor: ServiceExecutor, settings: @escaping () -> BasdSettings, log: @escaping @Sendable (String) -> Void
+    ) {
+        self.store = store
+        self.containers = containers
+        self.configuration = configuration
+        self.executor = executor
+        self.clock = configuration.clock
+        self.settings = settings
+        self.log = log
+        var engineConfiguration = configuration.engine
+        engineConfiguration.backgroundConcurrency = settings().backgroundDownloadConcurrency
+        if engineConfiguration.userAgent == nil {
+            engineConfiguration.userAgent = "basd/\(configuration.daemonVersion) (swift-background-assets)"
         }
-        engine = DownloadEngine(configuration: configuration)
-        window = TransferWindow(window: services.configuration.engineWindow)
+        engine = DownloadEngine(configuration: engineConfiguration)
+        window = TransferWindow(window: configuration.engineWindow)
     }
-
-    var store: BAStore { services.store }
-    var log: @Sendable (String) -> Void { services.log }
 
     /// Forwards the engine's events to the executor, in batches: events that arrive while the
     /// executor is busy are taken together in its next turn and recorded in one transaction
     /// (group commit). Call once.
     func followEngine() {
         let batches = engine.events.batches
-        let executor = services.executor
+        let executor = executor
         eventsTask = Task { [self] in
             for await events in batches {
                 guard arriving.put(events) else { continue }
@@ -97,7 +124,7 @@ final class TransferCoordinator: @unchecked Sendable {
         let (events, more) = arriving.take(atMost: engineEventTurn.current)
         handle(events)
         engineEventTurn.record(events.count, took: ContinuousClock.now - started)
-        if more { services.executor.yielding { self.handleArriving() } }
+        if more { executor.yielding { self.handleArriving() } }
     }
 
     /// Hands the active downloads to the engine, which resumes each from its partial file: the
@@ -141,12 +168,12 @@ final class TransferCoordinator: @unchecked Sendable {
         }
         if !preparedGroups.contains(group) {
             do {
-                try services.containers.prepare(group: group)
+                try containers.prepare(group: group)
             } catch {
                 log("cannot prepare the folders of \(group): \(error)")
                 return nil
             }
-            services.containers.removeLegacyPartialFiles(group: group)
+            containers.removeLegacyPartialFiles(group: group)
             preparedGroups.insert(group)
         }
         return DownloadRequest(
@@ -164,7 +191,7 @@ final class TransferCoordinator: @unchecked Sendable {
     /// `pinnedPublicKey` settings (none: the system's CAs), and its `allowedHosts` (none: every host),
     /// read when a request is made, so an edit applies to the next one.
     var trust: DownloadRequest.Trust {
-        let settings = services.settings.current
+        let settings = settings()
         return DownloadRequest.Trust(
             caFile: settings.caFile, pinnedPublicKey: settings.pinnedPublicKey, caDirectory: settings.caDirectory,
             allowedHosts: settings.allowedHosts.map { HostAllowList($0, owner: "basd's allowedHosts setting") })
@@ -173,7 +200,7 @@ final class TransferCoordinator: @unchecked Sendable {
     /// Where a download's finished file goes: basd's own `finished/` folder of its group, never a
     /// path inside the container (``AppContainers``).
     func destination(of download: StoredDownload) -> String {
-        services.containers.destination(
+        containers.destination(
             group: download.applicationGroupIdentifier ?? "", uniqueIdentifier: download.uniqueIdentifier,
             identifier: download.identifier)
     }
@@ -181,7 +208,7 @@ final class TransferCoordinator: @unchecked Sendable {
     /// A download's partial file, in basd's own `partial/` folder of its group (a path stored by
     /// an older basd, inside the container, is not used).
     func partialPath(of download: StoredDownload) -> String {
-        services.containers.partialPath(
+        containers.partialPath(
             group: download.applicationGroupIdentifier ?? "", uniqueIdentifier: download.uniqueIdentifier,
             identifier: download.identifier)
     }
