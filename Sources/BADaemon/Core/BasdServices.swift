@@ -13,7 +13,7 @@ import Foundation
 /// | service | owns |
 /// |---|---|
 /// | ``RequestRouter`` | nothing: decodes a request, calls the owning service, replies |
-/// | ``TransferCoordinator`` | the download engine, the store ↔ engine mapping, progress marks, manifest fetches |
+/// | ``TransferCoordinator`` | the download engine, its ``TransferWindow`` (the store ↔ engine mapping and the waits), progress marks, manifest fetches |
 /// | ``EventRouter`` | subscribed sessions and CLI observers, one ``AppDeliveryStateMachine`` per app |
 /// | ``ExtensionCaller`` | the extension supervisor; calls and their typed outcomes |
 /// | ``AppInstaller`` | install, update, simulate, content-request calls |
@@ -22,7 +22,9 @@ import Foundation
 /// | ``SettingsService`` | basd's settings file |
 ///
 /// All of them run on one serial ``ServiceExecutor`` and read time from one ``ServiceClock``.
-/// They reach each other through this object (created lazily, on the executor, in ``init``).
+/// They reach each other through this object (created lazily, on the executor, in ``init``), but
+/// for the ``TransferCoordinator``: it is given what it needs and reports to this object as its
+/// ``TransferCoordinatorDelegate``.
 final class BasdServices: @unchecked Sendable {
     struct Configuration: Sendable {
         var stateDirectory: String
