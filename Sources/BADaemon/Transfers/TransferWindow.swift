@@ -167,6 +167,14 @@ struct TransferWindow: Equatable, Sendable {
         }
     }
 
+    /// The lowest queue priority in the engine (`Int64.max` when it holds none), without building
+    /// ``inEngine``: it is asked for every download scheduled while rows wait.
+    private var lowestInEngine: Int64 {
+        var lowest = Int64.max
+        for case .inEngine(let priority, _) in places.values where priority < lowest { lowest = priority }
+        return lowest
+    }
+
     /// Transfers in the engine waiting to retry.
     var retryWaitCount: Int {
         places.values.count { place in
@@ -179,7 +187,7 @@ struct TransferWindow: Equatable, Sendable {
         switch event {
         case .scheduled(let candidate):
             if !candidate.isUrgent && (parked || inEngineCount >= window) {
-                let lowest = inEngine.values.min() ?? .max
+                let lowest = lowestInEngine
                 guard candidate.priority > lowest else {
                     parked = true
                     return []
