@@ -23,11 +23,11 @@ import Foundation
 ///   show them as waiting for it.
 ///
 /// ```
-///              scheduled / admit                 outOfSpace
-///   (row) ─────────────────────────▶ inEngine ───────────────▶ waitingForSpace
-///     ▲   ◀──── ended (finished, failed) │ ▲ ◀─ freeSpaceMeasured / promoted / retryRequested ─┘
-///     │                     retrying ──┘ └── began (the retry wait ends)
-///     └── cancelled / dropped (rows gone)        unstartable ◀── unstartable (no engine request)
+/// (a row) ─scheduled (room, urgent or outranking) / admit / queueRead / promoted─▶ inEngine
+/// inEngine ─retrying─▶ inEngine, waiting to retry ─began─▶ inEngine
+/// inEngine ─ended (finished, failed)─▶ (an ended row)       inEngine ─unstartable─▶ unstartable
+/// inEngine ─outOfSpace─▶ waitingForSpace ─more room / promoted / ba retry─▶ (a row, read) ─admit─▶ inEngine
+/// waitingForSpace, unstartable ─cancelled / dropped─▶ (gone); inEngine stays until the engine ends it
 /// ```
 ///
 /// ``TransferCoordinator`` feeds it ``Event``s and performs the returned ``Action``s in order
