@@ -36,7 +36,7 @@ struct EngineWindowTests {
             try harness.service.transfers.schedule(
                 DownloadPayload(identifier: "urgent", url: server.url("/d000.bin"), priority: 90), for: app,
                 contentRequest: 0)
-            return harness.service.transfers.inEngine.count
+            return harness.service.transfers.window.inEngineCount
         }
         #expect(heldAfterScheduling == 9, "the window and the download that outranks it")
 
@@ -44,7 +44,7 @@ struct EngineWindowTests {
         let deadline = Date(timeIntervalSinceNow: 60)
         var finished: [StoredDownload] = []
         while finished.count < names.count + 1 {
-            most = max(most, harness.service.queue.sync { harness.service.transfers.inEngine.count })
+            most = max(most, harness.service.queue.sync { harness.service.transfers.window.inEngineCount })
             finished = try store.downloads(app: Self.app).filter { $0.state == .finished }
             guard Date() < deadline else {
                 throw HarnessError("\(finished.count) of \(names.count + 1) finished: \(harness.log.all.suffix(20))")
@@ -52,7 +52,7 @@ struct EngineWindowTests {
             try await Task.sleep(for: .milliseconds(5))
         }
         #expect(most <= 9, "the engine held \(most) transfers at once")
-        #expect(harness.service.queue.sync { harness.service.transfers.parked } == false)
+        #expect(harness.service.queue.sync { harness.service.transfers.window.parked } == false)
         // In queue order, the window 8 wide: a download starts once all but 8 of those before it
         // ended, and only those in the engine with it can end after it.
         let order = try store.undeliveredEvents(app: Self.app, after: 0, limit: 10_000)
@@ -88,13 +88,13 @@ extension EngineWindowTests {
         // The essential one and the window: all read at start, no more.
         let (heldAtStart, essentialHeld) = harness.service.queue.sync {
             let transfers = harness.service.transfers
-            return (transfers.inEngine.count, transfers.inEngine.values.contains(.max))
+            return (transfers.window.inEngineCount, transfers.window.inEngine.values.contains(.max))
         }
         #expect(heldAtStart <= 9 && heldAtStart >= 1, "\(heldAtStart) in the engine at start")
         #expect(essentialHeld || heldAtStart < 9)
         let deadline = Date(timeIntervalSinceNow: 60)
         while try store.downloads(app: Self.app).filter({ $0.state == .finished }).count < 40 {
-            #expect(harness.service.queue.sync { harness.service.transfers.inEngine.count } <= 9)
+            #expect(harness.service.queue.sync { harness.service.transfers.window.inEngineCount } <= 9)
             guard Date() < deadline else { throw HarnessError("not all finished: \(harness.log.all.suffix(20))") }
             try await Task.sleep(for: .milliseconds(5))
         }

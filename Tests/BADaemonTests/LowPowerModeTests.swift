@@ -55,7 +55,9 @@ struct LowPowerModeTests {
         let daemon = try await DaemonProcess.start(
             directory: directory, environment: ["BASD_POWER_PROFILE_FILE": profile])
         defer { daemon.kill() }
-        server.setBehavior(.trickle(bytesPerSecond: 128 << 10), for: "/levels/level-1.pak")
+        // Held after its first 64 KiB until the test lets it go: it cannot finish before Low Power
+        // Mode holds it, however slow the machine (a trickle raced the scheduler's look).
+        server.setBehavior(.stall(afterBytes: 64 << 10), for: "/levels/level-1.pak")
         let fixture = try SampleAppFixture(
             server: server,
             assets: [
@@ -100,7 +102,8 @@ struct LowPowerModeTests {
             ba, ["downloads", "--app", SampleAppFixture.bundleIdentifier, "--socket", daemon.socketPath])
         #expect(text.stdout.contains("waiting for lowPowerMode"), "\(text.stdout)")
 
-        // Balanced: it resumes and finishes.
+        // Balanced: it resumes (served in full now) and finishes.
+        server.setBehavior(nil, for: "/levels/level-1.pak")
         try Data("balanced\n".utf8).write(to: URL(fileURLWithPath: profile))
         _ = try await CLIQueries.poll(
             "level-1 to finish", daemon, timeout: 60,

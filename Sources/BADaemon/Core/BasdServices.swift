@@ -13,7 +13,7 @@ import Foundation
 /// | service | owns |
 /// |---|---|
 /// | ``RequestRouter`` | nothing: decodes a request, calls the owning service, replies |
-/// | ``TransferCoordinator`` | the download engine, the store ↔ engine mapping, progress marks, manifest fetches |
+/// | ``TransferCoordinator`` | the download engine, its ``TransferWindow`` (the store ↔ engine mapping and the waits), progress marks, manifest fetches |
 /// | ``EventRouter`` | subscribed sessions and CLI observers, one ``AppDeliveryStateMachine`` per app |
 /// | ``ExtensionCaller`` | the extension supervisor; calls and their typed outcomes |
 /// | ``AppInstaller`` | install, update, simulate, content-request calls |
@@ -22,7 +22,9 @@ import Foundation
 /// | ``SettingsService`` | basd's settings file |
 ///
 /// All of them run on one serial ``ServiceExecutor`` and read time from one ``ServiceClock``.
-/// They reach each other through this object (created lazily, on the executor, in ``init``).
+/// They reach each other through this object (created lazily, on the executor, in ``init``), but
+/// for the ``TransferCoordinator``: it is given what it needs and reports to this object as its
+/// ``TransferCoordinatorDelegate``.
 final class BasdServices: @unchecked Sendable {
     struct Configuration: Sendable {
         var stateDirectory: String
@@ -45,7 +47,7 @@ final class BasdServices: @unchecked Sendable {
         /// Where Low Power Mode is read (the platform's power profile); tests point it at a file.
         var lowPowerMode = LowPowerMode.fromEnvironment()
         /// Most background downloads the engine holds at once; the rest of the queue stays in the
-        /// store until there is room (``TransferCoordinator/topUp()``).
+        /// store until there is room (``TransferWindow``).
         var engineWindow = 512
         /// Most current downloads an extension call is handed (`current_downloads`,
         /// `fetchCurrentDownloads` in an extension): the request carrying them stays well under the
@@ -65,7 +67,13 @@ final class BasdServices: @unchecked Sendable {
 
     // Created on first use, always on the executor (`init` touches each once there).
     private(set) lazy var settings = SettingsService(self, file: initialSettings)
-    private(set) lazy var transfers = TransferCoordinator(self)
+    private(set) lazy var transfers: TransferCoordinator = {
+        let transfers = TransferCoordinator(
+            store: store, containers: containers, configuration: configuration, executor: executor,
+            settings: { [unowned self] in self.settings.current }, log: log)
+        transfers.delegate = self
+        return transfers
+    }()
     private(set) lazy var delivery = EventRouter(self)
     private(set) lazy var extensions = ExtensionCaller(self)
     private(set) lazy var installer = AppInstaller(self)

@@ -42,7 +42,7 @@ extension TransferCoordinator {
         if let violation = DownloadRules.check(record, contentRequest: contentRequest) {
             throw Refusal(violation.code, violation.reason)
         }
-        let settings = services.settings.current
+        let settings = settings()
         if contentRequest != 0, !settings.backgroundActivity {
             throw Refusal(
                 AppleErrorCode.downloadBackgroundActivityProhibited.rawValue,
@@ -65,45 +65,10 @@ extension TransferCoordinator {
 
     /// Hands a stored download to the engine, or leaves it in the store for later: the engine
     /// holds a window of the queue (``BasdServices/Configuration/engineWindow`` background
-    /// downloads), not the whole of it, so 100,000 queued downloads cost rows, not transfers.
-    /// Foreground and essential downloads go at once, as does one that outranks a download the
-    /// engine already queues; the rest wait while others wait, so the queue order holds.
+    /// downloads), not the whole of it, so 100,000 queued downloads cost rows, not transfers
+    /// (``TransferWindow`` decides).
     func start(_ stored: StoredDownload) {
-        let urgent = stored.isForeground || stored.isEssential
-        if !urgent && (parked || inEngine.count >= services.configuration.engineWindow) {
-            let lowest = inEngine.values.min() ?? .max
-            guard stored.priority > lowest else {
-                parked = true
-                return
-            }
-        }
-        admit(stored)
-    }
-
-    /// Hands `stored` to the engine, whatever the window.
-    func admit(_ stored: StoredDownload) {
-        guard let request = engineRequest(for: stored) else {
-            unstartable.insert(stored.uniqueIdentifier)
-            return
-        }
-        engine.add(request)
-        inEngine[stored.uniqueIdentifier] = stored.isForeground || stored.isEssential ? .max : stored.priority
-    }
-
-    /// Once a quarter of the window has ended, hands the engine the next downloads waiting in the
-    /// store, in queue order (one indexed read for all of them).
-    func topUp() {
-        let window = services.configuration.engineWindow
-        guard parked, inEngine.count <= window - max(1, window / 4) else { return }
-        let wanted = window - inEngine.count
-        do {
-            let excluded = Set(inEngine.keys).union(waitingForSpace.keys).union(unstartable)
-            let next = try store.activeDownloads(excluding: excluded, limit: wanted)
-            for download in next where !recognizeCompleteFile(download) { admit(download) }
-            if next.count < wanted { parked = false }
-        } catch {
-            log("reading the next queued downloads failed: \(error); trying again when a transfer ends")
-        }
+        perform(window.handle(.scheduled(.init(stored))), row: stored)
     }
 
     /// Checks a download scheduled before the app's first launch against the app's

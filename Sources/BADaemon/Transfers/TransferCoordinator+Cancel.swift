@@ -8,7 +8,7 @@ extension TransferCoordinator {
     /// waiting `ba install`) with a transient `failed` event: NSURLErrorCancelled (-999).
     func noteCancelled(_ download: StoredDownload, by: String) {
         if cancelledLately.count >= 1_000 { cancelledLately.removeAll() }
-        let time = LogFormat.timestamp(services.clock.now)
+        let time = LogFormat.timestamp(clock.now)
         cancelledLately[download.uniqueIdentifier] =
             "download \(download.uniqueIdentifier) (\(download.appIdentifier) \(download.identifier)) was cancelled by \(by) at \(time)"
         var event = WireEvent(
@@ -18,7 +18,7 @@ extension TransferCoordinator {
         event.errorDomain = DownloadFailure.urlDomain
         event.errorCode = -999
         event.errorMessage = "cancelled by \(by)"
-        services.delivery.tellObservers(event)
+        delegate?.transfers(self, cancelled: event)
     }
 
     /// What basd remembers of a recent cancel of `uniqueIdentifier`, or nil.

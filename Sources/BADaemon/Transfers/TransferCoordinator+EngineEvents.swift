@@ -11,22 +11,34 @@ extension TransferCoordinator {
     /// event router.
     func handle(_ events: [EngineEvent]) {
         var toStore: [EngineEvent] = []
-        defer { topUp() }
+        // Once a quarter of the window has ended, the next queued downloads go to the engine.
+        defer { perform(window.handle(.eventsHandled)) }
         for event in events {
             if event.id.hasPrefix("manifest:") {
                 manifestFetches[event.id]?(event)
                 continue
             }
+            // What the window learns needs no store write, so it is not held behind events the
+            // store could not record yet.
             switch event {
-            case .finished(let id, _, _, _, _), .failed(let id, _): inEngine[id] = nil
-            default: break
-            }
-            // A transfer out of space waits at once: that needs no store write, so it is not held
-            // behind events the store could not record yet.
-            if case .failed(let id, let error) = event, error.code == .noSpace {
+            case .began(let id, _, _):
+                perform(window.handle(.began(id)))
+            case .retrying(let id, let attempt, let delay, let reason):
+                log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(delay)")
+                let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+                let until = clock.now.addingTimeInterval(seconds)
+                perform(window.handle(.retrying(id, .init(reason: reason, until: until))))
+                // Nothing to record: the wait shows in listings while it lasts.
+                continue
+            case .failed(let id, let error) where error.code == .noSpace:
+                // A transfer out of space waits.
                 progress[id] = nil
                 waitForSpace(id, error)
                 continue
+            case .finished(let id, _, _, _, _), .failed(let id, _):
+                perform(window.handle(.ended(id)))
+            case .paused, .progress, .validator, .needsCredentials:
+                break
             }
             toStore.append(event)
         }
@@ -38,7 +50,7 @@ extension TransferCoordinator {
         }
         if !recordBatch(toStore) {
             unrecorded += toStore
-            armRetry()
+            perform(window.handle(.storeRefused))
         }
     }
 
@@ -47,73 +59,73 @@ extension TransferCoordinator {
     /// Records `events` in one transaction (one fsync), then tells the event router; false (and
     /// nothing stored) when the store could not be written.
     private func recordBatch(_ events: [EngineEvent]) -> Bool {
-        afterCommit.removeAll()
+        // What to do once the batch is committed (tell the event router, send transient progress), in order.
+        var afterCommit: [() -> Void] = []
         do {
             try store.batch("recording \(events.count) engine event(s)") {
-                for event in events where !record(event) { throw StoreRefused() }
+                for event in events where !record(event, afterCommit: &afterCommit) { throw StoreRefused() }
             }
         } catch {
-            afterCommit.removeAll()
             if unrecorded.isEmpty {
                 log("recording \(events.count) engine event(s) failed, kept to be recorded later: \(error)")
             }
             return false
         }
-        let actions = afterCommit
-        afterCommit.removeAll()
-        for action in actions { action() }
+        for action in afterCommit { action() }
         return true
     }
 
     /// Records one engine event; false when the store could not be written (the event is to be
     /// recorded later). Late events of a cancelled or ended download are dropped.
-    private func record(_ event: EngineEvent) -> Bool {
+    private func record(_ event: EngineEvent, afterCommit: inout [() -> Void]) -> Bool {
         do {
             switch event {
             case .began(let id, let offset, let isForeground):
-                waitingForSpace[id] = nil
-                retryWaits[id] = nil
-                progress[id] = ProgressMark(recordedAt: services.clock.instant, bytes: offset)
-                try recorded(store.recordBegan(uniqueIdentifier: id, offset: offset, isForeground: isForeground))
+                progress[id] = ProgressMark(recordedAt: clock.instant, bytes: offset)
+                try recorded(
+                    store.recordBegan(uniqueIdentifier: id, offset: offset, isForeground: isForeground),
+                    into: &afterCommit)
             case .paused(let id, let bytesOnDisk):
-                try recorded(store.recordPaused(uniqueIdentifier: id, bytesOnDisk: bytesOnDisk))
+                try recorded(store.recordPaused(uniqueIdentifier: id, bytesOnDisk: bytesOnDisk), into: &afterCommit)
             case .progress(let id, let bytesWritten, let totalBytes):
-                let now = services.clock.instant
+                let now = clock.instant
                 var mark = progress[id] ?? ProgressMark(recordedAt: now)
                 mark.bytes = bytesWritten
                 mark.totalBytes = totalBytes
-                if now - mark.recordedAt >= services.configuration.progressRecordInterval {
+                if now - mark.recordedAt >= configuration.progressRecordInterval {
                     try recorded(
-                        store.recordProgress(uniqueIdentifier: id, bytesOnDisk: bytesWritten, totalBytes: totalBytes))
+                        store.recordProgress(uniqueIdentifier: id, bytesOnDisk: bytesWritten, totalBytes: totalBytes),
+                        into: &afterCommit)
                     mark.recordedAt = now
                     progress[id] = mark
                 } else {
                     progress[id] = mark
-                    try transientProgress(id, bytesWritten: bytesWritten, totalBytes: totalBytes)
+                    try transientProgress(id, bytesWritten: bytesWritten, totalBytes: totalBytes, into: &afterCommit)
                 }
             case .validator(let id, let value):
                 // What a restarted basd needs to resume: recorded at once.
-                let mark = progress[id] ?? ProgressMark(recordedAt: services.clock.instant)
+                let mark = progress[id] ?? ProgressMark(recordedAt: clock.instant)
                 try recorded(
                     store.recordProgress(
-                        uniqueIdentifier: id, bytesOnDisk: mark.bytes, totalBytes: mark.totalBytes, validator: value))
-                progress[id]?.recordedAt = services.clock.instant
-            case .retrying(let id, let attempt, let delay, let reason):
-                log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(delay)")
-                let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
-                retryWaits[id] = (reason, services.clock.now.addingTimeInterval(seconds))
+                        uniqueIdentifier: id, bytesOnDisk: mark.bytes, totalBytes: mark.totalBytes, validator: value),
+                    into: &afterCommit)
+                progress[id]?.recordedAt = clock.instant
+            case .retrying:
+                // Taken by the window when it arrived (``handle(_:)``): nothing to record.
+                break
             case .needsCredentials(let id, let challenge):
-                try recorded(store.recordNeedsCredentials(uniqueIdentifier: id, challenge: challenge))
+                try recorded(
+                    store.recordNeedsCredentials(uniqueIdentifier: id, challenge: challenge), into: &afterCommit)
             case .finished(let id, let path, let size, let sha256, _):
                 let event = try store.markFinished(uniqueIdentifier: id, destination: path, size: size)
                 progress[id] = nil
-                services.purge.track(finished: event, path: path, sha256: sha256)
-                recorded(event)
+                delegate?.transfers(self, finished: event, path: path, sha256: sha256)
+                recorded(event, into: &afterCommit)
             case .failed(let id, let error):
                 progress[id] = nil
-                retryWaits[id] = nil
                 guard error.code != .cancelled else { return true }
-                try recorded(store.markFailed(uniqueIdentifier: id, error: DownloadFailure.stored(error)))
+                try recorded(
+                    store.markFailed(uniqueIdentifier: id, error: DownloadFailure.stored(error)), into: &afterCommit)
             }
         } catch let error as BAStoreError where error.code == .unknownDownload || error.code == .downloadEnded {
             // A late event of a cancelled or ended download: nothing to record.
@@ -127,19 +139,21 @@ extension TransferCoordinator {
     }
 
     /// An event was appended: the event router takes it once its batch is committed.
-    private func recorded(_ event: StoredEvent) {
-        afterCommit.append { [services] in services.delivery.recorded(event) }
+    private func recorded(_ event: StoredEvent, into afterCommit: inout [() -> Void]) {
+        afterCommit.append { [self] in delegate?.transfers(self, recorded: event) }
     }
 
     /// Progress between two durable records: pushed to whoever listens now, never stored.
-    private func transientProgress(_ id: String, bytesWritten: Int64, totalBytes: Int64?) throws {
-        guard services.delivery.hasListeners else { return }
+    private func transientProgress(
+        _ id: String, bytesWritten: Int64, totalBytes: Int64?, into afterCommit: inout [() -> Void]
+    ) throws {
+        guard delegate?.transfersHaveProgressListeners(self) == true else { return }
         // Read once per transfer, not for every progress tick (cancel and the end drop the mark).
         if progress[id]?.download == nil { progress[id]?.download = try store.download(uniqueIdentifier: id) }
         guard let download = progress[id]?.download, download.state.isActive else { return }
         // After the batch, so it never goes out before an event recorded ahead of it.
-        afterCommit.append { [services] in
-            services.delivery.transientProgress(of: download, bytesWritten: bytesWritten, totalBytes: totalBytes)
+        afterCommit.append { [self] in
+            delegate?.transfers(self, progressOf: download, bytesWritten: bytesWritten, totalBytes: totalBytes)
         }
     }
 
@@ -148,53 +162,19 @@ extension TransferCoordinator {
     /// The transfer stopped for want of space: it keeps its partial file and waits, visibly,
     /// until the file system has more room than now.
     func waitForSpace(_ id: String, _ error: DownloadError) {
-        let free = (try? services.configuration.freeSpace(services.containers.groupsDirectory)) ?? 0
-        if waitingForSpace[id] == nil {
+        let free = (try? configuration.freeSpace(containers.groupsDirectory)) ?? 0
+        if case .inEngine = window.place(of: id) {
             log("download \(id) waits for disk space: \(error.message)")
         }
-        waitingForSpace[id] = SpaceWait(freeBytesWhenStopped: free, stoppedAt: services.clock.instant)
-        armRetry()
+        perform(window.handle(.outOfSpace(id, freeBytes: free)))
     }
 
-    /// Looks again after ``BasdServices/Configuration/spaceRetryInterval``, once.
-    func armRetry() {
-        guard !retryArmed else { return }
-        retryArmed = true
-        services.executor.after(services.configuration.spaceRetryInterval) { [self] in
-            retryArmed = false
-            retryWaiting()
-        }
-    }
-
-    /// Records what the store refused before (in order, stopping at the first that fails again),
-    /// then starts the transfers that wait for space if there is more room now.
-    func retryWaiting() {
+    /// The look armed after ``BasdServices/Configuration/spaceRetryInterval``: records what the
+    /// store refused before (in order, stopping at the first that fails again), then starts the
+    /// transfers that wait for space if there is more room now.
+    func lookAgain() {
         if !unrecorded.isEmpty, recordBatch(unrecorded) { unrecorded.removeAll() }
-        if !unrecorded.isEmpty {
-            armRetry()
-            return
-        }
-        guard !waitingForSpace.isEmpty else { return }
-        let free = (try? services.configuration.freeSpace(services.containers.groupsDirectory)) ?? 0
-        for (id, wait) in waitingForSpace where free > wait.freeBytesWhenStopped + Self.spaceMargin {
-            restartAfterSpaceWait(id)
-        }
-        if !waitingForSpace.isEmpty { armRetry() }
-    }
-
-    /// More room than this (over what was free when a transfer stopped) is worth another try.
-    static let spaceMargin: Int64 = 64 * 1024
-
-    /// Hands a transfer that waited for space to the engine again (from its partial file).
-    func restartAfterSpaceWait(_ id: String) {
-        waitingForSpace[id] = nil
-        do {
-            guard let download = try store.download(uniqueIdentifier: id), download.state.isActive else { return }
-            log("download \(id): there is disk space again; resuming")
-            admit(download)
-        } catch {
-            log("resuming download \(id) after a wait for space failed: \(error)")
-        }
+        perform(window.handle(.lookAgainDue(storeBlocked: !unrecorded.isEmpty)))
     }
 
     // MARK: - A file already complete
@@ -225,8 +205,8 @@ extension TransferCoordinator {
             let event = try store.markFinished(
                 uniqueIdentifier: download.uniqueIdentifier, destination: path, size: size)
             log("download \(download.uniqueIdentifier) was already complete at \(path); recorded finished")
-            services.purge.track(finished: event, path: path, sha256: download.sha256 ?? "")
-            services.delivery.recorded(event)
+            delegate?.transfers(self, finished: event, path: path, sha256: download.sha256 ?? "")
+            delegate?.transfers(self, recorded: event)
             return true
         } catch {
             log("recording the complete file of \(download.uniqueIdentifier) failed: \(error)")

@@ -11,7 +11,7 @@ extension TransferCoordinator {
     }
 
     /// Where fetched manifests live while their call runs.
-    var manifestsDirectory: String { services.configuration.stateDirectory + "/manifests" }
+    var manifestsDirectory: String { configuration.stateDirectory + "/manifests" }
 
     /// Deletes what a basd that died mid-call left in the manifests folder (manifests and their
     /// partial files): a manifest belongs to one call, and no call survives a restart. Call at

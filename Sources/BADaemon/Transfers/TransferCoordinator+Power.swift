@@ -3,8 +3,6 @@ extension TransferCoordinator {
     /// Holds background transfers (they pause keeping their bytes and wait, shown as
     /// `waitingFor: "lowPowerMode"`), or lets them go on. Foreground and essential ones never wait.
     func holdBackground(_ held: Bool) {
-        guard held != backgroundHeld else { return }
-        backgroundHeld = held
-        engine.holdBackground(held)
+        perform(window.handle(.powerModeChanged(held: held)))
     }
 }

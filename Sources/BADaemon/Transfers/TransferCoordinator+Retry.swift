@@ -14,11 +14,7 @@ extension TransferCoordinator {
                 AppleErrorCode.downloadNotScheduled.rawValue, "no download has unique identifier \(uniqueIdentifier)")
         }
         if download.state.isActive {
-            if waitingForSpace[uniqueIdentifier] != nil {
-                restartAfterSpaceWait(uniqueIdentifier)
-            } else {
-                engine.retryNow(uniqueIdentifier)
-            }
+            perform(window.handle(.retryRequested(uniqueIdentifier)))
             log("download \(uniqueIdentifier): retry now (ba retry)")
             return
         }
@@ -43,7 +39,7 @@ extension TransferCoordinator {
     func watchNetwork() {
         do {
             // Weak: the monitor's thread may outlive basd's services (an in-process test).
-            networkMonitor = try NetworkChangeMonitor.start(executor: services.executor) { [weak self] in
+            networkMonitor = try NetworkChangeMonitor.start(executor: executor) { [weak self] in
                 self?.networkChanged()
             }
         } catch {
@@ -53,9 +49,7 @@ extension TransferCoordinator {
 
     /// A link, address or route came or went: every transfer waiting to retry tries now.
     func networkChanged() {
-        services.installer.retryManifestsNow()
-        guard !retryWaits.isEmpty else { return }
-        log("the network changed: \(retryWaits.count) transfer(s) waiting to retry try again now")
-        engine.retryNow(nil)
+        delegate?.transfersNetworkChanged(self)
+        perform(window.handle(.networkChanged))
     }
 }

@@ -8,13 +8,8 @@ extension TransferCoordinator {
     /// dropped.
     func drop(_ downloads: [StoredDownload]) {
         for download in downloads {
-            engine.cancel(download.uniqueIdentifier)
             progress[download.uniqueIdentifier] = nil
-            waitingForSpace[download.uniqueIdentifier] = nil
-            retryWaits[download.uniqueIdentifier] = nil
-            let partial = partialPath(of: download)
-            unlink(partial)
-            unlink(partial + ".validator")
+            perform(window.handle(.dropped(download.uniqueIdentifier)), row: download)
         }
     }
 }

@@ -1,6 +1,7 @@
 import BADaemonProtocol
 import BADownloadEngine
 import BAExtensionProtocol
+import BAScheduling
 import BAStore
 import Foundation
 import Synchronization
@@ -13,6 +14,9 @@ typealias WireEvent = BADaemonProtocol.DownloadEvent
 /// events in the store (then hands each recorded event to the ``EventRouter``), and fetches
 /// manifests through the engine.
 ///
+/// It knows no other service: it is given what it needs in ``init(store:containers:configuration:executor:settings:log:)``
+/// and reports upward through its ``delegate``.
+///
 /// Two conditions never leave a download stuck:
 /// - **No space** (`ENOSPC`/`EDQUOT` writing a file): the transfer stops keeping its bytes and
 ///   waits for space, shown as `waitingFor: "space"` in listings; it starts again by itself when
@@ -20,8 +24,22 @@ typealias WireEvent = BADaemonProtocol.DownloadEvent
 /// - **A store that cannot be written** (disk full under the state folder): the engine's events
 ///   are kept, in order, and recorded when a write succeeds again; nothing is lost or reordered.
 final class TransferCoordinator: @unchecked Sendable {
-    unowned let services: BasdServices
     let engine: DownloadEngine
+    let store: BAStore
+    /// Where each app group's partial and finished files go.
+    let containers: AppContainers
+    /// basd's configuration: the engine's, its window, the intervals, the free-space probe, the state folder.
+    let configuration: BasdServices.Configuration
+    /// The executor every method runs on (timers and the engine's events are posted to it).
+    let executor: ServiceExecutor
+    /// basd's clock.
+    let clock: ServiceClock
+    /// The settings in force, read when a download is scheduled or a request made, so an edit
+    /// applies to the next one.
+    let settings: () -> BasdSettings
+    let log: @Sendable (String) -> Void
+    /// Who is told what happened to downloads (``BasdServices``); weak, as it owns the coordinator.
+    weak var delegate: (any TransferCoordinatorDelegate)?
 
     /// Where a transfer stands between two durable progress records.
     struct ProgressMark {
@@ -32,72 +50,64 @@ final class TransferCoordinator: @unchecked Sendable {
         var download: StoredDownload?
     }
 
-    /// A transfer stopped for want of disk space.
-    struct SpaceWait {
-        var freeBytesWhenStopped: Int64
-        var stoppedAt: ContinuousClock.Instant
-    }
-
     // Executor-confined state.
+    /// Where each download in basd's hands stands (in the engine, waiting for space or to retry,
+    /// unstartable), whether rows wait in the store, Low Power Mode's hold, and the armed look:
+    /// the window's rules, without I/O (``TransferWindow``).
+    var window: TransferWindow
+    /// What the engine last reported of each running transfer (a measure, not a place: listings
+    /// and the progress records read it).
     var progress: [String: ProgressMark] = [:]
     /// Manifest fetches in flight, by engine id (`manifest:UUID`): their engine events go here,
     /// not to the store.
     var manifestFetches: [String: (EngineEvent) -> Void] = [:]
-    /// Transfers waiting for disk space, by unique identifier.
-    var waitingForSpace: [String: SpaceWait] = [:]
     /// The app groups whose transfer folders were checked (and legacy partial files removed)
     /// since basd started: once per group, not once per download.
     var preparedGroups: Set<String> = []
     /// Engine events the store could not record yet (in arrival order).
     var unrecorded: [EngineEvent] = []
-    /// Whether a look at ``waitingForSpace`` and ``unrecorded`` is armed.
-    var retryArmed = false
-    /// What to do once the batch being recorded is committed (tell the event router, send
-    /// transient progress), in order.
-    var afterCommit: [() -> Void] = []
     /// Engine events not yet taken by the executor (the engine's task appends, one executor
     /// turn takes them all).
     private let arriving = Inbox<EngineEvent>()
     /// How many engine events one turn of the executor handles (``TurnSize``).
     private var engineEventTurn = TurnSize(range: 50...20_000, start: 1_000)
-    /// Whether background transfers are held (Low Power Mode).
-    var backgroundHeld = false
-    /// Transfers waiting to retry, by unique identifier: why, and when they try again.
-    var retryWaits: [String: (reason: String, until: Date)] = [:]
-    /// Network changes cut those waits short.
+    /// Network changes cut retry waits short.
     var networkMonitor: DescriptorWatcher?
     /// Downloads cancelled lately (their rows are gone): who and when, for a second `ba cancel`.
     var cancelledLately: [String: String] = [:]
-    /// The downloads handed to the engine and not ended, with their priority as the queue sees
-    /// it (`Int.max` for foreground and essential ones, which never wait).
-    var inEngine: [String: Int64] = [:]
-    /// Whether active downloads wait in the store, not handed to the engine (the window was full).
-    var parked = false
-    /// Active downloads the engine cannot be given (logged once): never fetched again.
-    var unstartable: Set<String> = []
     private var eventsTask: Task<Void, Never>?
 
     deinit { networkMonitor?.stop() }
 
-    init(_ services: BasdServices) {
-        self.services = services
-        var configuration = services.configuration.engine
-        configuration.backgroundConcurrency = services.settings.current.backgroundDownloadConcurrency
-        if configuration.userAgent == nil {
-            configuration.userAgent = "basd/\(services.configuration.daemonVersion) (swift-background-assets)"
+    /// A coordinator with its own engine (started at once, configured by `configuration.engine`,
+    /// the settings' background concurrency and basd's user agent); set ``delegate`` before
+    /// ``followEngine()``.
+    init(
+        store: BAStore, containers: AppContainers, configuration: BasdServices.Configuration,
+        executor: ServiceExecutor, settings: @escaping () -> BasdSettings, log: @escaping @Sendable (String) -> Void
+    ) {
+        self.store = store
+        self.containers = containers
+        self.configuration = configuration
+        self.executor = executor
+        self.clock = configuration.clock
+        self.settings = settings
+        self.log = log
+        var engineConfiguration = configuration.engine
+        engineConfiguration.backgroundConcurrency = settings().backgroundDownloadConcurrency
+        if engineConfiguration.userAgent == nil {
+            engineConfiguration.userAgent = "basd/\(configuration.daemonVersion) (swift-background-assets)"
         }
-        engine = DownloadEngine(configuration: configuration)
+        engine = DownloadEngine(configuration: engineConfiguration)
+        window = TransferWindow(window: configuration.engineWindow)
     }
-
-    var store: BAStore { services.store }
-    var log: @Sendable (String) -> Void { services.log }
 
     /// Forwards the engine's events to the executor, in batches: events that arrive while the
     /// executor is busy are taken together in its next turn and recorded in one transaction
     /// (group commit). Call once.
     func followEngine() {
         let batches = engine.events.batches
-        let executor = services.executor
+        let executor = executor
         eventsTask = Task { [self] in
             for await events in batches {
                 guard arriving.put(events) else { continue }
@@ -114,25 +124,24 @@ final class TransferCoordinator: @unchecked Sendable {
         let (events, more) = arriving.take(atMost: engineEventTurn.current)
         handle(events)
         engineEventTurn.record(events.count, took: ContinuousClock.now - started)
-        if more { services.executor.yielding { self.handleArriving() } }
+        if more { executor.yielding { self.handleArriving() } }
     }
 
     /// Hands the active downloads to the engine, which resumes each from its partial file: the
     /// foreground and essential ones, then the engine's window of the rest in queue order (the
-    /// others follow as transfers end, ``topUp()``), without reading every queued row at start.
+    /// others follow as transfers end, ``TransferWindow``), without reading every queued row at start.
     /// One whose file is already complete at its destination (basd died between the rename and
     /// its record) is recorded finished without fetching a byte, when its turn comes.
     func resumeActiveDownloads() {
         do {
             for download in try store.urgentActiveDownloads() where !recognizeCompleteFile(download) {
-                admit(download)
+                perform(window.handle(.admit(.init(download))), row: download)
             }
-            parked = true
-            topUp()
-            let resumed = inEngine.count
+            perform(window.handle(.restarted))
+            let resumed = window.inEngineCount
             if resumed > 0 {
                 log(
-                    "resuming \(resumed) active download(s)\(parked ? "; the rest of the queue follows as they end" : "")"
+                    "resuming \(resumed) active download(s)\(window.parked ? "; the rest of the queue follows as they end" : "")"
                 )
             }
         } catch {
@@ -159,12 +168,12 @@ final class TransferCoordinator: @unchecked Sendable {
         }
         if !preparedGroups.contains(group) {
             do {
-                try services.containers.prepare(group: group)
+                try containers.prepare(group: group)
             } catch {
                 log("cannot prepare the folders of \(group): \(error)")
                 return nil
             }
-            services.containers.removeLegacyPartialFiles(group: group)
+            containers.removeLegacyPartialFiles(group: group)
             preparedGroups.insert(group)
         }
         return DownloadRequest(
@@ -182,7 +191,7 @@ final class TransferCoordinator: @unchecked Sendable {
     /// `pinnedPublicKey` settings (none: the system's CAs), and its `allowedHosts` (none: every host),
     /// read when a request is made, so an edit applies to the next one.
     var trust: DownloadRequest.Trust {
-        let settings = services.settings.current
+        let settings = settings()
         return DownloadRequest.Trust(
             caFile: settings.caFile, pinnedPublicKey: settings.pinnedPublicKey, caDirectory: settings.caDirectory,
             allowedHosts: settings.allowedHosts.map { HostAllowList($0, owner: "basd's allowedHosts setting") })
@@ -191,7 +200,7 @@ final class TransferCoordinator: @unchecked Sendable {
     /// Where a download's finished file goes: basd's own `finished/` folder of its group, never a
     /// path inside the container (``AppContainers``).
     func destination(of download: StoredDownload) -> String {
-        services.containers.destination(
+        containers.destination(
             group: download.applicationGroupIdentifier ?? "", uniqueIdentifier: download.uniqueIdentifier,
             identifier: download.identifier)
     }
@@ -199,7 +208,7 @@ final class TransferCoordinator: @unchecked Sendable {
     /// A download's partial file, in basd's own `partial/` folder of its group (a path stored by
     /// an older basd, inside the container, is not used).
     func partialPath(of download: StoredDownload) -> String {
-        services.containers.partialPath(
+        containers.partialPath(
             group: download.applicationGroupIdentifier ?? "", uniqueIdentifier: download.uniqueIdentifier,
             identifier: download.identifier)
     }
@@ -207,19 +216,8 @@ final class TransferCoordinator: @unchecked Sendable {
     // MARK: - Requests on transfers
 
     func promote(_ download: StoredDownload) throws {
-        try store.promote(uniqueIdentifier: download.uniqueIdentifier)
-        if waitingForSpace[download.uniqueIdentifier] != nil {
-            // Waiting for space: try now, in the foreground.
-            restartAfterSpaceWait(download.uniqueIdentifier)
-            return
-        }
-        guard inEngine[download.uniqueIdentifier] != nil else {
-            // Still in the store: handed to the engine now, in the foreground.
-            if let promoted = try store.download(uniqueIdentifier: download.uniqueIdentifier) { admit(promoted) }
-            return
-        }
-        inEngine[download.uniqueIdentifier] = .max
-        engine.promote(download.uniqueIdentifier)
+        let promoted = try store.promote(uniqueIdentifier: download.uniqueIdentifier)
+        perform(window.handle(.promoted(.init(promoted))), row: promoted)
     }
 
     /// Cancels the app's active download `identifier`; `by` says who asked (the log, the CLI's event).
@@ -229,13 +227,8 @@ final class TransferCoordinator: @unchecked Sendable {
             "download \(download.uniqueIdentifier) (\(app) \(identifier)) cancelled by \(by) "
                 + "at \(download.bytesOnDisk) bytes")
         noteCancelled(download, by: by)
-        engine.cancel(download.uniqueIdentifier)
         progress[download.uniqueIdentifier] = nil
-        if waitingForSpace.removeValue(forKey: download.uniqueIdentifier) != nil {
-            let partial = partialPath(of: download)
-            unlink(partial)
-            unlink(partial + ".validator")
-        }
+        perform(window.handle(.cancelled(download.uniqueIdentifier)), row: download)
     }
 
     /// Answers a credential request: a user and password with disposition 0 (use credential);
@@ -274,15 +267,17 @@ final class TransferCoordinator: @unchecked Sendable {
             isForeground: download.isForeground, bytesOnDisk: bytes,
             appIdentifier: download.appIdentifier, attempts: download.attempts, errorCode: download.lastError?.code,
             errorMessage: download.lastError?.message)
-        if download.state.isActive, waitingForSpace[download.uniqueIdentifier] != nil { info.waitingFor = "space" }
-        if download.state.isActive, let wait = retryWaits[download.uniqueIdentifier] {
+        guard download.state.isActive else { return info }
+        switch window.place(of: download.uniqueIdentifier) {
+        case .waitingForSpace: info.waitingFor = "space"
+        case .inEngine(_, .some(let wait)):
             info.waitingFor = "retry"
             info.errorMessage = wait.reason
             info.nextAttemptAt = wait.until.timeIntervalSince1970
+        case .inEngine(_, nil), .unstartable, nil: break
         }
-        if download.state.isActive, backgroundHeld, !download.isEssential, !download.isForeground {
-            info.waitingFor = "lowPowerMode"
-        }
+        // Over a retry wait (whose reason and time stay shown): a held transfer does not retry.
+        if window.backgroundHeld, !download.isEssential, !download.isForeground { info.waitingFor = "lowPowerMode" }
         return info
     }
 

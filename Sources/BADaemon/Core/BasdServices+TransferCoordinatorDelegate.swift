@@ -1,0 +1,30 @@
+import BAStore
+
+// The transfer coordinator's reports, each handed to the service that owns what it is about.
+extension BasdServices: TransferCoordinatorDelegate {
+    func transfers(_ transfers: TransferCoordinator, recorded event: StoredEvent) {
+        delivery.recorded(event)
+    }
+
+    func transfers(_ transfers: TransferCoordinator, finished event: StoredEvent, path: String, sha256: String) {
+        purge.track(finished: event, path: path, sha256: sha256)
+    }
+
+    func transfersHaveProgressListeners(_ transfers: TransferCoordinator) -> Bool {
+        delivery.hasListeners
+    }
+
+    func transfers(
+        _ transfers: TransferCoordinator, progressOf download: StoredDownload, bytesWritten: Int64, totalBytes: Int64?
+    ) {
+        delivery.transientProgress(of: download, bytesWritten: bytesWritten, totalBytes: totalBytes)
+    }
+
+    func transfers(_ transfers: TransferCoordinator, cancelled event: WireEvent) {
+        delivery.tellObservers(event)
+    }
+
+    func transfersNetworkChanged(_ transfers: TransferCoordinator) {
+        installer.retryManifestsNow()
+    }
+}

@@ -1,0 +1,97 @@
+import BAAssetServer
+import BADaemonProtocol
+import BAScheduling
+import BAStore
+import BATestSupport
+import Foundation
+import Testing
+
+@testable import BADaemon
+
+/// The transfer coordinator built alone, from what its `init` asks for: no `BasdServices`, no
+/// event router, purge service or installer. A fake delegate takes what it reports; the store,
+/// the engine and the loopback server are real.
+@Suite("the transfer coordinator on its own", .timeLimit(.minutes(1)))
+struct TransferCoordinatorAloneTests {
+    /// What the coordinator reported (executor-confined: read through `executor.sync`).
+    final class Reports: TransferCoordinatorDelegate, @unchecked Sendable {
+        var recorded: [StoredEvent] = []
+        var finishedPaths: [String] = []
+        var cancelled: [WireEvent] = []
+        var networkChanges = 0
+
+        func transfers(_ transfers: TransferCoordinator, recorded event: StoredEvent) { recorded.append(event) }
+        func transfers(_ transfers: TransferCoordinator, finished event: StoredEvent, path: String, sha256: String) {
+            finishedPaths.append(path)
+        }
+        func transfersHaveProgressListeners(_ transfers: TransferCoordinator) -> Bool { false }
+        func transfers(
+            _ transfers: TransferCoordinator, progressOf download: StoredDownload, bytesWritten: Int64,
+            totalBytes: Int64?
+        ) {}
+        func transfers(_ transfers: TransferCoordinator, cancelled event: WireEvent) { cancelled.append(event) }
+        func transfersNetworkChanged(_ transfers: TransferCoordinator) { networkChanges += 1 }
+    }
+
+    @Test("a download finishes, another is cancelled, the network changes: each is reported to the delegate")
+    func reportsUpward() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let bytes = SampleAppFixture.bytes(20_000, seed: 7)
+        server.setFile("/a.bin", contents: bytes)
+        let stateDirectory = directory.path + "/state"
+        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
+        let store = try BAStore.open(path: stateDirectory + "/state.sqlite")
+        try store.register(
+            StoredApp(
+                bundleIdentifier: SchedulerServiceTests.app, version: "1.0",
+                appGroupIdentifier: SchedulerServiceTests.group, appDirectory: directory.path, extensionPath: nil,
+                manifestURL: nil))
+        var settings = BasdSettings()
+        settings.allowedHosts = TestSettings.loopbackHosts
+        let executor = ServiceExecutor()
+        let log = LogInbox()
+        let coordinator = TransferCoordinator(
+            store: store, containers: AppContainers(stateDirectory: stateDirectory),
+            configuration: BasdServices.Configuration(stateDirectory: stateDirectory, daemonVersion: "test"),
+            executor: executor, settings: { [settings] in settings }, log: { log.append($0) })
+        let reports = Reports()
+        coordinator.delegate = reports
+        coordinator.followEngine()
+        defer {
+            coordinator.shutdown()
+            executor.stop()
+        }
+        let app = try #require(try store.app(SchedulerServiceTests.app))
+
+        try executor.syncThrowing {
+            try coordinator.schedule(
+                DownloadPayload(identifier: "a", url: server.url("/a.bin")), for: app, contentRequest: 0)
+            // Scheduled and cancelled in one turn: its row is gone, the observers are told.
+            try coordinator.schedule(
+                DownloadPayload(identifier: "b", url: server.url("/never.bin")), for: app, contentRequest: 0)
+            try coordinator.cancel(app: SchedulerServiceTests.app, identifier: "b", by: "the test")
+            coordinator.networkChanged()
+        }
+        let deadline = Date(timeIntervalSinceNow: 30)
+        // Until a's finished event is reported and b's cancelled transfer has left the engine.
+        while !executor.sync({
+            reports.recorded.contains { $0.kind == .finished } && coordinator.window.inEngineCount == 0
+        }) {
+            guard Date() < deadline else { throw HarnessError("no finished event reported: \(log.all.suffix(10))") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let (kinds, paths, cancelled, networkChanges) = executor.sync {
+            (reports.recorded.map(\.kind), reports.finishedPaths, reports.cancelled, reports.networkChanges)
+        }
+        #expect(kinds.first == .began && kinds.last == .finished, "\(kinds)")
+        let path = try #require(paths.first)
+        #expect(paths.count == 1)
+        #expect(FileManager.default.contents(atPath: path) == Data(bytes))
+        #expect(cancelled.map(\.identifier) == ["b"])
+        #expect(cancelled.first?.errorCode == -999)
+        #expect(networkChanges == 1)
+    }
+}
