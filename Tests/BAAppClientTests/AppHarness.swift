@@ -1,55 +1,9 @@
-import BADaemonProtocol
 import BATestSupport
 import Foundation
 
 #if canImport(Glibc)
     import Glibc
 #endif
-
-struct AppHarnessError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// Lines a child process printed, collected by a reader thread so a test can wait for one
-/// (bounded by a deadline, never by a sleep).
-final class LineInbox: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var lines: [String] = []
-    private var ended = false
-
-    func append(_ line: String) {
-        condition.withLock {
-            lines.append(line)
-            condition.broadcast()
-        }
-    }
-
-    func end() {
-        condition.withLock {
-            ended = true
-            condition.broadcast()
-        }
-    }
-
-    var all: [String] { condition.withLock { lines } }
-
-    /// Waits until `predicate` holds for the lines so far; throws after `timeout` seconds or when
-    /// the output ended without it.
-    @discardableResult
-    func wait(timeout: Double = 30, _ what: String, until predicate: ([String]) -> Bool) throws -> [String] {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while !predicate(lines) {
-            if ended { throw AppHarnessError("output ended before \(what); lines:\n\(lines.joined(separator: "\n"))") }
-            guard condition.wait(until: deadline) else {
-                throw AppHarnessError("timed out waiting for \(what); lines:\n\(lines.joined(separator: "\n"))")
-            }
-        }
-        return lines
-    }
-}
 
 /// One JSON line of BATestApp, parsed.
 struct AppLine: @unchecked Sendable {
@@ -70,118 +24,6 @@ struct AppLine: @unchecked Sendable {
     var command: String? { string("command") }
 }
 
-/// A running child process whose stdout lines are collected; SIGKILLed by `kill()`.
-final class ChildProcess: @unchecked Sendable {
-    let process = Process()
-    let output = LineInbox()
-    let errors = LineInbox()
-    private let input = Pipe()
-    private let exited = DispatchSemaphore(value: 0)
-
-    init(_ path: String, _ arguments: [String], environment: [String: String]) throws {
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        process.standardInput = input
-        process.standardOutput = out
-        process.standardError = err
-        process.terminationHandler = { [exited] _ in exited.signal() }
-        try process.run()
-        Self.collect(out.fileHandleForReading, into: output)
-        Self.collect(err.fileHandleForReading, into: errors)
-    }
-
-    private static func collect(_ handle: FileHandle, into inbox: LineInbox) {
-        Thread {
-            var pending = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                    inbox.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
-                    pending = Data(pending[(newline + 1)...])
-                }
-            }
-            inbox.end()
-        }.start()
-    }
-
-    var pid: Int32 { process.processIdentifier }
-
-    /// Writes one line to the child's stdin.
-    func send(_ line: String) {
-        input.fileHandleForWriting.write(Data((line + "\n").utf8))
-    }
-
-    /// Waits for the child to exit; its status, or nil after `timeout` seconds.
-    func waitForExit(timeout: Double) -> Int32? {
-        guard exited.wait(timeout: .now() + timeout) == .success else { return nil }
-        exited.signal()
-        return process.terminationStatus
-    }
-
-    /// SIGKILLs the child if it still runs and reaps it.
-    func kill() {
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-        _ = waitForExit(timeout: 10)
-    }
-}
-
-/// A real basd on a temporary state folder and socket; restartable on the same folder.
-final class Basd: @unchecked Sendable {
-    let directory: TemporaryDirectory
-    let stateDirectory: String
-    let socketPath: String
-    private(set) var child: ChildProcess
-
-    init(directory: TemporaryDirectory) throws {
-        self.directory = directory
-        stateDirectory = directory.path + "/state"
-        socketPath = directory.path + "/run/basd.sock"
-        child = try Self.start(stateDirectory, socketPath)
-    }
-
-    private static func start(_ stateDirectory: String, _ socketPath: String) throws -> ChildProcess {
-        let child = try ChildProcess(
-            BuildProducts.executable("basd"), ["--state-dir", stateDirectory, "--socket", socketPath],
-            // Its own settings folder (never the developer's), downloads to loopback only.
-            environment: try TestSettings.prepare(stateDirectory: stateDirectory))
-        do {
-            try child.output.wait(timeout: 20, "basd's listening line") {
-                $0.contains("basd listening on \(socketPath)")
-            }
-        } catch {
-            child.kill()
-            throw AppHarnessError("\(error)\nstderr:\n\(child.errors.all.joined(separator: "\n"))")
-        }
-        return child
-    }
-
-    /// SIGKILLs basd and starts a new one on the same state folder and socket.
-    func restart() throws {
-        child.kill()
-        child = try Self.start(stateDirectory, socketPath)
-    }
-
-    /// Registers an app through a CLI connection.
-    func register(_ bundleIdentifier: String, group: String?) throws {
-        let cli = try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        defer { cli.close() }
-        try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: bundleIdentifier, version: "1.0", appGroupIdentifier: group,
-                    appDirectory: directory.path, extensionPath: nil)))
-    }
-
-    func kill() { child.kill() }
-}
-
 /// BATestApp, driven over stdin.
 final class TestApp: @unchecked Sendable {
     let child: ChildProcess
@@ -191,8 +33,8 @@ final class TestApp: @unchecked Sendable {
         env["BA_SOCKET"] = socketPath
         env["BA_BUNDLE_IDENTIFIER"] = bundleIdentifier
         env["BA_TEST_APP_GROUP"] = group
-        child = try ChildProcess(BuildProducts.executable("BATestApp"), [], environment: env)
-        try child.output.wait(timeout: 20, "the app's ready line") { $0.contains { $0.contains("\"ready\"") } }
+        child = try ChildProcess(BuildProducts.executable("BATestApp"), [], environment: env, input: .pipe)
+        try child.wait("the app's ready line", timeout: 20) { $0.stdoutLines.contains { $0.contains("\"ready\"") } }
     }
 
     var pid: Int32 { child.pid }
@@ -200,7 +42,7 @@ final class TestApp: @unchecked Sendable {
     func send(_ line: String) { child.send(line) }
 
     /// The parsed lines so far.
-    var lines: [AppLine] { child.output.all.compactMap(AppLine.init) }
+    var lines: [AppLine] { child.stdoutLines.compactMap(AppLine.init) }
 
     /// Waits until `count` lines match `predicate`; returns the matching ones. The wait is on a
     /// thread of its own, not on the concurrency pool (``offThePool(_:)``).
@@ -221,10 +63,10 @@ final class TestApp: @unchecked Sendable {
     func waitBlocking(
         timeout: Double = 30, _ what: String, count: Int = 1, where predicate: @escaping (AppLine) -> Bool
     ) throws -> [AppLine] {
-        let lines = try child.output.wait(timeout: timeout, what) { lines in
-            lines.compactMap(AppLine.init).filter(predicate).count >= count
+        try child.wait(what, timeout: timeout) { child in
+            child.stdoutLines.compactMap(AppLine.init).filter(predicate).count >= count
         }
-        return lines.compactMap(AppLine.init).filter(predicate)
+        return lines.filter(predicate)
     }
 
     /// Sends a command and returns its result line (the `count`-th result of that command so far).

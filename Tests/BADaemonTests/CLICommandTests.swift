@@ -99,7 +99,7 @@ struct CLICommandTests {
         #expect(first.status == 0, "\(first.stderr)")
         let object = try #require(Self.json(first.stdout))
         #expect(object["running"] as? Bool == true)
-        #expect(object["pid"] as? Int == Int(daemon.process.processIdentifier))
+        #expect(object["pid"] as? Int == Int(daemon.pid))
         #expect(object["registeredApps"] as? Int == 0)
         #expect(object["activeDownloads"] as? Int == 0)
         #expect(object["connections"] as? Int == 1)
@@ -108,7 +108,7 @@ struct CLICommandTests {
         try Self.register(daemon)
         let human = try await runProcess(ba, ["status"], environment: ["BA_SOCKET": daemon.socketPath])
         #expect(human.status == 0)
-        #expect(human.stdout.contains("is running (pid \(daemon.process.processIdentifier))"), "\(human.stdout)")
+        #expect(human.stdout.contains("is running (pid \(daemon.pid))"), "\(human.stdout)")
         #expect(human.stdout.contains("1 registered"))
     }
 
@@ -124,9 +124,12 @@ struct CLICommandTests {
         try Self.register(daemon)
         try Self.register(daemon, app: "com.example.other", group: "group.com.example.other")
 
-        let events = try CLIProcess(["events", "--follow", "--json", "--socket", daemon.socketPath])
+        let events = try ChildProcess(
+            BuildProducts.executable("ba"), ["events", "--follow", "--json", "--socket", daemon.socketPath])
         defer { events.kill() }
-        let others = try CLIProcess(["events", "--follow", "--app", "com.example.other", "--socket", daemon.socketPath])
+        let others = try ChildProcess(
+            BuildProducts.executable("ba"),
+            ["events", "--follow", "--app", "com.example.other", "--socket", daemon.socketPath])
         defer { others.kill() }
         for process in [events, others] {
             try process.wait("subscribed") { $0.stderr.contains("following events from basd at \(daemon.socketPath)") }
@@ -205,9 +208,9 @@ struct CLICommandTests {
         #expect(Self.json(status.stdout)?["activeDownloads"] as? Int == 0)
 
         // SIGINT and SIGTERM end following with exit 0; --app kept the other app's view empty.
-        events.send(SIGINT)
+        events.signal(SIGINT)
         #expect(events.waitForExit() == 0, "\(events.stderr)")
-        others.send(SIGTERM)
+        others.signal(SIGTERM)
         #expect(others.waitForExit() == 0, "\(others.stderr)")
         #expect(others.stdout.isEmpty, "\(others.stdout)")
         try await server.shutdown()
@@ -253,9 +256,11 @@ struct CLICommandTests {
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
-        let events = try CLIProcess([
-            "events", "--follow", "--no-progress", "--no-reconnect", "--socket", daemon.socketPath,
-        ])
+        let events = try ChildProcess(
+            BuildProducts.executable("ba"),
+            [
+                "events", "--follow", "--no-progress", "--no-reconnect", "--socket", daemon.socketPath,
+            ])
         defer { events.kill() }
         try events.wait("subscribed") { $0.stderr.contains("following events") }
         let client = try DaemonClient(

@@ -39,7 +39,8 @@ struct EventsReconnectTests {
         var daemon = try await DaemonProcess.start(directory: directory)
         try Self.register(daemon)
         let socket = daemon.socketPath
-        let events = try CLIProcess(["events", "--follow", "--no-progress", "--socket", socket])
+        let events = try ChildProcess(
+            BuildProducts.executable("ba"), ["events", "--follow", "--no-progress", "--socket", socket])
         defer { events.kill() }
         try events.wait("subscribed") { $0.stderr.contains("following events") }
         try Self.schedule(daemon, "first", url: server.url("/a.bin"))
@@ -54,7 +55,7 @@ struct EventsReconnectTests {
         try Self.schedule(daemon, "second", url: server.url("/a.bin"))
         try events.wait("second finished") { $0.stdout.contains("  second  ") && $0.stdout.contains("  finished  ") }
 
-        events.send(SIGINT)
+        events.signal(SIGINT)
         #expect(events.waitForExit() == 0)
     }
 

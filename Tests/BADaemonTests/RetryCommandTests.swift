@@ -184,7 +184,8 @@ struct RetryCommandTests {
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
-        let events = try CLIProcess(["events", "--follow", "--json", "--socket", daemon.socketPath])
+        let events = try ChildProcess(
+            BuildProducts.executable("ba"), ["events", "--follow", "--json", "--socket", daemon.socketPath])
         defer { events.kill() }
         try events.wait("subscribed") { $0.stderr.contains("following events") }
         let id = try Self.schedule(daemon, "slow", url: server.url("/slow.bin"))

@@ -132,7 +132,7 @@ struct SchedulingTests {
         // the time `ba simulate` takes to start on a loaded machine.
         let daemon = try await Self.daemon(settings: ["extensionCallTimeoutSeconds": 60, "quarantineThreshold": 10])
         defer { daemon.kill() }
-        let basd = daemon.process.processIdentifier
+        let basd = daemon.pid
         async let install = runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         let first = try await CLIQueries.poll(
             "the install's runner", daemon, timeout: 30, read: { Self.runners(of: basd) }, until: { !$0.isEmpty })

@@ -43,15 +43,7 @@ func sha256(_ data: [UInt8]) throws -> String {
     defer { directory.remove() }
     let path = directory.url.appendingPathComponent("f").path
     try Data(data).write(to: URL(fileURLWithPath: path))
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-    process.arguments = [path]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    process.waitUntilExit()
-    return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ")[0]
-        .lowercased()
+    return try runProcessBlocking("/usr/bin/sha256sum", [path]).stdout.split(separator: " ")[0].lowercased()
 }
 
 /// Each test: a real asset server on loopback, a real engine, a temporary folder.
