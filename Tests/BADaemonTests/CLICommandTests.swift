@@ -18,13 +18,7 @@ struct CLICommandTests {
     let ba = BuildProducts.executable("ba")
 
     static func register(_ daemon: DaemonProcess, app: String = app, group: String = group) throws {
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        defer { cli.close() }
-        try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: app, version: "1.0", appGroupIdentifier: group,
-                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        try daemon.register(app, group: group)
     }
 
     static func json(_ text: String) -> [String: Any]? {
@@ -135,8 +129,7 @@ struct CLICommandTests {
             try process.wait("subscribed") { $0.stderr.contains("following events from basd at \(daemon.socketPath)") }
         }
 
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.app, pid: getpid()))
+        let client = try daemon.appClient(Self.app)
         defer { client.close() }
         try client.call(
             .schedule(
@@ -226,8 +219,7 @@ struct CLICommandTests {
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.app, pid: getpid()))
+        let client = try daemon.appClient(Self.app)
         defer { client.close() }
         let reply = try client.call(
             .schedule(DownloadPayload(identifier: "slow", url: server.url("/slow.bin"), fileSize: 4 << 20)))
@@ -263,8 +255,7 @@ struct CLICommandTests {
             ])
         defer { events.kill() }
         try events.wait("subscribed") { $0.stderr.contains("following events") }
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.app, pid: getpid()))
+        let client = try daemon.appClient(Self.app)
         try client.call(.schedule(DownloadPayload(identifier: "a", url: server.url("/a.bin"), fileSize: 5000)))
         client.close()
         try events.wait("a finished") { $0.stdout.contains("  finished  ") }

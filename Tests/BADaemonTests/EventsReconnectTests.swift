@@ -14,18 +14,11 @@ struct EventsReconnectTests {
     static let app = "com.example.reconnect"
 
     static func register(_ daemon: DaemonProcess) throws {
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        defer { cli.close() }
-        try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: app, version: "1.0", appGroupIdentifier: "group.com.example.reconnect",
-                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        try daemon.register(app, group: "group.com.example.reconnect")
     }
 
     static func schedule(_ daemon: DaemonProcess, _ identifier: String, url: String) throws {
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()))
+        let client = try daemon.appClient(app)
         defer { client.close() }
         try client.call(.schedule(DownloadPayload(identifier: identifier, url: url, fileSize: 5000)))
     }

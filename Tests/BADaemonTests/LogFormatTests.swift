@@ -56,13 +56,7 @@ struct LogFormatTests {
     func basdStampsItsLines() async throws {
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        defer { cli.close() }
-        try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: "com.example.log", version: "1", appGroupIdentifier: nil,
-                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        try daemon.register("com.example.log", version: "1", group: nil)
         let log = try await CLIQueries.poll(
             "the registration's log line", daemon, timeout: 10, read: { daemon.standardError },
             until: { $0.contains("registered com.example.log") })

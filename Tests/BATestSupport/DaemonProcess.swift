@@ -125,7 +125,7 @@ public final class DaemonProcess: @unchecked Sendable {
     public func register(
         _ bundleIdentifier: String, version: String = "1.0", group: String?, appDirectory: String? = nil,
         extensionPath: String? = nil
-    ) throws {
+    ) throws(DaemonClientError) {
         let cli = try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()))
         defer { cli.close() }
         try cli.call(
@@ -138,14 +138,14 @@ public final class DaemonProcess: @unchecked Sendable {
     /// A connection as the app `bundleIdentifier`'s process (this test's pid), its events handed to `onEvent`.
     public func appClient(
         _ bundleIdentifier: String, onEvent: @escaping @Sendable (DownloadEvent) -> Void = { _ in }
-    ) throws -> DaemonClient {
+    ) throws(DaemonClientError) -> DaemonClient {
         try DaemonClient(
             socketPath: socketPath, client: ClientInfo(role: .app, bundleIdentifier: bundleIdentifier, pid: getpid()),
             onEvent: onEvent)
     }
 
     /// A connection as `ba` (role `cli`).
-    public func cliClient() throws -> DaemonClient {
+    public func cliClient() throws(DaemonClientError) -> DaemonClient {
         try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()))
     }
 }
