@@ -34,7 +34,12 @@ final class TestApp: @unchecked Sendable {
         env["BA_BUNDLE_IDENTIFIER"] = bundleIdentifier
         env["BA_TEST_APP_GROUP"] = group
         child = try ChildProcess(BuildProducts.executable("BATestApp"), [], environment: env, input: .pipe)
-        try child.wait("the app's ready line", timeout: 20) { $0.stdoutLines.contains { $0.contains("\"ready\"") } }
+        do {
+            try child.wait("the app's ready line", timeout: 20) { $0.stdoutLines.contains { $0.contains("\"ready\"") } }
+        } catch {
+            child.kill()
+            throw error
+        }
     }
 
     var pid: Int32 { child.pid }
