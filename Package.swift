@@ -180,7 +180,10 @@ let package = Package(
             path: "Benchmarks/ExtensionHostBenchmark"),
 
         // Tests.
-        .target(name: "BATestSupport", dependencies: ["BAExtensionHost"], path: "Tests/BATestSupport"),
+        // What every suite starts processes with: the child-process wrapper, the basd harness, temporary folders.
+        .target(
+            name: "BATestSupport", dependencies: ["BAExtensionHost", "BADaemonProtocol", "CBASystem"],
+            path: "Tests/BATestSupport"),
         .testTarget(
             name: "BackgroundAssetsTests",
             dependencies: [
@@ -201,7 +204,7 @@ let package = Package(
             name: "BAExtensionHostTests",
             dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport", "BAAssetServer"]),
-        .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer", "BAHTTP"]),
+        .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer", "BAHTTP", "BATestSupport"]),
         .testTarget(name: "BASampleAssetsTests", dependencies: ["BASampleAssets", "CCrypto"]),
         .testTarget(
             name: "BADownloadEngineTests", dependencies: ["BADownloadEngine", "BAAssetServer", "BATestSupport"]),
@@ -209,7 +212,9 @@ let package = Package(
         .executableTarget(name: "BAStoreCrashProbe", dependencies: ["BAStore"], path: "Tests/BAStoreCrashProbe"),
         .testTarget(
             name: "BAStoreTests",
-            dependencies: ["BAStore", "BAStoreCrashProbe", .product(name: "GRDB", package: "GRDB.swift")]),
+            dependencies: [
+                "BAStore", "BAStoreCrashProbe", "BATestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         // An app (public BackgroundAssets API only) driven over stdin by the app-client tests.
         .executableTarget(name: "BATestApp", dependencies: ["BackgroundAssets", "CCrypto"], path: "Tests/BATestApp"),
         .testTarget(

@@ -25,20 +25,12 @@ struct AppClientTests {
         defer { directory.remove() }
         let path = directory.path + "/file"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["sha256sum", path]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(String(decoding: data, as: UTF8.self).prefix(64))
+        return String(try runProcessBlocking("/usr/bin/env", ["sha256sum", path]).stdout.prefix(64))
     }
 
     /// basd with the test app registered.
-    static func daemon() throws -> Basd {
-        let basd = try Basd(directory: try TemporaryDirectory())
+    static func daemon() async throws -> DaemonProcess {
+        let basd = try await DaemonProcess.start()
         try basd.register(app, group: group)
         return basd
     }
@@ -50,7 +42,7 @@ struct AppClientTests {
             let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
             let lines = text.split(separator: "\n").map(String.init)
             if lines.count >= count { return lines }
-            guard Date() < deadline else { throw AppHarnessError("\(file) has \(lines.count) of \(count) lines") }
+            guard Date() < deadline else { throw HarnessError("\(file) has \(lines.count) of \(count) lines") }
             var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
             nanosleep(&pause, nil)  // polling a file another process writes; bounded by the deadline
         }
@@ -61,11 +53,8 @@ struct AppClientTests {
         let server = try await AssetServer.start()
         let contents = Self.bytes(700_000, seed: 7)
         server.setFile("/a.bin", contents: contents)
-        let basd = try Self.daemon()
-        defer {
-            basd.kill()
-            basd.directory.remove()
-        }
+        let basd = try await Self.daemon()
+        defer { basd.kill() }
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
 
@@ -101,11 +90,8 @@ struct AppClientTests {
         let server = try await AssetServer.start()
         let contents = Self.bytes(10_000, seed: 2)
         server.setFile("/m.bin", contents: contents)
-        let basd = try Self.daemon()
-        defer {
-            basd.kill()
-            basd.directory.remove()
-        }
+        let basd = try await Self.daemon()
+        defer { basd.kill() }
         let keep = basd.directory.path + "/kept"
         try FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: true)
         let app = try TestApp(
@@ -124,11 +110,8 @@ struct AppClientTests {
         let server = try await AssetServer.start()
         server.setFile("/slow.bin", contents: Self.bytes(100_000, seed: 3))
         server.setBehavior(.stall(afterBytes: 1000), for: "/slow.bin")
-        let basd = try Self.daemon()
-        defer {
-            basd.kill()
-            basd.directory.remove()
-        }
+        let basd = try await Self.daemon()
+        defer { basd.kill() }
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
         let url = server.url("/slow.bin")
@@ -165,11 +148,8 @@ struct AppClientTests {
         let contents = Self.bytes(1_000_000, seed: 4)
         server.setFile("/big.bin", contents: contents)
         server.setBehavior(.trickle(bytesPerSecond: 300_000), for: "/big.bin")
-        let basd = try Self.daemon()
-        defer {
-            basd.kill()
-            basd.directory.remove()
-        }
+        let basd = try await Self.daemon()
+        defer { basd.kill() }
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
         #expect(try await app.run("schedule big \(server.url("/big.bin")) \(contents.count)").bool("ok") == true)
@@ -194,11 +174,8 @@ struct AppClientTests {
         let contents = Self.bytes(5_000, seed: 5)
         server.setFile("/secret.bin", contents: contents)
         server.setBehavior(.requireBasicAuth(user: "u", password: "p"), for: "/secret.bin")
-        let basd = try Self.daemon()
-        defer {
-            basd.kill()
-            basd.directory.remove()
-        }
+        let basd = try await Self.daemon()
+        defer { basd.kill() }
         let app = try TestApp(
             socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group,
             environment: ["BA_TEST_APP_CREDENTIAL": "u:p"])
@@ -218,16 +195,13 @@ struct AppClientTests {
         let contents = Self.bytes(600_000, seed: 6)
         server.setFile("/r.bin", contents: contents)
         server.setBehavior(.trickle(bytesPerSecond: 200_000), for: "/r.bin")
-        let basd = try Self.daemon()
-        defer {
-            basd.kill()
-            basd.directory.remove()
-        }
+        var basd = try await Self.daemon()
+        defer { basd.kill() }
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
         #expect(try await app.run("schedule r \(server.url("/r.bin")) \(contents.count)").bool("ok") == true)
         try await app.wait("some progress") { $0.callback == "progress" }
-        try basd.restart()
+        basd = try await basd.restarted()
         server.setBehavior(nil, for: "/r.bin")
         let finished = try await app.wait(timeout: 60, "finished after the restart") { $0.callback == "finished" }[0]
         #expect(finished.string("sha256") == (try Self.sha256Hex(contents)))
@@ -240,11 +214,8 @@ struct AppClientTests {
 
     @Test("two app processes never hold exclusive control at once (closure and async forms)")
     func exclusiveControlContention() async throws {
-        let basd = try Self.daemon()
-        defer {
-            basd.kill()
-            basd.directory.remove()
-        }
+        let basd = try await Self.daemon()
+        defer { basd.kill() }
         let file = basd.directory.path + "/critical.log"
         let first = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { first.kill() }
@@ -280,11 +251,8 @@ struct AppClientTests {
 
     @Test("Date() tries once and fails while another process holds the lock; SIGKILLing the holder frees it")
     func killedHolderReleases() async throws {
-        let basd = try Self.daemon()
-        defer {
-            basd.kill()
-            basd.directory.remove()
-        }
+        let basd = try await Self.daemon()
+        defer { basd.kill() }
         let file = basd.directory.path + "/critical.log"
         let holder = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { holder.kill() }
@@ -308,22 +276,19 @@ struct AppClientTests {
 
     @Test("containerURL(forSecurityApplicationGroupIdentifier:): basd's container for the app's group, nil otherwise")
     func containerURLForTheAppGroup() async throws {
-        let basd = try Self.daemon()
-        defer {
-            basd.kill()
-            basd.directory.remove()
-        }
+        var basd = try await Self.daemon()
+        defer { basd.kill() }
         let container = basd.stateDirectory + "/groups/" + Self.group
         let app = try TestApp(socketPath: basd.socketPath, bundleIdentifier: Self.app, group: Self.group)
         defer { app.kill() }
         #expect(try await app.run("container \(Self.group)").string("path") == container)
         #expect(try await app.run("container group.com.example.other")["path"] is NSNull)
         // Remembered once known: still answered while basd is away.
-        basd.kill()
+        basd.stop()
         #expect(try await app.run("container \(Self.group)").string("path") == container)
 
         // An app registered without an app group has no container.
-        try basd.restart()
+        basd = try await basd.restarted()
         try basd.register("com.example.nogroup", group: nil)
         let loner = try TestApp(socketPath: basd.socketPath, bundleIdentifier: "com.example.nogroup", group: Self.group)
         defer { loner.kill() }
@@ -333,7 +298,7 @@ struct AppClientTests {
     static func waitUntil(_ what: String, timeout: Double = 30, _ condition: () -> Bool) throws {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while !condition() {
-            guard Date() < deadline else { throw AppHarnessError("timed out waiting until \(what)") }
+            guard Date() < deadline else { throw HarnessError("timed out waiting until \(what)") }
             var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
             nanosleep(&pause, nil)  // polling the file system; bounded by the deadline
         }

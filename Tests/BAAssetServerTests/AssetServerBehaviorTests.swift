@@ -1,4 +1,5 @@
 import BAAssetServer
+import BATestSupport
 import Foundation
 import Testing
 

@@ -1,3 +1,4 @@
+import BATestSupport
 import Foundation
 import Testing
 
@@ -8,10 +9,19 @@ import Testing
 /// `ba-asset-server` run as a real process: announces its port, serves `--root`, stops cleanly on SIGTERM.
 @Suite struct AssetServerCommandTests {
     /// The built executable, beside this test binary.
-    static var executable: URL {
-        let me =
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        return URL(fileURLWithPath: me).deletingLastPathComponent().appendingPathComponent("ba-asset-server")
+    static let executable = BuildProducts.executable("ba-asset-server")
+
+    /// Starts the server on a port the kernel picks; returns it and its first line.
+    static func start(_ arguments: [String]) async throws -> (ChildProcess, String) {
+        let server = try ChildProcess(executable, arguments + ["--port", "0"])
+        do {
+            // The first line; it is there as soon as the server has written it.
+            try await server.waiting("its listening line") { !$0.stdoutLines.isEmpty }
+        } catch {
+            server.kill()
+            throw error
+        }
+        return (server, server.stdoutLines[0])
     }
 
     @Test func servesRootUntilSIGTERM() async throws {
@@ -19,22 +29,8 @@ import Testing
         defer { directory.remove() }
         try directory.write("hello.bin", sampleBytes(5000))
 
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = ["--root", directory.url.path, "--port", "0"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-
-        // The first line; the read returns as soon as the server has written it (or at EOF if it died).
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let text = String(decoding: line, as: UTF8.self)
+        let (server, text) = try await Self.start(["--root", directory.url.path])
+        defer { server.kill() }
         let prefix = "listening on http://127.0.0.1:"
         #expect(text.hasPrefix(prefix), "\(text)")
         let port = try #require(Int(text.dropFirst(prefix.count).prefix { $0.isNumber }))
@@ -43,10 +39,8 @@ import Testing
         #expect(response.status == 206)
         #expect(response.body == Array(sampleBytes(5000)[10..<20]))
 
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .exit)
-        #expect(process.terminationStatus == 0)
+        server.signal(SIGTERM)
+        #expect(server.waitForTermination() == .exited(0))
         #expect(throws: (any Error).self) { try RawHTTPClient(port: port) }
     }
 
@@ -55,20 +49,8 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try directory.write("slow.bin", sampleBytes(30_000))
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = ["--root", directory.url.path, "--port", "0", "--rate", "20000"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let text = String(decoding: line, as: UTF8.self)
+        let (server, text) = try await Self.start(["--root", directory.url.path, "--rate", "20000"])
+        defer { server.kill() }
         let port = try #require(Int(text.dropFirst("listening on http://127.0.0.1:".count).prefix { $0.isNumber }))
         let started = ContinuousClock.now
         let response = try RawHTTPClient(port: port).request("GET", "/slow.bin", headers: [])
@@ -78,12 +60,7 @@ import Testing
     }
 
     @Test func usageErrorsExit64() throws {
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = ["--root", "/nonexistent/ba-asset-server-test"]
-        process.standardError = Pipe()
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 64)
+        let run = try runProcessBlocking(Self.executable, ["--root", "/nonexistent/ba-asset-server-test"])
+        #expect(run.status == 64)
     }
 }

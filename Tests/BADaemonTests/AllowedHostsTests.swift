@@ -122,16 +122,11 @@ struct AllowedHostsTests {
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let app = "com.example.confined"
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        _ = try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: app, version: "1", appGroupIdentifier: "group.com.example.confined",
-                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        let cli = try daemon.cliClient()
+        try daemon.register(app, version: "1", group: "group.com.example.confined")
         cli.close()
         // No Info.plist restrictions: only basd's allowedHosts (from the harness) stands in the way.
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()))
+        let client = try daemon.appClient(app)
         defer { client.close() }
         _ = try client.call(.schedule(DownloadPayload(identifier: "far", url: "https://\(Self.farHost)/far.bin")))
         let rows = try await CLIQueries.poll(

@@ -18,13 +18,7 @@ struct CLICommandTests {
     let ba = BuildProducts.executable("ba")
 
     static func register(_ daemon: DaemonProcess, app: String = app, group: String = group) throws {
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        defer { cli.close() }
-        try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: app, version: "1.0", appGroupIdentifier: group,
-                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        try daemon.register(app, group: group)
     }
 
     static func json(_ text: String) -> [String: Any]? {
@@ -99,7 +93,7 @@ struct CLICommandTests {
         #expect(first.status == 0, "\(first.stderr)")
         let object = try #require(Self.json(first.stdout))
         #expect(object["running"] as? Bool == true)
-        #expect(object["pid"] as? Int == Int(daemon.process.processIdentifier))
+        #expect(object["pid"] as? Int == Int(daemon.pid))
         #expect(object["registeredApps"] as? Int == 0)
         #expect(object["activeDownloads"] as? Int == 0)
         #expect(object["connections"] as? Int == 1)
@@ -108,7 +102,7 @@ struct CLICommandTests {
         try Self.register(daemon)
         let human = try await runProcess(ba, ["status"], environment: ["BA_SOCKET": daemon.socketPath])
         #expect(human.status == 0)
-        #expect(human.stdout.contains("is running (pid \(daemon.process.processIdentifier))"), "\(human.stdout)")
+        #expect(human.stdout.contains("is running (pid \(daemon.pid))"), "\(human.stdout)")
         #expect(human.stdout.contains("1 registered"))
     }
 
@@ -124,16 +118,18 @@ struct CLICommandTests {
         try Self.register(daemon)
         try Self.register(daemon, app: "com.example.other", group: "group.com.example.other")
 
-        let events = try CLIProcess(["events", "--follow", "--json", "--socket", daemon.socketPath])
+        let events = try ChildProcess(
+            BuildProducts.executable("ba"), ["events", "--follow", "--json", "--socket", daemon.socketPath])
         defer { events.kill() }
-        let others = try CLIProcess(["events", "--follow", "--app", "com.example.other", "--socket", daemon.socketPath])
+        let others = try ChildProcess(
+            BuildProducts.executable("ba"),
+            ["events", "--follow", "--app", "com.example.other", "--socket", daemon.socketPath])
         defer { others.kill() }
         for process in [events, others] {
             try process.wait("subscribed") { $0.stderr.contains("following events from basd at \(daemon.socketPath)") }
         }
 
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.app, pid: getpid()))
+        let client = try daemon.appClient(Self.app)
         defer { client.close() }
         try client.call(
             .schedule(
@@ -205,9 +201,9 @@ struct CLICommandTests {
         #expect(Self.json(status.stdout)?["activeDownloads"] as? Int == 0)
 
         // SIGINT and SIGTERM end following with exit 0; --app kept the other app's view empty.
-        events.send(SIGINT)
+        events.signal(SIGINT)
         #expect(events.waitForExit() == 0, "\(events.stderr)")
-        others.send(SIGTERM)
+        others.signal(SIGTERM)
         #expect(others.waitForExit() == 0, "\(others.stderr)")
         #expect(others.stdout.isEmpty, "\(others.stdout)")
         try await server.shutdown()
@@ -223,8 +219,7 @@ struct CLICommandTests {
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.app, pid: getpid()))
+        let client = try daemon.appClient(Self.app)
         defer { client.close() }
         let reply = try client.call(
             .schedule(DownloadPayload(identifier: "slow", url: server.url("/slow.bin"), fileSize: 4 << 20)))
@@ -253,13 +248,14 @@ struct CLICommandTests {
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
-        let events = try CLIProcess([
-            "events", "--follow", "--no-progress", "--no-reconnect", "--socket", daemon.socketPath,
-        ])
+        let events = try ChildProcess(
+            BuildProducts.executable("ba"),
+            [
+                "events", "--follow", "--no-progress", "--no-reconnect", "--socket", daemon.socketPath,
+            ])
         defer { events.kill() }
         try events.wait("subscribed") { $0.stderr.contains("following events") }
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.app, pid: getpid()))
+        let client = try daemon.appClient(Self.app)
         try client.call(.schedule(DownloadPayload(identifier: "a", url: server.url("/a.bin"), fileSize: 5000)))
         client.close()
         try events.wait("a finished") { $0.stdout.contains("  finished  ") }

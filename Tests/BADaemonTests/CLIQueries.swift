@@ -35,8 +35,7 @@ enum CLIQueries {
     /// The app's process connects to basd (what `BADownloadManager` does): a launch, the first
     /// one lifting the pre-launch restrictions.
     static func launch(_ daemon: DaemonProcess, app: String) throws {
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()))
+        let client = try daemon.appClient(app)
         client.close()
     }
 

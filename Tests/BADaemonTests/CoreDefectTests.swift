@@ -32,7 +32,7 @@ struct CoreDefectTests {
         // `ba events --follow`'s connection, following every event while all this happens.
         let observer =
             withObserver
-            ? try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid())) : nil
+            ? try daemon.cliClient() : nil
         defer { observer?.close() }
         try observer?.call(.subscribeEvents)
 
@@ -126,7 +126,7 @@ struct CoreDefectTests {
     func identifiersAndPaths() async throws {
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        let cli = try daemon.cliClient()
         defer { cli.close() }
         let directory = daemon.directory.path
         func registration(
@@ -195,15 +195,11 @@ struct CoreDefectTests {
                 }
             }
         }
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        let cli = try daemon.cliClient()
         defer { cli.close() }
         for (bundle, group) in [("moc.elpmaxe\u{202E}", "g"), ("a", "group.\u{2066}b"), ("a ", "g"), ("a", " g")] {
             do {
-                try cli.call(
-                    .registerApp(
-                        AppRegistration(
-                            bundleIdentifier: bundle, version: "1", appGroupIdentifier: group,
-                            appDirectory: daemon.directory.path, extensionPath: nil)))
+                try daemon.register(bundle, version: "1", group: group)
                 Issue.record("registered \(bundle.debugDescription) in \(group.debugDescription)")
             } catch {
                 #expect(error.code == 0, "\(error.message)")

@@ -18,7 +18,7 @@ struct DaemonProcessTests {
         try client.handshake()
         let status = try client.status()
         #expect(status.protocolVersion == DaemonProtocol.version)
-        #expect(status.pid == daemon.process.processIdentifier)
+        #expect(status.pid == daemon.pid)
         #expect(status.connections == 1)
         #expect(status.registeredApps == 0)
         #expect(status.activeDownloads == 0)
@@ -108,7 +108,7 @@ struct DaemonProcessTests {
             stateDirectory: daemon.stateDirectory, socketPath: daemon.directory.path + "/other.sock")
         #expect(second.status != 0)
         #expect(second.stderr.contains(daemon.stateDirectory + "/basd.lock"))
-        #expect(second.stderr.contains("held by pid \(daemon.process.processIdentifier)"))
+        #expect(second.stderr.contains("held by pid \(daemon.pid)"))
         #expect(!second.stdout.contains("listening"))
         // The first one's socket was left alone.
         let client = try TestClient(socketPath: daemon.socketPath)

@@ -34,7 +34,7 @@ struct DownloadListingTests {
     ) async throws -> (daemon: DaemonProcess, order: [String]) {
         let directory = try TemporaryDirectory()
         let setup = try await DaemonProcess.start(directory: directory)
-        let cli = try DaemonClient(socketPath: setup.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        let cli = try setup.cliClient()
         for (app, _) in rows {
             try cli.call(
                 .registerApp(
@@ -107,8 +107,7 @@ struct DownloadListingTests {
         ])
         defer { daemon.kill() }
         // Two active downloads of the first app, held by a stalled server.
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.first, pid: getpid()))
+        let client = try daemon.appClient(Self.first)
         defer { client.close() }
         for name in ["a-0", "a-1"] {
             try client.call(.schedule(DownloadPayload(identifier: name, url: server.url("/stalled.bin"))))
@@ -161,7 +160,7 @@ struct DownloadListingTests {
             output.stderr.contains("the states are created, waiting, downloading, finished, failed, active"),
             "\(output.stderr)")
 
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        let cli = try daemon.cliClient()
         defer { cli.close() }
         func refusal(_ request: Request) -> (code: Int, message: String)? {
             do {
@@ -225,7 +224,7 @@ struct DownloadListingTests {
         #expect(cut.notShown == 679)
 
         // The request of older clients (no limit): every row, as `downloads`.
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        let cli = try daemon.cliClient()
         defer { cli.close() }
         guard case .downloads(let infos) = try cli.call(.listDownloads(app: nil)) else {
             throw HarnessError("listDownloads without a limit did not answer downloads")

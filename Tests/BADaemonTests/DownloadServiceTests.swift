@@ -57,19 +57,11 @@ struct DownloadServiceTests {
 
     /// Registers the test app (with an extension, if given) through a CLI connection.
     static func register(_ daemon: DaemonProcess, extensionPath: String? = nil) throws {
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        defer { cli.close() }
-        try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: app, version: "1.0", appGroupIdentifier: group,
-                    appDirectory: daemon.directory.path, extensionPath: extensionPath)))
+        try daemon.register(app, group: group, extensionPath: extensionPath)
     }
 
     static func appClient(_ daemon: DaemonProcess, inbox: EventInbox? = nil) throws -> DaemonClient {
-        try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()),
-            onEvent: { event in inbox?.append(event) })
+        try daemon.appClient(app, onEvent: { event in inbox?.append(event) })
     }
 
     static func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
@@ -120,7 +112,7 @@ struct DownloadServiceTests {
         }
         guard case .downloads(let current) = try client.call(.currentDownloads) else { throw HarnessError("no list") }
         #expect(current.isEmpty)
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        let cli = try daemon.cliClient()
         defer { cli.close() }
         guard case .downloads(let all) = try cli.call(.listDownloads(app: nil)) else { throw HarnessError("no list") }
         #expect(all.map(\.state) == [3, 3])
@@ -165,14 +157,12 @@ struct DownloadServiceTests {
         #expect(code(.cancel(identifier: "slow")) == nil)
         #expect(code(.cancel(identifier: "slow")) == 101)
 
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        let cli = try daemon.cliClient()
         defer { cli.close() }
         #expect(throws: DaemonClientError.self) { try cli.call(.schedule(slow)) }
         #expect(throws: DaemonClientError.self) { try cli.call(.cancelDownload(uniqueIdentifier: "nope")) }
         let stranger = #expect(throws: DaemonClientError.self) {
-            try DaemonClient(
-                socketPath: daemon.socketPath,
-                client: ClientInfo(role: .app, bundleIdentifier: "com.example.stranger", pid: getpid()))
+            try daemon.appClient("com.example.stranger")
         }
         #expect(stranger?.code == 55)
         #expect(stranger?.message.contains("not registered") == true)

@@ -14,18 +14,11 @@ struct EventsReconnectTests {
     static let app = "com.example.reconnect"
 
     static func register(_ daemon: DaemonProcess) throws {
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        defer { cli.close() }
-        try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: app, version: "1.0", appGroupIdentifier: "group.com.example.reconnect",
-                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        try daemon.register(app, group: "group.com.example.reconnect")
     }
 
     static func schedule(_ daemon: DaemonProcess, _ identifier: String, url: String) throws {
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()))
+        let client = try daemon.appClient(app)
         defer { client.close() }
         try client.call(.schedule(DownloadPayload(identifier: identifier, url: url, fileSize: 5000)))
     }
@@ -39,7 +32,8 @@ struct EventsReconnectTests {
         var daemon = try await DaemonProcess.start(directory: directory)
         try Self.register(daemon)
         let socket = daemon.socketPath
-        let events = try CLIProcess(["events", "--follow", "--no-progress", "--socket", socket])
+        let events = try ChildProcess(
+            BuildProducts.executable("ba"), ["events", "--follow", "--no-progress", "--socket", socket])
         defer { events.kill() }
         try events.wait("subscribed") { $0.stderr.contains("following events") }
         try Self.schedule(daemon, "first", url: server.url("/a.bin"))
@@ -54,7 +48,7 @@ struct EventsReconnectTests {
         try Self.schedule(daemon, "second", url: server.url("/a.bin"))
         try events.wait("second finished") { $0.stdout.contains("  second  ") && $0.stdout.contains("  finished  ") }
 
-        events.send(SIGINT)
+        events.signal(SIGINT)
         #expect(events.waitForExit() == 0)
     }
 

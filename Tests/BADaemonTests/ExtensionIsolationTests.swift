@@ -32,7 +32,8 @@ struct ExtensionIsolationTests {
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         // Another client stays connected while the extension runs: its connection must not leak either.
-        let watcher = try CLIProcess(["events", "--follow", "--socket", daemon.socketPath])
+        let watcher = try ChildProcess(
+            BuildProducts.executable("ba"), ["events", "--follow", "--socket", daemon.socketPath])
         defer { watcher.kill() }
         try watcher.wait("subscribed") { $0.stderr.contains("following events") }
 
@@ -48,7 +49,7 @@ struct ExtensionIsolationTests {
         }
         #expect(inherited[3]?.hasPrefix("socket:") == true, "fd 3 is the runner's protocol socket: \(inherited)")
 
-        let basd = Self.descriptors(of: daemon.process.processIdentifier)
+        let basd = Self.descriptors(of: daemon.pid)
         let basdSockets = Set(basd.values.filter { $0.hasPrefix("socket:") })
         #expect(basdSockets.count >= 2, "basd listens and has clients: \(basd)")
         let shared = inherited.filter { basdSockets.contains($0.value) }

@@ -164,8 +164,7 @@ struct InstallOutcomeTests {
             server.setFile("/\(name).bin", contents: SampleAppFixture.bytes(10_000, seed: 5))
             server.setBehavior(.stall(afterBytes: 100), for: "/\(name).bin")
         }
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.app, pid: getpid()))
+        let client = try daemon.appClient(Self.app)
         for name in ["stale", "keep"] {
             _ = try client.call(.schedule(DownloadPayload(identifier: name, url: server.url("/\(name).bin"))))
         }

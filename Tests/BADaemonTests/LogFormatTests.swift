@@ -56,13 +56,7 @@ struct LogFormatTests {
     func basdStampsItsLines() async throws {
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        defer { cli.close() }
-        try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: "com.example.log", version: "1", appGroupIdentifier: nil,
-                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        try daemon.register("com.example.log", version: "1", group: nil)
         let log = try await CLIQueries.poll(
             "the registration's log line", daemon, timeout: 10, read: { daemon.standardError },
             until: { $0.contains("registered com.example.log") })
@@ -73,61 +67,23 @@ struct LogFormatTests {
         }
     }
 
-    /// Starts basd with `arguments`, its stderr in a file; returns the process and the file.
-    func startBasd(_ directory: TemporaryDirectory, _ arguments: [String]) throws -> (Process, String) {
-        let log = directory.path + "/basd.log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let basd = Process()
-        basd.executableURL = URL(fileURLWithPath: BuildProducts.executable("basd"))
-        basd.arguments =
-            ["--state-dir", directory.path + "/state", "--socket", directory.path + "/basd.sock"] + arguments
-        basd.environment = ProcessInfo.processInfo.environment.merging(
-            try TestSettings.prepare(stateDirectory: directory.path + "/state")
-        ) { $1 }
-        basd.standardOutput = FileHandle.nullDevice
-        basd.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        try basd.run()
-        return (basd, log)
-    }
-
     @Test("--log-level warning keeps only failures; debug adds libcurl's trace")
     func logLevels() async throws {
         for level in ["warning", "debug"] {
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            let (basd, log) = try startBasd(directory, ["--log-level", level])
-            defer {
-                basd.terminate()
-                basd.waitUntilExit()
-            }
-            let socket = directory.path + "/basd.sock"
-            var cli: DaemonClient?
-            for _ in 0..<500 where cli == nil {
-                cli = try? DaemonClient(socketPath: socket, client: ClientInfo(role: .cli, pid: getpid()))
-                if cli == nil { try await Task.sleep(for: .milliseconds(20)) }
-            }
-            let client = try #require(cli, "basd did not start")
-            defer { client.close() }
-            try client.call(
-                .registerApp(
-                    AppRegistration(
-                        bundleIdentifier: "com.example.log", version: "1", appGroupIdentifier: "group.com.example.log",
-                        appDirectory: directory.path, extensionPath: nil)))
-            let app = try DaemonClient(
-                socketPath: socket, client: ClientInfo(role: .app, bundleIdentifier: "com.example.log", pid: getpid()))
+            let daemon = try await DaemonProcess.start(arguments: ["--log-level", level])
+            defer { daemon.kill() }
+            try daemon.register("com.example.log", version: "1", group: "group.com.example.log")
+            let app = try daemon.appClient("com.example.log")
             defer { app.close() }
             // Nothing listens on port 9 of loopback: the attempt fails, a warning.
             try app.call(.schedule(DownloadPayload(identifier: "a", url: "http://127.0.0.1:9/a.bin")))
-            // The file is read once more after the deadline: a test task that was not scheduled
-            // until past it (a loaded machine) must not judge a read made before (the empty log of
-            // a run that failed so).
-            let deadline = Date(timeIntervalSinceNow: 20)
-            var text = ""
-            while true {
-                text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-                if text.contains("attempt 1 failed") || Date() >= deadline { break }
-                try await Task.sleep(for: .milliseconds(20))
+            // The log is read again after the wait, which judges nothing itself: a test task that
+            // was not scheduled until past its deadline (a loaded machine) must not judge a read
+            // made before (the empty log of a run that failed so).
+            try? await daemon.child.waiting("the failed attempt's log line", timeout: 20) {
+                $0.stderr.contains("attempt 1 failed")
             }
+            let text = daemon.standardError
             #expect(text.contains("attempt 1 failed"), "\(level): \(text)")
             if level == "warning" {
                 #expect(!text.contains("registered com.example.log"), "\(text)")

@@ -17,61 +17,30 @@ struct NetworkChangeTests {
 
     @Test("a download waiting for the network starts within a second of the network coming up")
     func linkUpCutsTheWaitShort() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let socketPath = directory.path + "/basd.sock"
-        let log = directory.path + "/basd.log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let basd = Process()
-        basd.executableURL = URL(fileURLWithPath: NetworkNamespace.unshare)
-        basd.arguments = [
-            "--user", "--map-root-user", "--net", "--", BuildProducts.executable("basd"), "--state-dir",
-            directory.path + "/state", "--socket", socketPath,
-        ]
-        basd.environment = ProcessInfo.processInfo.environment.merging(
-            try TestSettings.prepare(stateDirectory: directory.path + "/state")
-        ) { $1 }
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        basd.standardOutput = output
-        basd.standardError = output
-        try basd.run()
-        var processes = [basd]
-        defer {
-            for process in processes where process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        }
-        func logText() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
-        try await poll("basd to listen", timeout: 20) { logText().contains("basd listening on") }
+        let daemon = try await DaemonProcess.start(
+            launcher: [NetworkNamespace.unshare, "--user", "--map-root-user", "--net", "--"])
+        defer { daemon.kill() }
+        let directory = daemon.directory
 
         // Registered, and a download from a server in the namespace, unreachable while lo is down.
         let root = directory.path + "/www"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         try Data(repeating: 9, count: 8192).write(to: URL(fileURLWithPath: root + "/a.bin"))
-        let cli = try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        try daemon.register(Self.app, version: "1", group: "group.com.example.netns")
+        let cli = try daemon.cliClient()
         defer { cli.close() }
-        try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: Self.app, version: "1", appGroupIdentifier: "group.com.example.netns",
-                    appDirectory: directory.path, extensionPath: nil)))
-        let app = try DaemonClient(
-            socketPath: socketPath, client: ClientInfo(role: .app, bundleIdentifier: Self.app, pid: getpid()))
+        let app = try daemon.appClient(Self.app)
         defer { app.close() }
         try app.call(.schedule(DownloadPayload(identifier: "a", url: "http://127.0.0.1:8080/a.bin")))
 
         // The server listens in the namespace (on any address: lo has none yet).
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: NetworkNamespace.nsenter)
-        server.arguments = [
-            "--target", "\(basd.processIdentifier)", "--net", "--", BuildProducts.executable("ba-asset-server"),
-            "--root", root, "--host", "0.0.0.0", "--port", "8080",
-        ]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        processes.append(server)
+        let server = try ChildProcess(
+            NetworkNamespace.nsenter,
+            [
+                "--target", "\(daemon.pid)", "--net", "--", BuildProducts.executable("ba-asset-server"),
+                "--root", root, "--host", "0.0.0.0", "--port", "8080",
+            ])
+        defer { server.kill() }
 
         // Waiting, with the next attempt far enough off that only the network change explains a
         // quick finish.
@@ -92,7 +61,7 @@ struct NetworkChangeTests {
         let up = try await runProcess(
             NetworkNamespace.nsenter,
             [
-                "--target", "\(basd.processIdentifier)", "--net", "--", NetworkNamespace.ip,
+                "--target", "\(daemon.pid)", "--net", "--", NetworkNamespace.ip,
                 "link", "set", "lo", "up",
             ])
         #expect(up.status == 0, "\(up.stderr)")
@@ -100,10 +69,11 @@ struct NetworkChangeTests {
         // basd's own time of its reaction, from its log line, not when this test saw the end (a
         // loaded machine took 15 s more to show it): the retry came from the network change,
         // before the backoff's next attempt.
-        let changed = logText().split(separator: "\n").first {
+        let log = daemon.standardError
+        let changed = log.split(separator: "\n").first {
             $0.contains("the network changed: 1 transfer(s) waiting to retry try again now")
         }
-        let line = try #require(changed, "\(logText())")
+        let line = try #require(changed, "\(log)")
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let reacted = try #require(formatter.date(from: String(line.prefix { $0 != " " })), "\(line)")
@@ -131,8 +101,7 @@ enum NetworkNamespace {
             FileManager.default.isExecutableFile(atPath: nsenter),
             FileManager.default.isExecutableFile(atPath: ip)
         else { return false }
-        let probe = try? runProcessBlocking(
-            unshare, ["--user", "--map-root-user", "--net", "--", "/bin/true"], environment: [:], currentDirectory: nil)
+        let probe = try? runProcessBlocking(unshare, ["--user", "--map-root-user", "--net", "--", "/bin/true"])
         return probe?.status == 0
     }()
 }

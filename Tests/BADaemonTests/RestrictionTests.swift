@@ -347,17 +347,12 @@ struct RestrictionTests {
         let daemon = try await SchedulingTests.daemon(settings: ["backgroundDownloadConcurrency": 1])
         defer { daemon.kill() }
         let blocker = "com.example.blocker"
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        _ = try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: blocker, version: "1", appGroupIdentifier: "group.\(blocker)",
-                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        let cli = try daemon.cliClient()
+        try daemon.register(blocker, version: "1", group: "group.\(blocker)")
         cli.close()
         server.setFile("/slot.bin", contents: SampleAppFixture.bytes(100_000, seed: 12))
         server.setBehavior(.stall(afterBytes: 10), for: "/slot.bin")
-        let blockerApp = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: blocker, pid: getpid()))
+        let blockerApp = try daemon.appClient(blocker)
         defer { blockerApp.close() }
         _ = try blockerApp.call(.schedule(DownloadPayload(identifier: "slot", url: server.url("/slot.bin"))))
         _ = try await CLIQueries.poll(

@@ -16,18 +16,11 @@ struct RetryCommandTests {
     let ba = BuildProducts.executable("ba")
 
     static func register(_ daemon: DaemonProcess) throws {
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        defer { cli.close() }
-        try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: app, version: "1.0", appGroupIdentifier: "group.com.example.retry",
-                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        try daemon.register(app, group: "group.com.example.retry")
     }
 
     static func schedule(_ daemon: DaemonProcess, _ identifier: String, url: String) throws -> String {
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()))
+        let client = try daemon.appClient(app)
         defer { client.close() }
         guard case .downloads(let infos) = try client.call(.schedule(DownloadPayload(identifier: identifier, url: url)))
         else { throw HarnessError("schedule did not answer downloads") }
@@ -184,7 +177,8 @@ struct RetryCommandTests {
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         try Self.register(daemon)
-        let events = try CLIProcess(["events", "--follow", "--json", "--socket", daemon.socketPath])
+        let events = try ChildProcess(
+            BuildProducts.executable("ba"), ["events", "--follow", "--json", "--socket", daemon.socketPath])
         defer { events.kill() }
         try events.wait("subscribed") { $0.stderr.contains("following events") }
         let id = try Self.schedule(daemon, "slow", url: server.url("/slow.bin"))

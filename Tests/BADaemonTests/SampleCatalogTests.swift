@@ -175,10 +175,10 @@ struct SampleCatalogTests {
         server.setBehavior(nil, for: "/audio/soundtrack.m4a")
         server.setBehavior(.trickle(bytesPerSecond: 16 << 10), for: "/levels/level-3.pak")
         try FileManager.default.removeItem(atPath: folder + "level-3")
-        let app = try WatchedProcess(
+        let app = try ChildProcess(
             BuildProducts.executable("SampleApp"), [fixture.appDirectory, "--deadline", "0"],
             environment: ["BA_SOCKET": daemon.socketPath])
-        defer { app.kill() }
+        defer { app.killGroup() }
         #expect(app.waitForExit(timeout: 30) == 1, "\(app.stdout)\(app.stderr)")
         let stopped = try #require(
             app.stdout.firstMatch(of: /app: still waiting for (.*) at the deadline/), "\(app.stdout)")

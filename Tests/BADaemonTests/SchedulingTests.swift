@@ -132,7 +132,7 @@ struct SchedulingTests {
         // the time `ba simulate` takes to start on a loaded machine.
         let daemon = try await Self.daemon(settings: ["extensionCallTimeoutSeconds": 60, "quarantineThreshold": 10])
         defer { daemon.kill() }
-        let basd = daemon.process.processIdentifier
+        let basd = daemon.pid
         async let install = runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         let first = try await CLIQueries.poll(
             "the install's runner", daemon, timeout: 30, read: { Self.runners(of: basd) }, until: { !$0.isEmpty })
@@ -293,17 +293,11 @@ struct SchedulingTests {
         ])
         defer { daemon.kill() }
         let group = "group.com.example.purge"
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        _ = try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: "com.example.purge", version: "1", appGroupIdentifier: group,
-                    appDirectory: daemon.directory.path, extensionPath: nil)))
+        let cli = try daemon.cliClient()
+        try daemon.register("com.example.purge", version: "1", group: group)
         cli.close()
         // No app subscribed and no extension: the finished files wait in the container for the app.
-        let app = try DaemonClient(
-            socketPath: daemon.socketPath,
-            client: ClientInfo(role: .app, bundleIdentifier: "com.example.purge", pid: getpid()))
+        let app = try daemon.appClient("com.example.purge")
         for name in ["a", "b"] {
             _ = try app.call(.schedule(DownloadPayload(identifier: name, url: server.url("/\(name).bin"))))
         }

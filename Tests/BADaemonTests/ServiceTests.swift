@@ -69,10 +69,10 @@ struct ServiceTests {
         let unused = directory.path + "/unused.sock"
         let arguments = ["--state-dir", directory.path + "/state", "--socket", unused]
 
-        let first = try ActivatedDaemon(fd3: listening.fd, arguments: arguments)
+        let first = try DaemonProcess.activated(descriptor: listening.fd, arguments: arguments)
         defer { first.kill() }
-        try first.wait("its listening line") { $0.contains("basd listening on \(socketPath)\n") }
-        #expect(first.output.contains("--socket \(unused) is not used"), "\(first.output)")
+        try first.wait("its listening line") { $0.stdout.contains("basd listening on \(socketPath)\n") }
+        #expect(first.stdout.contains("--socket \(unused) is not used"), "\(first.stdout)")
         let status = try await runProcess(ba, ["status", "--json", "--socket", socketPath])
         #expect(status.status == 0, "\(status.stderr)")
         let object = try #require(CLICommandTests.json(status.stdout), "\(status.stdout)")
@@ -80,21 +80,21 @@ struct ServiceTests {
         #expect(!FileManager.default.fileExists(atPath: unused))
 
         // SIGTERM: a graceful exit that leaves the socket it did not create, still listening.
-        first.send(SIGTERM)
-        #expect(first.waitForExit() == 0, "\(first.output)")
+        first.signal(SIGTERM)
+        #expect(first.waitForExit(timeout: 20) == 0, "\(first.stdout)")
         var info = stat()
         #expect(lstat(socketPath, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK)
 
         // Like systemd between two basds: a client connects while none runs and waits in the
         // backlog; the next basd, given the same socket, answers it.
         let early = try TestClient(socketPath: socketPath)
-        let second = try ActivatedDaemon(fd3: listening.fd, arguments: arguments)
+        let second = try DaemonProcess.activated(descriptor: listening.fd, arguments: arguments)
         defer { second.kill() }
-        try second.wait("its listening line") { $0.contains("basd listening on \(socketPath)\n") }
+        try second.wait("its listening line") { $0.stdout.contains("basd listening on \(socketPath)\n") }
         try early.handshake()
         #expect(try early.status().pid == second.pid)
-        second.send(SIGTERM)
-        #expect(second.waitForExit() == 0, "\(second.output)")
+        second.signal(SIGTERM)
+        #expect(second.waitForExit(timeout: 20) == 0, "\(second.stdout)")
         #expect(lstat(socketPath, &info) == 0)
     }
 
@@ -106,14 +106,14 @@ struct ServiceTests {
         defer { close(file) }
         let bound = try UnixSocket(path: directory.path + "/b.sock", listen: false)
         for (descriptor, expected) in [(file, "fd 3 is not a socket (a regular file)"), (bound.fd, "not listening")] {
-            let daemon = try ActivatedDaemon(
-                fd3: descriptor,
+            let daemon = try DaemonProcess.activated(
+                descriptor: descriptor,
                 arguments: ["--state-dir", directory.path + "/state", "--socket", directory.path + "/x"])
             defer { daemon.kill() }
-            #expect(daemon.waitForExit() == 1, "\(daemon.output)")
-            #expect(daemon.output.contains("basd: socket activation: fd 3 "), "\(daemon.output)")
-            #expect(daemon.output.contains(expected), "\(daemon.output)")
-            #expect(!daemon.output.contains("listening on"), "\(daemon.output)")
+            #expect(daemon.waitForExit(timeout: 20) == 1, "\(daemon.stdout)")
+            #expect(daemon.stdout.contains("basd: socket activation: fd 3 "), "\(daemon.stdout)")
+            #expect(daemon.stdout.contains(expected), "\(daemon.stdout)")
+            #expect(!daemon.stdout.contains("listening on"), "\(daemon.stdout)")
         }
     }
 
@@ -123,12 +123,13 @@ struct ServiceTests {
         defer { directory.remove() }
         let passed = try UnixSocket(path: directory.path + "/passed.sock", listen: true)
         let own = directory.path + "/own.sock"
-        let daemon = try ActivatedDaemon(
-            fd3: passed.fd, arguments: ["--state-dir", directory.path + "/state", "--socket", own], listenPID: "1")
+        let daemon = try DaemonProcess.activated(
+            descriptor: passed.fd, arguments: ["--state-dir", directory.path + "/state", "--socket", own],
+            listenPID: "1")
         defer { daemon.kill() }
-        try daemon.wait("its listening line") { $0.contains("basd listening on \(own)\n") }
-        daemon.send(SIGTERM)
-        #expect(daemon.waitForExit() == 0, "\(daemon.output)")
+        try daemon.wait("its listening line") { $0.stdout.contains("basd listening on \(own)\n") }
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit(timeout: 20) == 0, "\(daemon.stdout)")
         #expect(!FileManager.default.fileExists(atPath: own))
         #expect(FileManager.default.fileExists(atPath: directory.path + "/passed.sock"))
     }
@@ -305,108 +306,4 @@ final class UnixSocket {
     }
 
     deinit { close(fd) }
-}
-
-/// basd started the way systemd starts a socket-activated service: `descriptor` as fd 3 and
-/// `LISTEN_FDS=1`, `LISTEN_PID` = basd's pid (set by a shell that then execs basd, so the pid is
-/// the same). Its stdout and stderr go to one pipe, drained into ``output``.
-final class ActivatedDaemon: @unchecked Sendable {
-    let pid: pid_t
-    private let buffer = LockedData()
-    private let reader: Thread
-    /// Signalled when the reader read the pipe to its end (every process holding it exited).
-    private let drained = DispatchSemaphore(value: 0)
-
-    init(fd3 descriptor: Int32, arguments: [String], listenPID: String = "$$") throws {
-        var pipe: [Int32] = [-1, -1]
-        guard ba_sys_pipe_cloexec(&pipe) == 0 else { throw HarnessError("pipe: errno \(errno)") }
-        let script = "LISTEN_PID=\(listenPID) LISTEN_FDS=1; export LISTEN_PID LISTEN_FDS; exec \"$0\" \"$@\""
-        let argv = ["/bin/sh", "-c", script, BuildProducts.executable("basd")] + arguments
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("LISTEN_") }
-        if let flag = arguments.firstIndex(of: "--state-dir"), flag + 1 < arguments.count {
-            // Its own settings folder (never the developer's), downloads to loopback only.
-            environment.merge(try TestSettings.prepare(stateDirectory: arguments[flag + 1])) { $1 }
-        }
-        let envp = environment.map { "\($0.key)=\($0.value)" }
-        var pid: pid_t = 0
-        // ba_sys_spawn: fd 3 = descriptor, 1 and 2 = the pipe, everything else closed (O_CLOEXEC).
-        let status = Self.withCStrings(argv) { argvPointer in
-            Self.withCStrings(envp) { envPointer in
-                ba_sys_spawn("/bin/sh", argvPointer, envPointer, descriptor, pipe[1], &pid)
-            }
-        }
-        close(pipe[1])
-        guard status == 0 else {
-            close(pipe[0])
-            throw HarnessError("spawn: \(String(cString: strerror(status)))")
-        }
-        self.pid = pid
-        let readEnd = pipe[0]
-        reader = Thread { [buffer, drained] in
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = read(readEnd, &chunk, chunk.count)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                buffer.withLock { $0.append(contentsOf: chunk[0..<count]) }
-            }
-            close(readEnd)
-            drained.signal()
-        }
-        reader.start()
-    }
-
-    /// Everything basd wrote so far.
-    var output: String { buffer.withLock { String(decoding: $0, as: UTF8.self) } }
-
-    /// Polls until `condition` holds on the output; throws after `timeout` seconds or if basd exits.
-    func wait(_ what: String, timeout: Double = 20, until condition: (String) -> Bool) throws {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while !condition(output) {
-            if exitStatus != nil { throw HarnessError("basd exited before \(what): \(output)") }
-            guard Date() < deadline else { throw HarnessError("timed out waiting for \(what): \(output)") }
-            usleep(2000)
-        }
-    }
-
-    func send(_ signal: Int32) { Glibc.kill(pid, signal) }
-
-    private let status = NSLock()
-    private var reaped: Int32?
-
-    /// The exit status once basd exited (reaping it), else nil; 128+N for a death by signal N.
-    private var exitStatus: Int32? {
-        status.withLock {
-            if reaped == nil {
-                var raw: Int32 = 0
-                if waitpid(pid, &raw, WNOHANG) == pid {
-                    reaped = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
-                }
-            }
-            return reaped
-        }
-    }
-
-    /// Waits for basd to exit (bounded); its status, or nil after `timeout` seconds.
-    func waitForExit(timeout: Double = 20) -> Int32? {
-        _ = eventually(timeout: timeout) { exitStatus != nil }
-        // What it wrote last may still be in the pipe: read it all before anyone looks.
-        if exitStatus != nil, drained.wait(timeout: .now() + 10) == .success { drained.signal() }
-        return exitStatus
-    }
-
-    /// SIGKILLs basd if it still runs, and reaps it.
-    func kill() {
-        if exitStatus == nil { send(SIGKILL) }
-        _ = waitForExit(timeout: 10)
-    }
-
-    private static func withCStrings<R>(
-        _ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R
-    ) -> R {
-        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
-        pointers.append(nil)
-        defer { for pointer in pointers { free(pointer) } }
-        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
-    }
 }

@@ -18,20 +18,13 @@ struct StoreStartupTests {
 
     /// Registers the app and connects as it, which creates its app group container.
     static func registerWithContainer(_ daemon: DaemonProcess) throws {
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
-        defer { cli.close() }
-        try cli.call(
-            .registerApp(
-                AppRegistration(
-                    bundleIdentifier: app, version: "1.0", appGroupIdentifier: group,
-                    appDirectory: daemon.directory.path, extensionPath: nil)))
-        let client = try DaemonClient(
-            socketPath: daemon.socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()))
+        try daemon.register(app, group: group)
+        let client = try daemon.appClient(app)
         client.close()
     }
 
     static func apps(_ daemon: DaemonProcess) throws -> [String] {
-        let cli = try DaemonClient(socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+        let cli = try daemon.cliClient()
         defer { cli.close() }
         guard case .apps(let apps) = try cli.call(.listApps) else { throw HarnessError("listApps not answered") }
         return apps.map(\.bundleIdentifier)

@@ -12,7 +12,7 @@ import Testing
 /// `openssl s_server -WWW` serving a folder over TLS on loopback.
 final class PrivateCATLSServer {
     let directory: TemporaryDirectory
-    let process = Process()
+    let process: ChildProcess
     let port: Int
     var caFile: String { directory.path + "/ca.pem" }
     var caDirectory: String { directory.path + "/ca.d" }
@@ -50,34 +50,25 @@ final class PrivateCATLSServer {
         guard rehash.status == 0 else { throw HarnessError("openssl rehash: \(rehash.stderr)") }
         try FileManager.default.createDirectory(atPath: path + "/www", withIntermediateDirectories: true)
 
-        // Port 0: the kernel picks one, and s_server prints it ("ACCEPT 127.0.0.1:PORT"). Its
-        // output goes to a file, so a full pipe can never block it.
-        let log = path + "/s_server.log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.executableURL = URL(fileURLWithPath: Self.openssl)
-        process.arguments = [
-            "s_server", "-WWW", "-accept", "127.0.0.1:0", "-cert", path + "/server.pem", "-key", path + "/server.key",
-        ]
-        process.currentDirectoryURL = URL(fileURLWithPath: path + "/www")
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var found: Int?
-        var text = ""
-        let deadline = Date(timeIntervalSinceNow: 10)
-        while found == nil, Date() < deadline, process.isRunning {
-            text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT") }) {
-                found = line.split(separator: ":").last.flatMap { Int($0) }
-            } else {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+        // Port 0: the kernel picks one, and s_server prints it ("ACCEPT 127.0.0.1:PORT").
+        let server = try ChildProcess(
+            Self.openssl,
+            [
+                "s_server", "-WWW", "-accept", "127.0.0.1:0", "-cert", path + "/server.pem", "-key",
+                path + "/server.key",
+            ], currentDirectory: path + "/www")
+        func announced(_ process: ChildProcess) -> Int? {
+            let line = process.stdoutLines.first { $0.hasPrefix("ACCEPT") }
+            return line?.split(separator: ":").last.flatMap { Int($0) }
         }
-        guard let found else {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            throw HarnessError("openssl s_server did not say its port: \(text.debugDescription)")
+        do {
+            try await server.waiting("openssl s_server to say its port", timeout: 30) { announced($0) != nil }
+        } catch {
+            server.kill()
+            throw error
         }
-        port = found
+        process = server
+        port = announced(server) ?? 0
     }
 
     func url(_ path: String) -> String { "https://localhost:\(port)\(path)" }
@@ -87,10 +78,7 @@ final class PrivateCATLSServer {
     }
 
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        process.kill()
         directory.remove()
     }
 }

@@ -40,7 +40,7 @@ import Testing
     }
 
     /// Starts a bounded HTTPS server (at most 10 requests, 30 s) serving `root`; returns it and its port.
-    func startServer(_ certificates: Certificates, root: String) throws -> (Process, Int) {
+    func startServer(_ certificates: Certificates, root: String) throws -> (ChildProcess, Int) {
         let script = """
             import functools, http.server, signal, ssl, sys
             signal.alarm(30)
@@ -55,22 +55,17 @@ import Testing
             for _ in range(10):
                 server.handle_request()
             """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, certificates.certificate, certificates.key, root]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let server = try ChildProcess(
+            "/usr/bin/env", ["python3", "-c", script, certificates.certificate, certificates.key, root])
         // The first line is the port (the server is listening once it is printed).
-        var line = Data()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
+        do {
+            try server.wait("the port") { !$0.stdoutLines.isEmpty }
+        } catch {
+            server.kill()
+            throw error
         }
-        let port = try #require(Int(String(decoding: line, as: UTF8.self)))
-        return (process, port)
+        let port = try #require(Int(server.stdoutLines[0]))
+        return (server, port)
     }
 
     @Test func httpsWithACustomCAAndAPinnedKey() async throws {
@@ -81,7 +76,7 @@ import Testing
         let data = Data((0..<50_000).map { UInt8(truncatingIfNeeded: $0) })
         try data.write(to: root.appendingPathComponent("asset.bin"))
         let (server, port) = try startServer(certificates, root: root.path)
-        defer { server.terminate() }
+        defer { server.kill() }
 
         let engine = DownloadEngine()
         defer { engine.shutdown() }
@@ -136,7 +131,7 @@ import Testing
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         try Data([1, 2, 3]).write(to: root.appendingPathComponent("asset.bin"))
         let (server, port) = try startServer(certificates, root: root.path)
-        defer { server.terminate() }
+        defer { server.kill() }
 
         let engine = DownloadEngine()
         defer { engine.shutdown() }

@@ -123,8 +123,8 @@ import Testing
     func aCallEndsWhenItsHostIsKilled(signal: Int32) async throws {
         let setup = try Setup(["daemon {C}/daemon.pid", "pid {C}/worker.pid", "hang"])
         defer { setup.directory.remove() }
-        let host = try WatchedProcess(ba, arguments(setup, ["--timeout", "60"]))
-        defer { host.kill() }
+        let host = try ChildProcess(ba, arguments(setup, ["--timeout", "60"]))
+        defer { host.killGroup() }
         let worker = try waitForPID(setup.container + "/worker.pid")
         let daemon = try hostPID(setup.container + "/daemon.pid")
         host.signal(signal)
@@ -148,10 +148,10 @@ import Testing
     @Test func theRunnerEndsTheCallAtItsOwnDeadlineWhenTheHostIsStuck() async throws {
         let setup = try Setup(["daemon {C}/daemon.pid", "pid {C}/worker.pid", "hang"])
         defer { setup.directory.remove() }
-        let host = try WatchedProcess(ba, arguments(setup, ["--timeout", "1"]))
+        let host = try ChildProcess(ba, arguments(setup, ["--timeout", "1"]))
         defer {
             host.signal(SIGCONT)
-            host.kill()
+            host.killGroup()
         }
         let worker = try waitForPID(setup.container + "/worker.pid")
         let daemon = try hostPID(setup.container + "/daemon.pid")

@@ -1,49 +1,23 @@
 import BAStore
+import BATestSupport
 import Foundation
 import GRDB
 import Testing
 
 /// `kill -9` of a process in the middle of writing: what it acknowledged must all be there.
 @Suite("BAStore crash safety", .timeLimit(.minutes(1))) struct CrashTests {
-    /// The probe executable, built beside this test binary.
-    static let probe: URL = {
-        let executable =
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0]
-        return URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("BAStoreCrashProbe")
-    }()
-
     /// Runs the probe until it has acknowledged at least `lines` writes, then kills it with
     /// SIGKILL (it is still writing: it has far more to do). Returns every line it printed.
     func runProbeAndKill(database: String, prefix: String, lines wanted: Int) throws -> [String] {
-        let process = Process()
-        process.executableURL = Self.probe
-        process.arguments = [database, "1000000", prefix]
-        let output = Pipe()
-        let input = Pipe()  // kept open: the probe exits by itself only when its stdin closes
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = errors
-        try process.run()
-        var lines: [String] = []
-        var buffer = Data()
-        while lines.count < wanted {
-            let chunk = output.fileHandleForReading.availableData  // blocks until bytes or EOF
-            if chunk.isEmpty { break }  // the probe died on its own: reported below
-            buffer.append(chunk)
-            while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                lines.append(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
-                buffer.removeSubrange(buffer.startIndex...newline)
-            }
-        }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        try? input.fileHandleForWriting.close()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        try #require(lines.count >= wanted, "the probe stopped early: \(stderr)")
-        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL)
-        return lines
+        // Its stdin a pipe kept open: the probe exits by itself only when its stdin closes.
+        let probe = try ChildProcess(
+            BuildProducts.executable("BAStoreCrashProbe"), [database, "1000000", prefix], input: .pipe)
+        defer { probe.kill() }
+        // Throws with its stderr when the probe stopped early.
+        try probe.wait("\(wanted) acknowledged writes") { $0.stdoutLines.count >= wanted }
+        probe.signal(SIGKILL)
+        #expect(probe.waitForTermination() == .signalled(SIGKILL))
+        return probe.stdoutLines
     }
 
     @Test func aKilledWriterLosesNothingItAcknowledged() throws {

@@ -54,82 +54,16 @@ public struct TemporaryDirectory: Sendable {
         return file.path
     }
 
+    /// Writes `contents` to `name` (which may contain folders) and returns its URL.
+    @discardableResult
+    public func write(_ name: String, _ contents: [UInt8]) throws -> URL {
+        let file = url.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(contents).write(to: file)
+        return file
+    }
+
     public func remove() { try? FileManager.default.removeItem(at: url) }
-}
-
-/// The outcome of a finished child process.
-public struct ProcessOutput: Sendable {
-    public var status: Int32
-    public var stdout: String
-    public var stderr: String
-}
-
-/// Runs an executable to completion on a thread of its own, so a long child (a compiler) never
-/// blocks the concurrency pool the other tests run on.
-public func runProcess(
-    _ path: String, _ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil
-)
-    async throws -> ProcessOutput
-{
-    try await offThePool {
-        try runProcessBlocking(path, arguments, environment: environment, currentDirectory: currentDirectory)
-    }
-}
-
-/// Runs an executable to completion, reading both pipes concurrently (a full pipe would block it).
-public func runProcessBlocking(
-    _ path: String, _ arguments: [String], environment: [String: String], currentDirectory: String?
-)
-    throws
-    -> ProcessOutput
-{
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    var env = ProcessInfo.processInfo.environment
-    for (key, value) in environment { env[key] = value }
-    process.environment = env
-    if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    // Each pipe is read to its end on a thread of its own. Not on Dispatch's global queue: its
-    // few workers were all blocked in such reads when many tests ran processes at once, later
-    // reads waited for Dispatch to add workers (about one a second), the children blocked on full
-    // pipes, and the whole test run stalled for a minute at its start.
-    let group = DispatchGroup()
-    nonisolated(unsafe) var outData = Data()
-    nonisolated(unsafe) var errData = Data()
-    group.enter()
-    Thread {
-        outData = out.fileHandleForReading.readDataToEndOfFile()
-        group.leave()
-    }.start()
-    group.enter()
-    Thread {
-        errData = err.fileHandleForReading.readDataToEndOfFile()
-        group.leave()
-    }.start()
-    group.wait()
-    process.waitUntilExit()
-    return ProcessOutput(
-        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-        stderr: String(decoding: errData, as: UTF8.self))
-}
-
-/// Whether any live (not zombie) process is still in process group `pgid`, from /proc.
-public func processGroupExists(_ pgid: pid_t) -> Bool {
-    guard kill(-pgid, 0) == 0 else { return false }
-    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-    return entries.contains { entry in
-        guard let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return false }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        return fields.count > 2 && pid_t(fields[2]) == pgid && fields[0] != "Z" && fields[0] != "X"
-    }
 }
 
 /// Runs blocking `work` (waiting for a process's line, an event, an exit) on a thread of its own

@@ -55,7 +55,7 @@ import Testing
     /// What an interruption promises: exit 21, the folder removed, and no basd, app, `ba install`
     /// or runner left (each is given the folder on its command line). Checked at once after the
     /// exit: ba stops them before it exits, nothing is left for the parent-death signal.
-    static func expectCleanInterruption(_ demo: WatchedProcess, _ output: String) throws {
+    static func expectCleanInterruption(_ demo: ChildProcess, _ output: String) throws {
         let (folder, basd) = try folderAndBasd(output)
         #expect(demo.waitForExit() == 21, "\(demo.stdout)\(demo.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder), "\(folder) was left behind: \(demo.stderr)")
@@ -67,8 +67,8 @@ import Testing
 
     @Test("Ctrl-C while the app runs (SIGINT to the process group): exit 21, folder removed, no child left")
     func interruptedInStepFive() async throws {
-        let demo = try WatchedProcess(ba, ["demo"])
-        defer { demo.kill() }
+        let demo = try ChildProcess(ba, ["demo"])
+        defer { demo.killGroup() }
         let output = try demo.waitForOutput(containing: "==> 5/6 ")
         demo.signalGroup(SIGINT)
         try Self.expectCleanInterruption(demo, output)
@@ -77,8 +77,8 @@ import Testing
 
     @Test("SIGTERM to ba alone while the app runs: the same clean end as Ctrl-C")
     func terminatedInStepFive() async throws {
-        let demo = try WatchedProcess(ba, ["demo"])
-        defer { demo.kill() }
+        let demo = try ChildProcess(ba, ["demo"])
+        defer { demo.killGroup() }
         let output = try demo.waitForOutput(containing: "==> 5/6 ")
         demo.signal(SIGTERM)
         try Self.expectCleanInterruption(demo, output)
@@ -87,8 +87,8 @@ import Testing
 
     @Test("stdout closed by its reader (ba demo | head): ba stops quietly and cleans up, exit 21")
     func outputClosed() async throws {
-        let demo = try WatchedProcess(ba, ["demo"])
-        defer { demo.kill() }
+        let demo = try ChildProcess(ba, ["demo"])
+        defer { demo.killGroup() }
         let output = try demo.waitForOutput(containing: "config.json: one background transfer")
         demo.closeStdout()
         try Self.expectCleanInterruption(demo, output)
@@ -97,8 +97,8 @@ import Testing
 
     @Test("ba killed with SIGKILL: basd and the app get the parent-death signal and go")
     func killedBa() async throws {
-        let demo = try WatchedProcess(ba, ["demo"])
-        defer { demo.kill() }
+        let demo = try ChildProcess(ba, ["demo"])
+        defer { demo.killGroup() }
         let output = try demo.waitForOutput(containing: "==> 5/6 ")
         let (folder, _) = try Self.folderAndBasd(output)
         defer { try? FileManager.default.removeItem(atPath: folder) }

@@ -107,15 +107,10 @@ import Testing
         let data = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
         server.setFile("/via-proxy.bin", contents: data)
         let log = directory.path + "/proxy.log"
-        let proxy = Process()
-        proxy.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        proxy.arguments = ["python3", "-c", Self.proxyScript, log]
-        let output = Pipe()
-        proxy.standardOutput = output
-        try proxy.run()
-        defer { if proxy.isRunning { proxy.terminate() } }
-        let port = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let proxy = try ChildProcess("/usr/bin/env", ["python3", "-c", Self.proxyScript, log])
+        defer { proxy.kill() }
+        try await proxy.waiting("the proxy's port") { !$0.stdoutLines.isEmpty }
+        let port = proxy.stdoutLines[0].trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(Int(port) != nil, "the proxy printed \(port)")
         let url = server.url("/via-proxy.bin")
 

@@ -40,7 +40,7 @@ import Testing
     /// A bounded loopback server (Python, at most 30 s and 10 connections) that answers every
     /// request with `response` (Python bytes expression) and prints its port.
     final class CannedServer {
-        let process = Process()
+        let process: ChildProcess
         let port: Int
 
         init(response: String) throws {
@@ -61,26 +61,21 @@ import Testing
                         pass
                     c.close()
                 """
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", "-c", script]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            var line = Data()
-            while true {
-                let byte = output.fileHandleForReading.readData(ofLength: 1)
-                if byte.isEmpty || byte == Data("\n".utf8) { break }
-                line.append(byte)
+            process = try ChildProcess("/usr/bin/env", ["python3", "-c", script])
+            do {
+                try process.wait("the canned server's port") { !$0.stdoutLines.isEmpty }
+            } catch {
+                process.kill()
+                throw error
             }
-            guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-                process.terminate()
-                throw HarnessProblem("the canned server printed no port")
+            guard let port = Int(process.stdoutLines[0]) else {
+                process.kill()
+                throw HarnessProblem("the canned server printed no port: \(process.stdout)\(process.stderr)")
             }
             self.port = port
         }
 
-        func stop() { if process.isRunning { process.terminate() } }
+        func stop() { process.kill() }
     }
 
     @Test func requestsCarryBasUserAgent() async throws {

@@ -18,26 +18,3 @@ func withServer<T>(root: URL? = nil, _ body: (AssetServer) async throws -> T) as
         throw error
     }
 }
-
-/// A temporary directory for one test, removed by `remove()`.
-struct TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "ba-asset-server-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    /// Writes `contents` to `name` (which may contain folders) and returns its URL.
-    @discardableResult
-    func write(_ name: String, _ contents: [UInt8]) throws -> URL {
-        let file = url.appendingPathComponent(name)
-        try FileManager.default.createDirectory(
-            at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try Data(contents).write(to: file)
-        return file
-    }
-
-    func remove() { try? FileManager.default.removeItem(at: url) }
-}
