@@ -92,7 +92,9 @@ let package = Package(
         .target(
             name: "BAExtensionHost",
             dependencies: ["BAExtensionProtocol", "BAExclusiveControl", "CBASystem"]),
-        .target(name: "BackgroundAssetsTesting", dependencies: ["BackgroundAssets", "BAExtensionHost"]),
+        .target(
+            name: "BackgroundAssetsTesting",
+            dependencies: ["BackgroundAssets", "BAExtensionHost", "BAExtensionProtocol"]),
 
         // basd's durable state: apps, downloads, the event log, extension runs (SQLite, docs/state.md).
         .target(name: "BAStore", dependencies: ["BAExtensionProtocol", .product(name: "GRDB", package: "GRDB.swift")]),
@@ -120,7 +122,7 @@ let package = Package(
             name: "BACommands",
             dependencies: [
                 "BAExtensionHost", "BackgroundAssets", "BADownloadEngine", "BADaemonProtocol", "BAAppBundle",
-                "CBASystem",
+                "BAExtensionProtocol", "CBASystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // `ba demo`: the whole system on an embedded asset server (kept out of BACommands, so the
@@ -202,7 +204,10 @@ let package = Package(
         .testTarget(name: "BAExclusiveControlTests", dependencies: ["BAExclusiveControl", "BATestSupport"]),
         .testTarget(
             name: "BAExtensionHostTests",
-            dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
+            dependencies: [
+                "BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets", "BAExclusiveControl",
+                "BAExtensionProtocol",
+            ]),
         .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport", "BAAssetServer"]),
         .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer", "BAHTTP", "BATestSupport"]),
         .testTarget(name: "BASampleAssetsTests", dependencies: ["BASampleAssets", "CCrypto"]),
@@ -213,7 +218,8 @@ let package = Package(
         .testTarget(
             name: "BAStoreTests",
             dependencies: [
-                "BAStore", "BAStoreCrashProbe", "BATestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "BAStore", "BAStoreCrashProbe", "BATestSupport", "BAExtensionProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         // An app (public BackgroundAssets API only) driven over stdin by the app-client tests.
         .executableTarget(name: "BATestApp", dependencies: ["BackgroundAssets", "CCrypto"], path: "Tests/BATestApp"),
@@ -233,7 +239,7 @@ let package = Package(
             path: "Tests/AppleCompatibilityExtension", swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(
             name: "AppleCompatibilityTests",
-            dependencies: ["BackgroundAssetsTesting", "BATestSupport", "BAExtensionProtocol"],
+            dependencies: ["BackgroundAssetsTesting", "BackgroundAssets", "BATestSupport", "BAExtensionProtocol"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]
