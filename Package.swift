@@ -11,20 +11,20 @@ let testPlugins = [
 let package = Package(
     name: "swift-background-assets",
     products: [
+        // The public API (docs/public-api.md); every other library target is internal, with `package` access.
         // Dynamic, so an extension built outside this package links against it (-lBackgroundAssets).
         .library(name: "BackgroundAssets", type: .dynamic, targets: ["BackgroundAssets"]),
+        // Re-exports BackgroundAssets and BAExtensionHost (BAExtensionTester, BAExtensionSupervisor, the run result).
         .library(name: "BackgroundAssetsTesting", targets: ["BackgroundAssetsTesting"]),
-        .library(name: "BAExtensionHost", targets: ["BAExtensionHost"]),
         .executable(name: "ba", targets: ["ba"]),
         .executable(name: "ba-extension-runner", targets: ["ba-extension-runner"]),
-        .library(name: "BAAssetServer", targets: ["BAAssetServer"]),
         .executable(name: "ba-asset-server", targets: ["ba-asset-server"]),
         .executable(name: "basd", targets: ["basd"]),
         // Apple's `import os` / `import OSLog` logging API (Logger, OSLog, os_log, OSSignposter) over swift-log.
         // Dynamic, as BackgroundAssets (-los outside SwiftPM); OSLog only re-exports os.
         .library(name: "os", type: .dynamic, targets: ["os"]),
         .library(name: "OSLog", targets: ["OSLog"]),
-        // Sample extensions (shared libraries loaded by the runner).
+        // Sample and test extensions: a dynamic library product is how SwiftPM writes the .so the runner loads (not API).
         .library(name: "SampleSwiftExtension", type: .dynamic, targets: ["SampleSwiftExtension"]),
         .library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
         .library(name: "BATestSwiftManager", type: .dynamic, targets: ["BATestSwiftManager"]),
