@@ -10,9 +10,10 @@ swift format lint --strict --recursive Sources Tests Plugins Examples Benchmarks
 # Every import declared in Package.swift, checked twice. scripts/check-imports.sh reads the imports
 # and wants direct dependencies: the gate to trust, as SwiftPM's check (Swift 6.3.1) checks nothing
 # on a first build into an empty .build, as CI's is. That check runs at `warn`, its findings made
-# fatal here but one: at `error` it always fails, because swift-argument-parser's Mutex.swift has
-# `#if canImport(os) internal import os` (Apple's os), our `os` target has that name, and its
-# prescan ignores the `#if`.
+# fatal here but one, which at `error` fails every build: swift-argument-parser's Mutex.swift has
+# `#if canImport(os) internal import os` (meant for Apple's), which finds our `os` target when it is
+# built first (docs/apple-api-compatibility.md#logging-import-os-and-import-oslog); a dependency's
+# import, not ours to declare.
 scripts/check-imports.sh
 build_log=$(mktemp)
 trap 'rm -f "$build_log"' EXIT
