@@ -11,20 +11,20 @@ let testPlugins = [
 let package = Package(
     name: "swift-background-assets",
     products: [
+        // The public API (docs/public-api.md); every other library target is internal, with `package` access.
         // Dynamic, so an extension built outside this package links against it (-lBackgroundAssets).
         .library(name: "BackgroundAssets", type: .dynamic, targets: ["BackgroundAssets"]),
+        // Re-exports BackgroundAssets and BAExtensionHost (BAExtensionTester, BAExtensionSupervisor, the run result).
         .library(name: "BackgroundAssetsTesting", targets: ["BackgroundAssetsTesting"]),
-        .library(name: "BAExtensionHost", targets: ["BAExtensionHost"]),
         .executable(name: "ba", targets: ["ba"]),
         .executable(name: "ba-extension-runner", targets: ["ba-extension-runner"]),
-        .library(name: "BAAssetServer", targets: ["BAAssetServer"]),
         .executable(name: "ba-asset-server", targets: ["ba-asset-server"]),
         .executable(name: "basd", targets: ["basd"]),
         // Apple's `import os` / `import OSLog` logging API (Logger, OSLog, os_log, OSSignposter) over swift-log.
         // Dynamic, as BackgroundAssets (-los outside SwiftPM); OSLog only re-exports os.
         .library(name: "os", type: .dynamic, targets: ["os"]),
         .library(name: "OSLog", targets: ["OSLog"]),
-        // Sample extensions (shared libraries loaded by the runner).
+        // Sample and test extensions: a dynamic library product is how SwiftPM writes the .so the runner loads (not API).
         .library(name: "SampleSwiftExtension", type: .dynamic, targets: ["SampleSwiftExtension"]),
         .library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
         .library(name: "BATestSwiftManager", type: .dynamic, targets: ["BATestSwiftManager"]),
@@ -92,7 +92,9 @@ let package = Package(
         .target(
             name: "BAExtensionHost",
             dependencies: ["BAExtensionProtocol", "BAExclusiveControl", "CBASystem"]),
-        .target(name: "BackgroundAssetsTesting", dependencies: ["BackgroundAssets", "BAExtensionHost"]),
+        .target(
+            name: "BackgroundAssetsTesting",
+            dependencies: ["BackgroundAssets", "BAExtensionHost", "BAExtensionProtocol"]),
 
         // basd's durable state: apps, downloads, the event log, extension runs (SQLite, docs/state.md).
         .target(name: "BAStore", dependencies: ["BAExtensionProtocol", .product(name: "GRDB", package: "GRDB.swift")]),
@@ -120,7 +122,7 @@ let package = Package(
             name: "BACommands",
             dependencies: [
                 "BAExtensionHost", "BackgroundAssets", "BADownloadEngine", "BADaemonProtocol", "BAAppBundle",
-                "CBASystem",
+                "BAExtensionProtocol", "CBASystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // `ba demo`: the whole system on an embedded asset server (kept out of BACommands, so the
@@ -202,7 +204,10 @@ let package = Package(
         .testTarget(name: "BAExclusiveControlTests", dependencies: ["BAExclusiveControl", "BATestSupport"]),
         .testTarget(
             name: "BAExtensionHostTests",
-            dependencies: ["BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets"]),
+            dependencies: [
+                "BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets", "BAExclusiveControl",
+                "BAExtensionProtocol",
+            ]),
         .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport", "BAAssetServer"]),
         .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer", "BAHTTP", "BATestSupport"]),
         .testTarget(name: "BASampleAssetsTests", dependencies: ["BASampleAssets", "CCrypto"]),
@@ -213,7 +218,8 @@ let package = Package(
         .testTarget(
             name: "BAStoreTests",
             dependencies: [
-                "BAStore", "BAStoreCrashProbe", "BATestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+                "BAStore", "BAStoreCrashProbe", "BATestSupport", "BAExtensionProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         // An app (public BackgroundAssets API only) driven over stdin by the app-client tests.
         .executableTarget(name: "BATestApp", dependencies: ["BackgroundAssets", "CCrypto"], path: "Tests/BATestApp"),
@@ -233,7 +239,7 @@ let package = Package(
             path: "Tests/AppleCompatibilityExtension", swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(
             name: "AppleCompatibilityTests",
-            dependencies: ["BackgroundAssetsTesting", "BATestSupport", "BAExtensionProtocol"],
+            dependencies: ["BackgroundAssetsTesting", "BackgroundAssets", "BATestSupport", "BAExtensionProtocol"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]

@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
 # The test command: installs what the build needs, checks the format (swift format lint, the
-# rules in .swift-format), builds every product with warnings as errors (the tests run the built
-# runner, ba and plugin libraries as real processes), and runs the whole test suite.
+# rules in .swift-format) and that every import is declared, builds every product with warnings
+# as errors (the tests run the built runner, ba and plugin libraries as real processes), and runs
+# the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift format lint --strict --recursive Sources Tests Plugins Examples Benchmarks Package.swift
-swift build --build-tests -Xswiftc -warnings-as-errors
+# Every import declared in Package.swift, checked twice. scripts/check-imports.sh reads the imports
+# and wants direct dependencies: the gate to trust, as SwiftPM's check (Swift 6.3.1) checks nothing
+# on a first build into an empty .build, as CI's is. That check runs at `warn`, its findings made
+# fatal here but one, which at `error` fails every build: swift-argument-parser's Mutex.swift has
+# `#if canImport(os) internal import os` (meant for Apple's), which finds our `os` target when it is
+# built first (docs/apple-api-compatibility.md#logging-import-os-and-import-oslog); a dependency's
+# import, not ours to declare.
+scripts/check-imports.sh
+build_log=$(mktemp)
+trap 'rm -f "$build_log"' EXIT
+swift build --build-tests -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check warn 2>&1 \
+    | tee "$build_log"
+if grep 'imports another target' "$build_log" | grep -v 'Target ArgumentParser imports another target (os) '; then
+    echo "error: declare those dependencies in Package.swift" >&2
+    exit 1
+fi
 # Swift Testing starts every test at once unless told otherwise: on 2 cores that is dozens of basd
 # processes, compilers and servers together, and tests that have started but get no CPU run out
 # their time limits (measured: under two busy loops nothing finished for the first 80 s, 63

@@ -11,46 +11,46 @@ import Foundation
 /// let app = try AppBundle.load(directory: "/opt/game")
 /// print(app.bundleIdentifier, app.version, app.extensionPath ?? "no extension")
 /// ```
-public struct AppBundle: Equatable, Sendable {
+package struct AppBundle: Equatable, Sendable {
     /// The app directory, absolute and standardized (no `.` or `..` components).
-    public let directory: String
+    package let directory: String
     /// The `Info.plist` the values came from: `directory + "/Info.plist"`.
-    public let infoPlistPath: String
+    package let infoPlistPath: String
     /// `CFBundleIdentifier`: the app's identity in basd. A valid identifier (no `/`, `..`, NUL or
     /// control characters, at most 1024 bytes).
-    public let bundleIdentifier: String
+    package let bundleIdentifier: String
     /// `CFBundleShortVersionString`, or `CFBundleVersion` when the former is absent. Never empty.
-    public let version: String
+    package let version: String
     /// `BAAppGroupID`: the app group shared by the app and its extension; names the group container
     /// and its exclusive-control lock. A valid identifier, like ``bundleIdentifier``.
-    public let appGroupIdentifier: String
+    package let appGroupIdentifier: String
     /// `BAExtensionPath`, resolved against ``directory``: the absolute path of the extension's
     /// shared library, or nil when the app has no extension. Always inside ``directory``; the file
     /// is not required to exist when the bundle is loaded.
-    public let extensionPath: String?
+    package let extensionPath: String?
     /// `BAManifestURL`: where the manifest is fetched from before the extension runs; https, or
     /// plain http to a loopback host. Nil when the app declares none.
-    public let manifestURL: String?
+    package let manifestURL: String?
     /// `BAInitialDownloadRestrictions.BADownloadAllowance`: bytes of non-essential downloads allowed
     /// before the app's first launch. Nil when not declared.
-    public let downloadAllowance: Int64?
+    package let downloadAllowance: Int64?
     /// `BAInitialDownloadRestrictions.BAEssentialDownloadAllowance`: bytes of essential downloads
     /// allowed before the app's first launch. Nil when not declared.
-    public let essentialDownloadAllowance: Int64?
+    package let essentialDownloadAllowance: Int64?
     /// `BAInitialDownloadRestrictions.BADownloadDomainAllowList`: the hosts downloads may reach
     /// before first launch, lowercased. An entry is a host (`cdn.example.com`) or a `*.` wildcard
     /// (`*.example.com`, any subdomain). Nil when not declared; an empty array allows no host.
-    public let domainAllowList: [String]?
+    package let domainAllowList: [String]?
     /// `BAMaxInstallSize`: the most bytes the app's non-essential assets take once installed.
     /// Nil when not declared.
-    public let maxInstallSize: Int64?
+    package let maxInstallSize: Int64?
     /// `BAEssentialMaxInstallSize`: the most bytes the app's essential assets take once installed.
     /// Nil when not declared.
-    public let essentialMaxInstallSize: Int64?
+    package let essentialMaxInstallSize: Int64?
 
     /// Largest `Info.plist` read, in bytes: far above any real one, and keeps a hostile file from
     /// filling memory.
-    public static let maximumInfoPlistSize = 1 << 20
+    package static let maximumInfoPlistSize = 1 << 20
 
     /// Reads and checks `directory/Info.plist` (XML or binary).
     ///
@@ -61,7 +61,7 @@ public struct AppBundle: Equatable, Sendable {
     /// - Returns: The app, with every field checked.
     /// - Throws: ``AppBundleError`` naming the `Info.plist` and, when one key is at fault, the key,
     ///   the type expected and what was found.
-    public static func load(directory: String) throws(AppBundleError) -> AppBundle {
+    package static func load(directory: String) throws(AppBundleError) -> AppBundle {
         let directory = URL(fileURLWithPath: directory, isDirectory: true).standardizedFileURL.path
         let plistPath = directory.hasSuffix("/") ? directory + "Info.plist" : directory + "/Info.plist"
         let root = try PlistReader.readRoot(path: plistPath)

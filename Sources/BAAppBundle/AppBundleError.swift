@@ -8,38 +8,38 @@
 /// ```
 ///
 /// Codes can grow without breaking callers; switch on ``code`` with a `default`.
-public struct AppBundleError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct AppBundleError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The kind of problem.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+    package struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        package let rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
         /// The directory has no `Info.plist` (or the directory does not exist).
-        public static let missingInfoPlist = Code(rawValue: "missingInfoPlist")
+        package static let missingInfoPlist = Code(rawValue: "missingInfoPlist")
         /// The `Info.plist` could not be read, is not a property list (XML or binary), is too large,
         /// or its top level is not a dictionary.
-        public static let malformedInfoPlist = Code(rawValue: "malformedInfoPlist")
+        package static let malformedInfoPlist = Code(rawValue: "malformedInfoPlist")
         /// A required key is absent.
-        public static let missingKey = Code(rawValue: "missingKey")
+        package static let missingKey = Code(rawValue: "missingKey")
         /// A key holds a value of the wrong property-list type (a number where a string belongs, …).
-        public static let wrongType = Code(rawValue: "wrongType")
+        package static let wrongType = Code(rawValue: "wrongType")
         /// A key has the right type but a value the rules refuse (a bad identifier, a negative size,
         /// a URL that is not https, an extension path that leaves the app directory, …).
-        public static let invalidValue = Code(rawValue: "invalidValue")
-        public var description: String { rawValue }
+        package static let invalidValue = Code(rawValue: "invalidValue")
+        package var description: String { rawValue }
     }
 
     /// The kind of problem.
-    public var code: Code
+    package var code: Code
     /// The `Info.plist` path the problem is in (absolute).
-    public var path: String
+    package var path: String
     /// The key at fault, if the problem is with one key; nested keys are written with a dot
     /// (`BAInitialDownloadRestrictions.BADownloadAllowance`).
-    public var key: String?
+    package var key: String?
     /// What is wrong and, where it helps, how to fix it; without the path.
-    public var message: String
+    package var message: String
 
     /// Creates an error; `message` should not repeat `path`, which ``description`` adds.
-    public init(_ code: Code, path: String, key: String? = nil, message: String) {
+    package init(_ code: Code, path: String, key: String? = nil, message: String) {
         self.code = code
         self.path = path
         self.key = key
@@ -47,5 +47,5 @@ public struct AppBundleError: Error, Equatable, Sendable, CustomStringConvertibl
     }
 
     /// `"<path>: <message>"`.
-    public var description: String { "\(path): \(message)" }
+    package var description: String { "\(path): \(message)" }
 }

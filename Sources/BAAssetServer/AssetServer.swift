@@ -26,11 +26,11 @@ import NIOPosix
 /// #expect(server.requests(for: "/a.bin").count == 1)
 /// try await server.shutdown()
 /// ```
-public final class AssetServer: Sendable {
+package final class AssetServer: Sendable {
     /// The port the server listens on (the one chosen by the system when started with port 0).
-    public let port: Int
+    package let port: Int
     /// The host the server listens on, as given to ``start(root:host:port:)``.
-    public let host: String
+    package let host: String
 
     private let store: AssetStore
     private let channel: any Channel
@@ -51,7 +51,7 @@ public final class AssetServer: Sendable {
     ///   - host: The address to bind; keep the default loopback address for tests.
     ///   - port: The port; 0 lets the system choose a free one (read it from ``port``).
     /// - Throws: The bind error, for example when the port is taken.
-    public static func start(root: URL? = nil, host: String = "127.0.0.1", port: Int = 0) async throws -> AssetServer {
+    package static func start(root: URL? = nil, host: String = "127.0.0.1", port: Int = 0) async throws -> AssetServer {
         let store = AssetStore(rootPath: root?.standardizedFileURL.path)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
@@ -77,18 +77,18 @@ public final class AssetServer: Sendable {
     }
 
     /// `http://HOST:PORT`, without a trailing slash (an IPv6 host in brackets).
-    public var baseURL: String {
+    package var baseURL: String {
         host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)"
     }
 
     /// ``baseURL`` followed by `path` (a leading slash is added if missing): `server.url("/a.bin")`.
-    public func url(_ path: String) -> String {
+    package func url(_ path: String) -> String {
         baseURL + RequestPath.key(path)
     }
 
     /// Stops listening and closes every connection, including stalled and trickling ones; returns once the
     /// port is free. Calling it again does nothing.
-    public func shutdown() async throws {
+    package func shutdown() async throws {
         guard let connections = store.beginShutdown() else { return }
         try? await channel.close()
         for connection in connections {
@@ -105,45 +105,45 @@ public final class AssetServer: Sendable {
     ///   - etag: The entity tag to send, quoted or not (`abc` is sent as `"abc"`); `nil` derives it from the
     ///     contents, so equal contents have equal tags.
     ///   - lastModified: The `Last-Modified` time (whole seconds are kept); `nil` for now.
-    public func setFile(_ path: String, contents: [UInt8], etag: String? = nil, lastModified: Date? = nil) {
+    package func setFile(_ path: String, contents: [UInt8], etag: String? = nil, lastModified: Date? = nil) {
         store.setFile(path, contents: contents, etag: etag, lastModified: lastModified)
     }
 
     /// Replaces the contents at `path` as a new version of the file: the `ETag` is derived from the new contents
     /// and `Last-Modified` moves forward (by at least one second), so an `If-Range` for the old version no
     /// longer matches.
-    public func replaceFile(_ path: String, contents: [UInt8]) {
+    package func replaceFile(_ path: String, contents: [UInt8]) {
         store.replaceFile(path, contents: contents)
     }
 
     /// Makes the server misbehave for `path` from the next request on, replacing any previous behaviour of that
     /// path; `nil` restores normal service. The path is matched exactly against the decoded request path
     /// without query (`/a.bin`); a behaviour applies even when no file has the path (`status`, `redirect`).
-    public func setBehavior(_ behavior: Behavior?, for path: String) {
+    package func setBehavior(_ behavior: Behavior?, for path: String) {
         store.setBehavior(behavior, for: path)
     }
 
     /// Makes every path without a behaviour of its own behave this way (a `trickle` for the whole
     /// server, say); `nil` restores normal service.
-    public func setDefaultBehavior(_ behavior: Behavior?) {
+    package func setDefaultBehavior(_ behavior: Behavior?) {
         store.setDefaultBehavior(behavior)
     }
 
     /// Every request received so far, in order of arrival (the most recent 200,000 at most).
-    public var requests: [RecordedRequest] {
+    package var requests: [RecordedRequest] {
         store.requests
     }
 
     /// The recorded requests whose decoded path (without query) is `path`.
-    public func requests(for path: String) -> [RecordedRequest] {
+    package func requests(for path: String) -> [RecordedRequest] {
         let key = RequestPath.key(path)
         return store.requests.filter { $0.path == key }
     }
 }
 
 /// A failure of ``AssetServer`` itself (not of a request).
-public struct AssetServerError: Error, CustomStringConvertible {
+package struct AssetServerError: Error, CustomStringConvertible {
     /// What went wrong.
-    public var message: String
-    public var description: String { message }
+    package var message: String
+    package var description: String { message }
 }

@@ -5,7 +5,7 @@
 /// counts down. Behaviours that shape the body (`dropAfter`, `stall`, `trickle`) apply to whatever body the
 /// request selects, so a ranged request is cut relative to the start of its range. A HEAD request never gets
 /// a body, so for it those behaviours only leave the headers as they would be.
-public enum Behavior: Sendable, Equatable {
+package enum Behavior: Sendable, Equatable {
     /// Sends the headers (with the true `Content-Length`) and the first `bytes` bytes of the body, then closes
     /// the connection: a network failure in the middle of a transfer.
     case dropAfter(bytes: Int)
@@ -63,13 +63,13 @@ public enum Behavior: Sendable, Equatable {
 }
 
 /// The validator headers a lying response carries, each left out when nil.
-public struct ValidatorHeaders: Sendable, Equatable {
+package struct ValidatorHeaders: Sendable, Equatable {
     /// The `ETag` value as sent (quoted, or `W/"…"` for a weak one).
-    public var etag: String?
+    package var etag: String?
     /// The `Last-Modified` value as sent.
-    public var lastModified: String?
+    package var lastModified: String?
 
-    public init(etag: String? = nil, lastModified: String? = nil) {
+    package init(etag: String? = nil, lastModified: String? = nil) {
         self.etag = etag
         self.lastModified = lastModified
     }
@@ -78,22 +78,22 @@ public struct ValidatorHeaders: Sendable, Equatable {
 /// One way a lying server's 206 fails to repeat the validators a partial file was fetched with,
 /// for ``Behavior/switchVersionAfterDrop(dropAfter:before:after:newContents:)``: the validators of
 /// the first response, those of the lying 206, and what a client's `If-Range` carries.
-public struct ValidatorLie: Sendable, CustomStringConvertible {
+package struct ValidatorLie: Sendable, CustomStringConvertible {
     /// What the lie is, for test names.
-    public var name: String
+    package var name: String
     /// The validators of the first response (the partial file's).
-    public var before: ValidatorHeaders
+    package var before: ValidatorHeaders
     /// The validators of the 206 that ignores `If-Range`.
-    public var after: ValidatorHeaders
+    package var after: ValidatorHeaders
     /// What the resume's `If-Range` carries.
-    public var ifRange: String
-    public var description: String { name }
+    package var ifRange: String
+    package var description: String { name }
 
     /// The four lies of a server that ignores `If-Range` and still answers 206 with a new
     /// version: (a) no validator after a Last-Modified resume, (b) only Last-Modified after an ETag
     /// resume, (c) the weak `W/"v1"` after the strong `"v1"`, (d) the same ETag with a new
     /// Last-Modified. A client must start the file over for each.
-    public static let all: [ValidatorLie] = {
+    package static let all: [ValidatorLie] = {
         let date1 = "Mon, 01 Jan 2024 00:00:00 GMT"
         let date2 = "Tue, 02 Jan 2024 00:00:00 GMT"
         return [

@@ -1,7 +1,7 @@
 import BAExtensionHost
 
 /// `ba`'s exit codes (documented in docs/cli.md).
-public enum BAExitCode: Int32, CaseIterable, Sendable {
+package enum BAExitCode: Int32, CaseIterable, Sendable {
     case ok = 0
     /// The call returned, but the host rejected some of its downloads.
     case downloadsRejected = 10
@@ -52,7 +52,7 @@ public enum BAExitCode: Int32, CaseIterable, Sendable {
     case cannotWrite = 73
 
     /// The code for an extension run's result.
-    public static func code(for result: BAExtensionRunResult) -> BAExitCode {
+    package static func code(for result: BAExtensionRunResult) -> BAExitCode {
         switch result.verdict {
         case .ok: result.rejected.isEmpty ? .ok : .downloadsRejected
         case .timedOut: .timedOut

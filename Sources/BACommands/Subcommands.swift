@@ -3,13 +3,13 @@ import BADaemonProtocol
 
 /// `ba`'s subcommands from this module, in the order `ba --help` lists them; the `ba` executable
 /// puts `ba demo` (module `BADemo`) first.
-public enum BASubcommands {
-    public static let all: [any ParsableCommand.Type] = [
+package enum BASubcommands {
+    package static let all: [any ParsableCommand.Type] = [
         RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self, Retry.self, Events.self,
         Lock.self,
         Install.self, Update.self, Uninstall.self, Simulate.self, Apps.self, Purge.self, Service.self,
     ]
 
     /// `ba --version`: the release these binaries belong to (the same as `basd --version`).
-    public static let version = ReleaseVersion.string
+    package static let version = ReleaseVersion.string
 }

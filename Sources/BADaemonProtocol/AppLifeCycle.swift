@@ -1,7 +1,7 @@
 /// What `ba install` / `ba update` asks: basd reads the app directory's `Info.plist` itself.
-public struct InstallRequest: Sendable, Hashable, Codable {
+package struct InstallRequest: Sendable, Hashable, Codable {
     /// Which content request the extension gets.
-    public enum Mode: String, Sendable, Hashable, Codable {
+    package enum Mode: String, Sendable, Hashable, Codable {
         /// `.install` for a new app, `.update` for a registered one whose version changed; a
         /// registered app of the same version is re-registered and its extension not run.
         case automatic
@@ -12,25 +12,25 @@ public struct InstallRequest: Sendable, Hashable, Codable {
     }
 
     /// The app directory, absolute.
-    public var appDirectory: String
-    public var mode: Mode
+    package var appDirectory: String
+    package var mode: Mode
 
-    public init(appDirectory: String, mode: Mode = .automatic) {
+    package init(appDirectory: String, mode: Mode = .automatic) {
         self.appDirectory = appDirectory
         self.mode = mode
     }
 }
 
 /// A download an extension returned that basd refused, with Apple's error code.
-public struct RefusedDownload: Sendable, Hashable, Codable {
-    public var identifier: String
-    public var code: Int
-    public var reason: String
+package struct RefusedDownload: Sendable, Hashable, Codable {
+    package var identifier: String
+    package var code: Int
+    package var reason: String
     /// Whether the extension returned it as essential (nil from a basd that did not say): a
     /// refused essential download fails `ba install`.
-    public var isEssential: Bool?
+    package var isEssential: Bool?
 
-    public init(identifier: String, code: Int, reason: String, isEssential: Bool? = nil) {
+    package init(identifier: String, code: Int, reason: String, isEssential: Bool? = nil) {
         self.identifier = identifier
         self.code = code
         self.reason = reason
@@ -40,37 +40,37 @@ public struct RefusedDownload: Sendable, Hashable, Codable {
 
 /// The outcome of an install, update or simulated event: the registration, the extension call
 /// and the downloads it led to.
-public struct ExtensionRunReport: Sendable, Hashable, Codable {
-    public var bundleIdentifier: String
-    public var version: String
+package struct ExtensionRunReport: Sendable, Hashable, Codable {
+    package var bundleIdentifier: String
+    package var version: String
     /// The version registered before an install or update, if any.
-    public var previousVersion: String?
+    package var previousVersion: String?
     /// `install`, `update` or `periodic`; nil when the extension was not called.
-    public var event: String?
+    package var event: String?
     /// Why the extension was not called (no extension, in-app content off, quarantined, …).
-    public var skipped: String?
+    package var skipped: String?
     /// True when the app has an extension and a manifest but basd would not call it now (a user
     /// switch, quarantine, no runner): `skipped` says why. `ba install` then fails; an app
     /// without an extension or manifest URL, or the same version again, is not refused.
-    public var callRefused: Bool?
+    package var callRefused: Bool?
     /// The call's verdict (`ok`, `timedOut`, `crashed`, …) and detail.
-    public var verdict: String?
-    public var detail: String?
-    public var durationMilliseconds: Int64?
+    package var verdict: String?
+    package var detail: String?
+    package var durationMilliseconds: Int64?
     /// Bytes of the manifest fetched for the call (counted against the allowance before launch).
-    public var manifestBytes: Int64?
+    package var manifestBytes: Int64?
     /// Why the manifest could not be fetched (the extension was then not called).
-    public var manifestError: String?
+    package var manifestError: String?
     /// The downloads scheduled: essential ones first.
-    public var scheduled: [DownloadInfo]
+    package var scheduled: [DownloadInfo]
     /// The downloads refused, with Apple's codes (109, 112, 202, …).
-    public var refused: [RefusedDownload]
+    package var refused: [RefusedDownload]
     /// The identifiers of the app's downloads the extension cancelled during the call (nil when none).
-    public var cancelled: [String]?
+    package var cancelled: [String]?
     /// What the extension logged.
-    public var logs: [String]
+    package var logs: [String]
 
-    public init(
+    package init(
         bundleIdentifier: String, version: String, previousVersion: String? = nil, event: String? = nil,
         skipped: String? = nil, verdict: String? = nil, detail: String? = nil, durationMilliseconds: Int64? = nil,
         manifestBytes: Int64? = nil, scheduled: [DownloadInfo] = [], refused: [RefusedDownload] = [],
@@ -92,15 +92,15 @@ public struct ExtensionRunReport: Sendable, Hashable, Codable {
 }
 
 /// One extension call, as `ba apps` shows it.
-public struct ExtensionRunInfo: Sendable, Hashable, Codable {
-    public var event: String
-    public var verdict: String
-    public var detail: String?
+package struct ExtensionRunInfo: Sendable, Hashable, Codable {
+    package var event: String
+    package var verdict: String
+    package var detail: String?
     /// Seconds since the epoch.
-    public var startedAt: Double
-    public var durationMilliseconds: Int64
+    package var startedAt: Double
+    package var durationMilliseconds: Int64
 
-    public init(event: String, verdict: String, detail: String?, startedAt: Double, durationMilliseconds: Int64) {
+    package init(event: String, verdict: String, detail: String?, startedAt: Double, durationMilliseconds: Int64) {
         self.event = event
         self.verdict = verdict
         self.detail = detail
@@ -110,29 +110,29 @@ public struct ExtensionRunInfo: Sendable, Hashable, Codable {
 }
 
 /// A registered app, as `ba apps` shows it.
-public struct AppInfo: Sendable, Hashable, Codable {
-    public var bundleIdentifier: String
-    public var version: String
-    public var appGroupIdentifier: String?
-    public var appDirectory: String
-    public var extensionPath: String?
-    public var launched: Bool
+package struct AppInfo: Sendable, Hashable, Codable {
+    package var bundleIdentifier: String
+    package var version: String
+    package var appGroupIdentifier: String?
+    package var appDirectory: String
+    package var extensionPath: String?
+    package var launched: Bool
     /// Bytes left of `BADownloadAllowance` / `BAEssentialDownloadAllowance` (nil: no limit, or launched).
-    public var downloadAllowanceRemaining: Int64?
-    public var essentialDownloadAllowanceRemaining: Int64?
+    package var downloadAllowanceRemaining: Int64?
+    package var essentialDownloadAllowanceRemaining: Int64?
     /// Seconds of extension runtime left in the current daily window.
-    public var runtimeRemainingSeconds: Double?
+    package var runtimeRemainingSeconds: Double?
     /// Seconds since the epoch of the next periodic run, if one is scheduled.
-    public var nextPeriodicRun: Double?
+    package var nextPeriodicRun: Double?
     /// Why the extension is quarantined, if it is.
-    public var quarantine: String?
+    package var quarantine: String?
     /// The last extension calls, newest first.
-    public var lastRuns: [ExtensionRunInfo]
+    package var lastRuns: [ExtensionRunInfo]
     /// A content request whose manifest could not be fetched, waiting to be tried again: what
     /// failed and when basd tries again.
-    public var manifestRetry: String?
+    package var manifestRetry: String?
 
-    public init(
+    package init(
         bundleIdentifier: String, version: String, appGroupIdentifier: String?, appDirectory: String,
         extensionPath: String?, launched: Bool, downloadAllowanceRemaining: Int64?,
         essentialDownloadAllowanceRemaining: Int64?, runtimeRemainingSeconds: Double?, nextPeriodicRun: Double?,
@@ -154,17 +154,17 @@ public struct AppInfo: Sendable, Hashable, Codable {
 }
 
 /// One finished file in a purge plan.
-public struct PurgeEntry: Sendable, Hashable, Codable {
-    public var appIdentifier: String
-    public var identifier: String
-    public var path: String?
-    public var size: Int64
+package struct PurgeEntry: Sendable, Hashable, Codable {
+    package var appIdentifier: String
+    package var identifier: String
+    package var path: String?
+    package var size: Int64
     /// `purgeable`, `modified`, `inUse`, `pendingDelivery` or `missing`.
-    public var status: String
-    public var reason: String
-    public var wouldDelete: Bool
+    package var status: String
+    package var reason: String
+    package var wouldDelete: Bool
 
-    public init(
+    package init(
         appIdentifier: String, identifier: String, path: String?, size: Int64, status: String, reason: String,
         wouldDelete: Bool
     ) {
@@ -179,15 +179,15 @@ public struct PurgeEntry: Sendable, Hashable, Codable {
 }
 
 /// What basd would purge (or purged) to get free space back over its threshold.
-public struct PurgeReport: Sendable, Hashable, Codable {
-    public var freeBytes: Int64
-    public var thresholdBytes: Int64
-    public var dryRun: Bool
-    public var entries: [PurgeEntry]
+package struct PurgeReport: Sendable, Hashable, Codable {
+    package var freeBytes: Int64
+    package var thresholdBytes: Int64
+    package var dryRun: Bool
+    package var entries: [PurgeEntry]
     /// Bytes deleted (or that would be).
-    public var bytesFreed: Int64
+    package var bytesFreed: Int64
 
-    public init(freeBytes: Int64, thresholdBytes: Int64, dryRun: Bool, entries: [PurgeEntry], bytesFreed: Int64) {
+    package init(freeBytes: Int64, thresholdBytes: Int64, dryRun: Bool, entries: [PurgeEntry], bytesFreed: Int64) {
         self.freeBytes = freeBytes
         self.thresholdBytes = thresholdBytes
         self.dryRun = dryRun

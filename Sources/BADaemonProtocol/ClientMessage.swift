@@ -4,14 +4,14 @@ import BAExtensionProtocol
 ///
 /// On the wire it is one flat JSON object: `{"id": 1, "type": "status"}`, the request's fields
 /// beside `id` and `type` (see `docs/protocol.md`).
-public struct ClientMessage: Sendable, Hashable, Codable {
+package struct ClientMessage: Sendable, Hashable, Codable {
     /// Chosen by the client; basd copies it into the response. Unique per connection by convention.
-    public var id: UInt64
+    package var id: UInt64
     /// What the client asks for.
-    public var request: Request
+    package var request: Request
 
     /// Creates a message.
-    public init(id: UInt64, request: Request) {
+    package init(id: UInt64, request: Request) {
         self.id = id
         self.request = request
     }
@@ -21,7 +21,7 @@ public struct ClientMessage: Sendable, Hashable, Codable {
             disposition, user, password, install, event, dryRun, keepData, states, limit
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(UInt64.self, forKey: .id)
         let type = try container.decode(String.self, forKey: .type)
@@ -74,7 +74,7 @@ public struct ClientMessage: Sendable, Hashable, Codable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encode(request.type, forKey: .type)
@@ -115,7 +115,7 @@ public struct ClientMessage: Sendable, Hashable, Codable {
 }
 
 /// What a client asks basd for.
-public enum Request: Sendable, Hashable {
+package enum Request: Sendable, Hashable {
     /// The handshake: must be the first request on a connection. Answered with
     /// ``ServerMessage/Result/welcome(_:)``, or with error 55 (and a close) when `protocolVersion`
     /// is not supported or an app's bundle identifier is not registered.
@@ -190,7 +190,7 @@ public enum Request: Sendable, Hashable {
     case retryDownload(uniqueIdentifier: String)
 
     /// The wire name (`type`) of the request.
-    public var type: String {
+    package var type: String {
         switch self {
         case .hello: "hello"
         case .status: "status"
@@ -218,16 +218,16 @@ public enum Request: Sendable, Hashable {
 }
 
 /// An event `ba simulate` can wake an extension with.
-public enum SimulatedEvent: String, Sendable, Hashable, Codable, CaseIterable {
+package enum SimulatedEvent: String, Sendable, Hashable, Codable, CaseIterable {
     case install, update, periodic
     /// `BAContentRequest.languageChange`: the user's preferred languages changed.
     case languageChange = "language-change"
 }
 
 /// Who is connecting, sent in `hello`.
-public struct ClientInfo: Sendable, Hashable, Codable {
+package struct ClientInfo: Sendable, Hashable, Codable {
     /// The kind of client.
-    public enum Role: String, Sendable, Hashable, Codable, CaseIterable {
+    package enum Role: String, Sendable, Hashable, Codable, CaseIterable {
         /// An app's process (`BADownloadManager` in the app).
         case app
         /// An extension's runner process.
@@ -237,14 +237,14 @@ public struct ClientInfo: Sendable, Hashable, Codable {
     }
 
     /// The kind of client.
-    public var role: Role
+    package var role: Role
     /// The app's bundle identifier (an app or its extension); nil for the CLI.
-    public var bundleIdentifier: String?
+    package var bundleIdentifier: String?
     /// The client's process id, as it claims (basd trusts only the kernel's `SO_PEERCRED`).
-    public var pid: Int32
+    package var pid: Int32
 
     /// Creates client info.
-    public init(role: Role, bundleIdentifier: String? = nil, pid: Int32) {
+    package init(role: Role, bundleIdentifier: String? = nil, pid: Int32) {
         self.role = role
         self.bundleIdentifier = bundleIdentifier
         self.pid = pid
@@ -253,31 +253,31 @@ public struct ClientInfo: Sendable, Hashable, Codable {
 
 /// A download as a client hands it to basd: the fields of a `BAURLDownload` (basd's
 /// `StoredDownload` adds the state and bookkeeping).
-public struct DownloadPayload: Sendable, Hashable, Codable {
+package struct DownloadPayload: Sendable, Hashable, Codable {
     /// One request header.
-    public typealias Header = DownloadRecord.Header
+    package typealias Header = DownloadRecord.Header
 
     /// `BADownload.identifier`, chosen by the app.
-    public var identifier: String
+    package var identifier: String
     /// `BADownload.uniqueIdentifier` as the client created it; basd assigns one when absent.
-    public var uniqueIdentifier: String?
+    package var uniqueIdentifier: String?
     /// The URL to fetch.
-    public var url: String
+    package var url: String
     /// The request's headers, in order.
-    public var headers: [Header]
+    package var headers: [Header]
     /// The app group the finished file is delivered into.
-    public var applicationGroupIdentifier: String?
+    package var applicationGroupIdentifier: String?
     /// `BADownload.Priority` raw value.
-    public var priority: Int64
+    package var priority: Int64
     /// Whether the download is essential.
-    public var isEssential: Bool
+    package var isEssential: Bool
     /// The exact size the file must have; nil when unknown.
-    public var fileSize: Int64?
+    package var fileSize: Int64?
     /// The lowercase hex SHA-256 the file must have (a Linux addition).
-    public var sha256: String?
+    package var sha256: String?
 
     /// Creates a payload.
-    public init(
+    package init(
         identifier: String, uniqueIdentifier: String? = nil, url: String, headers: [Header] = [],
         applicationGroupIdentifier: String? = nil, priority: Int64 = 0, isEssential: Bool = false,
         fileSize: Int64? = nil, sha256: String? = nil
@@ -301,19 +301,19 @@ struct UnknownMessageType: Error {
 }
 
 /// An app as `ba install` registers it (`registerApp`).
-public struct AppRegistration: Sendable, Hashable, Codable {
+package struct AppRegistration: Sendable, Hashable, Codable {
     /// `CFBundleIdentifier`.
-    public var bundleIdentifier: String
+    package var bundleIdentifier: String
     /// The app's version.
-    public var version: String
+    package var version: String
     /// `BAAppGroupID`: the app group whose container receives the finished files.
-    public var appGroupIdentifier: String?
+    package var appGroupIdentifier: String?
     /// The app's directory.
-    public var appDirectory: String
+    package var appDirectory: String
     /// The extension library's absolute path, if the app has one.
-    public var extensionPath: String?
+    package var extensionPath: String?
     /// Creates a registration.
-    public init(
+    package init(
         bundleIdentifier: String, version: String, appGroupIdentifier: String?, appDirectory: String,
         extensionPath: String?
     ) {

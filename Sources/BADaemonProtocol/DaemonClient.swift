@@ -5,20 +5,20 @@ import Foundation
 #endif
 
 /// Why a call to basd failed: basd's error reply, or the connection's failure.
-public struct DaemonClientError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct DaemonClientError: Error, Sendable, Hashable, CustomStringConvertible {
     /// basd's error code (Apple's `BAErrorCode` values, or the 1000 range), or 55 when basd cannot
     /// be reached, 56 when the connection broke.
-    public var code: Int
+    package var code: Int
     /// What happened and how to fix it.
-    public var message: String
+    package var message: String
 
     /// Creates an error.
-    public init(code: Int, message: String) {
+    package init(code: Int, message: String) {
         self.code = code
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 
     static func unreachable(_ socketPath: String, _ why: String) -> DaemonClientError {
         DaemonClientError(
@@ -41,11 +41,11 @@ public struct DaemonClientError: Error, Sendable, Hashable, CustomStringConverti
 ///                               client: ClientInfo(role: .cli, pid: getpid()))
 /// if case .status(let status) = try client.call(.status) { print(status.activeDownloads) }
 /// ```
-public final class DaemonClient: @unchecked Sendable {
+package final class DaemonClient: @unchecked Sendable {
     /// basd's answer to the handshake.
-    public private(set) var welcome: WelcomeInfo
+    package private(set) var welcome: WelcomeInfo
     /// The socket it is connected to.
-    public let socketPath: String
+    package let socketPath: String
 
     private let fd: Int32
     private let onEvent: @Sendable (DownloadEvent) -> Void
@@ -71,7 +71,7 @@ public final class DaemonClient: @unchecked Sendable {
     ///   - onClose: Called once when the connection ends other than by ``close()`` (basd stopped or
     ///     the stream broke).
     /// - Throws: ``DaemonClientError``: 55 when basd cannot be reached or refuses the handshake.
-    public init(
+    package init(
         socketPath: String, client: ClientInfo, onEvent: @escaping @Sendable (DownloadEvent) -> Void = { _ in },
         onClose: @escaping @Sendable (DaemonClientError) -> Void = { _ in }
     ) throws(DaemonClientError) {
@@ -130,7 +130,7 @@ public final class DaemonClient: @unchecked Sendable {
     /// - Throws: ``DaemonClientError`` with basd's code for an error reply, 56 when the connection
     ///   is closed or breaks before the reply.
     @discardableResult
-    public func call(_ request: Request) throws(DaemonClientError) -> ServerMessage.Result {
+    package func call(_ request: Request) throws(DaemonClientError) -> ServerMessage.Result {
         let slot = Pending()
         let id: UInt64
         lock.lock()
@@ -165,7 +165,7 @@ public final class DaemonClient: @unchecked Sendable {
 
     /// Closes the connection; calls in flight fail with 56. `onClose` is not called. May be
     /// called from `onEvent` (then the socket is closed when the reader thread ends).
-    public func close() {
+    package func close() {
         lock.lock()
         let first = !closing
         closing = true
@@ -192,7 +192,7 @@ public final class DaemonClient: @unchecked Sendable {
     private var readerExited = false
 
     /// Whether the connection has ended.
-    public var isClosed: Bool { lock.withLock { closedError != nil } }
+    package var isClosed: Bool { lock.withLock { closedError != nil } }
 
     private func shutdownSocket() { _ = shutdown(fd, Int32(SHUT_RDWR)) }
 
@@ -276,7 +276,7 @@ public final class DaemonClient: @unchecked Sendable {
 extension DaemonProtocol {
     /// basd's socket: `$BA_SOCKET`, else `$XDG_RUNTIME_DIR/background-assets/basd.sock`, else
     /// `/tmp/background-assets-UID/basd.sock`.
-    public static func defaultSocketPath(
+    package static func defaultSocketPath(
         _ environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String {
         if let path = environment["BA_SOCKET"], !path.isEmpty { return path }
@@ -288,7 +288,7 @@ extension DaemonProtocol {
 
     /// basd's state folder: `$BA_STATE_DIR`, else `$XDG_DATA_HOME/background-assets`, else
     /// `~/.local/share/background-assets`.
-    public static func defaultStateDirectory(
+    package static func defaultStateDirectory(
         _ environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String {
         if let path = environment["BA_STATE_DIR"], !path.isEmpty { return path }

@@ -2,7 +2,7 @@
 ///
 /// Apple's `BAErrorCode` raw values where one fits; the protocol-level failures that Apple's
 /// framework has no code for use the 1000 range (a Linux addition, documented in `docs/protocol.md`).
-public enum DaemonErrorCode: Int, Sendable, Hashable, CaseIterable, Codable {
+package enum DaemonErrorCode: Int, Sendable, Hashable, CaseIterable, Codable {
     /// `BAErrorCode.callerConnectionNotAccepted`: the `hello` was refused (unsupported protocol
     /// version); basd closes the connection.
     case callerConnectionNotAccepted = 55

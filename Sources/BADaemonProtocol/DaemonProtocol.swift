@@ -13,13 +13,13 @@
 /// // … write frame to the socket, read bytes into reader …
 /// if let payload = try reader.nextFrame() { let reply = try DaemonProtocol.decodeServerMessage(payload) }
 /// ```
-public enum DaemonProtocol {
+package enum DaemonProtocol {
     /// The protocol version this build speaks. A change that an older peer would misread bumps it.
-    public static let version = 1
+    package static let version = 1
     /// The versions basd accepts in `hello`.
-    public static let supportedVersions: ClosedRange<Int> = 1...1
+    package static let supportedVersions: ClosedRange<Int> = 1...1
     /// The largest payload a frame may carry (1 MiB), not counting the 4-byte length prefix.
-    public static let maximumFrameLength = 1 << 20
+    package static let maximumFrameLength = 1 << 20
     /// The size of the length prefix.
-    public static let headerLength = 4
+    package static let headerLength = 4
 }

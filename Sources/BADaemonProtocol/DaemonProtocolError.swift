@@ -2,9 +2,9 @@
 ///
 /// Never a trap: every malformed input becomes one of these. ``requestId`` is set when the payload
 /// was read far enough to know which request it was, so the reply can name it.
-public struct DaemonProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct DaemonProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public enum Code: Hashable, Sendable {
+    package enum Code: Hashable, Sendable {
         /// The length prefix exceeds ``DaemonProtocol/maximumFrameLength``.
         case frameTooLarge
         /// The length prefix is 0.
@@ -18,21 +18,21 @@ public struct DaemonProtocolError: Error, Hashable, Sendable, CustomStringConver
     }
 
     /// What went wrong.
-    public var code: Code
+    package var code: Code
     /// What happened and how to fix it.
-    public var message: String
+    package var message: String
     /// The id of the request it is about, when known.
-    public var requestId: UInt64?
+    package var requestId: UInt64?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, requestId: UInt64? = nil) {
+    package init(_ code: Code, _ message: String, requestId: UInt64? = nil) {
         self.code = code
         self.message = message
         self.requestId = requestId
     }
 
     /// The code of the error reply basd sends for it.
-    public var replyCode: DaemonErrorCode {
+    package var replyCode: DaemonErrorCode {
         switch code {
         case .frameTooLarge, .emptyFrame: .invalidFrame
         case .invalidJSON: .invalidMessage
@@ -41,5 +41,5 @@ public struct DaemonProtocolError: Error, Hashable, Sendable, CustomStringConver
         }
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

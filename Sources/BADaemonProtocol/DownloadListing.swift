@@ -2,14 +2,14 @@
 ///
 /// On the wire: `{"type": "downloadList", "downloadList": {"downloads": […], "notShown": 99000}}`.
 /// A long list comes in parts (`"more": true`) like every listing; `notShown` is in the last one.
-public struct DownloadListing: Sendable, Hashable, Codable {
+package struct DownloadListing: Sendable, Hashable, Codable {
     /// The downloads shown, in listing order (by app, then oldest first).
-    public var downloads: [DownloadInfo]
+    package var downloads: [DownloadInfo]
     /// How many more downloads matched the request but were cut by its `limit`.
-    public var notShown: Int
+    package var notShown: Int
 
     /// Creates a listing.
-    public init(downloads: [DownloadInfo], notShown: Int = 0) {
+    package init(downloads: [DownloadInfo], notShown: Int = 0) {
         self.downloads = downloads
         self.notShown = notShown
     }
@@ -17,16 +17,16 @@ public struct DownloadListing: Sendable, Hashable, Codable {
     /// The state names `listDownloads` accepts in `states`, with their `BADownload.State` raw
     /// values, in the order of the states' life: `created`, `waiting`, `downloading`,
     /// `finished`, `failed`.
-    public static let stateNames: KeyValuePairs<String, Int> = [
+    package static let stateNames: KeyValuePairs<String, Int> = [
         "created": 0, "waiting": 1, "downloading": 2, "finished": 3, "failed": -1,
     ]
 
     /// The name that stands for every active state (created, waiting, downloading).
-    public static let activeName = "active"
+    package static let activeName = "active"
 
     /// The raw state values `names` stand for (``stateNames`` and ``activeName``).
     /// - Throws: ``UnknownDownloadState`` for the first name that is neither.
-    public static func stateValues(_ names: [String]) throws(UnknownDownloadState) -> Set<Int> {
+    package static func stateValues(_ names: [String]) throws(UnknownDownloadState) -> Set<Int> {
         var values: Set<Int> = []
         for name in names {
             if name == activeName {
@@ -42,15 +42,15 @@ public struct DownloadListing: Sendable, Hashable, Codable {
 }
 
 /// A download state name that `listDownloads` does not know.
-public struct UnknownDownloadState: Error, Sendable, Hashable, CustomStringConvertible {
+package struct UnknownDownloadState: Error, Sendable, Hashable, CustomStringConvertible {
     /// The name as given.
-    public var name: String
+    package var name: String
 
     /// Creates the error.
-    public init(name: String) { self.name = name }
+    package init(name: String) { self.name = name }
 
     /// `unknown download state "x"; the states are created, waiting, …`.
-    public var description: String {
+    package var description: String {
         "unknown download state \"\(name)\"; the states are "
             + (DownloadListing.stateNames.map(\.key) + [DownloadListing.activeName]).joined(separator: ", ")
     }

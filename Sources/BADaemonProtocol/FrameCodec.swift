@@ -5,7 +5,7 @@ extension DaemonProtocol {
     /// - Throws: ``DaemonProtocolError`` `.frameTooLarge` when the JSON exceeds
     ///   ``maximumFrameLength`` (e.g. a huge `currentDownloads` answer), `.invalidJSON` when it
     ///   cannot be encoded (a non-finite Double).
-    public static func encode(_ message: some Encodable) throws(DaemonProtocolError) -> [UInt8] {
+    package static func encode(_ message: some Encodable) throws(DaemonProtocolError) -> [UInt8] {
         let payload: Data
         do {
             let encoder = JSONEncoder()
@@ -29,7 +29,7 @@ extension DaemonProtocol {
 
     /// Checks a frame's length prefix (the first 4 bytes, big-endian) and returns the payload length.
     /// - Throws: `.emptyFrame` for 0, `.frameTooLarge` above ``maximumFrameLength``.
-    public static func payloadLength(prefix: UInt32) throws(DaemonProtocolError) -> Int {
+    package static func payloadLength(prefix: UInt32) throws(DaemonProtocolError) -> Int {
         guard prefix != 0 else {
             throw DaemonProtocolError(.emptyFrame, "a frame's length prefix is 0; every frame carries a JSON message")
         }
@@ -43,7 +43,7 @@ extension DaemonProtocol {
     /// Decodes a client's payload (a frame without its prefix).
     /// - Throws: `.invalidJSON`, `.unknownMessage`, or `.unsupportedProtocolVersion` for a `hello`
     ///   outside ``supportedVersions`` (with the request id when it could be read).
-    public static func decodeClientMessage(
+    package static func decodeClientMessage(
         _ payload: some Collection<UInt8>
     ) throws(DaemonProtocolError)
         -> ClientMessage
@@ -62,7 +62,7 @@ extension DaemonProtocol {
 
     /// Decodes basd's payload (a frame without its prefix).
     /// - Throws: `.invalidJSON` or `.unknownMessage`.
-    public static func decodeServerMessage(
+    package static func decodeServerMessage(
         _ payload: some Collection<UInt8>
     ) throws(DaemonProtocolError)
         -> ServerMessage
@@ -117,18 +117,18 @@ extension DaemonProtocol {
 /// while let payload = try reader.nextFrame() { … }
 /// ```
 /// After it throws, the stream is out of sync: close the connection.
-public struct FrameReader: Sendable {
+package struct FrameReader: Sendable {
     private var buffer: [UInt8] = []
     private var start = 0
 
     /// Creates an empty reader.
-    public init() {}
+    package init() {}
 
     /// Bytes received but not yet returned as frames.
-    public var bufferedCount: Int { buffer.count - start }
+    package var bufferedCount: Int { buffer.count - start }
 
     /// Adds received bytes.
-    public mutating func append(_ bytes: some Sequence<UInt8>) {
+    package mutating func append(_ bytes: some Sequence<UInt8>) {
         if start > 0 && start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             start = 0
@@ -139,7 +139,7 @@ public struct FrameReader: Sendable {
     /// The next complete frame's payload, or nil when more bytes are needed.
     /// - Throws: ``DaemonProtocolError`` `.emptyFrame` or `.frameTooLarge` as soon as the prefix
     ///   is in, without waiting for (or buffering) the announced bytes.
-    public mutating func nextFrame() throws(DaemonProtocolError) -> [UInt8]? {
+    package mutating func nextFrame() throws(DaemonProtocolError) -> [UInt8]? {
         guard bufferedCount >= DaemonProtocol.headerLength else { return nil }
         let prefix = buffer[start..<start + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         let length = try DaemonProtocol.payloadLength(prefix: prefix)

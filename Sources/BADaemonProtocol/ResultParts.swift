@@ -7,11 +7,11 @@
 /// them, so a caller sees one result whatever its size.
 extension ServerMessage.Result {
     /// Items per part: about 400 KB of downloads, well under the frame cap.
-    public static let itemsPerPart = 1_000
+    package static let itemsPerPart = 1_000
 
     /// This result in parts of at most `itemsPerPart` items each (itself when it is not a list or
     /// is short). Joining them with ``appending(_:)`` gives this result back.
-    public func parts(itemsPerPart: Int = Self.itemsPerPart) -> [ServerMessage.Result] {
+    package func parts(itemsPerPart: Int = Self.itemsPerPart) -> [ServerMessage.Result] {
         let size = max(1, itemsPerPart)
         func chunks<T>(_ items: [T]) -> [[T]] {
             guard items.count > size else { return [items] }
@@ -58,7 +58,7 @@ extension ServerMessage.Result {
     }
 
     /// The number of items in a list result (the longest list of a report), 1 for any other.
-    public var itemCount: Int {
+    package var itemCount: Int {
         switch self {
         case .downloads(let downloads): downloads.count
         case .apps(let apps): apps.count
@@ -73,7 +73,7 @@ extension ServerMessage.Result {
     /// frame cap are cut further), all but the last as ``ServerMessage/partialResponse(requestId:result:)``.
     /// With `last` false this result is one page of a longer answer, and every frame is partial.
     /// - Throws: ``DaemonProtocolError`` when a single item does not fit a frame.
-    public func frames(requestId id: UInt64, last: Bool = true) throws(DaemonProtocolError) -> [[UInt8]] {
+    package func frames(requestId id: UInt64, last: Bool = true) throws(DaemonProtocolError) -> [[UInt8]] {
         var pending = parts()
         var frames: [[UInt8]] = []
         while !pending.isEmpty {
@@ -93,7 +93,7 @@ extension ServerMessage.Result {
 
     /// The parts of one answer joined in one pass (``appending(_:)`` part after part would copy
     /// a long list once per part); nil for no parts.
-    public static func joined(_ parts: [ServerMessage.Result]) -> ServerMessage.Result? {
+    package static func joined(_ parts: [ServerMessage.Result]) -> ServerMessage.Result? {
         guard let first = parts.first else { return nil }
         switch first {
         case .downloads:
@@ -121,7 +121,7 @@ extension ServerMessage.Result {
     }
 
     /// This result with a later part of the same answer joined to it.
-    public func appending(_ part: ServerMessage.Result) -> ServerMessage.Result {
+    package func appending(_ part: ServerMessage.Result) -> ServerMessage.Result {
         switch (self, part) {
         case (.downloads(let first), .downloads(let next)): return .downloads(first + next)
         case (.apps(let first), .apps(let next)): return .apps(first + next)

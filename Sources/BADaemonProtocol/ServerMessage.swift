@@ -2,7 +2,7 @@
 ///
 /// On the wire: `{"type": "response", "id": 1, "result": {"type": "ok"}}` or
 /// `{"type": "event", "event": {…}}` (see `docs/protocol.md`).
-public enum ServerMessage: Sendable, Hashable, Codable {
+package enum ServerMessage: Sendable, Hashable, Codable {
     /// The answer to the request with id `requestId`. A reply to input too broken to have an id
     /// (a bad frame, bad JSON) carries id 0.
     case response(requestId: UInt64, result: Result)
@@ -16,7 +16,7 @@ public enum ServerMessage: Sendable, Hashable, Codable {
     case event(DownloadEvent)
 
     /// What a request produced.
-    public enum Result: Sendable, Hashable, Codable {
+    package enum Result: Sendable, Hashable, Codable {
         /// Done.
         case ok
         /// The answer to `hello`.
@@ -45,7 +45,7 @@ public enum ServerMessage: Sendable, Hashable, Codable {
             case type, status, downloads, code, message, welcome, lock, report, apps, purge, uninstall, downloadList
         }
 
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             let type = try container.decode(String.self, forKey: .type)
             switch type {
@@ -68,7 +68,7 @@ public enum ServerMessage: Sendable, Hashable, Codable {
             }
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             switch self {
             case .ok: try container.encode("ok", forKey: .type)
@@ -109,7 +109,7 @@ public enum ServerMessage: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey { case type, id, result, event, more }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let type = try container.decode(String.self, forKey: .type)
         switch type {
@@ -123,7 +123,7 @@ public enum ServerMessage: Sendable, Hashable, Codable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         switch self {
         case .response(let id, let result):
@@ -143,24 +143,24 @@ public enum ServerMessage: Sendable, Hashable, Codable {
 }
 
 /// basd's answer to `status`.
-public struct StatusInfo: Sendable, Hashable, Codable {
+package struct StatusInfo: Sendable, Hashable, Codable {
     /// The protocol version of this connection.
-    public var protocolVersion: Int
+    package var protocolVersion: Int
     /// basd's version string.
-    public var daemonVersion: String
+    package var daemonVersion: String
     /// basd's process id.
-    public var pid: Int32
+    package var pid: Int32
     /// Seconds since basd started listening.
-    public var uptimeSeconds: Double
+    package var uptimeSeconds: Double
     /// Open client connections, this one included.
-    public var connections: Int
+    package var connections: Int
     /// Registered apps, from basd's store.
-    public var registeredApps: Int
+    package var registeredApps: Int
     /// Active (created, waiting or downloading) downloads, from basd's store.
-    public var activeDownloads: Int
+    package var activeDownloads: Int
 
     /// Creates status info.
-    public init(
+    package init(
         protocolVersion: Int, daemonVersion: String, pid: Int32, uptimeSeconds: Double, connections: Int,
         registeredApps: Int, activeDownloads: Int
     ) {
@@ -175,39 +175,39 @@ public struct StatusInfo: Sendable, Hashable, Codable {
 }
 
 /// A download as basd reports it (`currentDownloads`): what the client sent plus where it stands.
-public struct DownloadInfo: Sendable, Hashable, Codable {
+package struct DownloadInfo: Sendable, Hashable, Codable {
     /// `BADownload.uniqueIdentifier`.
-    public var uniqueIdentifier: String
+    package var uniqueIdentifier: String
     /// What the client scheduled.
-    public var download: DownloadPayload
+    package var download: DownloadPayload
     /// `BADownload.State` raw value: failed -1, created 0, waiting 1, downloading 2, finished 3.
-    public var state: Int
+    package var state: Int
     /// Whether it runs in the foreground.
-    public var isForeground: Bool
+    package var isForeground: Bool
     /// Bytes on disk so far.
-    public var bytesOnDisk: Int64
+    package var bytesOnDisk: Int64
     /// The app it belongs to (set in answers to the CLI's `listDownloads`).
-    public var appIdentifier: String?
+    package var appIdentifier: String?
     /// Transfer attempts so far.
-    public var attempts: Int?
+    package var attempts: Int?
     /// Why it failed (state failed): the error's code and message.
-    public var errorCode: Int?
-    public var errorMessage: String?
+    package var errorCode: Int?
+    package var errorMessage: String?
     /// What an active download waits for before its transfer can go on, if anything: `"space"`
     /// (the file system is full; it resumes by itself when there is room), `"retry"` (an attempt
     /// failed, or the host could not be reached; ``errorMessage`` says why and ``nextAttemptAt``
     /// when it tries again), `"lowPowerMode"` (a background download while the power profile
     /// saves power).
-    public var waitingFor: String?
+    package var waitingFor: String?
     /// When a download waiting for a retry tries again (seconds since 1970).
-    public var nextAttemptAt: Double?
+    package var nextAttemptAt: Double?
     /// Why an event of this download is parked, if one is: the app's extension failed on it too
     /// often, so it waits for the app's next connection (the extension goes on with the app's
     /// later events). Nil when none is.
-    public var parkedEvent: String?
+    package var parkedEvent: String?
 
     /// Creates download info.
-    public init(
+    package init(
         uniqueIdentifier: String, download: DownloadPayload, state: Int, isForeground: Bool, bytesOnDisk: Int64,
         appIdentifier: String? = nil, attempts: Int? = nil, errorCode: Int? = nil, errorMessage: String? = nil
     ) {
@@ -225,53 +225,53 @@ public struct DownloadInfo: Sendable, Hashable, Codable {
 
 /// One entry of the app's event log, pushed to the client (mirrors `BAStore`'s `StoredEvent`).
 /// Only the fields of its ``kind`` are set.
-public struct DownloadEvent: Sendable, Hashable, Codable {
+package struct DownloadEvent: Sendable, Hashable, Codable {
     /// What happened; the wire names are the store's event kinds.
-    public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
+    package enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
         case began, paused, progress, finished, failed, needsCredentials
     }
 
     /// The event's place in the log: increasing per app; acknowledge through it. 0 marks a
     /// transient event that is not in the log (progress between two durable records): never
     /// acknowledged, never redelivered.
-    public var sequence: Int64
+    package var sequence: Int64
     /// The app the event is for (set for the CLI's event stream).
-    public var appIdentifier: String?
+    package var appIdentifier: String?
     /// The download as scheduled (set for apps, so the client can hand the delegate a download).
-    public var download: DownloadPayload?
+    package var download: DownloadPayload?
     /// The download's `uniqueIdentifier`.
-    public var downloadUniqueIdentifier: String
+    package var downloadUniqueIdentifier: String
     /// The download's `identifier`.
-    public var identifier: String
+    package var identifier: String
     /// What happened.
-    public var kind: Kind
+    package var kind: Kind
     /// `began`: where the transfer resumed.
-    public var offset: Int64?
+    package var offset: Int64?
     /// `began`: whether it runs in the foreground.
-    public var isForeground: Bool?
+    package var isForeground: Bool?
     /// `paused`: bytes kept.
-    public var bytesOnDisk: Int64?
+    package var bytesOnDisk: Int64?
     /// `progress`: bytes written so far.
-    public var bytesWritten: Int64?
+    package var bytesWritten: Int64?
     /// `progress`: the expected total, when known.
-    public var totalBytes: Int64?
+    package var totalBytes: Int64?
     /// `finished`: the file's path (in the app group container).
-    public var destination: String?
+    package var destination: String?
     /// `finished`: the file's size.
-    public var size: Int64?
+    package var size: Int64?
     /// `failed`: the error's domain, code and message.
-    public var errorDomain: String?
-    public var errorCode: Int?
-    public var errorMessage: String?
+    package var errorDomain: String?
+    package var errorCode: Int?
+    package var errorMessage: String?
     /// `needsCredentials`: the authentication challenge (e.g. the `WWW-Authenticate` value).
-    public var challenge: String?
+    package var challenge: String?
     /// Set when the event is parked: why the app's extension is no longer handed it (it failed
     /// on it too often). The event waits for the app's next connection. basd sends a parked
     /// event again to `ba events --follow` with this set, at the moment it parks it.
-    public var parked: String?
+    package var parked: String?
 
     /// Creates an event; set the fields of `kind` afterwards.
-    public init(sequence: Int64, downloadUniqueIdentifier: String, identifier: String, kind: Kind) {
+    package init(sequence: Int64, downloadUniqueIdentifier: String, identifier: String, kind: Kind) {
         self.sequence = sequence
         self.downloadUniqueIdentifier = downloadUniqueIdentifier
         self.identifier = identifier
@@ -280,20 +280,20 @@ public struct DownloadEvent: Sendable, Hashable, Codable {
 }
 
 /// basd's answer to `hello`.
-public struct WelcomeInfo: Sendable, Hashable, Codable {
+package struct WelcomeInfo: Sendable, Hashable, Codable {
     /// The protocol version of this connection.
-    public var protocolVersion: Int
+    package var protocolVersion: Int
     /// basd's version string.
-    public var daemonVersion: String
+    package var daemonVersion: String
     /// The app's bundle identifier (app and extension clients).
-    public var bundleIdentifier: String?
+    package var bundleIdentifier: String?
     /// The app's `BAAppGroupID`.
-    public var appGroupIdentifier: String?
+    package var appGroupIdentifier: String?
     /// The app group container's path: finished files are delivered there, and its
     /// exclusive-control lock file lives there.
-    public var appGroupContainer: String?
+    package var appGroupContainer: String?
     /// Creates welcome info.
-    public init(
+    package init(
         protocolVersion: Int, daemonVersion: String, bundleIdentifier: String? = nil,
         appGroupIdentifier: String? = nil, appGroupContainer: String? = nil
     ) {
@@ -306,19 +306,19 @@ public struct WelcomeInfo: Sendable, Hashable, Codable {
 }
 
 /// The state of an app group's exclusive-control lock (`lockStatus`).
-public struct LockInfo: Sendable, Hashable, Codable {
+package struct LockInfo: Sendable, Hashable, Codable {
     /// The app asked about.
-    public var appIdentifier: String
+    package var appIdentifier: String
     /// Its app group.
-    public var appGroupIdentifier: String
+    package var appGroupIdentifier: String
     /// The lock file.
-    public var lockPath: String
+    package var lockPath: String
     /// Whether a process holds the lock now.
-    public var held: Bool
+    package var held: Bool
     /// The holder's pid as the kernel reports it (`/proc/locks`), when held and nameable.
-    public var holderPID: Int32?
+    package var holderPID: Int32?
     /// Creates lock info.
-    public init(appIdentifier: String, appGroupIdentifier: String, lockPath: String, held: Bool, holderPID: Int32?) {
+    package init(appIdentifier: String, appGroupIdentifier: String, lockPath: String, held: Bool, holderPID: Int32?) {
         self.appIdentifier = appIdentifier
         self.appGroupIdentifier = appGroupIdentifier
         self.lockPath = lockPath

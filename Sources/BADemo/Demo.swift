@@ -141,6 +141,6 @@ struct DemoProducts {
 }
 
 /// `ba demo`, for the `ba` executable's list of subcommands.
-public enum BADemoCommand {
-    public static let command: any ParsableCommand.Type = Demo.self
+package enum BADemoCommand {
+    package static let command: any ParsableCommand.Type = Demo.self
 }

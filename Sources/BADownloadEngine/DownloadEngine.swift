@@ -18,29 +18,29 @@ import Synchronization
 ///     if case .finished(let id, let path, _, _, _) = event { print(id, path) }
 /// }
 /// ```
-public final class DownloadEngine: Sendable {
+package final class DownloadEngine: Sendable {
     /// Engine-wide settings.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Background transfers running at once.
-        public var backgroundConcurrency: Int = 4
-        public var backgroundRetry: RetryPolicy = .background
-        public var foregroundRetry: RetryPolicy = .foreground
+        package var backgroundConcurrency: Int = 4
+        package var backgroundRetry: RetryPolicy = .background
+        package var foregroundRetry: RetryPolicy = .foreground
         /// A running transfer that receives nothing for this long (engine clock) is stalled: it is
         /// taken off the wire and retried from its partial file.
-        public var stallTimeout: Duration = .seconds(30)
-        public var connectTimeout: Duration = .seconds(20)
+        package var stallTimeout: Duration = .seconds(30)
+        package var connectTimeout: Duration = .seconds(20)
         /// libcurl's receive buffer per transfer.
-        public var bufferSize: Int = 512 * 1024
+        package var bufferSize: Int = 512 * 1024
         /// fsync each finished file before renaming it into place, so a power loss never leaves
         /// a renamed file without its bytes (writeback starts every 8 MiB during the download, so
         /// the final fsync is short). Off for tools that, like curl, leave that to the kernel.
-        public var durable: Bool = true
+        package var durable: Bool = true
         /// The `User-Agent` sent with every request (a request's own header wins); nil sends none.
-        public var userAgent: String?
+        package var userAgent: String?
         /// libcurl's own trace of every request (`CURLOPT_VERBOSE`) on standard error: for
         /// debugging a server or a proxy (`basd --log-level debug`).
-        public var verbose = false
-        public init() {}
+        package var verbose = false
+        package init() {}
     }
 
     enum Command: Sendable {
@@ -58,7 +58,7 @@ public final class DownloadEngine: Sendable {
     /// Everything that happens, in order per transfer. The engine thread hands them over a turn
     /// at a time (``DownloadEvents/batches``): one wake-up of the consumer for all the events of
     /// a turn, not one per event.
-    public let events: DownloadEvents
+    package let events: DownloadEvents
     private let continuation: AsyncStream<[DownloadEvent]>.Continuation
     private let commands = CommandQueue()
     private let multiAddress: UInt
@@ -66,7 +66,7 @@ public final class DownloadEngine: Sendable {
     private let stopped = Mutex(false)
 
     /// Starts the engine thread.
-    public init(configuration: Configuration = Configuration(), clock: any EngineClock = SystemEngineClock()) {
+    package init(configuration: Configuration = Configuration(), clock: any EngineClock = SystemEngineClock()) {
         _ = CurlGlobal.initialized
         let (batches, continuation) = AsyncStream.makeStream(of: [DownloadEvent].self, bufferingPolicy: .unbounded)
         events = DownloadEvents(batches: batches)
@@ -92,44 +92,44 @@ public final class DownloadEngine: Sendable {
     }
 
     /// Queues a download (started at once if foreground or essential).
-    public func add(_ request: DownloadRequest) { post(.add(request)) }
+    package func add(_ request: DownloadRequest) { post(.add(request)) }
 
     /// Moves a queued or running background download to the foreground, keeping its bytes:
     /// a running one is paused (``DownloadEvent/paused(id:bytesOnDisk:)``) and resumed with a
     /// ranged request (``DownloadEvent/began(id:offset:isForeground:)``).
-    public func promote(_ id: String) { post(.promote(id)) }
+    package func promote(_ id: String) { post(.promote(id)) }
 
     /// Cancels a download; its partial file is removed.
-    public func cancel(_ id: String) { post(.cancel(id)) }
+    package func cancel(_ id: String) { post(.cancel(id)) }
 
     /// Answers a ``DownloadEvent/needsCredentials(id:challenge:)``.
-    public func respond(to id: String, with response: ChallengeResponse) { post(.respond(id, response)) }
+    package func respond(to id: String, with response: ChallengeResponse) { post(.respond(id, response)) }
 
     /// Drops a download's ``DownloadRequest/byteLimit`` and ``DownloadRequest/allowList`` (the app's
     /// first launch lifts its pre-launch restrictions), keeping its bytes: a running request goes on
     /// with no limit from its next byte, and later redirect hops are checked against the URL rules only.
-    public func liftRestrictions(_ id: String) { post(.liftRestrictions(id)) }
+    package func liftRestrictions(_ id: String) { post(.liftRestrictions(id)) }
 
     /// Changes how many background transfers run at once.
-    public func setBackgroundConcurrency(_ count: Int) { post(.setBackgroundConcurrency(max(1, count))) }
+    package func setBackgroundConcurrency(_ count: Int) { post(.setBackgroundConcurrency(max(1, count))) }
 
     /// Holds background transfers (Low Power Mode) or lets them go again. Held, running background
     /// transfers pause keeping every byte (event `paused`) and wait in the queue with the others;
     /// foreground and essential transfers go on. Let go, they resume with ranged requests.
-    public func holdBackground(_ held: Bool) { post(.holdBackground(held)) }
+    package func holdBackground(_ held: Bool) { post(.holdBackground(held)) }
 
     /// Ends the wait of a transfer waiting to retry (`id`), or of every one (nil: the network
     /// changed): it starts now (or queues, if a background slot is not free).
-    public func retryNow(_ id: String?) { post(.retryNow(id)) }
+    package func retryNow(_ id: String?) { post(.retryNow(id)) }
 
     /// Wakes the engine thread (after advancing a ``ManualEngineClock``).
-    public func wake() {
+    package func wake() {
         curl_multi_wakeup(UnsafeMutableRawPointer(bitPattern: multiAddress))
     }
 
     /// Stops the thread; running transfers stop with their partial files kept for a resume.
     /// Ends ``events``. Safe to call more than once.
-    public func shutdown() {
+    package func shutdown() {
         let already = stopped.withLock { value in
             defer { value = true }
             return value
@@ -529,18 +529,18 @@ struct QueueEntry: Comparable {
 
 /// The engine's events, one by one, read a batch at a time: iterating costs one suspension per
 /// batch the engine thread handed over, not per event.
-public struct DownloadEvents: AsyncSequence, Sendable {
-    public typealias Element = DownloadEvent
+package struct DownloadEvents: AsyncSequence, Sendable {
+    package typealias Element = DownloadEvent
 
     /// The events as the engine thread handed them over: everything of one turn together.
-    public let batches: AsyncStream<[DownloadEvent]>
+    package let batches: AsyncStream<[DownloadEvent]>
 
-    public struct AsyncIterator: AsyncIteratorProtocol {
+    package struct AsyncIterator: AsyncIteratorProtocol {
         var batches: AsyncStream<[DownloadEvent]>.AsyncIterator
         var current: [DownloadEvent] = []
         var index = 0
 
-        public mutating func next() async -> DownloadEvent? {
+        package mutating func next() async -> DownloadEvent? {
             while index == current.count {
                 guard let batch = await batches.next() else { return nil }
                 current = batch
@@ -551,5 +551,5 @@ public struct DownloadEvents: AsyncSequence, Sendable {
         }
     }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(batches: batches.makeAsyncIterator()) }
+    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(batches: batches.makeAsyncIterator()) }
 }

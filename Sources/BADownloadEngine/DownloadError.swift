@@ -1,47 +1,47 @@
 /// Why a transfer failed, with a message that says what the server (or the network) did.
 ///
 /// Codes can grow without breaking callers; switch with a `default`.
-public struct DownloadError: Error, Equatable, Sendable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+package struct DownloadError: Error, Equatable, Sendable, CustomStringConvertible {
+    package struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        package let rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
         /// The URL or a redirect hop is not https (or loopback http), or its host is not allowed.
-        public static let notAllowed = Code(rawValue: "notAllowed")
+        package static let notAllowed = Code(rawValue: "notAllowed")
         /// The server answered a status that will not change by retrying (404, 403, …).
-        public static let serverStatus = Code(rawValue: "serverStatus")
+        package static let serverStatus = Code(rawValue: "serverStatus")
         /// Sizes disagree: declared, sent and expected.
-        public static let sizeMismatch = Code(rawValue: "sizeMismatch")
+        package static let sizeMismatch = Code(rawValue: "sizeMismatch")
         /// The server declared a file larger than the download's byte limit (a pre-launch allowance).
-        public static let allowanceDisallowed = Code(rawValue: "allowanceDisallowed")
+        package static let allowanceDisallowed = Code(rawValue: "allowanceDisallowed")
         /// The server sent more bytes than the download's byte limit (a pre-launch allowance).
-        public static let allowanceExceeded = Code(rawValue: "allowanceExceeded")
+        package static let allowanceExceeded = Code(rawValue: "allowanceExceeded")
         /// The finished file's SHA-256 is not the expected one.
-        public static let checksumMismatch = Code(rawValue: "checksumMismatch")
+        package static let checksumMismatch = Code(rawValue: "checksumMismatch")
         /// Transient failures went on past the retry budget.
-        public static let retriesExhausted = Code(rawValue: "retriesExhausted")
+        package static let retriesExhausted = Code(rawValue: "retriesExhausted")
         /// Connecting or transferring failed (foreground transfers fail fast on these).
-        public static let network = Code(rawValue: "network")
+        package static let network = Code(rawValue: "network")
         /// TLS handshake or server trust failed.
-        public static let tls = Code(rawValue: "tls")
+        package static let tls = Code(rawValue: "tls")
         /// The server asked for credentials and none (or wrong ones) were given.
-        public static let authentication = Code(rawValue: "authentication")
+        package static let authentication = Code(rawValue: "authentication")
         /// More redirects than allowed, or a redirect without a usable Location.
-        public static let redirect = Code(rawValue: "redirect")
+        package static let redirect = Code(rawValue: "redirect")
         /// The server's answer breaks HTTP's rules for ranges (wrong Content-Range, …).
-        public static let protocolViolation = Code(rawValue: "protocolViolation")
+        package static let protocolViolation = Code(rawValue: "protocolViolation")
         /// Reading or writing local files failed.
-        public static let fileSystem = Code(rawValue: "fileSystem")
+        package static let fileSystem = Code(rawValue: "fileSystem")
         /// The file system is full (`ENOSPC`) or the user's quota is used up (`EDQUOT`): the
         /// partial file keeps what it has, and the owner may start the transfer again once there is room.
-        public static let noSpace = Code(rawValue: "noSpace")
+        package static let noSpace = Code(rawValue: "noSpace")
         /// The transfer was cancelled.
-        public static let cancelled = Code(rawValue: "cancelled")
-        public var description: String { rawValue }
+        package static let cancelled = Code(rawValue: "cancelled")
+        package var description: String { rawValue }
     }
 
     /// What kind of failure a ``Code/tls`` error is, so that each front end can name its own fix
     /// (basd a setting, `ba fetch` a flag): ``hint(trustingACA:pinnedKey:)``.
-    public enum TLSProblem: String, Sendable, Equatable {
+    package enum TLSProblem: String, Sendable, Equatable {
         /// The certificate chain is not trusted: an unknown or private CA, self-signed, expired.
         case untrusted
         /// The certificate is valid but names other hosts than the URL's: another CA does not help.
@@ -52,18 +52,18 @@ public struct DownloadError: Error, Equatable, Sendable, CustomStringConvertible
         case handshake
     }
 
-    public var code: Code
+    package var code: Code
     /// What happened, for a person: "server answered 404 Not Found for https://…".
-    public var message: String
+    package var message: String
     /// The HTTP status, when the server answered.
-    public var httpStatus: Int?
+    package var httpStatus: Int?
     /// libcurl's result code, when the failure came from libcurl.
-    public var curlCode: Int32?
+    package var curlCode: Int32?
 
     /// For a ``Code/tls`` error: what kind of TLS failure it is.
-    public var tlsProblem: TLSProblem?
+    package var tlsProblem: TLSProblem?
 
-    public init(
+    package init(
         _ code: Code, _ message: String, httpStatus: Int? = nil, curlCode: Int32? = nil,
         tlsProblem: TLSProblem? = nil
     ) {
@@ -80,7 +80,7 @@ public struct DownloadError: Error, Equatable, Sendable, CustomStringConvertible
     /// - Parameters:
     ///   - trustingACA: How to trust a private CA there ("pass --cacert FILE.pem").
     ///   - pinnedKey: What names the pinned key there ("--pinned-public-key").
-    public func hint(trustingACA: String, pinnedKey: String) -> String? {
+    package func hint(trustingACA: String, pinnedKey: String) -> String? {
         switch tlsProblem {
         case .untrusted: "to trust a private CA, \(trustingACA)"
         case .hostnameMismatch:
@@ -91,5 +91,5 @@ public struct DownloadError: Error, Equatable, Sendable, CustomStringConvertible
         }
     }
 
-    public var description: String { "\(code): \(message)" }
+    package var description: String { "\(code): \(message)" }
 }

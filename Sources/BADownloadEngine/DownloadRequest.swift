@@ -1,34 +1,34 @@
 import BAExtensionProtocol
 
 /// One file to download.
-public struct DownloadRequest: Sendable {
+package struct DownloadRequest: Sendable {
     /// One request header.
-    public typealias Header = DownloadRecord.Header
+    package typealias Header = DownloadRecord.Header
 
     /// User name and password for HTTP authentication.
-    public struct Credential: Sendable, Equatable {
-        public var user: String
-        public var password: String
-        public init(user: String, password: String) {
+    package struct Credential: Sendable, Equatable {
+        package var user: String
+        package var password: String
+        package init(user: String, password: String) {
             self.user = user
             self.password = password
         }
     }
 
     /// Which servers to trust, and how.
-    public struct Trust: Sendable, Equatable {
+    package struct Trust: Sendable, Equatable {
         /// A PEM file of CA certificates to trust instead of the system's.
-        public var caFile: String?
+        package var caFile: String?
         /// A pinned public key: `sha256//BASE64` (one or more, `;`-separated) or a PEM/DER file.
-        public var pinnedPublicKey: String?
+        package var pinnedPublicKey: String?
         /// A folder of CA certificates (hashed names, as `openssl rehash` makes) to trust instead
         /// of the system's.
-        public var caDirectory: String?
+        package var caDirectory: String?
         /// The only hosts this machine may reach (basd's `allowedHosts` setting), if set: the URL and
         /// every redirect hop must be in it as well as in ``DownloadRequest/allowList``. Unlike that
         /// list it is never lifted. A refused host is never looked up or connected to.
-        public var allowedHosts: HostAllowList?
-        public init(
+        package var allowedHosts: HostAllowList?
+        package init(
             caFile: String? = nil, pinnedPublicKey: String? = nil, caDirectory: String? = nil,
             allowedHosts: HostAllowList? = nil
         ) {
@@ -40,45 +40,45 @@ public struct DownloadRequest: Sendable {
     }
 
     /// Unique among the engine's transfers.
-    public var id: String
+    package var id: String
     /// https, or http to a loopback host.
-    public var url: String
-    public var headers: [Header]
+    package var url: String
+    package var headers: [Header]
     /// Where the finished file goes (atomically renamed into place when complete and verified).
-    public var destination: String
+    package var destination: String
     /// The partial file (default: `.ba-partial/NAME.part` beside the destination); its validator
     /// is kept next to it in `<partial>.validator` so a later process can resume it. Keeping
     /// in-flight files in their own small folder spares the destination folder two of the three
     /// directory operations per file (it sees only the final rename), which matters for folders
     /// of thousands of files.
-    public var partialPath: String
+    package var partialPath: String
     /// The exact size the file must have, if known (essential downloads).
-    public var expectedSize: Int64?
+    package var expectedSize: Int64?
     /// The most bytes the file may have (a pre-launch allowance): a response declaring more fails
     /// with ``DownloadError/Code/allowanceDisallowed`` before its body is read, and a body that
     /// grows past it fails with ``DownloadError/Code/allowanceExceeded``.
-    public var byteLimit: Int64?
+    package var byteLimit: Int64?
     /// The SHA-256 (hex) the file must have, if known.
-    public var sha256: String?
+    package var sha256: String?
     /// Higher first, among queued background transfers.
-    public var priority: Int64
+    package var priority: Int64
     /// Essential transfers start at once, outside the background bound, like foreground ones; unlike
     /// them they keep the background retry policy (they do not fail fast).
-    public var isEssential: Bool
+    package var isEssential: Bool
     /// Foreground transfers start at once, outside the background bound, and fail fast.
-    public var isForeground: Bool
+    package var isForeground: Bool
     /// Hosts the URL and every redirect hop must be in, if set (an app's pre-launch list; see
     /// ``DownloadEngine/liftRestrictions(_:)``). ``Trust/allowedHosts`` applies as well.
-    public var allowList: HostAllowList?
+    package var allowList: HostAllowList?
     /// Sent when the server asks (401); otherwise the engine asks through an event.
-    public var credential: Credential?
-    public var trust: Trust
+    package var credential: Credential?
+    package var trust: Trust
     /// The validator the owner remembers for the partial file's bytes (basd keeps it in its
     /// store), used when the `.validator` sidecar is missing: a disk that filled up may have had
     /// no room for it. Without either, bytes already on disk are not resumed.
-    public var validator: String?
+    package var validator: String?
 
-    public init(
+    package init(
         id: String, url: String, destination: String, partialPath: String? = nil, headers: [Header] = [],
         expectedSize: Int64? = nil, byteLimit: Int64? = nil, sha256: String? = nil, priority: Int64 = 50,
         isEssential: Bool = false, isForeground: Bool = false, allowList: HostAllowList? = nil,
@@ -104,7 +104,7 @@ public struct DownloadRequest: Sendable {
 
 extension DownloadRequest {
     /// `DIR/.ba-partial/NAME.part` for `DIR/NAME`.
-    public static func defaultPartialPath(for destination: String) -> String {
+    package static func defaultPartialPath(for destination: String) -> String {
         let slash = destination.lastIndex(of: "/")
         let directory = slash.map { String(destination[..<$0]) } ?? "."
         let name = slash.map { String(destination[destination.index(after: $0)...]) } ?? destination
@@ -113,9 +113,9 @@ extension DownloadRequest {
 }
 
 /// What the engine reports. Events of one transfer arrive in order.
-public enum DownloadEvent: Sendable, Equatable {
+package enum DownloadEvent: Sendable, Equatable {
     /// The transfer the event is about (its request's ``DownloadRequest/id``).
-    public var id: String {
+    package var id: String {
         switch self {
         case .began(let id, _, _), .paused(let id, _), .progress(let id, _, _), .validator(let id, _),
             .retrying(let id, _, _, _), .needsCredentials(let id, _), .finished(let id, _, _, _, _),
@@ -143,30 +143,30 @@ public enum DownloadEvent: Sendable, Equatable {
 }
 
 /// An answer to ``DownloadEvent/needsCredentials(id:challenge:)``.
-public enum ChallengeResponse: Sendable, Equatable {
+package enum ChallengeResponse: Sendable, Equatable {
     case useCredential(DownloadRequest.Credential)
     /// Fail the transfer with an authentication error.
     case cancel
 }
 
 /// Monotonic time for backoff and retries, injectable so tests drive time instead of sleeping.
-public protocol EngineClock: Sendable {
+package protocol EngineClock: Sendable {
     /// Time since an arbitrary fixed origin.
     func now() -> Duration
 }
 
 /// The system's monotonic clock.
-public struct SystemEngineClock: EngineClock {
+package struct SystemEngineClock: EngineClock {
     private let origin = ContinuousClock.now
-    public init() {}
-    public func now() -> Duration { ContinuousClock.now - origin }
+    package init() {}
+    package func now() -> Duration { ContinuousClock.now - origin }
 }
 
 /// A clock that moves only when told to; after ``advance(by:)`` call ``DownloadEngine/wake()``.
-public final class ManualEngineClock: EngineClock, @unchecked Sendable {
+package final class ManualEngineClock: EngineClock, @unchecked Sendable {
     private var current: Duration = .zero
     private let lock = NSLockLike()
-    public init() {}
-    public func now() -> Duration { lock.withLock { current } }
-    public func advance(by duration: Duration) { lock.withLock { current += duration } }
+    package init() {}
+    package func now() -> Duration { lock.withLock { current } }
+    package func advance(by duration: Duration) { lock.withLock { current += duration } }
 }

@@ -4,16 +4,16 @@
 
 extension ExclusiveControlLock {
     /// A process holding an exclusive-control lock, as ``holder(path:)`` reports it.
-    public struct Holder: Sendable, Hashable {
+    package struct Holder: Sendable, Hashable {
         /// The pid of the process that took the lock, as the kernel reports it; nil when the
         /// kernel cannot name it (a holder in another pid namespace). It is the process that called
         /// `flock`: if that process forked and died, a child that inherited the descriptor keeps the
         /// lock under the dead pid (``ExclusiveControlLock`` opens with `O_CLOEXEC`, so its own
         /// holders never hand the lock down).
-        public var pid: Int32?
+        package var pid: Int32?
 
         /// Creates a holder.
-        public init(pid: Int32?) { self.pid = pid }
+        package init(pid: Int32?) { self.pid = pid }
     }
 
     /// Who holds the `flock` on the lock file at `path` right now, without taking it.
@@ -36,7 +36,7 @@ extension ExclusiveControlLock {
     /// - Returns: The holder, or nil when no process holds it (or the file does not exist).
     /// - Throws: ``Failure/system(call:errno:)`` when the file cannot be `stat`ed (other than
     ///   `ENOENT`) or `/proc/locks` cannot be read. The corresponding C functions are `stat` and `read`.
-    public static func holder(path: String) throws(Failure) -> Holder? {
+    package static func holder(path: String) throws(Failure) -> Holder? {
         var status = stat()
         guard lstat(path, &status) == 0 else {
             if errno == ENOENT { return nil }

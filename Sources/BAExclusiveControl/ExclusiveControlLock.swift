@@ -9,9 +9,9 @@
 /// `O_CLOEXEC` so a spawned child never inherits (and keeps) the lock. Not Foundation-dependent,
 /// so the runner can use it, and free of C modules (Glibc's `flock` is enough), so that
 /// `BackgroundAssets` can use it without clients of that library needing another module map.
-public final class ExclusiveControlLock: @unchecked Sendable {
+package final class ExclusiveControlLock: @unchecked Sendable {
     /// Why the lock could not be taken.
-    public enum Failure: Error, Equatable, Sendable, CustomStringConvertible {
+    package enum Failure: Error, Equatable, Sendable, CustomStringConvertible {
         /// Another process held it past the timeout.
         case notAcquired
         /// A system call failed; `call` names it.
@@ -23,7 +23,7 @@ public final class ExclusiveControlLock: @unchecked Sendable {
         case notARegularFile(path: String)
 
         /// What went wrong, and what to do about it.
-        public var description: String {
+        package var description: String {
             switch self {
             case .notAcquired: "another process holds the exclusive-control lock"
             case .system(let call, let errno): "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
@@ -36,17 +36,17 @@ public final class ExclusiveControlLock: @unchecked Sendable {
     }
 
     /// The lock file's name inside an app group container.
-    public static let fileName = ".background-assets-exclusive-control.lock"
+    package static let fileName = ".background-assets-exclusive-control.lock"
 
     /// The lock file of the app group container at `containerPath`.
-    public static func path(inContainer containerPath: String) -> String {
+    package static func path(inContainer containerPath: String) -> String {
         containerPath.hasSuffix("/") ? containerPath + fileName : containerPath + "/" + fileName
     }
 
     /// The app group container whose lock file is `lockPath`: the inverse of
     /// ``path(inContainer:)`` (without a trailing slash), or nil when `lockPath` does not end in
     /// ``fileName``. The runner uses it to tell the extension where its container is.
-    public static func containerPath(ofLockPath lockPath: String) -> String? {
+    package static func containerPath(ofLockPath lockPath: String) -> String? {
         let suffix = "/" + fileName
         guard lockPath.hasSuffix(suffix) else { return nil }
         let container = String(lockPath.dropLast(suffix.count))
@@ -55,7 +55,7 @@ public final class ExclusiveControlLock: @unchecked Sendable {
 
     private let fd: Int32
     /// The lock file.
-    public let path: String
+    package let path: String
 
     /// Opens (creating with mode 0600 if needed) the lock file. Does not lock.
     /// The corresponding C function is `open`.
@@ -64,7 +64,7 @@ public final class ExclusiveControlLock: @unchecked Sendable {
     /// container and could plant one to have the lock file created, or locked, anywhere its user
     /// can write. It fails with ``Failure/symbolicLink(path:)``; anything else that is not a
     /// regular file fails with ``Failure/notARegularFile(path:)``.
-    public init(path: String) throws(Failure) {
+    package init(path: String) throws(Failure) {
         var fd: Int32
         repeat {
             fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
@@ -89,7 +89,7 @@ public final class ExclusiveControlLock: @unchecked Sendable {
     ///   anything else polls non-blocking attempts with a backoff (1 ms doubling to 50 ms) until it
     ///   has passed; a timed wait on a blocking `flock` is not reliable in a threaded process.
     /// The corresponding C function is `flock`.
-    public func acquire(timeoutMilliseconds: Int64) throws(Failure) {
+    package func acquire(timeoutMilliseconds: Int64) throws(Failure) {
         if timeoutMilliseconds < 0 {
             guard Self.lockFile(fd, LOCK_EX) == 0 else { throw .system(call: "flock", errno: errno) }
             return
@@ -108,7 +108,7 @@ public final class ExclusiveControlLock: @unchecked Sendable {
     }
 
     /// Releases the lock (a no-op if not held). The corresponding C function is `flock`.
-    public func release() throws(Failure) {
+    package func release() throws(Failure) {
         guard Self.lockFile(fd, LOCK_UN) == 0 else { throw .system(call: "flock", errno: errno) }
     }
 

@@ -6,15 +6,15 @@ import CBAExtension
 #endif
 
 /// C memory for what is handed across the extension ABI; freed when the arena goes away.
-public final class CArena {
-    public init() {}
+package final class CArena {
+    package init() {}
 
     private var allocations: [UnsafeMutableRawPointer] = []
 
     deinit { allocations.forEach { free($0) } }
 
     /// A NUL-terminated copy of `string` and its length in bytes (without the NUL).
-    public func string(_ string: String) -> (UnsafePointer<CChar>, Int) {
+    package func string(_ string: String) -> (UnsafePointer<CChar>, Int) {
         let bytes = Array(string.utf8)
         let memory = malloc(bytes.count + 1)!.assumingMemoryBound(to: CChar.self)
         bytes.withUnsafeBufferPointer { source in
@@ -28,14 +28,14 @@ public final class CArena {
     }
 
     /// Uninitialized, zeroed storage for `count` values of `T`.
-    public func allocate<T>(_ type: T.Type, count: Int = 1) -> UnsafeMutablePointer<T> {
+    package func allocate<T>(_ type: T.Type, count: Int = 1) -> UnsafeMutablePointer<T> {
         let memory = calloc(max(count, 1), MemoryLayout<T>.stride)!
         allocations.append(memory)
         return memory.bindMemory(to: T.self, capacity: max(count, 1))
     }
 
     /// A `ba_download` filled in from `record`, valid while the arena lives.
-    public func download(_ record: DownloadRecord) -> UnsafeMutablePointer<ba_download> {
+    package func download(_ record: DownloadRecord) -> UnsafeMutablePointer<ba_download> {
         let download = allocate(ba_download.self)
         download.pointee.struct_size = UInt32(MemoryLayout<ba_download>.size)
         download.pointee.flags = record.isEssential ? UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) : 0
@@ -65,11 +65,11 @@ public final class CArena {
 }
 
 /// Longest string copied out of the other side of the ABI (a longer one makes the record malformed).
-public let maximumStringLength = 64 * 1024
+package let maximumStringLength = 64 * 1024
 
 /// Copies `length` bytes at `pointer` into a String. Sets `wellFormed` to false for a NULL
 /// pointer with a length, an over-long string or invalid UTF-8, rather than trusting it.
-public func copyString(_ pointer: UnsafePointer<CChar>?, _ length: Int, wellFormed: inout Bool) -> String {
+package func copyString(_ pointer: UnsafePointer<CChar>?, _ length: Int, wellFormed: inout Bool) -> String {
     guard length > 0 else { return "" }
     guard let pointer, length <= maximumStringLength else {
         wellFormed = false
@@ -82,11 +82,11 @@ public func copyString(_ pointer: UnsafePointer<CChar>?, _ length: Int, wellForm
 }
 
 /// The smallest `ba_download` a 1.0 extension can pass.
-public let minimumDownloadStructSize = MemoryLayout<ba_download>.size
+package let minimumDownloadStructSize = MemoryLayout<ba_download>.size
 
 /// Reads a `ba_download` from the other side into a record, never trusting its pointers beyond
 /// what its sizes say. Returns nil (with a reason) when it cannot be read at all.
-public func readDownload(_ pointer: UnsafePointer<ba_download>?) -> Result<DownloadRecord, DownloadRules.Violation> {
+package func readDownload(_ pointer: UnsafePointer<ba_download>?) -> Result<DownloadRecord, DownloadRules.Violation> {
     guard let pointer else { return .failure(.init(code: 0, reason: "download is NULL")) }
     let download = pointer.pointee
     guard Int(download.struct_size) >= minimumDownloadStructSize else {
@@ -134,7 +134,7 @@ public func readDownload(_ pointer: UnsafePointer<ba_download>?) -> Result<Downl
 
 /// Reads a download the host handed over (entry-point argument or current download): like
 /// ``readDownload(_:)`` plus the fields only the system sets (unique identifier, state).
-public func readHostDownload(_ pointer: UnsafePointer<ba_download>?) -> DownloadRecord? {
+package func readHostDownload(_ pointer: UnsafePointer<ba_download>?) -> DownloadRecord? {
     guard let pointer, case .success(var record) = readDownload(pointer) else { return nil }
     var wellFormed = true
     record.uniqueIdentifier = copyString(
@@ -148,7 +148,7 @@ extension ByteWriter {
     /// bytes without building Strings: the reader validates UTF-8 (``ByteReader/string(valid:)``)
     /// and a record whose pointers and lengths disagree is sent marked malformed.
     /// Returns a violation, writing nothing, when the struct cannot be read at all.
-    public mutating func download(from pointer: UnsafePointer<ba_download>?) -> DownloadRules.Violation? {
+    package mutating func download(from pointer: UnsafePointer<ba_download>?) -> DownloadRules.Violation? {
         guard let pointer else { return .init(code: 0, reason: "download is NULL") }
         let download = pointer.pointee
         guard Int(download.struct_size) >= minimumDownloadStructSize else {

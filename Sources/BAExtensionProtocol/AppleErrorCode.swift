@@ -2,7 +2,7 @@
 /// them, shared by the download rules, basd's replies and failures, and the extension host.
 /// `BackgroundAssets`' public `BAError.Code` and `ba_extension.h`'s `BA_ERROR_*` constants are
 /// checked against it by tests.
-public enum AppleErrorCode: Int, Sendable, CaseIterable {
+package enum AppleErrorCode: Int, Sendable, CaseIterable {
     case downloadInvalid = 0
     case callFromExtensionNotAllowed = 50
     case callFromInactiveProcessNotAllowed = 51
@@ -22,5 +22,5 @@ public enum AppleErrorCode: Int, Sendable, CaseIterable {
     case sessionDownloadNotPermittedBeforeAppLaunch = 206
 
     /// `com.apple.backgroundassets.error`.
-    public static let domain = "com.apple.backgroundassets.error"
+    package static let domain = "com.apple.backgroundassets.error"
 }

@@ -1,54 +1,54 @@
 /// Appends little-endian integers and length-prefixed byte strings to a buffer.
-public struct ByteWriter: Sendable {
+package struct ByteWriter: Sendable {
     /// The bytes written so far.
-    public private(set) var bytes: [UInt8] = []
+    package private(set) var bytes: [UInt8] = []
 
-    public init() {}
+    package init() {}
 
-    public mutating func u8(_ value: UInt8) { bytes.append(value) }
-    public mutating func bool(_ value: Bool) { bytes.append(value ? 1 : 0) }
-    public mutating func u32(_ value: UInt32) {
+    package mutating func u8(_ value: UInt8) { bytes.append(value) }
+    package mutating func bool(_ value: Bool) { bytes.append(value ? 1 : 0) }
+    package mutating func u32(_ value: UInt32) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
-    public mutating func i32(_ value: Int32) { u32(UInt32(bitPattern: value)) }
-    public mutating func u64(_ value: UInt64) {
+    package mutating func i32(_ value: Int32) { u32(UInt32(bitPattern: value)) }
+    package mutating func u64(_ value: UInt64) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
-    public mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
+    package mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
 
     /// A u32 byte count, then the bytes.
-    public mutating func blob<C: Collection>(_ value: C) where C.Element == UInt8 {
+    package mutating func blob<C: Collection>(_ value: C) where C.Element == UInt8 {
         u32(UInt32(truncatingIfNeeded: value.count))
         bytes.append(contentsOf: value)
     }
 
     /// A u32 byte count, then `count` bytes copied from `pointer` (nothing for a NULL pointer).
-    public mutating func blob(_ pointer: UnsafeRawPointer?, count: Int) {
+    package mutating func blob(_ pointer: UnsafeRawPointer?, count: Int) {
         u32(UInt32(truncatingIfNeeded: count))
         if let pointer, count > 0 { bytes.append(contentsOf: UnsafeRawBufferPointer(start: pointer, count: count)) }
     }
 
     /// The number of bytes written so far.
-    public var count: Int { bytes.count }
+    package var count: Int { bytes.count }
 
     /// Overwrites the u32 at `offset` (to fill in a length once it is known).
-    public mutating func patchU32(_ value: UInt32, at offset: Int) {
+    package mutating func patchU32(_ value: UInt32, at offset: Int) {
         withUnsafeBytes(of: value.littleEndian) { raw in
             for index in 0..<4 { bytes[offset + index] = raw[index] }
         }
     }
 
     /// Drops everything written after the first `count` bytes.
-    public mutating func truncate(to count: Int) { bytes.removeSubrange(count...) }
+    package mutating func truncate(to count: Int) { bytes.removeSubrange(count...) }
 
     /// Removes everything written, keeping the capacity.
-    public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+    package mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
 
     /// A string as its UTF-8 bytes, length-prefixed.
-    public mutating func string(_ value: String) { blob(Array(value.utf8)) }
+    package mutating func string(_ value: String) { blob(Array(value.utf8)) }
 
     /// An optional string: a presence byte, then the string.
-    public mutating func optionalString(_ value: String?) {
+    package mutating func optionalString(_ value: String?) {
         bool(value != nil)
         if let value { string(value) }
     }

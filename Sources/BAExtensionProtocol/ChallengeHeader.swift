@@ -1,14 +1,14 @@
 /// A server's `WWW-Authenticate` value, read once for both receivers of a credential request (the
 /// app's delegate and the extension), so they see the same protection space.
-public struct ChallengeHeader: Sendable, Equatable {
+package struct ChallengeHeader: Sendable, Equatable {
     /// Foundation's name of the authentication method: `NSURLAuthenticationMethodHTTPBasic`,
     /// `NSURLAuthenticationMethodHTTPDigest`, or `NSURLAuthenticationMethodDefault` for another scheme.
-    public var authenticationMethod: String
+    package var authenticationMethod: String
     /// The `realm="…"` parameter (matched case-insensitively), nil when absent.
-    public var realm: String?
+    package var realm: String?
 
     /// Reads `header` (e.g. `Basic realm="assets"`).
-    public init(_ header: String) {
+    package init(_ header: String) {
         let scheme = String(header.prefix { $0 != " " && $0 != "\t" }).lowercased()
         switch scheme {
         case "basic": authenticationMethod = "NSURLAuthenticationMethodHTTPBasic"

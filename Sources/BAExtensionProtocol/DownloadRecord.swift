@@ -31,7 +31,7 @@ public struct DownloadRecord: Sendable, Hashable {
     /// over-long string): such a record is rejected by ``DownloadRules``, never used.
     public var isWellFormed: Bool
 
-    public init(
+    package init(
         identifier: String, uniqueIdentifier: String = "", url: String, applicationGroupIdentifier: String? = nil,
         fileSize: Int64 = 0, priority: Int64 = DownloadRules.defaultPriority, isEssential: Bool = false,
         state: Int32 = 0, headers: [Header] = [], sha256: String? = nil, isWellFormed: Bool = true
@@ -51,7 +51,7 @@ public struct DownloadRecord: Sendable, Hashable {
 }
 
 extension DownloadRecord {
-    public func encode(into writer: inout ByteWriter) {
+    package func encode(into writer: inout ByteWriter) {
         writer.string(identifier)
         writer.string(uniqueIdentifier)
         writer.string(url)
@@ -70,9 +70,9 @@ extension DownloadRecord {
     }
 
     /// At most this many headers per download are read.
-    public static let maximumHeaderCount = 64
+    package static let maximumHeaderCount = 64
 
-    public static func decode(from reader: inout ByteReader) throws(WireError) -> DownloadRecord {
+    package static func decode(from reader: inout ByteReader) throws(WireError) -> DownloadRecord {
         var valid = true
         let identifier = try reader.string(valid: &valid)
         let uniqueIdentifier = try reader.string(valid: &valid)

@@ -2,29 +2,29 @@
 /// (`scheduleDownload`) and the host (downloads an extension returns).
 ///
 /// Each violation carries Apple's `BAErrorCode` raw value and a reason that says how to fix it.
-public enum DownloadRules {
+package enum DownloadRules {
     /// `BADownload.Priority` values.
-    public static let minimumPriority: Int64 = 0
-    public static let defaultPriority: Int64 = 50
-    public static let maximumPriority: Int64 = 100
+    package static let minimumPriority: Int64 = 0
+    package static let defaultPriority: Int64 = 50
+    package static let maximumPriority: Int64 = 100
 
     /// Longest identifier accepted, in UTF-8 bytes.
-    public static let maximumIdentifierLength = 1024
+    package static let maximumIdentifierLength = 1024
     /// Longest URL accepted, in UTF-8 bytes.
-    public static let maximumURLLength = 8192
+    package static let maximumURLLength = 8192
     /// Largest `fileSize` accepted: 1 TiB.
-    public static let maximumFileSize: Int64 = 1 << 40
+    package static let maximumFileSize: Int64 = 1 << 40
 
     /// A rule a download broke.
-    public struct Violation: Error, Equatable, Sendable, CustomStringConvertible {
+    package struct Violation: Error, Equatable, Sendable, CustomStringConvertible {
         /// `BAErrorCode` raw value (0 downloadInvalid, 109 essential not permitted, …).
-        public var code: Int
-        public var reason: String
-        public init(code: Int, reason: String) {
+        package var code: Int
+        package var reason: String
+        package init(code: Int, reason: String) {
             self.code = code
             self.reason = reason
         }
-        public var description: String { reason }
+        package var description: String { reason }
     }
 
     static let downloadInvalid = AppleErrorCode.downloadInvalid.rawValue
@@ -35,7 +35,7 @@ public enum DownloadRules {
     /// Nor may it hold a bidirectional control (U+061C, U+200E–U+200F, U+202A–U+202E,
     /// U+2066–U+2069) or start or end with white space: either would let one name show as another
     /// in `ba downloads` and `ba apps` (`"moc.elpmaxe\u{202E}"` displays as a reversed name).
-    public static func checkIdentifier(_ identifier: String, what: String = "identifier") -> Violation? {
+    package static func checkIdentifier(_ identifier: String, what: String = "identifier") -> Violation? {
         func invalid(_ why: String) -> Violation {
             Violation(code: downloadInvalid, reason: "\(what) \(quoted(identifier)) \(why)")
         }
@@ -82,7 +82,7 @@ public enum DownloadRules {
     /// identifier, an app group identifier): ``checkIdentifier(_:what:)``, and no leading `.`, so
     /// it can never name basd's own folders (`.background-assets`, `.ba-partial`) or alias
     /// another one.
-    public static func checkFolderName(_ identifier: String, what: String) -> Violation? {
+    package static func checkFolderName(_ identifier: String, what: String) -> Violation? {
         if let violation = checkIdentifier(identifier, what: what) { return violation }
         if identifier.hasPrefix(".") {
             return Violation(
@@ -95,7 +95,7 @@ public enum DownloadRules {
     /// Checks a path a client names (an app directory, an extension library): absolute, no NUL or
     /// control character, no `.` or `..` component, not a URL. The file itself is checked when it
     /// is read.
-    public static func checkPath(_ path: String, what: String) -> Violation? {
+    package static func checkPath(_ path: String, what: String) -> Violation? {
         func invalid(_ why: String) -> Violation {
             Violation(code: downloadInvalid, reason: "\(what) \(quoted(path)) \(why)")
         }
@@ -112,7 +112,7 @@ public enum DownloadRules {
     }
 
     /// Checks a URL: https, or plain http to a loopback host (development).
-    public static func checkURL(_ url: String) -> Violation? {
+    package static func checkURL(_ url: String) -> Violation? {
         guard url.utf8.count <= maximumURLLength else {
             return Violation(code: downloadInvalid, reason: "URL is longer than \(maximumURLLength) bytes")
         }
@@ -143,7 +143,7 @@ public enum DownloadRules {
 
     /// Checks every field of one download, in the context of the content request that produced it
     /// (`nil` when it was not returned from `downloads(for:…)`, e.g. scheduled later).
-    public static func check(_ download: DownloadRecord, contentRequest: Int32? = nil) -> Violation? {
+    package static func check(_ download: DownloadRecord, contentRequest: Int32? = nil) -> Violation? {
         guard download.isWellFormed else {
             return Violation(
                 code: downloadInvalid,
@@ -198,14 +198,14 @@ public enum DownloadRules {
     }
 
     /// The outcome of validating the set an extension returned.
-    public struct SetValidation: Sendable {
-        public var accepted: [DownloadRecord] = []
-        public var rejected: [(download: DownloadRecord, violation: Violation)] = []
+    package struct SetValidation: Sendable {
+        package var accepted: [DownloadRecord] = []
+        package var rejected: [(download: DownloadRecord, violation: Violation)] = []
     }
 
     /// Validates a returned set: every download on its own, then identifier uniqueness (the first
     /// one with an identifier wins; later ones are rejected with code 100).
-    public static func validate(_ downloads: [DownloadRecord], contentRequest: Int32?) -> SetValidation {
+    package static func validate(_ downloads: [DownloadRecord], contentRequest: Int32?) -> SetValidation {
         var result = SetValidation()
         var seen = Set<String>()
         for download in downloads {
@@ -266,13 +266,13 @@ public enum DownloadRules {
 }
 
 /// The scheme and host of an absolute URL, parsed without Foundation.
-public struct ParsedURL: Sendable, Equatable {
+package struct ParsedURL: Sendable, Equatable {
     /// Lowercased scheme.
-    public var scheme: String
+    package var scheme: String
     /// Lowercased host; IPv6 literals without brackets.
-    public var host: String
+    package var host: String
 
-    public init?(_ string: String) {
+    package init?(_ string: String) {
         // Byte-level parsing: URLs are ASCII in their scheme and delimiters, and this runs for
         // every returned download.
         let bytes = Array(string.utf8)
@@ -315,7 +315,7 @@ public struct ParsedURL: Sendable, Equatable {
     }
 
     /// Whether the host is loopback: `localhost`, `127.0.0.0/8` or `::1`.
-    public var isLoopback: Bool {
+    package var isLoopback: Bool {
         if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }

@@ -7,19 +7,19 @@
 /// ``RunnerMessage/finished(_:)`` or ``RunnerMessage/failure(_:)``. A request with
 /// ``RunRequest/moreEvents`` is several calls in one process: each call ends with its own
 /// `finished`, and the next call starts right after it; a `failure` ends the process.
-public enum RunnerProtocol {
+package enum RunnerProtocol {
     /// Bumped on any incompatible change to a message.
-    public static let version: UInt32 = 3
+    package static let version: UInt32 = 3
     /// Largest frame either side accepts.
-    public static let maximumFrameLength = 4 << 20
+    package static let maximumFrameLength = 4 << 20
     /// The environment variable in which the runner names the call's app group container to the
     /// extension (set before the library is loaded; absent when the call has no container).
     /// Not part of the C ABI: see docs/c-abi.md.
-    public static let appGroupContainerVariable = "BA_APP_GROUP_CONTAINER"
+    package static let appGroupContainerVariable = "BA_APP_GROUP_CONTAINER"
 }
 
 /// What went wrong before the entry point could be called.
-public enum RunnerFailureKind: UInt8, Sendable, Equatable {
+package enum RunnerFailureKind: UInt8, Sendable, Equatable {
     /// dlopen refused the file.
     case notALibrary = 1
     /// No `ba_extension_descriptor`, it returned NULL, or the requested entry point is NULL.
@@ -31,13 +31,13 @@ public enum RunnerFailureKind: UInt8, Sendable, Equatable {
 }
 
 /// A failure reported by the runner instead of calling the extension.
-public struct RunnerFailure: Sendable, Equatable {
-    public var kind: RunnerFailureKind
-    public var message: String
+package struct RunnerFailure: Sendable, Equatable {
+    package var kind: RunnerFailureKind
+    package var message: String
     /// For ``RunnerFailureKind/abiMismatch``: what the library declared.
-    public var foundMajor: UInt16 = 0
-    public var foundMinor: UInt16 = 0
-    public init(kind: RunnerFailureKind, message: String, foundMajor: UInt16 = 0, foundMinor: UInt16 = 0) {
+    package var foundMajor: UInt16 = 0
+    package var foundMinor: UInt16 = 0
+    package init(kind: RunnerFailureKind, message: String, foundMajor: UInt16 = 0, foundMinor: UInt16 = 0) {
         self.kind = kind
         self.message = message
         self.foundMajor = foundMajor
@@ -63,7 +63,7 @@ public struct ExtensionIdentity: Sendable, Equatable {
 }
 
 /// The descriptor's entry points, in descriptor order.
-public enum EntryPoint: Int, Sendable, CaseIterable {
+package enum EntryPoint: Int, Sendable, CaseIterable {
     case downloadsForRequest = 0
     case downloadFinished = 1
     case downloadFailed = 2
@@ -71,7 +71,7 @@ public enum EntryPoint: Int, Sendable, CaseIterable {
     case extensionWillTerminate = 4
 
     /// The C field name, for messages.
-    public var cName: String {
+    package var cName: String {
         switch self {
         case .downloadsForRequest: "downloads_for_request"
         case .downloadFinished: "download_finished"
@@ -83,14 +83,14 @@ public enum EntryPoint: Int, Sendable, CaseIterable {
 }
 
 /// The end of a successful call.
-public struct RunnerSummary: Sendable, Equatable {
+package struct RunnerSummary: Sendable, Equatable {
     /// How many times the extension called add_download (including refused ones).
-    public var returnedCount: UInt64
+    package var returnedCount: UInt64
     /// Peak resident memory of the runner (VmHWM), bytes; -1 if unknown.
-    public var peakMemoryBytes: Int64
+    package var peakMemoryBytes: Int64
     /// For the challenge entry point: the disposition the extension returned.
-    public var challengeDisposition: Int32
-    public init(returnedCount: UInt64, peakMemoryBytes: Int64, challengeDisposition: Int32 = -1) {
+    package var challengeDisposition: Int32
+    package init(returnedCount: UInt64, peakMemoryBytes: Int64, challengeDisposition: Int32 = -1) {
         self.returnedCount = returnedCount
         self.peakMemoryBytes = peakMemoryBytes
         self.challengeDisposition = challengeDisposition
@@ -141,7 +141,7 @@ public enum RunnerEvent: Sendable, Equatable {
     case challenge(DownloadRecord, ChallengeRecord)
     case willTerminate
 
-    public var entryPoint: EntryPoint {
+    package var entryPoint: EntryPoint {
         switch self {
         case .contentRequest: .downloadsForRequest
         case .finished: .downloadFinished
@@ -214,25 +214,25 @@ extension RunnerEvent {
 }
 
 /// Everything the runner needs for one call.
-public struct RunRequest: Sendable, Equatable {
-    public var libraryPath: String
-    public var event: RunnerEvent
+package struct RunRequest: Sendable, Equatable {
+    package var libraryPath: String
+    package var event: RunnerEvent
     /// RLIMIT_DATA set before dlopen, bytes; 0 = no cap.
-    public var memoryLimitBytes: UInt64
+    package var memoryLimitBytes: UInt64
     /// add_download refuses past this many.
-    public var maximumDownloads: UInt32
+    package var maximumDownloads: UInt32
     /// The app group's exclusive-control lock file; empty = none.
-    public var lockPath: String
+    package var lockPath: String
     /// What current_downloads reports.
-    public var currentDownloads: [DownloadRecord]
+    package var currentDownloads: [DownloadRecord]
     /// Events to call after `event`, in order, in the same process (at most
     /// ``maximumMoreEvents``); empty for one call.
-    public var moreEvents: [RunnerEvent]
+    package var moreEvents: [RunnerEvent]
 
     /// Most events one request may carry after its first.
-    public static let maximumMoreEvents = 10_000
+    package static let maximumMoreEvents = 10_000
 
-    public init(
+    package init(
         libraryPath: String, event: RunnerEvent, memoryLimitBytes: UInt64, maximumDownloads: UInt32,
         lockPath: String = "", currentDownloads: [DownloadRecord] = [], moreEvents: [RunnerEvent] = []
     ) {
@@ -246,16 +246,16 @@ public struct RunRequest: Sendable, Equatable {
     }
 
     /// Every event of the request, in call order.
-    public var events: [RunnerEvent] { [event] + moreEvents }
+    package var events: [RunnerEvent] { [event] + moreEvents }
 }
 
 /// Host -> runner.
-public enum HostMessage: Sendable, Equatable {
+package enum HostMessage: Sendable, Equatable {
     case request(RunRequest)
     /// The deadline is near: call `extension_will_terminate` now (the kill follows anyway).
     case terminate
 
-    public func frame() -> [UInt8] {
+    package func frame() -> [UInt8] {
         var w = ByteWriter()
         switch self {
         case .terminate:
@@ -275,7 +275,7 @@ public enum HostMessage: Sendable, Equatable {
         return Frame.wrap(w.bytes)
     }
 
-    public static func decode(_ payload: [UInt8]) throws(WireError) -> HostMessage {
+    package static func decode(_ payload: [UInt8]) throws(WireError) -> HostMessage {
         var r = ByteReader(payload)
         let type = try r.u8()
         if type == 2 {
@@ -308,7 +308,7 @@ public enum HostMessage: Sendable, Equatable {
 }
 
 /// Runner -> host.
-public enum RunnerMessage: Sendable, Equatable {
+package enum RunnerMessage: Sendable, Equatable {
     case hello(protocolVersion: UInt32)
     case identity(ExtensionIdentity)
     /// Returned from downloads_for_request with add_download.
@@ -321,16 +321,16 @@ public enum RunnerMessage: Sendable, Equatable {
     case failure(RunnerFailure)
     case finished(RunnerSummary)
 
-    public func frame() -> [UInt8] {
+    package func frame() -> [UInt8] {
         var w = ByteWriter()
         encode(into: &w)
         return Frame.wrap(w.bytes)
     }
 
     /// The type byte of ``download(_:)``, for writers that encode the record themselves.
-    public static let downloadType: UInt8 = 3
+    package static let downloadType: UInt8 = 3
 
-    public func encode(into w: inout ByteWriter) {
+    package func encode(into w: inout ByteWriter) {
         switch self {
         case .hello(let version):
             w.u8(1)
@@ -373,7 +373,7 @@ public enum RunnerMessage: Sendable, Equatable {
         }
     }
 
-    public static func decode(_ payload: [UInt8]) throws(WireError) -> RunnerMessage {
+    package static func decode(_ payload: [UInt8]) throws(WireError) -> RunnerMessage {
         var r = ByteReader(payload)
         let message: RunnerMessage
         switch try r.u8() {
@@ -422,12 +422,12 @@ public enum RunnerMessage: Sendable, Equatable {
 }
 
 /// Length-prefix framing.
-public enum Frame {
+package enum Frame {
     /// Appends one frame to `writer`: a length placeholder, the payload `body` writes, then the
     /// length filled in, with no intermediate buffer. When `body` returns false the whole frame
     /// is dropped.
     @discardableResult
-    public static func append(to writer: inout ByteWriter, _ body: (inout ByteWriter) -> Bool) -> Bool {
+    package static func append(to writer: inout ByteWriter, _ body: (inout ByteWriter) -> Bool) -> Bool {
         let start = writer.count
         writer.u32(0)
         guard body(&writer) else {
@@ -439,7 +439,7 @@ public enum Frame {
     }
 
     /// Prefixes `payload` with its length.
-    public static func wrap(_ payload: [UInt8]) -> [UInt8] {
+    package static func wrap(_ payload: [UInt8]) -> [UInt8] {
         var w = ByteWriter()
         w.u32(UInt32(truncatingIfNeeded: payload.count))
         return w.bytes + payload
@@ -447,19 +447,19 @@ public enum Frame {
 }
 
 /// Splits a byte stream into frame payloads, refusing empty or oversized frames.
-public struct FrameDecoder: Sendable {
+package struct FrameDecoder: Sendable {
     private var buffer: [UInt8] = []
     private var start = 0
-    public let maximumFrameLength: Int
+    package let maximumFrameLength: Int
 
-    public init(maximumFrameLength: Int = RunnerProtocol.maximumFrameLength) {
+    package init(maximumFrameLength: Int = RunnerProtocol.maximumFrameLength) {
         self.maximumFrameLength = maximumFrameLength
     }
 
     /// Bytes received but not yet part of a whole frame.
-    public var pendingByteCount: Int { buffer.count - start }
+    package var pendingByteCount: Int { buffer.count - start }
 
-    public mutating func append<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+    package mutating func append<C: Collection>(_ bytes: C) where C.Element == UInt8 {
         if start > 0 && start >= buffer.count / 2 {
             buffer.removeFirst(start)
             start = 0
@@ -468,7 +468,7 @@ public struct FrameDecoder: Sendable {
     }
 
     /// The next whole frame's payload, or nil if more bytes are needed.
-    public mutating func next() throws(WireError) -> [UInt8]? {
+    package mutating func next() throws(WireError) -> [UInt8]? {
         guard buffer.count - start >= 4 else { return nil }
         let length =
             Int(buffer[start]) | Int(buffer[start + 1]) << 8 | Int(buffer[start + 2]) << 16 | Int(buffer[start + 3])

@@ -17,12 +17,12 @@ internal import CFFI
 /// (or several, one after another, for a request with more events), streams what the extension
 /// does, and exits. The parent enforces the deadline and reads the
 /// verdict from how the process ended. Kept free of Foundation: it starts for every call.
-public enum ExtensionRunner {
+package enum ExtensionRunner {
     /// The protocol descriptor's number in the child.
-    public static let protocolFD: Int32 = 3
+    package static let protocolFD: Int32 = 3
 
     /// Exit statuses other than 0, for a parent that sees no message.
-    public enum ExitStatus: Int32 {
+    package enum ExitStatus: Int32 {
         case noRequest = 2
         case badRequest = 3
         /// The jail or the sandbox could not be set up (`BA_RUNNER_EXIT_SANDBOX_UNAVAILABLE`).
@@ -37,7 +37,7 @@ public enum ExtensionRunner {
     /// that cannot be confined as asked says why on stderr and exits with
     /// `BA_RUNNER_EXIT_SANDBOX_UNAVAILABLE` before its hello, so no extension code ever runs
     /// outside the sandbox it was promised.
-    public static func main() -> Never {
+    package static func main() -> Never {
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == BA_RUNNER_ARG_ZYGOTE { Zygote.serve(arguments) }
         runCall(arguments)

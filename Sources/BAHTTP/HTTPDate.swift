@@ -4,12 +4,12 @@
 /// Hand-written rather than a `DateFormatter` so it is `Sendable`, allocation-light and independent of the locale.
 /// Only IMF-fixdate is parsed: the obsolete RFC 850 and asctime forms yield `nil`, which a caller treats as "does
 /// not match" (for `If-Range` that means sending the whole file, which is always safe).
-public enum HTTPDate {
+package enum HTTPDate {
     private static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]  // 1970-01-01 was a Thursday
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     /// Formats seconds since 1970 (UTC) as an IMF-fixdate.
-    public static func format(_ seconds: Int64) -> String {
+    package static func format(_ seconds: Int64) -> String {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = civil(fromDays: days)
@@ -19,7 +19,7 @@ public enum HTTPDate {
     }
 
     /// Parses an IMF-fixdate; `nil` for anything else (including out-of-range fields).
-    public static func parse(_ string: String) -> Int64? {
+    package static func parse(_ string: String) -> Int64? {
         let parts = string.split(separator: " ", omittingEmptySubsequences: false)
         guard parts.count == 6, parts[0].count == 4, parts[0].last == ",", parts[5] == "GMT",
             let day = Int(parts[1]), parts[1].count == 2, (1...31).contains(day),

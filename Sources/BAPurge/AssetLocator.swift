@@ -17,41 +17,41 @@
 /// let found = AssetLocator().locate(assets, roots: ["/var/lib/basd/groups/group.com.example"])
 /// for file in found.files(of: assets[0]) { print(file.path) }
 /// ```
-public struct AssetLocator: Sendable {
+package struct AssetLocator: Sendable {
     /// A regular file the walk found with a tracked asset's device and inode.
-    public struct LocatedFile: Sendable, Equatable {
+    package struct LocatedFile: Sendable, Equatable {
         /// Its path (a root followed by the names walked).
-        public var path: String
+        package var path: String
         /// What `lstat` said when the walk passed it.
-        public var identity: FileIdentity
+        package var identity: FileIdentity
 
         /// Creates a located file.
-        public init(path: String, identity: FileIdentity) {
+        package init(path: String, identity: FileIdentity) {
             self.path = path
             self.identity = identity
         }
     }
 
     /// What a walk found.
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// Every path found for each wanted key (more than one for hard links), in walk order.
-        public var files: [FileKey: [LocatedFile]]
+        package var files: [FileKey: [LocatedFile]]
         /// How many directory entries the walk `lstat`ed.
-        public var entriesVisited: Int
+        package var entriesVisited: Int
         /// True when the walk stopped at ``AssetLocator/maxEntriesVisited`` before the end.
-        public var truncated: Bool
+        package var truncated: Bool
 
         /// The files found with `asset`'s device and inode (maybe none).
-        public func files(of asset: TrackedAsset) -> [LocatedFile] { files[asset.key] ?? [] }
+        package func files(of asset: TrackedAsset) -> [LocatedFile] { files[asset.key] ?? [] }
     }
 
     /// The most directory entries (files, folders, anything) one walk looks at, over all roots.
-    public var maxEntriesVisited: Int
+    package var maxEntriesVisited: Int
 
     /// Creates a locator.
     ///
     /// - Parameter maxEntriesVisited: The bound on one walk (default 100 000).
-    public init(maxEntriesVisited: Int = 100_000) {
+    package init(maxEntriesVisited: Int = 100_000) {
         self.maxEntriesVisited = maxEntriesVisited
     }
 
@@ -59,7 +59,7 @@ public struct AssetLocator: Sendable {
     ///
     /// A root that does not exist is skipped. Roots that overlap are walked once per root, but a
     /// path is reported once.
-    public func locate(_ assets: [TrackedAsset], roots: [String]) -> Result {
+    package func locate(_ assets: [TrackedAsset], roots: [String]) -> Result {
         let wanted = Set(assets.map(\.key))
         var result = Result(files: [:], entriesVisited: 0, truncated: false)
         var seenPaths = Set<String>()

@@ -3,7 +3,7 @@ import Foundation
 /// What a tracked asset is now, and so whether it may be purged.
 ///
 /// Only ``purgeable(path:size:lastUsed:)`` may be deleted; every other case is kept.
-public enum AssetStatus: Sendable, Equatable {
+package enum AssetStatus: Sendable, Equatable {
     /// No file with the asset's device and inode is in the containers walked: the app deleted it,
     /// moved it out of its app group container, or copied it (a copy has a new inode) and deleted
     /// the original. When the walk was truncated it may also just not have been reached.
@@ -24,18 +24,18 @@ public enum AssetStatus: Sendable, Equatable {
     case purgeable(path: String, size: Int64, lastUsed: Date)
 
     /// How a file differs from its record.
-    public struct Modification: Sendable, Equatable, Codable, CustomStringConvertible {
+    package struct Modification: Sendable, Equatable, Codable, CustomStringConvertible {
         /// The size recorded at delivery.
-        public var recordedSize: Int64
+        package var recordedSize: Int64
         /// The size now.
-        public var size: Int64
+        package var size: Int64
         /// The modification time recorded at delivery, in nanoseconds since 1970.
-        public var recordedModificationTimeNanoseconds: Int64
+        package var recordedModificationTimeNanoseconds: Int64
         /// The modification time now, in nanoseconds since 1970.
-        public var modificationTimeNanoseconds: Int64
+        package var modificationTimeNanoseconds: Int64
 
         /// Creates a modification.
-        public init(
+        package init(
             recordedSize: Int64, size: Int64, recordedModificationTimeNanoseconds: Int64,
             modificationTimeNanoseconds: Int64
         ) {
@@ -47,7 +47,7 @@ public enum AssetStatus: Sendable, Equatable {
 
         /// "size 10 → 12", or "modification time 2026-11-20T10:15:00Z → 2026-11-21T08:00:00Z" when
         /// only that changed.
-        public var description: String {
+        package var description: String {
             if size != recordedSize { return "size \(recordedSize) → \(size)" }
             let before = PurgeDates.timestamp(nanoseconds: recordedModificationTimeNanoseconds)
             let after = PurgeDates.timestamp(nanoseconds: modificationTimeNanoseconds)
@@ -56,7 +56,7 @@ public enum AssetStatus: Sendable, Equatable {
     }
 
     /// The path the file is at now, when it was found.
-    public var path: String? {
+    package var path: String? {
         switch self {
         case .purgeable(let path, _, _), .pendingDelivery(let path): path
         case .missing, .modified, .inUse: nil
@@ -65,7 +65,7 @@ public enum AssetStatus: Sendable, Equatable {
 
     /// A short name for the case, as ``PurgeSummary`` prints it: `purgeable`, `modified`, `inUse`,
     /// `pendingDelivery`, `missing`.
-    public var name: String {
+    package var name: String {
         switch self {
         case .missing: "missing"
         case .modified: "modified"

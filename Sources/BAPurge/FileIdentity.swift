@@ -7,38 +7,38 @@
 /// A rename on the same filesystem keeps it; a copy gets a new one. Inode numbers are reused once
 /// a file is deleted, so a key alone does not prove it is the same file: ``FileIdentity`` adds the
 /// size and modification time.
-public struct FileKey: Hashable, Sendable, Codable, CustomStringConvertible {
+package struct FileKey: Hashable, Sendable, Codable, CustomStringConvertible {
     /// `st_dev`.
-    public var device: UInt64
+    package var device: UInt64
     /// `st_ino`.
-    public var inode: UInt64
+    package var inode: UInt64
 
     /// Creates a key.
-    public init(device: UInt64, inode: UInt64) {
+    package init(device: UInt64, inode: UInt64) {
         self.device = device
         self.inode = inode
     }
 
-    public var description: String { "\(device):\(inode)" }
+    package var description: String { "\(device):\(inode)" }
 }
 
 /// What `lstat` says about a regular file right now: its key, size and times.
-public struct FileIdentity: Hashable, Sendable, Codable {
+package struct FileIdentity: Hashable, Sendable, Codable {
     /// The file's device and inode.
-    public var key: FileKey
+    package var key: FileKey
     /// `st_size` in bytes.
-    public var size: Int64
+    package var size: Int64
     /// `st_mtim` in nanoseconds since 1970.
-    public var modificationTimeNanoseconds: Int64
+    package var modificationTimeNanoseconds: Int64
     /// `st_atim` in nanoseconds since 1970. With the usual `relatime` mount option the kernel
     /// updates it at most once a day (or when it is older than the mtime), so it is coarse; with
     /// `noatime` it never moves.
-    public var accessTimeNanoseconds: Int64
+    package var accessTimeNanoseconds: Int64
     /// `st_nlink`: how many names (hard links) the file has.
-    public var linkCount: UInt64
+    package var linkCount: UInt64
 
     /// Creates an identity from its parts.
-    public init(
+    package init(
         key: FileKey, size: Int64, modificationTimeNanoseconds: Int64, accessTimeNanoseconds: Int64,
         linkCount: UInt64 = 1
     ) {
@@ -54,7 +54,7 @@ public struct FileIdentity: Hashable, Sendable, Codable {
     /// - Returns: The identity, or nil when nothing is at `path` (`ENOENT`, `ENOTDIR`).
     /// - Throws: ``PurgeError/Code/notARegularFile`` when `path` is a directory, symlink, socket, …;
     ///   ``PurgeError/Code/system`` when `lstat` fails otherwise. The corresponding C function is `lstat`.
-    public static func read(path: String) throws(PurgeError) -> FileIdentity? {
+    package static func read(path: String) throws(PurgeError) -> FileIdentity? {
         var info = stat()
         var result: Int32
         repeat { result = lstat(path, &info) } while result != 0 && errno == EINTR

@@ -17,28 +17,28 @@
 ///   unlinks its name: the process keeps its data until it closes it).
 /// - On overlayfs, `/proc/PID/maps` reports the underlying file's device and inode, not the
 ///   overlay's, so a mapping there may be missed; descriptors are matched correctly.
-public struct OpenFiles: Sendable {
+package struct OpenFiles: Sendable {
     /// What one scan found.
-    public struct Snapshot: Sendable {
+    package struct Snapshot: Sendable {
         /// The pids that have each key open or mapped, ascending; only keys asked about.
-        public var pids: [FileKey: [Int32]]
+        package var pids: [FileKey: [Int32]]
         /// Processes whose descriptors could not be read (permissions, or exited during the scan).
-        public var unreadableProcesses: Int
+        package var unreadableProcesses: Int
 
         /// The pids that have `key` open or mapped, ascending (empty when none).
-        public func pids(of key: FileKey) -> [Int32] { pids[key] ?? [] }
+        package func pids(of key: FileKey) -> [Int32] { pids[key] ?? [] }
     }
 
     /// The proc filesystem's mount point (another directory only for tests).
-    public var procRoot: String
+    package var procRoot: String
 
     /// Creates a scanner of `procRoot`.
-    public init(procRoot: String = "/proc") {
+    package init(procRoot: String = "/proc") {
         self.procRoot = procRoot
     }
 
     /// Scans every process for the files with `keys`.
-    public func scan(for keys: Set<FileKey>) -> Snapshot {
+    package func scan(for keys: Set<FileKey>) -> Snapshot {
         var snapshot = Snapshot(pids: [:], unreadableProcesses: 0)
         guard !keys.isEmpty, let proc = opendir(procRoot) else { return snapshot }
         defer { closedir(proc) }

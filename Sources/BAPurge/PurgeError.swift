@@ -5,33 +5,33 @@
 /// Why a purge operation failed, with a message that says what to do about it.
 ///
 /// Codes can grow without breaking callers; switch with a `default`.
-public struct PurgeError: Error, Sendable, CustomStringConvertible {
+package struct PurgeError: Error, Sendable, CustomStringConvertible {
     /// What kind of failure this is.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
+    package struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        package let rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
 
         /// A system call failed; ``PurgeError/call`` names it and ``PurgeError/errno`` says why.
-        public static let system = Code(rawValue: "system")
+        package static let system = Code(rawValue: "system")
         /// The path names something other than a regular file (a directory, a symlink, …).
-        public static let notARegularFile = Code(rawValue: "notARegularFile")
+        package static let notARegularFile = Code(rawValue: "notARegularFile")
 
-        public var description: String { rawValue }
+        package var description: String { rawValue }
     }
 
     /// What kind of failure this is.
-    public var code: Code
+    package var code: Code
     /// What happened and how to fix it, for a person.
-    public var message: String
+    package var message: String
     /// The path the failure concerns.
-    public var path: String
+    package var path: String
     /// The C function that failed (`lstat`, `statvfs`, `unlink`), if any.
-    public var call: String?
+    package var call: String?
     /// The `errno` it set, if any.
-    public var errno: Int32?
+    package var errno: Int32?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, path: String, call: String? = nil, errno: Int32? = nil) {
+    package init(_ code: Code, _ message: String, path: String, call: String? = nil, errno: Int32? = nil) {
         self.code = code
         self.message = message
         self.path = path
@@ -44,5 +44,5 @@ public struct PurgeError: Error, Sendable, CustomStringConvertible {
         PurgeError(.system, "\(call) failed: \(String(cString: strerror(value)))", path: path, call: call, errno: value)
     }
 
-    public var description: String { "\(code): \(message) (\(path))" }
+    package var description: String { "\(code): \(message) (\(path))" }
 }

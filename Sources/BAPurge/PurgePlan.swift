@@ -3,26 +3,26 @@ import Foundation
 /// What a purge would do: every tracked asset with its status and a reason, which files to
 /// delete, and the totals. Made by ``PurgePlanner/plan(assets:roots:freeBytes:thresholdBytes:)``,
 /// carried out by ``Purger/execute(_:)``.
-public struct PurgePlan: Sendable, Equatable {
+package struct PurgePlan: Sendable, Equatable {
     /// One tracked asset in the plan.
-    public struct Entry: Sendable, Equatable {
+    package struct Entry: Sendable, Equatable {
         /// The record.
-        public var asset: TrackedAsset
+        package var asset: TrackedAsset
         /// What it is now.
-        public var status: AssetStatus
+        package var status: AssetStatus
         /// Where it is now, when it was found (also for a modified or in-use file).
-        public var path: String?
+        package var path: String?
         /// Its size now when found, else the recorded size.
-        public var size: Int64
+        package var size: Int64
         /// Why it is deleted or kept, for a person: "purgeable: unmodified since it finished
         /// 2026-11-20, last used 2026-11-21", "kept: modified (size 10 → 12)", "kept: open by pid
         /// 1234", "kept: not yet delivered to the app", "gone: no longer in the app group container".
-        public var reason: String
+        package var reason: String
         /// Whether the plan deletes it.
-        public var willDelete: Bool
+        package var willDelete: Bool
 
         /// Creates an entry.
-        public init(
+        package init(
             asset: TrackedAsset, status: AssetStatus, path: String?, size: Int64, reason: String, willDelete: Bool
         ) {
             self.asset = asset
@@ -35,26 +35,26 @@ public struct PurgePlan: Sendable, Equatable {
     }
 
     /// Every asset given to the planner, in the order given.
-    public var entries: [Entry]
+    package var entries: [Entry]
     /// The free space the plan started from (bytes available to unprivileged users).
-    public var freeBytes: Int64
+    package var freeBytes: Int64
     /// The free space a purge restores.
-    public var thresholdBytes: Int64
+    package var thresholdBytes: Int64
     /// `thresholdBytes - freeBytes`, or 0 when there is enough free space already.
-    public var bytesNeeded: Int64
+    package var bytesNeeded: Int64
     /// The bytes the planned deletions free (may fall short of ``bytesNeeded`` when too little is
     /// purgeable, or pass it by the last file's size).
-    public var plannedBytes: Int64
+    package var plannedBytes: Int64
     /// The bytes of every purgeable asset, planned or not.
-    public var purgeableBytes: Int64
+    package var purgeableBytes: Int64
     /// True when the container walk stopped at its bound: some "missing" assets may just not
     /// have been reached.
-    public var scanTruncated: Bool
+    package var scanTruncated: Bool
     /// The entries to delete, in the order to delete them: least recently used first.
-    public var deletions: [Entry]
+    package var deletions: [Entry]
 
     /// Creates a plan.
-    public init(
+    package init(
         entries: [Entry], freeBytes: Int64, thresholdBytes: Int64, bytesNeeded: Int64, plannedBytes: Int64,
         purgeableBytes: Int64, scanTruncated: Bool, deletions: [Entry]
     ) {

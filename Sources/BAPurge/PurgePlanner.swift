@@ -14,17 +14,17 @@ import Foundation
 ///                         thresholdBytes: PurgePlanner.defaultThresholdBytes)
 /// let results = Purger().execute(plan)
 /// ```
-public struct PurgePlanner: Sendable {
+package struct PurgePlanner: Sendable {
     /// 1 GiB: basd's default for its `purgeFreeSpaceThresholdBytes` setting.
-    public static let defaultThresholdBytes: Int64 = 1 << 30
+    package static let defaultThresholdBytes: Int64 = 1 << 30
 
     /// Finds the assets in the containers.
-    public var locator: AssetLocator
+    package var locator: AssetLocator
     /// Finds the processes that have them open.
-    public var openFiles: OpenFiles
+    package var openFiles: OpenFiles
 
     /// Creates a planner.
-    public init(locator: AssetLocator = AssetLocator(), openFiles: OpenFiles = OpenFiles()) {
+    package init(locator: AssetLocator = AssetLocator(), openFiles: OpenFiles = OpenFiles()) {
         self.locator = locator
         self.openFiles = openFiles
     }
@@ -41,7 +41,7 @@ public struct PurgePlanner: Sendable {
     ///   - freeBytes: The free space now, usually ``freeBytes(path:)`` of the filesystem holding
     ///     the containers.
     ///   - thresholdBytes: The free space to restore.
-    public func plan(assets: [TrackedAsset], roots: [String], freeBytes: Int64, thresholdBytes: Int64) -> PurgePlan {
+    package func plan(assets: [TrackedAsset], roots: [String], freeBytes: Int64, thresholdBytes: Int64) -> PurgePlan {
         let located = locator.locate(assets, roots: roots)
         let candidates = assets.compactMap { asset -> FileKey? in
             if case .purgeable = Self.status(of: asset, files: located.files(of: asset), openBy: []) {
@@ -101,7 +101,7 @@ public struct PurgePlanner: Sendable {
     /// `f_bavail * f_frsize` (the blocks reserved for root are not counted).
     ///
     /// - Throws: ``PurgeError/Code/system`` when `statvfs` fails. The corresponding C function is `statvfs`.
-    public static func freeBytes(path: String) throws(PurgeError) -> Int64 {
+    package static func freeBytes(path: String) throws(PurgeError) -> Int64 {
         var info = statvfs()
         var result: Int32
         repeat { result = statvfs(path, &info) } while result != 0 && errno == EINTR

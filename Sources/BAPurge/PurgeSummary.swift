@@ -10,28 +10,28 @@ import Foundation
 ///              "status": "purgeable", "wouldDelete": true,
 ///              "reason": "purgeable: unmodified since it finished 2026-11-20, last used 2026-11-21"}]}
 /// ```
-public struct PurgeSummary: Codable, Sendable, Equatable {
+package struct PurgeSummary: Codable, Sendable, Equatable {
     /// One tracked asset.
-    public struct Asset: Codable, Sendable, Equatable {
+    package struct Asset: Codable, Sendable, Equatable {
         /// The app's bundle identifier.
-        public var appID: String
+        package var appID: String
         /// The download's identifier.
-        public var identifier: String
+        package var identifier: String
         /// The download's unique identifier.
-        public var downloadUniqueID: String
+        package var downloadUniqueID: String
         /// Where the file is now; nil (absent in JSON) when it was not found.
-        public var path: String?
+        package var path: String?
         /// Its size now when found, else the recorded size.
-        public var size: Int64
+        package var size: Int64
         /// ``AssetStatus/name``: `purgeable`, `modified`, `inUse`, `pendingDelivery` or `missing`.
-        public var status: String
+        package var status: String
         /// Why it is deleted or kept, for a person.
-        public var reason: String
+        package var reason: String
         /// Whether the plan deletes it.
-        public var wouldDelete: Bool
+        package var wouldDelete: Bool
 
         /// Creates an asset line.
-        public init(
+        package init(
             appID: String, identifier: String, downloadUniqueID: String, path: String?, size: Int64, status: String,
             reason: String, wouldDelete: Bool
         ) {
@@ -47,22 +47,22 @@ public struct PurgeSummary: Codable, Sendable, Equatable {
     }
 
     /// ``PurgePlan/freeBytes``.
-    public var freeBytes: Int64
+    package var freeBytes: Int64
     /// ``PurgePlan/thresholdBytes``.
-    public var thresholdBytes: Int64
+    package var thresholdBytes: Int64
     /// ``PurgePlan/bytesNeeded``.
-    public var bytesNeeded: Int64
+    package var bytesNeeded: Int64
     /// ``PurgePlan/plannedBytes``.
-    public var plannedBytes: Int64
+    package var plannedBytes: Int64
     /// ``PurgePlan/purgeableBytes``.
-    public var purgeableBytes: Int64
+    package var purgeableBytes: Int64
     /// ``PurgePlan/scanTruncated``.
-    public var scanTruncated: Bool
+    package var scanTruncated: Bool
     /// Every asset, in the plan's order.
-    public var assets: [Asset]
+    package var assets: [Asset]
 
     /// Summarizes a plan.
-    public init(_ plan: PurgePlan) {
+    package init(_ plan: PurgePlan) {
         freeBytes = plan.freeBytes
         thresholdBytes = plan.thresholdBytes
         bytesNeeded = plan.bytesNeeded

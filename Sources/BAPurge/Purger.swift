@@ -3,9 +3,9 @@
 #endif
 
 /// What happened to one planned deletion.
-public struct PurgeResult: Sendable, Equatable {
+package struct PurgeResult: Sendable, Equatable {
     /// What happened.
-    public enum Outcome: Sendable, Equatable {
+    package enum Outcome: Sendable, Equatable {
         /// The file was deleted; `bytes` is its size.
         case deleted(bytes: Int64)
         /// The file was kept because it changed since planning: gone, modified, replaced by another
@@ -17,14 +17,14 @@ public struct PurgeResult: Sendable, Equatable {
     }
 
     /// The record.
-    public var asset: TrackedAsset
+    package var asset: TrackedAsset
     /// The path the plan deletes.
-    public var path: String
+    package var path: String
     /// What happened.
-    public var outcome: Outcome
+    package var outcome: Outcome
 
     /// Creates a result.
-    public init(asset: TrackedAsset, path: String, outcome: Outcome) {
+    package init(asset: TrackedAsset, path: String, outcome: Outcome) {
         self.asset = asset
         self.path = path
         self.outcome = outcome
@@ -42,17 +42,17 @@ public struct PurgeResult: Sendable, Equatable {
 /// ```swift
 /// for result in Purger().execute(plan) { print(result.path, result.outcome) }
 /// ```
-public struct Purger: Sendable {
+package struct Purger: Sendable {
     /// Finds the processes that have a file open.
-    public var openFiles: OpenFiles
+    package var openFiles: OpenFiles
 
     /// Creates a purger.
-    public init(openFiles: OpenFiles = OpenFiles()) {
+    package init(openFiles: OpenFiles = OpenFiles()) {
         self.openFiles = openFiles
     }
 
     /// Deletes the plan's ``PurgePlan/deletions``, in order, and says what happened to each.
-    public func execute(_ plan: PurgePlan) -> [PurgeResult] {
+    package func execute(_ plan: PurgePlan) -> [PurgeResult] {
         plan.deletions.compactMap { entry in
             guard case .purgeable(let path, _, _) = entry.status else { return nil }
             return PurgeResult(asset: entry.asset, path: path, outcome: delete(entry.asset, at: path))

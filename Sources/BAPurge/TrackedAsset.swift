@@ -13,28 +13,28 @@ import Foundation
 ///     recordingFileAt: deliveredPath, sha256: digest, finishedAt: .now,
 ///     appID: "com.example.game", downloadUniqueID: download.uniqueID, identifier: "level-1")
 /// ```
-public struct TrackedAsset: Codable, Sendable, Equatable {
+package struct TrackedAsset: Codable, Sendable, Equatable {
     /// The file's device and inode at delivery.
-    public var key: FileKey
+    package var key: FileKey
     /// Its size in bytes at delivery.
-    public var size: Int64
+    package var size: Int64
     /// Its modification time at delivery, in nanoseconds since 1970.
-    public var modificationTimeNanoseconds: Int64
+    package var modificationTimeNanoseconds: Int64
     /// Its SHA-256 at delivery, lowercase hex. Recorded for the record; not checked by this module.
-    public var sha256: String
+    package var sha256: String
     /// When the download finished.
-    public var finishedAt: Date
+    package var finishedAt: Date
     /// The app's bundle identifier.
-    public var appID: String
+    package var appID: String
     /// The download's unique identifier.
-    public var downloadUniqueID: String
+    package var downloadUniqueID: String
     /// The download's identifier, as the app named it.
-    public var identifier: String
+    package var identifier: String
     /// Where basd delivered the file: `STATE/transfers/GROUP/finished/UNIQUEID-IDENTIFIER`.
-    public var deliveredPath: String
+    package var deliveredPath: String
 
     /// Creates a record from its parts.
-    public init(
+    package init(
         key: FileKey, size: Int64, modificationTimeNanoseconds: Int64, sha256: String, finishedAt: Date,
         appID: String, downloadUniqueID: String, identifier: String, deliveredPath: String
     ) {
@@ -52,7 +52,7 @@ public struct TrackedAsset: Codable, Sendable, Equatable {
     /// Records the regular file at `path` as it is now (with `lstat`), as delivered there.
     ///
     /// - Throws: ``PurgeError`` when nothing is at `path` or it is not a regular file.
-    public init(
+    package init(
         recordingFileAt path: String, sha256: String, finishedAt: Date, appID: String, downloadUniqueID: String,
         identifier: String
     ) throws(PurgeError) {

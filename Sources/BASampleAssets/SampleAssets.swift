@@ -15,13 +15,13 @@
 /// ```swift
 /// let level = SampleAssets.bytes(seed: 2, size: 4 << 20)   // levels/level-2.pak
 /// ```
-public enum SampleAssets {
+package enum SampleAssets {
     /// The `size` bytes generated from `seed` (the same on every machine and every run).
     ///
     /// - Parameters:
     ///   - seed: The entry's `generate.seed`.
     ///   - size: The entry's `generate.size`, in bytes; 0 or less gives no bytes.
-    public static func bytes(seed: Int, size: Int) -> [UInt8] {
+    package static func bytes(seed: Int, size: Int) -> [UInt8] {
         guard size > 0 else { return [] }
         var state = UInt64(bitPattern: Int64(seed))
         return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in

@@ -13,22 +13,22 @@ import Foundation
 /// usage.recordLaunch(at: now)
 /// usage.launches(inLast: 7 * 86_400, now: now)  // 1
 /// ```
-public struct AppUsage: Codable, Sendable, Equatable {
+package struct AppUsage: Codable, Sendable, Equatable {
     /// The most launch dates kept.
-    public static let maximumLaunches = 64
+    package static let maximumLaunches = 64
     /// How far back (from the newest launch) launch dates are kept: 30 days.
-    public static let retention: TimeInterval = 30 * 86_400
+    package static let retention: TimeInterval = 30 * 86_400
 
     /// The kept launch dates, oldest first.
-    public private(set) var launchDates: [Date]
+    package private(set) var launchDates: [Date]
 
     /// An app that was never launched.
-    public init() {
+    package init() {
         launchDates = []
     }
 
     /// The most recent launch, or nil if the app was never launched. Always kept, however old.
-    public var lastLaunch: Date? { launchDates.last }
+    package var lastLaunch: Date? { launchDates.last }
 
     /// Records one launch of the app's process.
     ///
@@ -36,7 +36,7 @@ public struct AppUsage: Codable, Sendable, Equatable {
     /// ``retention`` before the newest one are forgotten, and only the ``maximumLaunches`` newest kept.
     ///
     /// - Parameter date: When the process connected to basd.
-    public mutating func recordLaunch(at date: Date) {
+    package mutating func recordLaunch(at date: Date) {
         let index = launchDates.lastIndex(where: { $0 <= date }).map { $0 + 1 } ?? 0
         launchDates.insert(date, at: index)
         guard let newest = launchDates.last else { return }
@@ -54,7 +54,7 @@ public struct AppUsage: Codable, Sendable, Equatable {
     /// - Parameters:
     ///   - interval: The span to look back over, in seconds (at most ``retention`` is meaningful).
     ///   - now: The current time.
-    public func launches(inLast interval: TimeInterval, now: Date) -> Int {
+    package func launches(inLast interval: TimeInterval, now: Date) -> Int {
         let start = now.addingTimeInterval(-interval)
         return launchDates.reduce(0) { $0 + ($1 > start && $1 <= now ? 1 : 0) }
     }
@@ -65,7 +65,7 @@ public struct AppUsage: Codable, Sendable, Equatable {
 
     /// Decodes the launch dates, putting them in order and keeping the ``maximumLaunches`` newest,
     /// so a hand-edited state file cannot break the invariants.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let dates = try container.decodeIfPresent([Date].self, forKey: .launchDates) ?? []
         launchDates = Array(dates.sorted().suffix(Self.maximumLaunches))

@@ -32,59 +32,59 @@ import Foundation
 /// let settings = try BasdSettings.load(path: stateDirectory + "/config.json")
 /// let policy = settings.periodicPolicy
 /// ```
-public struct BasdSettings: Sendable, Equatable {
+package struct BasdSettings: Sendable, Equatable {
     /// Whether apps may do background work at all. Off: basd refuses to schedule background
     /// downloads (Apple's error 111, `downloadBackgroundActivityProhibited`) and runs no periodic
     /// checks. Default true.
-    public var backgroundActivity: Bool
+    package var backgroundActivity: Bool
     /// Whether content may be fetched before an app's first launch. Off: no extension runs before
     /// launch (`.install`, `.update`) and no essential downloads. Default true.
-    public var inAppContent: Bool
+    package var inAppContent: Bool
     /// The base daily runtime allowance per app, in seconds, before the bonus for launches.
     /// Default 300.
-    public var dailyRuntimeAllowanceSeconds: TimeInterval
+    package var dailyRuntimeAllowanceSeconds: TimeInterval
     /// The periodic-check interval of an app in ordinary use, in seconds. Default 21 600 (6 h).
-    public var periodicBaseIntervalSeconds: TimeInterval
+    package var periodicBaseIntervalSeconds: TimeInterval
     /// The shortest periodic-check interval, in seconds. Default 3 600 (1 h).
-    public var periodicMinimumIntervalSeconds: TimeInterval
+    package var periodicMinimumIntervalSeconds: TimeInterval
     /// The longest periodic-check interval, in seconds. Default 604 800 (7 days).
-    public var periodicMaximumIntervalSeconds: TimeInterval
+    package var periodicMaximumIntervalSeconds: TimeInterval
     /// Consecutive crashes or timeouts that quarantine an extension. Default 3.
-    public var quarantineThreshold: Int
+    package var quarantineThreshold: Int
     /// The wall-clock deadline of one extension call, in seconds; the runner is killed after it.
     /// Default 30.
-    public var extensionCallTimeoutSeconds: TimeInterval
+    package var extensionCallTimeoutSeconds: TimeInterval
     /// Below this much free space on the state directory's file system, basd purges finished,
     /// unmodified assets. Default 1 GiB.
-    public var purgeFreeSpaceThresholdBytes: Int64
+    package var purgeFreeSpaceThresholdBytes: Int64
     /// Whether basd purges on its own when free space is under the threshold (checked at most once
     /// a minute). Off, only `ba purge` purges. Default on.
-    public var automaticPurge: Bool
+    package var automaticPurge: Bool
     /// How many background-priority transfers run at once; more wait in the queue (priority, then
     /// arrival). Essential and foreground transfers start at once and are not counted. Default 4.
-    public var backgroundDownloadConcurrency: Int
+    package var backgroundDownloadConcurrency: Int
     /// Whether extension calls run in the sandbox (no network, Landlock, seccomp; docs/threat-model.md).
     /// Off is for debugging an extension only, and basd logs a warning at every call. Default on.
-    public var extensionSandbox: Bool
+    package var extensionSandbox: Bool
     /// A PEM file of CA certificates that manifests and downloads trust instead of the system's
     /// (a private CA). Default none.
-    public var caFile: String?
+    package var caFile: String?
     /// A folder of CA certificates (named by hash, as `openssl rehash` makes them) that manifests
     /// and downloads trust instead of the system's. Default none.
-    public var caDirectory: String?
+    package var caDirectory: String?
     /// The public key every server must present, as libcurl's `CURLOPT_PINNEDPUBLICKEY` takes it:
     /// `sha256//BASE64` hashes (`;`-separated) or a PEM/DER key file. Default none.
-    public var pinnedPublicKey: String?
+    package var pinnedPublicKey: String?
     /// The only hosts basd may download from, if set: every download, manifest fetch and redirect hop
     /// must go to one of them (and also satisfy an app's own pre-launch `BADownloadDomainAllowList`).
     /// An entry is a host name (`cdn.example.com`, case-insensitive), an IP address (`127.0.0.1`,
     /// `::1`) or a wildcard (`*.example.com`: any subdomain, not `example.com` itself). A refused
     /// host fails at once, before any name lookup. For a kiosk or a company network that may only
     /// reach its own servers. Default none: every host.
-    public var allowedHosts: [String]?
+    package var allowedHosts: [String]?
 
     /// The default settings, with any value overridden.
-    public init(
+    package init(
         backgroundActivity: Bool = true,
         inAppContent: Bool = true,
         dailyRuntimeAllowanceSeconds: TimeInterval = 300,
@@ -114,7 +114,7 @@ public struct BasdSettings: Sendable, Equatable {
 
     /// The periodic-check policy these settings make: base, minimum and maximum from the settings,
     /// the default jitter (±10 %).
-    public var periodicPolicy: PeriodicPolicy {
+    package var periodicPolicy: PeriodicPolicy {
         PeriodicPolicy(
             baseInterval: periodicBaseIntervalSeconds,
             minimumInterval: periodicMinimumIntervalSeconds,
@@ -124,12 +124,12 @@ public struct BasdSettings: Sendable, Equatable {
     /// The runtime allowance policy these settings make: the base from
     /// ``dailyRuntimeAllowanceSeconds``, the default bonus (30 s per launch in the last 7 days, at
     /// most 600 s) and 24-hour windows.
-    public var runtimeAllowancePolicy: RuntimeAllowancePolicy {
+    package var runtimeAllowancePolicy: RuntimeAllowancePolicy {
         RuntimeAllowancePolicy(baseAllowance: dailyRuntimeAllowanceSeconds)
     }
 
     /// Every key the settings file may hold.
-    public static let keys: [String] = [
+    package static let keys: [String] = [
         "backgroundActivity", "inAppContent", "dailyRuntimeAllowanceSeconds", "periodicBaseIntervalSeconds",
         "periodicMinimumIntervalSeconds", "periodicMaximumIntervalSeconds", "quarantineThreshold",
         "extensionCallTimeoutSeconds", "purgeFreeSpaceThresholdBytes", "automaticPurge",
@@ -148,7 +148,7 @@ public struct BasdSettings: Sendable, Equatable {
     ///   file cannot be read, is empty or not a JSON object, holds an unknown key, a value of the
     ///   wrong type, or a value out of range (a negative number, a zero timeout, a minimum interval
     ///   above the maximum).
-    public static func load(path: String) throws(SettingsError) -> BasdSettings {
+    package static func load(path: String) throws(SettingsError) -> BasdSettings {
         guard let data = try read(path: path) else { return BasdSettings() }
         return try parse(data, path: path)
     }

@@ -4,16 +4,16 @@
 /// Size and nanosecond modification time catch any rebuild or reinstall in practice; a tool that
 /// replaces the file with one of the same size and preserves the old timestamp (`cp -p`,
 /// `install -p`) is not seen as a change, and `ba apps --clear-quarantine` is the way out.
-public struct ExtensionFileIdentity: Codable, Sendable, Equatable, Hashable {
+package struct ExtensionFileIdentity: Codable, Sendable, Equatable, Hashable {
     /// The path as given (not resolved).
-    public var path: String
+    package var path: String
     /// The size in bytes.
-    public var size: Int64
+    package var size: Int64
     /// The modification time, in nanoseconds since 1970-01-01 UTC.
-    public var modificationTimeNanoseconds: Int64
+    package var modificationTimeNanoseconds: Int64
 
     /// Creates an identity from known values (tests, or a stored record).
-    public init(path: String, size: Int64, modificationTimeNanoseconds: Int64) {
+    package init(path: String, size: Int64, modificationTimeNanoseconds: Int64) {
         self.path = path
         self.size = size
         self.modificationTimeNanoseconds = modificationTimeNanoseconds
@@ -26,7 +26,7 @@ public struct ExtensionFileIdentity: Codable, Sendable, Equatable, Hashable {
     /// - Parameter path: The extension library's path.
     /// - Returns: The identity, or nil when the file cannot be `stat`ed (missing, or a directory
     ///   on the way is not searchable).
-    public static func current(path: String) -> ExtensionFileIdentity? {
+    package static func current(path: String) -> ExtensionFileIdentity? {
         guard case .success(let status) = FileStatus.of(path) else { return nil }
         return ExtensionFileIdentity(
             path: path, size: status.size, modificationTimeNanoseconds: status.modificationTimeNanoseconds)

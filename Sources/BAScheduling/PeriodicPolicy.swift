@@ -21,16 +21,16 @@ import Foundation
 /// ``nextRun(after:usage:registeredAt:now:using:)`` adds a uniform jitter of ±``jitter`` (10 %) so
 /// that apps installed together do not all wake at once; the minimum and maximum are hard bounds,
 /// jitter included.
-public struct PeriodicPolicy: Codable, Sendable, Equatable {
+package struct PeriodicPolicy: Codable, Sendable, Equatable {
     /// The interval before scaling by use, that of an app with no launch in the last 7 days and
     /// at most one idle day (a newly registered one): 6 hours.
-    public var baseInterval: TimeInterval
+    package var baseInterval: TimeInterval
     /// The shortest interval, however busy the app: 1 hour.
-    public var minimumInterval: TimeInterval
+    package var minimumInterval: TimeInterval
     /// The longest interval, however long the app is unused: 7 days.
-    public var maximumInterval: TimeInterval
+    package var maximumInterval: TimeInterval
     /// The relative jitter: the next run is within ±`jitter` × interval of the computed one. 0.1.
-    public var jitter: Double
+    package var jitter: Double
 
     /// Creates a policy; every value has a default.
     ///
@@ -42,7 +42,7 @@ public struct PeriodicPolicy: Codable, Sendable, Equatable {
     ///   - minimumInterval: Seconds; default 3 600 (1 h).
     ///   - maximumInterval: Seconds; default 604 800 (7 days).
     ///   - jitter: A fraction in 0...1; default 0.1.
-    public init(
+    package init(
         baseInterval: TimeInterval = 6 * 3_600,
         minimumInterval: TimeInterval = 3_600,
         maximumInterval: TimeInterval = 7 * 86_400,
@@ -62,7 +62,7 @@ public struct PeriodicPolicy: Codable, Sendable, Equatable {
     ///     is counted from here (its pre-launch period backs off like an unused app).
     ///   - now: The current time.
     /// - Returns: Seconds, within `minimumInterval...maximumInterval`.
-    public func interval(usage: AppUsage, registeredAt: Date, now: Date) -> TimeInterval {
+    package func interval(usage: AppUsage, registeredAt: Date, now: Date) -> TimeInterval {
         let lastActivity = usage.lastLaunch ?? registeredAt
         // A last launch in the future (the clock went back) counts as "just now".
         let idleDays = Int(max(0, now.timeIntervalSince(lastActivity)) / 86_400)
@@ -86,7 +86,7 @@ public struct PeriodicPolicy: Codable, Sendable, Equatable {
     ///   - registeredAt: When the app was first registered.
     ///   - now: The current time (for the idle and launch counts).
     ///   - rng: The source of jitter; tests pass a seeded generator.
-    public func nextRun(
+    package func nextRun(
         after reference: Date,
         usage: AppUsage,
         registeredAt: Date,

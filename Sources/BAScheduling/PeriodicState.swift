@@ -18,14 +18,14 @@ import Foundation
 ///     state.periodic.ran(at: end, policy: policy, usage: state.usage, registeredAt: registered, using: &rng)
 /// }
 /// ```
-public struct PeriodicState: Codable, Sendable, Equatable {
+package struct PeriodicState: Codable, Sendable, Equatable {
     /// When the next periodic check is due; nil until ``ensureScheduled(now:policy:usage:registeredAt:using:)``.
-    public var nextRun: Date?
+    package var nextRun: Date?
     /// When the last periodic check ended; nil if it never ran.
-    public var lastRun: Date?
+    package var lastRun: Date?
 
     /// A state with nothing scheduled and no run yet.
-    public init(nextRun: Date? = nil, lastRun: Date? = nil) {
+    package init(nextRun: Date? = nil, lastRun: Date? = nil) {
         self.nextRun = nextRun
         self.lastRun = lastRun
     }
@@ -34,7 +34,7 @@ public struct PeriodicState: Codable, Sendable, Equatable {
     ///
     /// However many due times passed while basd was down, this is one run: it stays true until
     /// ``ran(at:policy:usage:registeredAt:using:)`` or ``postpone(until:)``.
-    public func isDue(now: Date) -> Bool {
+    package func isDue(now: Date) -> Bool {
         guard let nextRun else { return false }
         return nextRun <= now
     }
@@ -54,7 +54,7 @@ public struct PeriodicState: Codable, Sendable, Equatable {
     ///
     /// - Returns: true if the schedule changed (so the state should be saved).
     @discardableResult
-    public mutating func ensureScheduled(
+    package mutating func ensureScheduled(
         now: Date,
         policy: PeriodicPolicy,
         usage: AppUsage,
@@ -82,7 +82,7 @@ public struct PeriodicState: Codable, Sendable, Equatable {
     ///   - usage: The app's launches.
     ///   - registeredAt: When the app was first registered.
     ///   - rng: The source of jitter.
-    public mutating func ran(
+    package mutating func ran(
         at end: Date,
         policy: PeriodicPolicy,
         usage: AppUsage,
@@ -109,7 +109,7 @@ public struct PeriodicState: Codable, Sendable, Equatable {
     ///   - rng: The source of jitter.
     /// - Returns: true if the schedule changed (so the state should be saved).
     @discardableResult
-    public mutating func launched(
+    package mutating func launched(
         now: Date,
         policy: PeriodicPolicy,
         usage: AppUsage,
@@ -127,7 +127,7 @@ public struct PeriodicState: Codable, Sendable, Equatable {
     ///
     /// - Parameter date: The earliest time to try again, e.g. the `until` of
     ///   ``Admission/refused(reason:until:)``.
-    public mutating func postpone(until date: Date) {
+    package mutating func postpone(until date: Date) {
         if let nextRun, nextRun >= date { return }
         nextRun = date
     }

@@ -21,18 +21,18 @@ import Foundation
 ///     state.quarantine.record(outcome: outcome, identity: identity, at: end, threshold: settings.quarantineThreshold)
 /// }
 /// ```
-public struct QuarantineState: Codable, Sendable, Equatable {
+package struct QuarantineState: Codable, Sendable, Equatable {
     /// A quarantine in force.
-    public struct Quarantine: Codable, Sendable, Equatable {
+    package struct Quarantine: Codable, Sendable, Equatable {
         /// Why, in words: `"crashed 3 times in a row (last: signal 11) at 2025-06-01T10:00:00Z"`.
-        public var reason: String
+        package var reason: String
         /// When the last counted failure happened.
-        public var since: Date
+        package var since: Date
         /// The extension file's identity at that time (nil if it could not be `stat`ed).
-        public var identity: ExtensionFileIdentity?
+        package var identity: ExtensionFileIdentity?
 
         /// Creates a quarantine record.
-        public init(reason: String, since: Date, identity: ExtensionFileIdentity?) {
+        package init(reason: String, since: Date, identity: ExtensionFileIdentity?) {
             self.reason = reason
             self.since = since
             self.identity = identity
@@ -44,18 +44,18 @@ public struct QuarantineState: Codable, Sendable, Equatable {
     }
 
     /// The default number of consecutive crashes or timeouts that quarantines an extension: 3.
-    public static let defaultThreshold = 3
+    package static let defaultThreshold = 3
 
     /// Crashes and timeouts since the last ``RunOutcome/ok`` (or release, or clear).
-    public private(set) var consecutiveFailures: Int
+    package private(set) var consecutiveFailures: Int
     /// How many of ``consecutiveFailures`` were crashes (the rest were timeouts).
-    public private(set) var consecutiveCrashes: Int
+    package private(set) var consecutiveCrashes: Int
     /// The quarantine in force, if any (whatever the file looks like now; see
     /// ``isQuarantined(currentIdentity:)``).
-    public private(set) var quarantine: Quarantine?
+    package private(set) var quarantine: Quarantine?
 
     /// A state with no failures and no quarantine.
-    public init() {
+    package init() {
         consecutiveFailures = 0
         consecutiveCrashes = 0
         quarantine = nil
@@ -71,7 +71,7 @@ public struct QuarantineState: Codable, Sendable, Equatable {
     ///   - identity: The extension file's identity when it ran.
     ///   - now: When the run ended.
     ///   - threshold: Consecutive crashes or timeouts that quarantine; values below 1 count as 1.
-    public mutating func record(
+    package mutating func record(
         outcome: RunOutcome,
         identity: ExtensionFileIdentity?,
         at now: Date,
@@ -110,7 +110,7 @@ public struct QuarantineState: Codable, Sendable, Equatable {
     /// - Parameter currentIdentity: The file's identity now
     ///   (``ExtensionFileIdentity/current(path:)``). A file that was missing when quarantined and is
     ///   still missing counts as unchanged.
-    public func isQuarantined(currentIdentity: ExtensionFileIdentity?) -> String? {
+    package func isQuarantined(currentIdentity: ExtensionFileIdentity?) -> String? {
         guard let quarantine, quarantine.identity == currentIdentity else { return nil }
         return quarantine.reason
     }
@@ -120,14 +120,14 @@ public struct QuarantineState: Codable, Sendable, Equatable {
     /// - Parameter currentIdentity: The file's identity now.
     /// - Returns: true if a quarantine was lifted (basd logs it and saves the state).
     @discardableResult
-    public mutating func releaseIfChanged(currentIdentity: ExtensionFileIdentity?) -> Bool {
+    package mutating func releaseIfChanged(currentIdentity: ExtensionFileIdentity?) -> Bool {
         guard let quarantine, quarantine.identity != currentIdentity else { return false }
         self = QuarantineState()
         return true
     }
 
     /// Forgets failures and any quarantine (`ba apps --clear-quarantine`).
-    public mutating func clear() {
+    package mutating func clear() {
         self = QuarantineState()
     }
 

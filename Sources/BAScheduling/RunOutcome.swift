@@ -4,7 +4,7 @@
 /// `timedOut` → ``timedOut(_:)``; `exceededMemory`, `abiMismatch`, `notALibrary`,
 /// `missingEntryPoint` and anything else → ``otherFailure(_:)``. Each detail is a short phrase for
 /// the quarantine reason, e.g. `"signal 11"` or `"no answer in 30 s"`.
-public enum RunOutcome: Codable, Sendable, Equatable {
+package enum RunOutcome: Codable, Sendable, Equatable {
     /// The call returned.
     case ok
     /// The runner process died of a signal or a trap; the detail says which.

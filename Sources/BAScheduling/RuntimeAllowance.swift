@@ -1,7 +1,7 @@
 import Foundation
 
 /// Whether an extension may run now, from ``RuntimeAllowance/admit(now:usage:policy:)``.
-public enum Admission: Sendable, Equatable {
+package enum Admission: Sendable, Equatable {
     /// The extension may run for at most `remaining` seconds of this window; basd makes the call's
     /// deadline the smaller of this and its per-call timeout.
     case allowed(remaining: TimeInterval)
@@ -33,21 +33,21 @@ public enum Admission: Sendable, Equatable {
 ///     state.periodic.postpone(until: until)
 /// }
 /// ```
-public struct RuntimeAllowance: Codable, Sendable, Equatable {
+package struct RuntimeAllowance: Codable, Sendable, Equatable {
     /// When the current window started; nil before the first recorded run.
-    public private(set) var windowStart: Date?
+    package private(set) var windowStart: Date?
     /// Seconds of runtime recorded in the window that started at ``windowStart``.
-    public private(set) var used: TimeInterval
+    package private(set) var used: TimeInterval
 
     /// An allowance with no window yet.
-    public init() {
+    package init() {
         windowStart = nil
         used = 0
     }
 
     /// The end of the current window, or nil if there is none (never ran, or the window that
     /// started at ``windowStart`` is over at `now`).
-    public func windowEnd(now: Date, policy: RuntimeAllowancePolicy = .init()) -> Date? {
+    package func windowEnd(now: Date, policy: RuntimeAllowancePolicy = .init()) -> Date? {
         guard let windowStart else { return nil }
         let end = windowStart.addingTimeInterval(policy.windowLength)
         // `now < windowStart` only after the clock went back: treat the window as over rather
@@ -56,7 +56,7 @@ public struct RuntimeAllowance: Codable, Sendable, Equatable {
     }
 
     /// Seconds used in the window open at `now` (0 when no window is open).
-    public func used(now: Date, policy: RuntimeAllowancePolicy = .init()) -> TimeInterval {
+    package func used(now: Date, policy: RuntimeAllowancePolicy = .init()) -> TimeInterval {
         windowEnd(now: now, policy: policy) == nil ? 0 : used
     }
 
@@ -69,7 +69,7 @@ public struct RuntimeAllowance: Codable, Sendable, Equatable {
     /// - Returns: ``Admission/allowed(remaining:)`` with what is left of the allowance (the whole
     ///   allowance if no window is open), or ``Admission/refused(reason:until:)`` once it is used
     ///   up, with the end of the window.
-    public func admit(now: Date, usage: AppUsage, policy: RuntimeAllowancePolicy = .init()) -> Admission {
+    package func admit(now: Date, usage: AppUsage, policy: RuntimeAllowancePolicy = .init()) -> Admission {
         let allowance = policy.allowance(usage: usage, now: now)
         guard let end = windowEnd(now: now, policy: policy), let windowStart else {
             return .allowed(remaining: allowance)
@@ -92,7 +92,7 @@ public struct RuntimeAllowance: Codable, Sendable, Equatable {
     ///   - duration: The run's wall-clock duration in seconds (negative values count as 0).
     ///   - end: When the run ended.
     ///   - policy: The allowance rules (for the window length).
-    public mutating func record(duration: TimeInterval, at end: Date, policy: RuntimeAllowancePolicy = .init()) {
+    package mutating func record(duration: TimeInterval, at end: Date, policy: RuntimeAllowancePolicy = .init()) {
         let duration = max(0, duration)
         let start = end.addingTimeInterval(-duration)
         if windowEnd(now: start, policy: policy) == nil {

@@ -9,17 +9,17 @@ import Foundation
 /// With the defaults an app gets 300 s a day, plus 30 s for each launch in the last 7 days, up to
 /// 600 s of bonus: 900 s (15 minutes) for an app launched 20 times or more in a week. The bonus is
 /// capped rather than the total, so a larger configured base is never cut down by the cap.
-public struct RuntimeAllowancePolicy: Codable, Sendable, Equatable {
+package struct RuntimeAllowancePolicy: Codable, Sendable, Equatable {
     /// The allowance of an app not launched in the bonus window: 300 s.
-    public var baseAllowance: TimeInterval
+    package var baseAllowance: TimeInterval
     /// Extra runtime per launch in the bonus window: 30 s.
-    public var bonusPerLaunch: TimeInterval
+    package var bonusPerLaunch: TimeInterval
     /// The most extra runtime launches can earn: 600 s.
-    public var maximumBonus: TimeInterval
+    package var maximumBonus: TimeInterval
     /// How far back launches earn a bonus: 7 days.
-    public var bonusWindow: TimeInterval
+    package var bonusWindow: TimeInterval
     /// The length of a runtime window: 24 hours.
-    public var windowLength: TimeInterval
+    package var windowLength: TimeInterval
 
     /// Creates a policy; every value has a default.
     ///
@@ -29,7 +29,7 @@ public struct RuntimeAllowancePolicy: Codable, Sendable, Equatable {
     ///   - maximumBonus: Seconds; default 600.
     ///   - bonusWindow: Seconds; default 604 800 (7 days).
     ///   - windowLength: Seconds; default 86 400 (24 h).
-    public init(
+    package init(
         baseAllowance: TimeInterval = 300,
         bonusPerLaunch: TimeInterval = 30,
         maximumBonus: TimeInterval = 600,
@@ -48,7 +48,7 @@ public struct RuntimeAllowancePolicy: Codable, Sendable, Equatable {
     /// - Parameters:
     ///   - usage: The app's launches.
     ///   - now: The current time.
-    public func allowance(usage: AppUsage, now: Date) -> TimeInterval {
+    package func allowance(usage: AppUsage, now: Date) -> TimeInterval {
         let launches = Double(usage.launches(inLast: bonusWindow, now: now))
         return max(0, baseAllowance) + min(max(0, bonusPerLaunch) * launches, max(0, maximumBonus))
     }

@@ -14,25 +14,25 @@ import Foundation
 /// state.usage.recordLaunch(at: now)
 /// try save(state.jsonData())
 /// ```
-public struct SchedulingState: Codable, Sendable, Equatable {
+package struct SchedulingState: Codable, Sendable, Equatable {
     /// The app's launches.
-    public var usage: AppUsage
+    package var usage: AppUsage
     /// The periodic-check schedule.
-    public var periodic: PeriodicState
+    package var periodic: PeriodicState
     /// The daily runtime window.
-    public var allowance: RuntimeAllowance
+    package var allowance: RuntimeAllowance
     /// Crash and timeout counting, and the quarantine.
-    public var quarantine: QuarantineState
+    package var quarantine: QuarantineState
 
     /// The state of a newly registered app: never launched, nothing scheduled, no runtime used,
     /// not quarantined.
-    public init() {
+    package init() {
         self.init(
             usage: AppUsage(), periodic: PeriodicState(), allowance: RuntimeAllowance(), quarantine: QuarantineState())
     }
 
     /// Creates a state from its parts.
-    public init(usage: AppUsage, periodic: PeriodicState, allowance: RuntimeAllowance, quarantine: QuarantineState) {
+    package init(usage: AppUsage, periodic: PeriodicState, allowance: RuntimeAllowance, quarantine: QuarantineState) {
         self.usage = usage
         self.periodic = periodic
         self.allowance = allowance
@@ -40,7 +40,7 @@ public struct SchedulingState: Codable, Sendable, Equatable {
     }
 
     /// Decodes a state; each missing part is its fresh value.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         usage = try container.decodeIfPresent(AppUsage.self, forKey: .usage) ?? AppUsage()
         periodic = try container.decodeIfPresent(PeriodicState.self, forKey: .periodic) ?? PeriodicState()
@@ -52,7 +52,7 @@ public struct SchedulingState: Codable, Sendable, Equatable {
     ///
     /// - Throws: `EncodingError` only for a non-finite date or number, which this module never
     ///   produces from finite inputs.
-    public func jsonData() throws -> Data {
+    package func jsonData() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .secondsSince1970
@@ -62,7 +62,7 @@ public struct SchedulingState: Codable, Sendable, Equatable {
     /// Decodes a state written by ``jsonData()``.
     ///
     /// - Throws: `DecodingError` when `data` is not such a JSON object.
-    public init(jsonData data: Data) throws {
+    package init(jsonData data: Data) throws {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         self = try decoder.decode(SchedulingState.self, from: data)

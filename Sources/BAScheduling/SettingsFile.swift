@@ -14,9 +14,9 @@
 /// }
 /// let settings = file.settings
 /// ```
-public struct SettingsFile: Sendable {
+package struct SettingsFile: Sendable {
     /// What a ``SettingsFile/check()`` found.
-    public enum Change: Sendable, Equatable {
+    package enum Change: Sendable, Equatable {
         /// The file is as it was at the last check; ``SettingsFile/settings`` did not change.
         case unchanged
         /// The file was read (for the first time, or after it changed or was removed) and these are
@@ -36,17 +36,17 @@ public struct SettingsFile: Sendable {
     }
 
     /// The settings file's path.
-    public let path: String
+    package let path: String
     /// The settings in force: the last that loaded, or the defaults.
-    public private(set) var settings: BasdSettings
+    package private(set) var settings: BasdSettings
     /// The error of the last rejected edit, nil once a good version loads.
-    public private(set) var lastError: SettingsError?
+    package private(set) var lastError: SettingsError?
     private var stamp: Stamp?
 
     /// A settings file not read yet: ``settings`` are the defaults until the first ``check()``.
     ///
     /// - Parameter path: The file, e.g. `STATE_DIR/config.json`; it need not exist.
-    public init(path: String) {
+    package init(path: String) {
         self.path = path
         self.settings = BasdSettings()
         self.lastError = nil
@@ -56,7 +56,7 @@ public struct SettingsFile: Sendable {
     /// Re-reads the file if it changed since the last check (always on the first).
     ///
     /// - Returns: What changed; ``settings`` is up to date when it returns.
-    public mutating func check() -> Change {
+    package mutating func check() -> Change {
         // Stat before reading: an edit landing between the two makes the next check see a new
         // stamp and read again, never the reverse (new stamp, old contents).
         let now: Stamp =

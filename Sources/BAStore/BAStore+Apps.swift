@@ -12,7 +12,7 @@ extension BAStore {
     /// - Returns: The registration before this call, nil when the app is new: compare versions to
     ///   tell an install from an update.
     @discardableResult
-    public func register(_ app: StoredApp) throws(BAStoreError) -> StoredApp? {
+    package func register(_ app: StoredApp) throws(BAStoreError) -> StoredApp? {
         let now = self.now
         return try write("registering \(app.bundleIdentifier)") { db in
             let previous = try Self.fetchApp(db, app.bundleIdentifier)
@@ -34,12 +34,12 @@ extension BAStore {
     }
 
     /// The app registered as `bundleIdentifier`, if any.
-    public func app(_ bundleIdentifier: String) throws(BAStoreError) -> StoredApp? {
+    package func app(_ bundleIdentifier: String) throws(BAStoreError) -> StoredApp? {
         try read("reading app \(bundleIdentifier)") { db in try Self.fetchApp(db, bundleIdentifier) }
     }
 
     /// Every registered app, by bundle identifier.
-    public func apps() throws(BAStoreError) -> [StoredApp] {
+    package func apps() throws(BAStoreError) -> [StoredApp] {
         try read("reading apps") { db in
             try Row.fetchAllCached(db, sql: "SELECT \(StoredApp.columns) FROM app ORDER BY bundle_identifier")
                 .map(StoredApp.init(row:))
@@ -55,7 +55,7 @@ extension BAStore {
     /// - Returns: Whether this was the first launch (false if it had been seen before).
     /// - Throws: ``BAStoreError/Code/unknownApp``.
     @discardableResult
-    public func markLaunched(app bundleIdentifier: String) throws(BAStoreError) -> Bool {
+    package func markLaunched(app bundleIdentifier: String) throws(BAStoreError) -> Bool {
         let now = self.now
         return try write("marking \(bundleIdentifier) launched") { db in
             guard let app = try Self.fetchApp(db, bundleIdentifier) else {
@@ -81,7 +81,7 @@ extension BAStore {
     /// - Returns: The registration that was removed.
     /// - Throws: ``BAStoreError/Code/unknownApp``.
     @discardableResult
-    public func removeApp(_ bundleIdentifier: String) throws(BAStoreError) -> StoredApp {
+    package func removeApp(_ bundleIdentifier: String) throws(BAStoreError) -> StoredApp {
         try write("removing \(bundleIdentifier)") { db in
             guard let app = try Self.fetchApp(db, bundleIdentifier) else {
                 throw Self.unknownApp(bundleIdentifier, path: path)
@@ -97,7 +97,7 @@ extension BAStore {
     ///
     /// - Returns: How many were deleted (fewer than `limit`: the app has none left), and the
     ///   active ones among them (their transfers and partial files are the caller's to drop).
-    public func deleteDownloads(
+    package func deleteDownloads(
         app bundleIdentifier: String, limit: Int
     ) throws(BAStoreError) -> (deleted: Int, active: [StoredDownload]) {
         try write("deleting downloads of \(bundleIdentifier)") { db in
@@ -121,7 +121,7 @@ extension BAStore {
     /// Adds `bytes` to what the app has used of its pre-launch allowance (essential or not): the
     /// manifest's size, for one.
     /// - Throws: ``BAStoreError/Code/unknownApp``.
-    public func chargeAllowance(
+    package func chargeAllowance(
         app bundleIdentifier: String, bytes: Int64, essential: Bool = false
     )
         throws(BAStoreError)
@@ -137,7 +137,7 @@ extension BAStore {
 
     /// Replaces the app's scheduling state (basd's JSON).
     /// - Throws: ``BAStoreError/Code/unknownApp``.
-    public func setScheduling(app bundleIdentifier: String, _ json: String) throws(BAStoreError) {
+    package func setScheduling(app bundleIdentifier: String, _ json: String) throws(BAStoreError) {
         try write("saving \(bundleIdentifier)'s scheduling state") { db in
             try db.executeCached(
                 sql: "UPDATE app SET scheduling = ? WHERE bundle_identifier = ?", arguments: [json, bundleIdentifier])

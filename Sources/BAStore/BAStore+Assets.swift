@@ -7,7 +7,7 @@ extension BAStore {
         """
 
     /// Starts tracking a finished file (replacing an earlier record of the same download).
-    public func recordAsset(_ asset: StoredAsset) throws(BAStoreError) {
+    package func recordAsset(_ asset: StoredAsset) throws(BAStoreError) {
         try write("recording the finished file of \(asset.downloadUniqueIdentifier)") { db in
             try db.executeCached(
                 sql: "INSERT OR REPLACE INTO asset (\(Self.assetColumns)) VALUES (\(Self.placeholders(10)))",
@@ -20,7 +20,7 @@ extension BAStore {
     }
 
     /// Every tracked finished file, oldest first.
-    public func assets() throws(BAStoreError) -> [StoredAsset] {
+    package func assets() throws(BAStoreError) -> [StoredAsset] {
         try read("reading the finished files") { db in
             try Row.fetchAllCached(db, sql: "SELECT \(Self.assetColumns) FROM asset ORDER BY finished_at").map { row in
                 StoredAsset(
@@ -35,7 +35,7 @@ extension BAStore {
     }
 
     /// Stops tracking finished files (purged, gone, or the app's own now).
-    public func forgetAssets(_ downloadUniqueIdentifiers: [String]) throws(BAStoreError) {
+    package func forgetAssets(_ downloadUniqueIdentifiers: [String]) throws(BAStoreError) {
         guard !downloadUniqueIdentifiers.isEmpty else { return }
         try write("forgetting \(downloadUniqueIdentifiers.count) finished file(s)") { db in
             for id in downloadUniqueIdentifiers {

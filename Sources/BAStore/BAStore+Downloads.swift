@@ -15,7 +15,7 @@ extension BAStore {
     ///   100 upstream); ``BAStoreError/Code/unknownApp``; ``BAStoreError/Code/invalidArgument``
     ///   when the state is not an active one or a size is negative.
     @discardableResult
-    public func schedule(
+    package func schedule(
         _ download: StoredDownload, chargingAllowance: Bool = false
     ) throws(BAStoreError)
         -> StoredDownload
@@ -83,12 +83,12 @@ extension BAStore {
     }
 
     /// The download with this unique identifier, active or ended, if stored.
-    public func download(uniqueIdentifier: String) throws(BAStoreError) -> StoredDownload? {
+    package func download(uniqueIdentifier: String) throws(BAStoreError) -> StoredDownload? {
         try read("reading download \(uniqueIdentifier)") { db in try Self.fetchDownload(db, uniqueIdentifier) }
     }
 
     /// The app's downloads, active and ended, oldest first.
-    public func downloads(app bundleIdentifier: String) throws(BAStoreError) -> [StoredDownload] {
+    package func downloads(app bundleIdentifier: String) throws(BAStoreError) -> [StoredDownload] {
         try read("reading the downloads of \(bundleIdentifier)") { db in
             try Row.fetchAllCached(
                 db,
@@ -103,7 +103,7 @@ extension BAStore {
     /// The app's active downloads (created, waiting or downloading), oldest first: what it sees
     /// as its current downloads. Read through the active-identifier index, so the app's history of
     /// ended downloads costs nothing.
-    public func activeDownloads(
+    package func activeDownloads(
         app bundleIdentifier: String, limit: Int = .max
     ) throws(BAStoreError)
         -> [StoredDownload]
@@ -122,7 +122,7 @@ extension BAStore {
     /// The first `limit` active downloads of every app in queue order (as ``activeDownloads()``),
     /// leaving out those in `excluded` (the ones basd already handed to its engine). Walks the
     /// queue-order index from its start, so it reads about `excluded.count + limit` entries.
-    public func activeDownloads(excluding excluded: Set<String>, limit: Int) throws(BAStoreError) -> [StoredDownload] {
+    package func activeDownloads(excluding excluded: Set<String>, limit: Int) throws(BAStoreError) -> [StoredDownload] {
         let list = String(decoding: (try? JSONEncoder().encode(Array(excluded))) ?? Data("[]".utf8), as: UTF8.self)
         return try read("reading the next active downloads") { db in
             try Row.fetchAllCached(
@@ -137,7 +137,7 @@ extension BAStore {
     }
 
     /// The active downloads that never wait for a slot (foreground or essential), in queue order.
-    public func urgentActiveDownloads() throws(BAStoreError) -> [StoredDownload] {
+    package func urgentActiveDownloads() throws(BAStoreError) -> [StoredDownload] {
         try read("reading the foreground and essential downloads") { db in
             try Row.fetchAllCached(
                 db,
@@ -153,7 +153,7 @@ extension BAStore {
     /// Every active download (created, waiting or downloading) of every app, in queue order:
     /// essential first, then higher priority, then earlier scheduled. What a restarted basd
     /// resumes.
-    public func activeDownloads() throws(BAStoreError) -> [StoredDownload] {
+    package func activeDownloads() throws(BAStoreError) -> [StoredDownload] {
         try read("reading the active downloads") { db in
             try Row.fetchAllCached(
                 db,
@@ -167,7 +167,7 @@ extension BAStore {
 
     /// How many downloads are active (created, waiting or downloading), counted by SQLite
     /// without reading them (for `status`).
-    public func activeDownloadCount() throws(BAStoreError) -> Int {
+    package func activeDownloadCount() throws(BAStoreError) -> Int {
         try read("counting the active downloads") { db in
             try Int.fetchOneCached(db, sql: "SELECT count(*) FROM download WHERE state IN (0, 1, 2)") ?? 0
         }
@@ -181,7 +181,7 @@ extension BAStore {
     /// - Throws: ``BAStoreError/Code/notScheduled`` when the app has no active download with this
     ///   identifier (Apple's code 101 upstream).
     @discardableResult
-    public func cancel(app bundleIdentifier: String, identifier: String) throws(BAStoreError) -> StoredDownload {
+    package func cancel(app bundleIdentifier: String, identifier: String) throws(BAStoreError) -> StoredDownload {
         try write("cancelling \(identifier) of \(bundleIdentifier)") { db in
             guard
                 let download = try Row.fetchOneCached(
@@ -209,7 +209,7 @@ extension BAStore {
     /// - Returns: The download as stored.
     /// - Throws: ``BAStoreError/Code/notScheduled`` when no active download has this identifier.
     @discardableResult
-    public func promote(uniqueIdentifier: String) throws(BAStoreError) -> StoredDownload {
+    package func promote(uniqueIdentifier: String) throws(BAStoreError) -> StoredDownload {
         let now = self.now
         return try write("promoting \(uniqueIdentifier)") { db in
             guard var download = try Self.fetchDownload(db, uniqueIdentifier), download.state.isActive else {

@@ -15,7 +15,7 @@ extension BAStore {
     ///   - limit: At most this many.
     ///   - includingParked: Whether parked events count (the app's view: they are its to handle);
     ///     false for the extension's view, which goes past them.
-    public func undeliveredEvents(
+    package func undeliveredEvents(
         app bundleIdentifier: String, after: Int64 = 0, limit: Int = 100, includingParked: Bool = true
     )
         throws(BAStoreError) -> [StoredEvent]
@@ -41,7 +41,7 @@ extension BAStore {
     ///     app (it was sent them), false for the extension (it was not).
     /// - Returns: How many events this call marked delivered.
     @discardableResult
-    public func markDelivered(
+    package func markDelivered(
         app bundleIdentifier: String, through sequence: Int64, includingParked: Bool = true
     ) throws(BAStoreError) -> Int {
         let now = self.now
@@ -63,7 +63,7 @@ extension BAStore {
     /// - Parameter reason: Why, as listings show it.
     /// - Returns: Whether the event was parked by this call.
     @discardableResult
-    public func parkEvent(app bundleIdentifier: String, sequence: Int64, reason: String) throws(BAStoreError) -> Bool {
+    package func parkEvent(app bundleIdentifier: String, sequence: Int64, reason: String) throws(BAStoreError) -> Bool {
         let now = self.now
         return try write("parking event \(sequence) of \(bundleIdentifier)") { db in
             try db.executeCached(
@@ -77,7 +77,7 @@ extension BAStore {
 
     /// The event with this sequence, delivered or not; nil when there is none (never appended,
     /// or pruned).
-    public func event(sequence: Int64) throws(BAStoreError) -> StoredEvent? {
+    package func event(sequence: Int64) throws(BAStoreError) -> StoredEvent? {
         try read("reading event \(sequence)") { db in
             try Row.fetchOneCached(
                 db, sql: "SELECT \(StoredEvent.columns) FROM event WHERE sequence = ?", arguments: [sequence]
@@ -86,7 +86,7 @@ extension BAStore {
     }
 
     /// The parked, undelivered events of these downloads, by download (for listings).
-    public func parkedEvents(downloads uniqueIdentifiers: [String]) throws(BAStoreError) -> [String: [StoredEvent]] {
+    package func parkedEvents(downloads uniqueIdentifiers: [String]) throws(BAStoreError) -> [String: [StoredEvent]] {
         guard !uniqueIdentifiers.isEmpty else { return [:] }
         let list = String(decoding: (try? JSONEncoder().encode(uniqueIdentifiers)) ?? Data("[]".utf8), as: UTF8.self)
         return try read("reading parked events") { db in
@@ -109,7 +109,7 @@ extension BAStore {
     ///
     /// - Returns: How many downloads were deleted.
     @discardableResult
-    public func pruneEndedDownloads(olderThan date: Date) throws(BAStoreError) -> Int {
+    package func pruneEndedDownloads(olderThan date: Date) throws(BAStoreError) -> Int {
         try write("pruning ended downloads") { db in
             try db.executeCached(
                 sql: """
@@ -127,7 +127,7 @@ extension BAStore {
     ///
     /// - Returns: How many events were deleted.
     @discardableResult
-    public func pruneDeliveredEvents(olderThan date: Date) throws(BAStoreError) -> Int {
+    package func pruneDeliveredEvents(olderThan date: Date) throws(BAStoreError) -> Int {
         try write("pruning delivered events") { db in
             try db.executeCached(
                 sql: "DELETE FROM event WHERE delivered_at IS NOT NULL AND delivered_at < ?", arguments: [date])

@@ -8,7 +8,7 @@ extension BAStore {
     /// - Throws: ``BAStoreError/Code/unknownApp``, ``BAStoreError/Code/invalidArgument`` for a
     ///   negative duration.
     @discardableResult
-    public func recordExtensionRun(_ run: StoredExtensionRun) throws(BAStoreError) -> StoredExtensionRun {
+    package func recordExtensionRun(_ run: StoredExtensionRun) throws(BAStoreError) -> StoredExtensionRun {
         guard run.durationMilliseconds >= 0 else {
             throw BAStoreError(.invalidArgument, "an extension run cannot last a negative time", path: path)
         }
@@ -32,7 +32,7 @@ extension BAStore {
     }
 
     /// The app's most recent extension runs, newest first.
-    public func extensionRuns(
+    package func extensionRuns(
         app bundleIdentifier: String, limit: Int = 100
     ) throws(BAStoreError)
         -> [StoredExtensionRun]
@@ -52,7 +52,7 @@ extension BAStore {
     ///
     /// - Returns: How many runs were deleted.
     @discardableResult
-    public func pruneExtensionRuns(olderThan date: Date) throws(BAStoreError) -> Int {
+    package func pruneExtensionRuns(olderThan date: Date) throws(BAStoreError) -> Int {
         try write("pruning extension runs") { db in
             try db.executeCached(sql: "DELETE FROM extension_run WHERE started_at < ?", arguments: [date])
             return db.changesCount

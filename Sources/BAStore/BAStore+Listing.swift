@@ -1,14 +1,14 @@
 internal import GRDB
 
 /// Which downloads a listing (`ba downloads`) shows: one app's or every app's, in some states.
-public struct DownloadFilter: Sendable, Hashable {
+package struct DownloadFilter: Sendable, Hashable {
     /// Only this app's downloads; nil for every app's.
-    public var appIdentifier: String?
+    package var appIdentifier: String?
     /// Only downloads in these states; every state when it holds them all.
-    public var states: Set<StoredDownload.State>
+    package var states: Set<StoredDownload.State>
 
     /// Creates a filter; the defaults match every download.
-    public init(appIdentifier: String? = nil, states: Set<StoredDownload.State> = Set(StoredDownload.State.allCases)) {
+    package init(appIdentifier: String? = nil, states: Set<StoredDownload.State> = Set(StoredDownload.State.allCases)) {
         self.appIdentifier = appIdentifier
         self.states = states
     }
@@ -20,7 +20,7 @@ public struct DownloadFilter: Sendable, Hashable {
 /// `download_app` (`(app_id, created_at)`, whose entries end with the rowid), so a page is one
 /// index range scan that starts after the cursor: no page reads the rows before it (keyset
 /// pagination). A download scheduled or ended while a listing goes on is shown at most once.
-public struct DownloadListCursor: Sendable, Hashable {
+package struct DownloadListCursor: Sendable, Hashable {
     let appIdentifier: String
     /// The raw `created_at` text (compared as stored, so no date round trip can skip a row).
     let createdAt: String
@@ -28,11 +28,11 @@ public struct DownloadListCursor: Sendable, Hashable {
 }
 
 /// A page of a listing.
-public struct DownloadListPage: Sendable {
+package struct DownloadListPage: Sendable {
     /// The downloads, in listing order.
-    public var downloads: [StoredDownload]
+    package var downloads: [StoredDownload]
     /// Where the next page starts; nil when this page is the last.
-    public var next: DownloadListCursor?
+    package var next: DownloadListCursor?
 }
 
 extension BAStore {
@@ -42,7 +42,7 @@ extension BAStore {
     /// One indexed query (the app filter is an equality on `download_app`, the state filter a
     /// condition on the rows that index range visits); no row before the cursor is read.
     /// - Throws: ``BAStoreError/Code/invalidArgument`` when `limit` is not positive.
-    public func downloads(
+    package func downloads(
         matching filter: DownloadFilter, after cursor: DownloadListCursor? = nil, limit: Int
     ) throws(BAStoreError) -> DownloadListPage {
         guard limit > 0 else {
@@ -72,7 +72,7 @@ extension BAStore {
     /// How many downloads match `filter` after `cursor` (all of them when nil), counted by
     /// SQLite on the same index range as ``downloads(matching:after:limit:)``, without reading them
     /// into memory.
-    public func downloadCount(
+    package func downloadCount(
         matching filter: DownloadFilter, after cursor: DownloadListCursor? = nil
     )
         throws(BAStoreError) -> Int

@@ -10,7 +10,7 @@ extension BAStore {
     ///   did not fail (it is active or finished); ``BAStoreError/Code/duplicateIdentifier`` when the
     ///   app has another active download with the same identifier.
     @discardableResult
-    public func requeue(uniqueIdentifier: String) throws(BAStoreError) -> StoredDownload {
+    package func requeue(uniqueIdentifier: String) throws(BAStoreError) -> StoredDownload {
         let now = self.now
         return try write("requeuing \(uniqueIdentifier)") { db in
             guard var download = try Self.fetchDownload(db, uniqueIdentifier) else {

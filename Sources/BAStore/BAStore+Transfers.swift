@@ -15,7 +15,7 @@ extension BAStore {
     /// - Returns: The appended event.
     /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
     @discardableResult
-    public func recordBegan(
+    package func recordBegan(
         uniqueIdentifier: String, offset: Int64, isForeground: Bool, partialPath: String? = nil
     )
         throws(BAStoreError) -> StoredEvent
@@ -38,7 +38,7 @@ extension BAStore {
     /// - Returns: The appended event.
     /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
     @discardableResult
-    public func recordPaused(uniqueIdentifier: String, bytesOnDisk: Int64) throws(BAStoreError) -> StoredEvent {
+    package func recordPaused(uniqueIdentifier: String, bytesOnDisk: Int64) throws(BAStoreError) -> StoredEvent {
         try transition(uniqueIdentifier, "recording the pause of") { db, download, now in
             try db.executeCached(
                 sql: "UPDATE download SET state = 1, bytes_on_disk = ?, updated_at = ? WHERE unique_identifier = ?",
@@ -63,7 +63,7 @@ extension BAStore {
     /// - Returns: The appended event.
     /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
     @discardableResult
-    public func recordProgress(
+    package func recordProgress(
         uniqueIdentifier: String, bytesOnDisk: Int64, totalBytes: Int64? = nil, validator: String? = nil
     ) throws(BAStoreError) -> StoredEvent {
         try transition(uniqueIdentifier, "recording the progress of") { db, download, now in
@@ -88,7 +88,7 @@ extension BAStore {
     /// - Returns: The appended event.
     /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
     @discardableResult
-    public func recordNeedsCredentials(
+    package func recordNeedsCredentials(
         uniqueIdentifier: String, challenge: String
     ) throws(BAStoreError)
         -> StoredEvent
@@ -113,7 +113,7 @@ extension BAStore {
     /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded`` (so a
     ///   download never finishes twice).
     @discardableResult
-    public func markFinished(
+    package func markFinished(
         uniqueIdentifier: String, destination: String, size: Int64? = nil
     )
         throws(BAStoreError) -> StoredEvent
@@ -137,7 +137,7 @@ extension BAStore {
     /// - Returns: The appended event.
     /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
     @discardableResult
-    public func markFailed(
+    package func markFailed(
         uniqueIdentifier: String, error: StoredDownload.Failure
     ) throws(BAStoreError)
         -> StoredEvent

@@ -26,16 +26,16 @@ import Synchronization
 ///                                   url: "https://cdn.example.com/level-1.pak"))
 /// for download in try store.activeDownloads() { engine.add(...) }   // after a restart too
 /// ```
-public final class BAStore: Sendable {
+package final class BAStore: Sendable {
     /// The database file.
-    public let path: String
+    package let path: String
     let pool: DatabasePool
     let clock: @Sendable () -> Date
     /// ``close()`` was called.
     private let isClosed = Atomic<Bool>(false)
 
     /// The newest schema version this build knows (a file of a newer one is refused).
-    public static var schemaVersion: Int { Schema.currentVersion }
+    package static var schemaVersion: Int { Schema.currentVersion }
 
     private init(path: String, pool: DatabasePool, clock: @escaping @Sendable () -> Date) {
         self.path = path
@@ -60,7 +60,7 @@ public final class BAStore: Sendable {
     ///   written by a newer version, ``BAStoreError/Code/corrupt`` when it fails SQLite's
     ///   `quick_check`, ``BAStoreError/Code/database`` when it cannot be opened or is not a
     ///   database, or what `vet` threw.
-    public static func open(
+    package static func open(
         path: String, clock: @escaping @Sendable () -> Date = { Date() },
         vet: (OpeningContents) throws(BAStoreError) -> Void = { _ in }
     ) throws(BAStoreError)
@@ -99,7 +99,7 @@ public final class BAStore: Sendable {
 
     /// Closes the database. Later calls fail with ``BAStoreError/Code/database``. Also happens
     /// when the store is deinitialized.
-    public func close() throws(BAStoreError) {
+    package func close() throws(BAStoreError) {
         do {
             // Everything into the main file, and the -wal truncated: after a clean stop the file
             // alone is the whole store (docs/state.md, "Backing up the store"). SQLite's own
@@ -281,7 +281,7 @@ public final class BAStore: Sendable {
     ///
     /// What the calls return is not durable before this returns: tell no one about it inside
     /// `body`.
-    public func batch<T>(_ doing: String, _ body: () throws -> T) throws(BAStoreError) -> T {
+    package func batch<T>(_ doing: String, _ body: () throws -> T) throws(BAStoreError) -> T {
         do {
             return try pool.write { db in
                 try Self.$currentBatch.withValue(BatchConnection(db: db)) { try body() }

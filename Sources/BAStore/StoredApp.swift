@@ -4,51 +4,51 @@ import Foundation
 ///
 /// Plain data. The store sets ``registeredAt`` and ``updatedAt`` itself; the values passed to
 /// ``BAStore/register(_:)`` are ignored.
-public struct StoredApp: Sendable, Hashable {
+package struct StoredApp: Sendable, Hashable {
     /// `CFBundleIdentifier`: the app's key in every table.
-    public var bundleIdentifier: String
+    package var bundleIdentifier: String
     /// `CFBundleShortVersionString` (or `CFBundleVersion`) of the registered installation.
-    public var version: String
+    package var version: String
     /// `BAAppGroupID`: the app group container shared by the app and its extension, if any.
-    public var appGroupIdentifier: String?
+    package var appGroupIdentifier: String?
     /// The app's directory (the one holding its `Info.plist`).
-    public var appDirectory: String
+    package var appDirectory: String
     /// The extension's shared library, absolute (resolved from `BAExtensionPath`), if any.
-    public var extensionPath: String?
+    package var extensionPath: String?
     /// Whether the app's process has connected to basd at least once (first launch seen): the
     /// pre-launch restrictions apply only while this is false.
-    public var launched: Bool
+    package var launched: Bool
     /// When the app was first registered.
-    public var registeredAt: Date
+    package var registeredAt: Date
     /// When the registration last changed (update, first launch).
-    public var updatedAt: Date
+    package var updatedAt: Date
     /// `BAManifestURL`, if any.
-    public var manifestURL: String?
+    package var manifestURL: String?
     /// `BAInitialDownloadRestrictions`, `BAMaxInstallSize` and `BAEssentialMaxInstallSize`.
-    public var restrictions: Restrictions
+    package var restrictions: Restrictions
     /// Bytes counted against `BADownloadAllowance` before the first launch (the manifest and the
     /// declared sizes of non-essential downloads), kept across updates.
-    public var allowanceUsed: Int64
+    package var allowanceUsed: Int64
     /// Bytes counted against `BAEssentialDownloadAllowance` before the first launch.
-    public var essentialAllowanceUsed: Int64
+    package var essentialAllowanceUsed: Int64
     /// basd's scheduling state (periodic times, runtime allowance, quarantine) as JSON; opaque
     /// to the store.
-    public var scheduling: String?
+    package var scheduling: String?
 
     /// The Info.plist restrictions of an app: nil means the key is absent (no limit).
-    public struct Restrictions: Sendable, Hashable, Codable {
+    package struct Restrictions: Sendable, Hashable, Codable {
         /// `BADownloadAllowance`: bytes of non-essential downloads before the first launch.
-        public var downloadAllowance: Int64?
+        package var downloadAllowance: Int64?
         /// `BAEssentialDownloadAllowance`: bytes of essential downloads before the first launch.
-        public var essentialDownloadAllowance: Int64?
+        package var essentialDownloadAllowance: Int64?
         /// `BADownloadDomainAllowList`: hosts (or `*.` wildcards) downloads may use before the first launch.
-        public var domainAllowList: [String]?
+        package var domainAllowList: [String]?
         /// `BAMaxInstallSize`: bytes of all downloads scheduled before the first launch.
-        public var maxInstallSize: Int64?
+        package var maxInstallSize: Int64?
         /// `BAEssentialMaxInstallSize`: bytes of essential downloads scheduled before the first launch.
-        public var essentialMaxInstallSize: Int64?
+        package var essentialMaxInstallSize: Int64?
 
-        public init(
+        package init(
             downloadAllowance: Int64? = nil, essentialDownloadAllowance: Int64? = nil, domainAllowList: [String]? = nil,
             maxInstallSize: Int64? = nil, essentialMaxInstallSize: Int64? = nil
         ) {
@@ -61,7 +61,7 @@ public struct StoredApp: Sendable, Hashable {
     }
 
     /// Creates a registration to pass to ``BAStore/register(_:)``.
-    public init(
+    package init(
         bundleIdentifier: String, version: String, appGroupIdentifier: String? = nil, appDirectory: String,
         extensionPath: String? = nil, launched: Bool = false, registeredAt: Date = Date(timeIntervalSince1970: 0),
         updatedAt: Date = Date(timeIntervalSince1970: 0), manifestURL: String? = nil,

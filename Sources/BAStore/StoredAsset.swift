@@ -4,22 +4,22 @@ import Foundation
 /// unmodified: one row of the `asset` table. The identity (device, inode, size, mtime) is the
 /// file's when it finished; an app that moves the file within its app group container keeps the
 /// inode, which is how basd finds it again.
-public struct StoredAsset: Sendable, Hashable {
-    public var downloadUniqueIdentifier: String
-    public var appIdentifier: String
+package struct StoredAsset: Sendable, Hashable {
+    package var downloadUniqueIdentifier: String
+    package var appIdentifier: String
     /// The download's identifier.
-    public var identifier: String
+    package var identifier: String
     /// Where basd delivered the file.
-    public var deliveredPath: String
-    public var device: UInt64
-    public var inode: UInt64
-    public var size: Int64
+    package var deliveredPath: String
+    package var device: UInt64
+    package var inode: UInt64
+    package var size: Int64
     /// Modification time in nanoseconds since the epoch.
-    public var modificationTimeNanoseconds: Int64
-    public var sha256: String
-    public var finishedAt: Date
+    package var modificationTimeNanoseconds: Int64
+    package var sha256: String
+    package var finishedAt: Date
 
-    public init(
+    package init(
         downloadUniqueIdentifier: String, appIdentifier: String, identifier: String, deliveredPath: String,
         device: UInt64, inode: UInt64, size: Int64, modificationTimeNanoseconds: Int64, sha256: String,
         finishedAt: Date

@@ -6,9 +6,9 @@ import Foundation
 /// Plain data: what the app asked for (identifier, URL, headers, sizes, priority), where the
 /// transfer stands (state, bytes on disk, validator, partial file) and how it ended. A restarted
 /// basd rebuilds its transfers from these rows. The store sets ``createdAt`` and ``updatedAt``.
-public struct StoredDownload: Sendable, Hashable {
+package struct StoredDownload: Sendable, Hashable {
     /// `BADownload.State`, with Apple's raw values.
-    public enum State: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    package enum State: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
         case failed = -1
         case created = 0
         case waiting = 1
@@ -17,9 +17,9 @@ public struct StoredDownload: Sendable, Hashable {
 
         /// Created, waiting or downloading: the download is scheduled and will go on after a
         /// restart. At most one active download per (app, identifier).
-        public var isActive: Bool { self != .failed && self != .finished }
+        package var isActive: Bool { self != .failed && self != .finished }
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .failed: "failed"
             case .created: "created"
@@ -31,16 +31,16 @@ public struct StoredDownload: Sendable, Hashable {
     }
 
     /// The error a failed download ended with: an `NSError`'s three parts.
-    public struct Failure: Sendable, Hashable {
+    package struct Failure: Sendable, Hashable {
         /// The error domain, e.g. `com.apple.backgroundassets.error`.
-        public var domain: String
+        package var domain: String
         /// The code within the domain.
-        public var code: Int
+        package var code: Int
         /// What happened, for a person.
-        public var message: String
+        package var message: String
 
         /// Creates a failure.
-        public init(domain: String, code: Int, message: String) {
+        package init(domain: String, code: Int, message: String) {
             self.domain = domain
             self.code = code
             self.message = message
@@ -48,67 +48,67 @@ public struct StoredDownload: Sendable, Hashable {
     }
 
     /// `BADownload.uniqueIdentifier` (a UUID string): the primary key.
-    public var uniqueIdentifier: String
+    package var uniqueIdentifier: String
     /// The bundle identifier of the app the download belongs to.
-    public var appIdentifier: String
+    package var appIdentifier: String
     /// `BADownload.identifier`, chosen by the app; unique among the app's active downloads.
-    public var identifier: String
+    package var identifier: String
     /// The URL to fetch.
-    public var url: String
+    package var url: String
     /// The request's headers, in order.
-    public var headers: [DownloadRecord.Header]
+    package var headers: [DownloadRecord.Header]
     /// The app group the finished file is delivered into, if any.
-    public var applicationGroupIdentifier: String?
+    package var applicationGroupIdentifier: String?
     /// `BADownload.Priority` raw value: higher first, among background downloads.
-    public var priority: Int64
+    package var priority: Int64
     /// Essential downloads go before all others and are fetched before the app can launch.
-    public var isEssential: Bool
+    package var isEssential: Bool
     /// The exact size the file must have, if known.
-    public var expectedSize: Int64?
+    package var expectedSize: Int64?
     /// The lowercase hex SHA-256 the file must have, if known (a Linux addition).
-    public var sha256: String?
+    package var sha256: String?
     /// Where the download stands.
-    public var state: State
+    package var state: State
     /// Whether the app asked for it in the foreground (`startForegroundDownload`).
-    public var isForeground: Bool
+    package var isForeground: Bool
     /// Bytes of the partial file kept on disk (of the finished file, once finished).
-    public var bytesOnDisk: Int64
+    package var bytesOnDisk: Int64
     /// The response's validator (strong ETag, else Last-Modified) the partial file's bytes belong
     /// to; a partial file without one is never resumed.
-    public var validator: String?
+    package var validator: String?
     /// Where the partial file is.
-    public var partialPath: String?
+    package var partialPath: String?
     /// Where the finished file is (set when finished).
-    public var destinationPath: String?
+    package var destinationPath: String?
     /// How many times a transfer of it has begun.
-    public var attempts: Int
+    package var attempts: Int
     /// The last error: why it failed, once failed.
-    public var lastError: Failure?
+    package var lastError: Failure?
     /// When it was scheduled.
-    public var createdAt: Date
+    package var createdAt: Date
     /// When it last changed.
-    public var updatedAt: Date
+    package var updatedAt: Date
     /// Scheduled before the app's first launch: the pre-launch restrictions that travel with the
     /// transfer (nil after launch).
-    public var restriction: PreLaunchRestriction?
+    package var restriction: PreLaunchRestriction?
 
     /// What a download scheduled before the app's first launch carries to its transfer: the
     /// bytes it may have (its share of the allowance) and the domain allow-list every redirect
     /// hop must stay in.
-    public struct PreLaunchRestriction: Sendable, Hashable, Codable {
+    package struct PreLaunchRestriction: Sendable, Hashable, Codable {
         /// The most bytes the file may have, if limited.
-        public var byteLimit: Int64?
+        package var byteLimit: Int64?
         /// `BADownloadDomainAllowList`, if the app has one.
-        public var allowList: [String]?
+        package var allowList: [String]?
 
-        public init(byteLimit: Int64? = nil, allowList: [String]? = nil) {
+        package init(byteLimit: Int64? = nil, allowList: [String]? = nil) {
             self.byteLimit = byteLimit
             self.allowList = allowList
         }
     }
 
     /// Creates a download to pass to ``BAStore/schedule(_:)``.
-    public init(
+    package init(
         uniqueIdentifier: String = UUID().uuidString, appIdentifier: String, identifier: String, url: String,
         headers: [DownloadRecord.Header] = [], applicationGroupIdentifier: String? = nil,
         priority: Int64 = DownloadRules.defaultPriority, isEssential: Bool = false, expectedSize: Int64? = nil,
@@ -143,7 +143,7 @@ public struct StoredDownload: Sendable, Hashable {
     /// A new download of `app` from a record an extension or the app handed over (already checked
     /// with ``DownloadRules``): a `fileSize` of 0 means unknown; an empty `uniqueIdentifier` gets
     /// a fresh UUID.
-    public init(record: DownloadRecord, appIdentifier: String, state: State = .waiting) {
+    package init(record: DownloadRecord, appIdentifier: String, state: State = .waiting) {
         self.init(
             uniqueIdentifier: record.uniqueIdentifier.isEmpty ? UUID().uuidString : record.uniqueIdentifier,
             appIdentifier: appIdentifier, identifier: record.identifier, url: record.url, headers: record.headers,

@@ -7,9 +7,9 @@ import Foundation
 /// stays *undelivered* until the receiver acknowledges it with ``BAStore/markDelivered(app:through:includingParked:)``.
 /// Delivery is at least once and in ``sequence`` order per app; a receiver drops a sequence it
 /// has already seen (see `docs/state.md`).
-public struct StoredEvent: Sendable, Hashable {
+package struct StoredEvent: Sendable, Hashable {
     /// What happened to the download.
-    public enum Kind: String, Sendable, Hashable, CaseIterable {
+    package enum Kind: String, Sendable, Hashable, CaseIterable {
         /// A transfer started (`downloadDidBegin`). Payload: `offset`, `isForeground`.
         case began
         /// A transfer stopped keeping its bytes (`downloadDidPause`). Payload: `bytesOnDisk`.
@@ -27,27 +27,27 @@ public struct StoredEvent: Sendable, Hashable {
 
     /// The event's place in the log: increasing, never reused (also after pruning), global
     /// across apps, so one app's events in sequence order are in the order they happened.
-    public var sequence: Int64
+    package var sequence: Int64
     /// The bundle identifier of the app the event is for.
-    public var appIdentifier: String
+    package var appIdentifier: String
     /// The download it is about.
-    public var downloadUniqueIdentifier: String
+    package var downloadUniqueIdentifier: String
     /// What happened.
-    public var kind: Kind
+    package var kind: Kind
     /// The details, a JSON object (keys per ``Kind``).
-    public var payload: String
+    package var payload: String
     /// When it was appended.
-    public var createdAt: Date
+    package var createdAt: Date
     /// When the receiver acknowledged it; nil while undelivered.
-    public var deliveredAt: Date?
+    package var deliveredAt: Date?
     /// When it was parked: the app's extension failed on it too often, so it waits for the app
     /// alone and the extension is handed the app's later events past it. Nil when not parked.
-    public var parkedAt: Date?
+    package var parkedAt: Date?
     /// Why it was parked (which failures, how many), for listings.
-    public var parkedReason: String?
+    package var parkedReason: String?
 
     /// Creates an event value (the store creates the stored ones).
-    public init(
+    package init(
         sequence: Int64, appIdentifier: String, downloadUniqueIdentifier: String, kind: Kind, payload: String,
         createdAt: Date, deliveredAt: Date? = nil, parkedAt: Date? = nil, parkedReason: String? = nil
     ) {

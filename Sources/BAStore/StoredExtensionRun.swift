@@ -4,9 +4,9 @@ import Foundation
 ///
 /// The history basd's budgets read (daily runtime allowance, quarantine of an extension that
 /// crashes repeatedly) and `ba` shows.
-public struct StoredExtensionRun: Sendable, Hashable {
+package struct StoredExtensionRun: Sendable, Hashable {
     /// Why the extension was called.
-    public enum Event: String, Sendable, Hashable, CaseIterable {
+    package enum Event: String, Sendable, Hashable, CaseIterable {
         /// `BAContentRequest.install`.
         case install
         /// `BAContentRequest.update`.
@@ -24,22 +24,22 @@ public struct StoredExtensionRun: Sendable, Hashable {
     }
 
     /// The row's id (assigned by the store; ignored by ``BAStore/recordExtensionRun(_:)``).
-    public var id: Int64
+    package var id: Int64
     /// The bundle identifier of the app whose extension ran.
-    public var appIdentifier: String
+    package var appIdentifier: String
     /// Why it was called.
-    public var event: Event
+    package var event: Event
     /// The supervisor's verdict by name: `ok`, `timedOut`, `exceededMemory`, `crashed`, … .
-    public var verdict: String
+    package var verdict: String
     /// More about the verdict for a person (the signal, the runner's message), if any.
-    public var detail: String?
+    package var detail: String?
     /// When the call started.
-    public var startedAt: Date
+    package var startedAt: Date
     /// How long it took, in milliseconds.
-    public var durationMilliseconds: Int64
+    package var durationMilliseconds: Int64
 
     /// Creates a run to pass to ``BAStore/recordExtensionRun(_:)``.
-    public init(
+    package init(
         id: Int64 = 0, appIdentifier: String, event: Event, verdict: String, detail: String? = nil, startedAt: Date,
         durationMilliseconds: Int64
     ) {

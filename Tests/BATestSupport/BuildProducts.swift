@@ -1,9 +1,9 @@
 import Foundation
 
 /// Where `swift build` put this package's products: the folder of the running test binary.
-public enum BuildProducts {
+package enum BuildProducts {
     /// The build folder (e.g. `.build/x86_64-unknown-linux-gnu/debug`).
-    public static let directory: URL = {
+    package static let directory: URL = {
         let executable =
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var url = URL(fileURLWithPath: executable).deletingLastPathComponent()
@@ -15,13 +15,13 @@ public enum BuildProducts {
     }()
 
     /// The dynamic library product `name` (`lib<name>.so`).
-    public static func library(_ name: String) -> String { directory.appendingPathComponent("lib\(name).so").path }
+    package static func library(_ name: String) -> String { directory.appendingPathComponent("lib\(name).so").path }
 
     /// The executable product `name`.
-    public static func executable(_ name: String) -> String { directory.appendingPathComponent(name).path }
+    package static func executable(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
     /// The package root (three levels above the build folder: .build/<triple>/<config>).
-    public static let packageRoot: URL = {
+    package static let packageRoot: URL = {
         var url = directory
         while url.path != "/" {
             if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
@@ -31,24 +31,24 @@ public enum BuildProducts {
     }()
 
     /// A file of the package, e.g. `Examples/Manifests/sample-manifest.json`.
-    public static func source(_ relativePath: String) -> String {
+    package static func source(_ relativePath: String) -> String {
         packageRoot.appendingPathComponent(relativePath).path
     }
 }
 
 /// A temporary directory for one test; removed by `remove()`.
-public struct TemporaryDirectory: Sendable {
-    public let url: URL
-    public var path: String { url.path }
+package struct TemporaryDirectory: Sendable {
+    package let url: URL
+    package var path: String { url.path }
 
-    public init() throws {
+    package init() throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("ba-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
     /// Writes `contents` to `name` inside the directory and returns its path.
     @discardableResult
-    public func write(_ name: String, _ contents: String) throws -> String {
+    package func write(_ name: String, _ contents: String) throws -> String {
         let file = url.appendingPathComponent(name)
         try Data(contents.utf8).write(to: file)
         return file.path
@@ -56,21 +56,21 @@ public struct TemporaryDirectory: Sendable {
 
     /// Writes `contents` to `name` (which may contain folders) and returns its URL.
     @discardableResult
-    public func write(_ name: String, _ contents: [UInt8]) throws -> URL {
+    package func write(_ name: String, _ contents: [UInt8]) throws -> URL {
         let file = url.appendingPathComponent(name)
         try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(contents).write(to: file)
         return file
     }
 
-    public func remove() { try? FileManager.default.removeItem(at: url) }
+    package func remove() { try? FileManager.default.removeItem(at: url) }
 }
 
 /// Runs blocking `work` (waiting for a process's line, an event, an exit) on a thread of its own
 /// and awaits its result. A test must not wait while holding one of the concurrency pool's
 /// threads: there are as many as cores (two on a small CI machine), and two tests blocked in such
 /// a wait stall every other test of the run, whose time limits then expire (runs that failed so).
-public func offThePool<T>(_ work: @escaping () throws -> T) async throws -> T {
+package func offThePool<T>(_ work: @escaping () throws -> T) async throws -> T {
     let box = UncheckedBox(work)
     let outcome: UncheckedBox<Result<T, any Error>> = await withCheckedContinuation { continuation in
         Thread { continuation.resume(returning: UncheckedBox(Result { try box.value() })) }.start()

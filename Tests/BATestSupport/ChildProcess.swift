@@ -30,11 +30,11 @@ import Foundation
 /// demo.signalGroup(SIGINT)                    // what Ctrl-C in a terminal does
 /// #expect(demo.waitForExit() == 21)
 /// ```
-public final class ChildProcess: @unchecked Sendable {
+package final class ChildProcess: @unchecked Sendable {
     // @unchecked: `process` is only started in init and then read; everything else is behind `condition`.
 
     /// What the child's standard input is.
-    public enum Input: Sendable {
+    package enum Input: Sendable {
         /// This process's own standard input (what `Process` gives a child by default).
         case inherited
         /// A pipe the test writes to with ``send(_:)``, open until ``closeStandardInput()``.
@@ -42,14 +42,14 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// How the child ended.
-    public enum Termination: Equatable, Sendable {
+    package enum Termination: Equatable, Sendable {
         /// It called `exit` with this status.
         case exited(Int32)
         /// This signal ended it.
         case signalled(Int32)
 
         /// The shell's number for it: the status, or 128 + the signal.
-        public var status: Int32 {
+        package var status: Int32 {
             switch self {
             case .exited(let status): status
             case .signalled(let signal): 128 + signal
@@ -79,7 +79,7 @@ public final class ChildProcess: @unchecked Sendable {
     ///   - currentDirectory: where it starts (this process's current directory when nil).
     ///   - input: its standard input (``Input/inherited`` unless the test writes to it).
     /// - Throws: when the executable cannot be started.
-    public init(
+    package init(
         _ path: String, _ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil,
         input: Input = .inherited
     ) throws {
@@ -118,7 +118,7 @@ public final class ChildProcess: @unchecked Sendable {
     ///
     /// - Parameter environment: its whole environment (not added to this process's).
     /// - Throws: ``HarnessError`` when it cannot be started.
-    public init(spawning arguments: [String], environment: [String: String], descriptor3: Int32) throws {
+    package init(spawning arguments: [String], environment: [String: String], descriptor3: Int32) throws {
         var pipe: [Int32] = [-1, -1]
         guard ba_sys_pipe_cloexec(&pipe) == 0 else { throw HarnessError("pipe: errno \(errno)") }
         let envp = environment.map { "\($0.key)=\($0.value)" }
@@ -191,25 +191,25 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Its pid (also its process group's id).
-    public var pid: pid_t { childPID }
+    package var pid: pid_t { childPID }
 
     /// Whether it has not exited yet.
-    public var isRunning: Bool { locked { $0.termination == nil } }
+    package var isRunning: Bool { locked { $0.termination == nil } }
 
     /// What it wrote to stdout so far.
-    public var stdout: String { locked { String(decoding: $0.output, as: UTF8.self) } }
+    package var stdout: String { locked { String(decoding: $0.output, as: UTF8.self) } }
 
     /// What it wrote to stderr so far.
-    public var stderr: String { locked { String(decoding: $0.errors, as: UTF8.self) } }
+    package var stderr: String { locked { String(decoding: $0.errors, as: UTF8.self) } }
 
     /// The complete lines of stdout so far (a last line without its newline is not one yet).
-    public var stdoutLines: [String] { Self.completeLines(stdout) }
+    package var stdoutLines: [String] { Self.completeLines(stdout) }
 
     /// The complete lines of stderr so far.
-    public var stderrLines: [String] { Self.completeLines(stderr) }
+    package var stderrLines: [String] { Self.completeLines(stderr) }
 
     /// The complete lines of stdout so far, parsed as JSON objects (lines that are not are skipped).
-    public var jsonLines: [[String: Any]] {
+    package var jsonLines: [[String: Any]] {
         stdoutLines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
     }
 
@@ -223,7 +223,7 @@ public final class ChildProcess: @unchecked Sendable {
     ///
     /// - Throws: ``HarnessError`` after `timeout` seconds, or when the child exited and closed its
     ///   output without the condition holding; the message has what it wrote.
-    public func wait(_ what: String, timeout: Double = 60, until condition: (ChildProcess) throws -> Bool) throws {
+    package func wait(_ what: String, timeout: Double = 60, until condition: (ChildProcess) throws -> Bool) throws {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while true {
             let seen = locked { $0.generation }
@@ -247,42 +247,42 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Waits until stdout contains `text` and returns stdout; throws as ``wait(_:timeout:until:)``.
     @discardableResult
-    public func waitForOutput(containing text: String, timeout: Double = 60) throws -> String {
+    package func waitForOutput(containing text: String, timeout: Double = 60) throws -> String {
         try wait(text.debugDescription, timeout: timeout) { $0.stdout.contains(text) }
         return stdout
     }
 
     /// ``wait(_:timeout:until:)`` on a thread of its own, not on the concurrency pool.
-    public func waiting(
+    package func waiting(
         _ what: String, timeout: Double = 60, until condition: @escaping (ChildProcess) throws -> Bool
     ) async throws {
         try await offThePool { try self.wait(what, timeout: timeout, until: condition) }
     }
 
     /// Writes `line` and a newline to its standard input (``Input/pipe``).
-    public func send(_ line: String) {
+    package func send(_ line: String) {
         try? input?.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
     }
 
     /// Closes its standard input (``Input/pipe``): it reads end of file.
-    public func closeStandardInput() { try? input?.fileHandleForWriting.close() }
+    package func closeStandardInput() { try? input?.fileHandleForWriting.close() }
 
     /// Sends `signal` to the process alone.
-    public func signal(_ signal: Int32) { Glibc.kill(pid, signal) }
+    package func signal(_ signal: Int32) { Glibc.kill(pid, signal) }
 
     /// Sends `signal` to its whole process group, as a terminal does for Ctrl-C.
-    public func signalGroup(_ signal: Int32) { Glibc.kill(-pid, signal) }
+    package func signalGroup(_ signal: Int32) { Glibc.kill(-pid, signal) }
 
     /// Stops reading its stdout, as `| head` does after its lines: the reader closes the pipe's read
     /// end when the next chunk arrives (closing it under a blocked read would not end the read),
     /// which that chunk never joins ``stdout``; the process's next write then fails (EPIPE or
     /// SIGPIPE). Its stderr is still read.
-    public func closeStdout() { locked { $0.stdoutClosed = true } }
+    package func closeStdout() { locked { $0.stdoutClosed = true } }
 
     /// Waits for it to exit, and then (unless `readingToTheEnd` is false) for stderr and stdout
     /// (unless closed) to be read to their end, each bounded by `timeout` seconds (no bound when
     /// nil). How it ended, or nil if it still runs after `timeout`.
-    public func waitForTermination(timeout: Double? = 60, readingToTheEnd: Bool = true) -> Termination? {
+    package func waitForTermination(timeout: Double? = 60, readingToTheEnd: Bool = true) -> Termination? {
         condition.lock()
         defer { condition.unlock() }
         // No `wait(until: .distantFuture)`: Foundation traps on a date that far.
@@ -307,19 +307,19 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// ``waitForTermination(timeout:readingToTheEnd:)`` as the shell's number: the exit status, or
     /// 128 + the signal that ended it; nil if it still runs after `timeout`.
-    public func waitForExit(timeout: Double? = 60, readingToTheEnd: Bool = true) -> Int32? {
+    package func waitForExit(timeout: Double? = 60, readingToTheEnd: Bool = true) -> Int32? {
         waitForTermination(timeout: timeout, readingToTheEnd: readingToTheEnd)?.status
     }
 
     /// SIGKILLs it (by its pid) if it still runs, and reaps it. Safe to call twice.
-    public func kill() {
+    package func kill() {
         if isRunning { signal(SIGKILL) }
         _ = waitForTermination(timeout: 10)
         closeStandardInput()
     }
 
     /// SIGKILLs its process group (it and what it started there) if it still runs, and reaps it.
-    public func killGroup() {
+    package func killGroup() {
         if isRunning { signalGroup(SIGKILL) }
         _ = waitForTermination(timeout: 10)
         closeStandardInput()
@@ -327,22 +327,22 @@ public final class ChildProcess: @unchecked Sendable {
 }
 
 /// A test harness's failure: what was expected, and what the process said.
-public struct HarnessError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+package struct HarnessError: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// The outcome of a finished child process.
-public struct ProcessOutput: Sendable {
+package struct ProcessOutput: Sendable {
     /// The exit status, or 128 + the signal that ended it.
-    public var status: Int32
-    public var stdout: String
-    public var stderr: String
+    package var status: Int32
+    package var stdout: String
+    package var stderr: String
 }
 
 /// Runs an executable to completion on a thread of its own, so a long child (a compiler) never
 /// blocks the concurrency pool the other tests run on.
-public func runProcess(
+package func runProcess(
     _ path: String, _ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil
 )
     async throws -> ProcessOutput
@@ -353,7 +353,7 @@ public func runProcess(
 }
 
 /// Runs an executable to completion on the calling thread (the test's time limit bounds it).
-public func runProcessBlocking(
+package func runProcessBlocking(
     _ path: String, _ arguments: [String], environment: [String: String] = [:], currentDirectory: String? = nil
 )
     throws

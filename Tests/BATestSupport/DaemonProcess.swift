@@ -16,13 +16,13 @@ import Foundation
 /// try daemon.register("com.example.game", group: "group.com.example.game")
 /// let app = try daemon.appClient("com.example.game")
 /// ```
-public final class DaemonProcess: @unchecked Sendable {
+package final class DaemonProcess: @unchecked Sendable {
     /// The temporary folder: `state/` (``stateDirectory``), `run/basd.sock` (``socketPath``), `config/`.
-    public let directory: TemporaryDirectory
-    public let stateDirectory: String
-    public let socketPath: String
+    package let directory: TemporaryDirectory
+    package let stateDirectory: String
+    package let socketPath: String
     /// The basd process (or the launcher that execs it).
-    public let child: ChildProcess
+    package let child: ChildProcess
     /// How it was started, for ``restarted()``.
     private let environment: [String: String]
     private let descriptorLimit: Int?
@@ -40,7 +40,7 @@ public final class DaemonProcess: @unchecked Sendable {
     ///   - arguments: more arguments after `--state-dir` and `--socket` (e.g. `--log-level debug`).
     ///   - launcher: a command that execs the rest (e.g. `unshare … --`), so that ``pid`` is basd's.
     /// - Throws: ``HarnessError`` when basd exits or prints something else first, or after `timeout`.
-    public init(
+    package init(
         directory: TemporaryDirectory? = nil, environment: [String: String] = [:], timeout: Double = 20,
         descriptorLimit: Int? = nil, arguments: [String] = [], launcher: [String] = []
     ) throws {
@@ -71,7 +71,7 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// Starts basd as ``init(directory:environment:timeout:descriptorLimit:arguments:launcher:)``
     /// does, waiting for its listening line on a thread of its own rather than on the concurrency pool.
-    public static func start(
+    package static func start(
         directory: TemporaryDirectory? = nil, environment: [String: String] = [:], timeout: Double = 20,
         descriptorLimit: Int? = nil, arguments: [String] = [], launcher: [String] = []
     ) async throws -> DaemonProcess {
@@ -83,35 +83,35 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     /// basd's pid.
-    public var pid: pid_t { child.pid }
+    package var pid: pid_t { child.pid }
 
     /// What basd wrote to standard error so far: its log.
-    public var standardError: String { child.stderr }
+    package var standardError: String { child.stderr }
 
     /// Sends `signal` to basd.
-    public func send(_ signal: Int32) { child.signal(signal) }
+    package func send(_ signal: Int32) { child.signal(signal) }
 
     /// Waits for basd to exit; its status (128 + the signal that ended it), or nil after `timeout`
     /// seconds.
-    public func waitForExit(timeout: Double) -> Int32? {
+    package func waitForExit(timeout: Double) -> Int32? {
         child.waitForExit(timeout: timeout, readingToTheEnd: false)
     }
 
     /// SIGKILLs basd if it still runs, and removes the temporary folder.
-    public func kill() {
+    package func kill() {
         stop()
         directory.remove()
     }
 
     /// SIGKILLs basd if it still runs and keeps the folder (for a basd to start on it again).
-    public func stop() {
+    package func stop() {
         if child.isRunning { child.signal(SIGKILL) }
         _ = child.waitForExit(timeout: 10, readingToTheEnd: false)
     }
 
     /// SIGKILLs basd if it still runs and starts a new one on the same folder (state, socket,
     /// settings), as it was started.
-    public func restarted(timeout: Double = 20) async throws -> DaemonProcess {
+    package func restarted(timeout: Double = 20) async throws -> DaemonProcess {
         stop()
         return try await Self.start(
             directory: directory, environment: environment, timeout: timeout, descriptorLimit: descriptorLimit,
@@ -122,7 +122,7 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// Registers an app through a CLI connection, with this basd's folder as the app's directory
     /// unless `appDirectory` is given.
-    public func register(
+    package func register(
         _ bundleIdentifier: String, version: String = "1.0", group: String?, appDirectory: String? = nil,
         extensionPath: String? = nil
     ) throws(DaemonClientError) {
@@ -136,7 +136,7 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     /// A connection as the app `bundleIdentifier`'s process (this test's pid), its events handed to `onEvent`.
-    public func appClient(
+    package func appClient(
         _ bundleIdentifier: String, onEvent: @escaping @Sendable (DownloadEvent) -> Void = { _ in }
     ) throws(DaemonClientError) -> DaemonClient {
         try DaemonClient(
@@ -145,14 +145,14 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     /// A connection as `ba` (role `cli`).
-    public func cliClient() throws(DaemonClientError) -> DaemonClient {
+    package func cliClient() throws(DaemonClientError) -> DaemonClient {
         try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()))
     }
 }
 
 /// Runs `basd` to completion (for the ones expected to exit by themselves), bounded by a SIGKILL
 /// after `timeout` seconds; its status is 128 + the signal when one ended it.
-public func runDaemonToExit(
+package func runDaemonToExit(
     stateDirectory: String, socketPath: String, timeout: Double = 20
 ) throws -> ProcessOutput {
     let child = try ChildProcess(
@@ -171,7 +171,7 @@ extension DaemonProcess {
     /// the same) unless `listenPID` says otherwise; its stdout and stderr are one pipe, read into
     /// the child's ``ChildProcess/stdout``. The caller waits for its listening line (or its exit).
     /// Its settings are a test's (``TestSettings``) when `arguments` has `--state-dir`.
-    public static func activated(
+    package static func activated(
         descriptor: Int32, arguments: [String], listenPID: String = "$$"
     ) throws -> ChildProcess {
         let script = "LISTEN_PID=\(listenPID) LISTEN_FDS=1; export LISTEN_PID LISTEN_FDS; exec \"$0\" \"$@\""

@@ -8,18 +8,18 @@ import Foundation
 /// `withExclusiveControl` does: util-linux `flock --no-fork PATH sleep 120` (scripts/install-deps.sh),
 /// so the spawned pid is the holder. ``release()`` SIGKILLs it, which frees the lock; so does the
 /// end of the test process at the latest (the sleep is bounded too).
-public final class LockHoldingProcess: @unchecked Sendable {
+package final class LockHoldingProcess: @unchecked Sendable {
     private let child: ChildProcess
     /// The holder's pid, as `/proc/locks` and `ba lock status` name it.
-    public var pid: Int32 { child.pid }
+    package var pid: Int32 { child.pid }
 
     /// Starts the holder; it takes the lock shortly after (wait for it where it matters).
-    public init(path: String) throws {
+    package init(path: String) throws {
         child = try ChildProcess("/usr/bin/env", ["flock", "--no-fork", path, "sleep", "120"])
     }
 
     /// Kills the holder and waits for it: the lock is free when this returns. Safe to call twice.
-    public func release() {
+    package func release() {
         if child.isRunning { child.signal(SIGKILL) }
         _ = child.waitForExit(timeout: nil, readingToTheEnd: false)
     }

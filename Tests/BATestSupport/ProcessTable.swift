@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// Whether any live (not zombie) process is still in process group `pgid`, from /proc.
-public func processGroupExists(_ pgid: pid_t) -> Bool {
+package func processGroupExists(_ pgid: pid_t) -> Bool {
     guard kill(-pgid, 0) == 0 else { return false }
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
     return entries.contains { entry in
@@ -19,7 +19,7 @@ public func processGroupExists(_ pgid: pid_t) -> Bool {
 
 /// The live processes whose command line mentions `text` (e.g. a temporary folder a child was
 /// given), as `pid: command line`, from /proc. Zombies have an empty command line and are left out.
-public func processesMentioning(_ text: String) -> [String] {
+package func processesMentioning(_ text: String) -> [String] {
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
     return entries.compactMap { entry in
         guard Int32(entry) != nil, entry != String(getpid()),

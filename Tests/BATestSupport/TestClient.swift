@@ -6,8 +6,8 @@ import Foundation
 #endif
 
 /// A blocking unix-socket client with 5-second send and receive timeouts (every wait is bounded).
-public final class TestClient {
-    public enum Reply: Equatable {
+package final class TestClient {
+    package enum Reply: Equatable {
         case message(ServerMessage)
         case closed
     }
@@ -16,7 +16,7 @@ public final class TestClient {
     private var reader = FrameReader()
     private var nextId: UInt64 = 1
 
-    public init(socketPath: String) throws {
+    package init(socketPath: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw HarnessError("socket: errno \(errno)") }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
@@ -46,7 +46,7 @@ public final class TestClient {
 
     /// Writes raw bytes; false when the peer already closed (EPIPE/ECONNRESET; no SIGPIPE).
     @discardableResult
-    public func sendRaw(_ bytes: [UInt8]) -> Bool {
+    package func sendRaw(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes {
@@ -60,11 +60,11 @@ public final class TestClient {
     }
 
     /// Half-closes the connection: basd sees end of input.
-    public func finishSending() { shutdown(fd, Int32(SHUT_WR)) }
+    package func finishSending() { shutdown(fd, Int32(SHUT_WR)) }
 
     /// Sends a request and returns its id.
     @discardableResult
-    public func send(_ request: Request) throws -> UInt64 {
+    package func send(_ request: Request) throws -> UInt64 {
         let id = nextId
         nextId += 1
         guard sendRaw(try DaemonProtocol.encode(ClientMessage(id: id, request: request))) else {
@@ -74,7 +74,7 @@ public final class TestClient {
     }
 
     /// The next message, or `.closed` at end of stream (or a reset).
-    public func receive() throws -> Reply {
+    package func receive() throws -> Reply {
         while true {
             if let payload = try reader.nextFrame() { return .message(try DaemonProtocol.decodeServerMessage(payload)) }
             var chunk = [UInt8](repeating: 0, count: 65536)
@@ -87,7 +87,7 @@ public final class TestClient {
     }
 
     /// Sends a request and returns the result of its response.
-    public func call(_ request: Request) throws -> ServerMessage.Result {
+    package func call(_ request: Request) throws -> ServerMessage.Result {
         let id = try send(request)
         guard case .message(.response(let replyId, let result)) = try receive() else {
             throw HarnessError("no response to \(request.type)")
@@ -97,14 +97,14 @@ public final class TestClient {
     }
 
     /// `hello` at the current version; throws unless answered with a welcome.
-    public func handshake() throws {
+    package func handshake() throws {
         let result = try call(
             .hello(protocolVersion: DaemonProtocol.version, client: ClientInfo(role: .cli, pid: getpid())))
         guard case .welcome = result else { throw HarnessError("hello answered \(result)") }
     }
 
     /// `status`; throws unless answered with status info.
-    public func status() throws -> StatusInfo {
+    package func status() throws -> StatusInfo {
         guard case .status(let info) = try call(.status) else { throw HarnessError("status not answered with status") }
         return info
     }

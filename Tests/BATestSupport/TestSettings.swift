@@ -3,9 +3,9 @@ import Foundation
 /// The settings every test basd starts with: its own settings folder, never the developer's
 /// `~/.config/background-assets`, and `allowedHosts` set to loopback so that no test download can
 /// reach (or even look up) a host beyond this machine.
-public enum TestSettings {
+package enum TestSettings {
     /// The hosts a test basd may download from.
-    public static let loopbackHosts = ["127.0.0.1", "localhost", "::1"]
+    package static let loopbackHosts = ["127.0.0.1", "localhost", "::1"]
 
     /// Prepares the settings of a basd about to start with `--state-dir stateDirectory` and returns
     /// `environment` with `XDG_CONFIG_HOME` set (kept if the test set its own; else
@@ -17,7 +17,8 @@ public enum TestSettings {
     /// ``loopbackHosts`` as its `allowedHosts` unless it has that key already; the test's other keys
     /// stay. A file that is not a JSON object (a test of a malformed file) is left as it is.
     @discardableResult
-    public static func prepare(stateDirectory: String, environment: [String: String] = [:]) throws -> [String: String] {
+    package static func prepare(stateDirectory: String, environment: [String: String] = [:]) throws -> [String: String]
+    {
         var environment = environment
         let configHome =
             environment["XDG_CONFIG_HOME"]
@@ -39,7 +40,7 @@ public enum TestSettings {
 
     /// Adds `"allowedHosts": loopbackHosts` to the settings file at `path` (made if missing) unless it
     /// has the key or is not a JSON object.
-    public static func addLoopbackHosts(to path: String) throws {
+    package static func addLoopbackHosts(to path: String) throws {
         let entry = #""allowedHosts": ["# + loopbackHosts.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
         guard let data = FileManager.default.contents(atPath: path) else {
             try FileManager.default.createDirectory(

@@ -1,7 +1,7 @@
 /// Why basd could not start (or stop cleanly).
-public struct DaemonError: Error, Sendable, CustomStringConvertible {
+package struct DaemonError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public enum Code: Sendable, Hashable {
+    package enum Code: Sendable, Hashable {
         /// Another basd holds the state directory's lock.
         case alreadyRunning
         /// A directory could not be created or is not safe to use.
@@ -17,20 +17,20 @@ public struct DaemonError: Error, Sendable, CustomStringConvertible {
     }
 
     /// What went wrong.
-    public var code: Code
+    package var code: Code
     /// What happened and how to fix it.
-    public var message: String
+    package var message: String
     /// The underlying error, if any.
-    public var cause: (any Error & Sendable)?
+    package var cause: (any Error & Sendable)?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, cause: (any Error & Sendable)? = nil) {
+    package init(_ code: Code, _ message: String, cause: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
         self.cause = cause
     }
 
-    public var description: String {
+    package var description: String {
         guard let cause else { return message }
         return "\(message) (\(cause))"
     }

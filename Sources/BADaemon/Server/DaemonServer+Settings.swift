@@ -3,7 +3,7 @@ import Foundation
 extension DaemonServer {
     /// Whether a log line reports a failure (`--log-level warning` keeps only those; the journal
     /// gets them at priority 4).
-    public static func isWarning(_ line: String) -> Bool { LogFormat.priority(of: line) == 4 }
+    package static func isWarning(_ line: String) -> Bool { LogFormat.priority(of: line) == 4 }
 
     /// Where basd's settings are: `$XDG_CONFIG_HOME/background-assets/config.json` (default
     /// `~/.config/background-assets/config.json`), unless a `config.json` is still in the state
@@ -22,7 +22,7 @@ extension DaemonServer {
     }
 
     /// `$XDG_CONFIG_HOME/background-assets/config.json`, `$HOME/.config/…` without it.
-    public static func defaultSettingsPath(
+    package static func defaultSettingsPath(
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String {
         var base = environment["XDG_CONFIG_HOME"] ?? ""

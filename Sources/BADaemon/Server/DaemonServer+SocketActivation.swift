@@ -14,20 +14,20 @@ extension DaemonServer {
     ///     configuration.activatedSocket = activated   // socketPath becomes activated.path
     /// }
     /// ```
-    public struct ActivatedSocket: Sendable, Equatable {
+    package struct ActivatedSocket: Sendable, Equatable {
         /// The first descriptor systemd passes (`SD_LISTEN_FDS_START`).
-        public static let firstDescriptor: CInt = 3
+        package static let firstDescriptor: CInt = 3
 
         /// The listening socket's descriptor.
-        public let fileDescriptor: CInt
+        package let fileDescriptor: CInt
         /// The path the socket is bound to (from `getsockname`).
-        public let path: String
+        package let path: String
 
         /// Checks that `fileDescriptor` is a listening `AF_UNIX` stream socket bound to a path, and
         /// reads that path.
         ///
         /// - Throws: ``DaemonError`` `.socket`, saying what the descriptor is instead.
-        public init(fileDescriptor: CInt) throws(DaemonError) {
+        package init(fileDescriptor: CInt) throws(DaemonError) {
             self.fileDescriptor = fileDescriptor
             path = try Self.inspect(fileDescriptor)
         }
@@ -42,7 +42,7 @@ extension DaemonServer {
         ///
         /// - Throws: ``DaemonError`` `.socket` when the variables are malformed or fd 3 is not a
         ///   listening unix stream socket with a path.
-        public static func fromEnvironment() throws(DaemonError) -> ActivatedSocket? {
+        package static func fromEnvironment() throws(DaemonError) -> ActivatedSocket? {
             let count = try passedDescriptorCount(ProcessInfo.processInfo.environment, pid: getpid())
             for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { unsetenv(name) }
             guard count > 0 else { return nil }

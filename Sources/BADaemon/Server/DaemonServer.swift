@@ -25,30 +25,30 @@ import NIOPosix
 /// print("basd listening on \(server.configuration.socketPath)")
 /// try await server.run()   // until server.shutdown() (e.g. on SIGTERM)
 /// ```
-public final class DaemonServer: Sendable {
+package final class DaemonServer: Sendable {
     /// Where basd keeps its state and listens.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// basd's state folder (created 0700): `state.sqlite` and `basd.lock` live there.
-        public var stateDirectory: String
+        package var stateDirectory: String
         /// The unix socket to listen on; its folder is created 0700 if missing. With
         /// ``activatedSocket`` set, ``DaemonServer/start(_:)`` replaces it with that socket's path.
-        public var socketPath: String
+        package var socketPath: String
         /// A listening socket to serve on instead of binding ``socketPath`` (systemd socket
         /// activation); basd then never creates, chmods or unlinks a socket file. Nil by default.
-        public var activatedSocket: ActivatedSocket?
+        package var activatedSocket: ActivatedSocket?
         /// Reported by `status`.
-        public var daemonVersion: String
+        package var daemonVersion: String
         /// Where diagnostics go (one line per call); standard error by default.
-        public var log: @Sendable (String) -> Void
+        package var log: @Sendable (String) -> Void
         /// The extension runner; nil finds `ba-extension-runner` next to basd or via `$BA_EXTENSION_RUNNER`.
-        public var runnerPath: String?
+        package var runnerPath: String?
         /// basd's settings file; nil: ``settingsPath(stateDirectory:environment:)``.
-        public var settingsPath: String?
+        package var settingsPath: String?
         /// libcurl's trace of every request on standard error (`--log-level debug`).
-        public var traceTransfers = false
+        package var traceTransfers = false
 
         /// Creates a configuration.
-        public init(
+        package init(
             stateDirectory: String, socketPath: String, daemonVersion: String = DaemonServer.version,
             log: @escaping @Sendable (String) -> Void = DaemonServer.logToStandardError
         ) {
@@ -59,27 +59,27 @@ public final class DaemonServer: Sendable {
         }
 
         /// The lock file that makes basd exclusive per state directory.
-        public var lockPath: String { (stateDirectory as NSString).appendingPathComponent("basd.lock") }
+        package var lockPath: String { (stateDirectory as NSString).appendingPathComponent("basd.lock") }
         /// The store's database file.
-        public var storePath: String { (stateDirectory as NSString).appendingPathComponent("state.sqlite") }
+        package var storePath: String { (stateDirectory as NSString).appendingPathComponent("state.sqlite") }
     }
 
     /// basd's version string.
-    public static let version = ReleaseVersion.string
+    package static let version = ReleaseVersion.string
 
     /// Writes `line` and a newline to standard error through swift-log at level info: with a
     /// syslog priority prefix when standard error is the journal, with the time otherwise
     /// (``LogFormat``). A line that reports a failure is logged at level warning.
-    public static let logToStandardError: @Sendable (String) -> Void = log(level: .info)
+    package static let logToStandardError: @Sendable (String) -> Void = log(level: .info)
 
     /// basd's log at `level` (`--log-level`): lines below it are dropped.
-    public static func log(level: Logger.Level) -> @Sendable (String) -> Void {
+    package static func log(level: Logger.Level) -> @Sendable (String) -> Void {
         let logger = Logger(label: "basd") { _ in BasdLogHandler(level: level) }
         return { line in logger.log(level: isWarning(line) ? .warning : .info, "\(line)") }
     }
 
     /// What the server was started with.
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let lock: ExclusiveControlLock
     private let context: DaemonContext
     private let service: BasdServices
@@ -104,7 +104,7 @@ public final class DaemonServer: Sendable {
     ///   holds nothing while the state folder's `groups/` holds app group containers (a copy made
     ///   without its `-wal`): the message names the file and what to do (docs/state.md, "Checked
     ///   at start"). Nothing is left locked or bound when it throws.
-    public static func start(_ configuration: Configuration) async throws(DaemonError) -> DaemonServer {
+    package static func start(_ configuration: Configuration) async throws(DaemonError) -> DaemonServer {
         var configuration = configuration
         if let activated = configuration.activatedSocket { configuration.socketPath = activated.path }
         Setup.raiseDescriptorLimit(log: configuration.log)
@@ -222,7 +222,7 @@ public final class DaemonServer: Sendable {
 
     /// Serves until ``shutdown()``, then closes every connection, removes the socket file (not an
     /// activated socket's: systemd owns that one), closes the store and releases the lock.
-    public func run() async throws {
+    package func run() async throws {
         try? await channel.closeFuture.get()
         await context.closeAll()
         // Blocking waits (engine thread, service queue): on a thread of their own, not the pool.
@@ -240,10 +240,10 @@ public final class DaemonServer: Sendable {
     }
 
     /// Stops accepting connections; ``run()`` then finishes the shutdown. Safe to call more than once.
-    public func shutdown() async {
+    package func shutdown() async {
         try? await channel.close()
     }
 
     /// Open client connections.
-    public var connectionCount: Int { context.connectionCount }
+    package var connectionCount: Int { context.connectionCount }
 }

@@ -7,11 +7,11 @@ import Foundation
 /// Not a Dispatch signal source with the signal ignored: an ignored signal is discarded by the
 /// kernel unless the thread it is sent to blocks it, and Dispatch blocks it only in the thread
 /// that made the source, so a SIGTERM could vanish and basd never stop.
-public enum ShutdownSignals {
+package enum ShutdownSignals {
     /// Installs the handlers and starts the thread; `received` gets each signal's number, on
     /// that thread. Call once.
     /// - Throws: ``DaemonError`` when the pipe or a handler cannot be set up.
-    public static func install(_ received: @escaping @Sendable (Int32) -> Void) throws(DaemonError) {
+    package static func install(_ received: @escaping @Sendable (Int32) -> Void) throws(DaemonError) {
         var pipe: [Int32] = [-1, -1]
         guard ba_sys_pipe_cloexec(&pipe) == 0 else {
             throw DaemonError(.socket, "cannot make the signal pipe: \(String(cString: strerror(errno)))")

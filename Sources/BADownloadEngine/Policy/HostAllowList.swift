@@ -9,24 +9,24 @@ import BAExtensionProtocol
 ///
 /// A list is checked on the URL's text before anything is connected or looked up, so a refused
 /// host costs no DNS query.
-public struct HostAllowList: Sendable, Equatable {
-    public let entries: [String]
+package struct HostAllowList: Sendable, Equatable {
+    package let entries: [String]
     /// Whose list it is, named in a refusal ("basd's allowedHosts setting"); nil for the app's own
     /// pre-launch list (`BADownloadDomainAllowList`), or any list whose owner needs no naming.
-    public let owner: String?
+    package let owner: String?
 
     /// A list of `entries` (lowercased) whose owner is not named in refusals.
-    public init(_ entries: [String]) { self.init(entries, owner: nil) }
+    package init(_ entries: [String]) { self.init(entries, owner: nil) }
 
     /// A list of `entries` (lowercased), owned by `owner` ("basd's allowedHosts setting"), named in
     /// refusals.
-    public init(_ entries: [String], owner: String?) {
+    package init(_ entries: [String], owner: String?) {
         self.entries = entries.map { $0.lowercased() }
         self.owner = owner
     }
 
     /// Whether `host` (lowercased, no brackets) is allowed.
-    public func allows(host: String) -> Bool {
+    package func allows(host: String) -> Bool {
         let host = host.lowercased()
         return entries.contains { entry in
             if entry.hasPrefix("*.") {

@@ -2,7 +2,7 @@
 ///
 /// This is where "never splice bytes of two versions" is enforced: a body is appended to the
 /// partial file only when the response proves it continues exactly those bytes.
-public enum ResponseDecision: Equatable, Sendable {
+package enum ResponseDecision: Equatable, Sendable {
     /// Write the body at `offset` (0 for a fresh file). `total` is the whole file's size if known.
     case write(offset: Int64, total: Int64?, validator: String?)
     /// The partial file already holds the whole resource (416 for a range starting at its end).
@@ -26,7 +26,7 @@ public enum ResponseDecision: Equatable, Sendable {
     ///     `If-Range`, if any.
     ///   - expectedSize: The size the file must have, if known.
     ///   - url: For messages.
-    public static func decide(
+    package static func decide(
         _ head: ResponseHead, requestedOffset: Int64, sentValidator: String?, expectedSize: Int64?, url: String
     ) -> ResponseDecision {
         let status = head.status

@@ -1,17 +1,17 @@
 /// The status line and headers of one HTTP response, as the header callback collects them.
-public struct ResponseHead: Sendable, Equatable {
-    public var status: Int = 0
-    public var reason: String = ""
+package struct ResponseHead: Sendable, Equatable {
+    package var status: Int = 0
+    package var reason: String = ""
     /// Header fields with lowercased names; a repeated field keeps its last value.
-    public var fields: [String: String] = [:]
+    package var fields: [String: String] = [:]
 
-    public init(status: Int = 0, reason: String = "", fields: [String: String] = [:]) {
+    package init(status: Int = 0, reason: String = "", fields: [String: String] = [:]) {
         self.status = status
         self.reason = reason
         self.fields = fields
     }
 
-    public subscript(_ name: String) -> String? { fields[name.lowercased()] }
+    package subscript(_ name: String) -> String? { fields[name.lowercased()] }
 
     /// The header fields the engine reads; others are skipped without building Strings.
     static let interestingFields: [String] = [
@@ -35,13 +35,13 @@ public struct ResponseHead: Sendable, Equatable {
 
     /// Feeds one header line (with or without CRLF). Returns true at the blank line that ends a
     /// final (non-1xx) response head.
-    public mutating func consume(line: String) -> Bool {
+    package mutating func consume(line: String) -> Bool {
         var copy = line
         return copy.withUTF8 { consume(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     /// Feeds one header line as bytes (what libcurl hands over), parsed without Foundation.
-    public mutating func consume(bytes raw: UnsafeRawBufferPointer) -> Bool {
+    package mutating func consume(bytes raw: UnsafeRawBufferPointer) -> Bool {
         var end = raw.count
         while end > 0 && (raw[end - 1] == 0x0A || raw[end - 1] == 0x0D) { end -= 1 }
         let line = UnsafeRawBufferPointer(rebasing: raw[0..<end])
@@ -80,20 +80,20 @@ public struct ResponseHead: Sendable, Equatable {
     }
 
     /// `Content-Length`, if present and valid.
-    public var contentLength: Int64? { self["content-length"].flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil } }
+    package var contentLength: Int64? { self["content-length"].flatMap { Int64($0) }.flatMap { $0 >= 0 ? $0 : nil } }
 
     /// The validators a partial file of this response's bytes is resumed with (``ResumeValidator``,
     /// as stored), if it has any.
-    public var validator: String? { ResumeValidator(self)?.stored }
+    package var validator: String? { ResumeValidator(self)?.stored }
 }
 
 /// A parsed `Content-Range: bytes first-last/total` (or `bytes */total`).
-public struct ContentRange: Sendable, Equatable {
-    public var first: Int64?
-    public var last: Int64?
-    public var total: Int64?
+package struct ContentRange: Sendable, Equatable {
+    package var first: Int64?
+    package var last: Int64?
+    package var total: Int64?
 
-    public init?(_ value: String) {
+    package init?(_ value: String) {
         guard value.hasPrefix("bytes ") else { return nil }
         let spec = value.dropFirst(6)
         let parts = spec.split(separator: "/", maxSplits: 1)

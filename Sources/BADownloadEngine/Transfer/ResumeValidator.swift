@@ -10,14 +10,14 @@
 /// Stored (in the `.validator` sidecar and in basd's store) as text: the entity tag and the date on
 /// lines of their own, the tag first. A single line is what earlier versions wrote, one validator
 /// of either kind, and reads the same way.
-public struct ResumeValidator: Sendable, Equatable {
+package struct ResumeValidator: Sendable, Equatable {
     /// The strong entity tag, quoted (`"…"`), if the response had one.
-    public var entityTag: String?
+    package var entityTag: String?
     /// The `Last-Modified` value, exactly as the server sent it, if it had one.
-    public var lastModified: String?
+    package var lastModified: String?
 
     /// A validator with at least one of the two; nil when there is neither (nothing to resume with).
-    public init?(entityTag: String?, lastModified: String?) {
+    package init?(entityTag: String?, lastModified: String?) {
         let tag = entityTag.flatMap { Self.isStrongTag($0) ? $0 : nil }
         let date = lastModified.flatMap { $0.isEmpty ? nil : $0 }
         guard tag != nil || date != nil else { return nil }
@@ -26,12 +26,12 @@ public struct ResumeValidator: Sendable, Equatable {
     }
 
     /// The validators of a response head (a weak tag does not count: it cannot validate a range).
-    public init?(_ head: ResponseHead) {
+    package init?(_ head: ResponseHead) {
         self.init(entityTag: head["etag"], lastModified: head["last-modified"])
     }
 
     /// Reads the stored text (``stored``, or one validator of either kind as older versions kept).
-    public init?(stored: String) {
+    package init?(stored: String) {
         var tag: String?
         var date: String?
         for line in stored.split(separator: "\n", omittingEmptySubsequences: true) {
@@ -46,16 +46,16 @@ public struct ResumeValidator: Sendable, Equatable {
     }
 
     /// The text kept beside the partial file and in basd's store.
-    public var stored: String {
+    package var stored: String {
         [entityTag, lastModified].compactMap { $0 }.joined(separator: "\n")
     }
 
     /// What `If-Range` carries: the entity tag, else the date (RFC 9110 §13.1.5 takes one).
-    public var ifRange: String { entityTag ?? lastModified ?? "" }
+    package var ifRange: String { entityTag ?? lastModified ?? "" }
 
     /// Nil when `head` (a 206) repeats every validator of this one, strong and byte-equal; else
     /// why it does not, for the log.
-    public func mismatch(in head: ResponseHead) -> String? {
+    package func mismatch(in head: ResponseHead) -> String? {
         if let entityTag {
             guard let answered = head["etag"] else { return "no ETag, but the partial file is \(entityTag)" }
             guard answered == entityTag else {

@@ -7,8 +7,8 @@
 ///    │                 │ ├─needsCredentials──▶ waitingForCredentials ──credential──▶ running
 ///    └────promote──── paused ◀──pause──┘ └─fatal / budget spent──▶ failed
 /// ```
-public struct TransferStateMachine: Sendable {
-    public enum State: Equatable, Sendable {
+package struct TransferStateMachine: Sendable {
+    package enum State: Equatable, Sendable {
         case queued
         case running
         /// Until this engine-clock time.
@@ -21,7 +21,7 @@ public struct TransferStateMachine: Sendable {
     }
 
     /// What the engine should do next.
-    public enum Action: Equatable, Sendable {
+    package enum Action: Equatable, Sendable {
         /// Send a request for `url` from byte `offset` (0 = whole file), with `If-Range: validator`.
         case startRequest(url: String, offset: Int64, validator: String?)
         /// Wait until the engine-clock time, then call ``retryDue()``.
@@ -36,7 +36,7 @@ public struct TransferStateMachine: Sendable {
     }
 
     /// How a request ended, as the engine saw it.
-    public enum Outcome: Equatable, Sendable {
+    package enum Outcome: Equatable, Sendable {
         /// The body was written completely (or the 416 said the partial file is complete).
         case complete
         case redirect(location: String, resolved: String?)
@@ -46,31 +46,31 @@ public struct TransferStateMachine: Sendable {
         case fatal(DownloadError)
     }
 
-    public private(set) var state: State = .queued
+    package private(set) var state: State = .queued
     /// Requests started so far.
-    public private(set) var attempts = 0
+    package private(set) var attempts = 0
     /// The URL after redirects.
-    public private(set) var currentURL: String
-    public private(set) var redirectCount = 0
-    public private(set) var restartCount = 0
+    package private(set) var currentURL: String
+    package private(set) var redirectCount = 0
+    package private(set) var restartCount = 0
     /// Whether credentials were already sent (a second 401 then fails).
-    public private(set) var credentialsSent = false
-    public private(set) var isForeground: Bool
+    package private(set) var credentialsSent = false
+    package private(set) var isForeground: Bool
     private var firstFailure: Duration?
     /// Requests that failed because the host could not be reached (offline): they do not count
     /// toward giving up.
-    public private(set) var offlineAttempts = 0
+    package private(set) var offlineAttempts = 0
     private let originalURL: String
     private var allowList: HostAllowList?
     /// The machine's own allow-list (basd's `allowedHosts`): checked with ``allowList`` and never lifted.
     private let allowedHosts: HostAllowList?
 
-    public static let maximumRedirects = 10
-    public static let maximumRestarts = 3
+    package static let maximumRedirects = 10
+    package static let maximumRestarts = 3
 
     /// A transfer of `url`; every hop must satisfy both `allowedHosts` (the machine's, kept for the
     /// transfer's life) and `allowList` (the app's pre-launch list, dropped by ``liftAllowList()``).
-    public init(url: String, isForeground: Bool, allowList: HostAllowList?, allowedHosts: HostAllowList? = nil) {
+    package init(url: String, isForeground: Bool, allowList: HostAllowList?, allowedHosts: HostAllowList? = nil) {
         self.currentURL = url
         self.originalURL = url
         self.isForeground = isForeground
@@ -83,7 +83,7 @@ public struct TransferStateMachine: Sendable {
 
     /// Starts (or resumes) a request with `bytesOnDisk` already in the partial file, whose
     /// version is `validator` (nil: unknown, so the partial file cannot be trusted).
-    public mutating func start(bytesOnDisk: Int64, validator: String?) -> Action {
+    package mutating func start(bytesOnDisk: Int64, validator: String?) -> Action {
         switch state {
         case .queued, .paused, .waitingForRetry, .waitingForCredentials, .running: break
         case .finished, .failed, .cancelled: return .none
@@ -100,25 +100,25 @@ public struct TransferStateMachine: Sendable {
 
     /// Ends a wait for a retry now (a promotion, `ba retry`, a network change): true when the
     /// transfer was waiting and may start at once.
-    public mutating func retryNow() -> Bool {
+    package mutating func retryNow() -> Bool {
         guard case .waitingForRetry = state else { return false }
         state = .queued
         return true
     }
 
     /// The owner promoted the transfer to the foreground (it fails fast from now on).
-    public mutating func promote() { isForeground = true }
+    package mutating func promote() { isForeground = true }
 
     /// The owner lifted the app's host allow-list: later redirect hops are checked against the URL rules
     /// and the machine's `allowedHosts` only.
-    public mutating func liftAllowList() { allowList = nil }
+    package mutating func liftAllowList() { allowList = nil }
 
     /// The engine took the running request off the wire (promotion, explicit pause).
-    public mutating func pause() {
+    package mutating func pause() {
         if state == .running || state == .queued { state = .paused }
     }
 
-    public mutating func cancel() -> Action {
+    package mutating func cancel() -> Action {
         switch state {
         case .finished, .failed, .cancelled: return .none
         default:
@@ -128,7 +128,7 @@ public struct TransferStateMachine: Sendable {
     }
 
     /// A request ended. `now` is the engine clock; `random` in 0..<1 for the backoff jitter.
-    public mutating func requestEnded(
+    package mutating func requestEnded(
         _ outcome: Outcome, policy: RetryPolicy, now: Duration, random: Double, bytesOnDisk: Int64, validator: String?
     ) -> Action {
         guard state == .running else { return .none }
@@ -206,7 +206,7 @@ public struct TransferStateMachine: Sendable {
     }
 
     /// The owner answered the credential request: with credentials (true) or not (false).
-    public mutating func credentialsProvided(_ provided: Bool, bytesOnDisk: Int64, validator: String?) -> Action {
+    package mutating func credentialsProvided(_ provided: Bool, bytesOnDisk: Int64, validator: String?) -> Action {
         guard state == .waitingForCredentials else { return .none }
         guard provided else {
             return fail(
@@ -218,7 +218,7 @@ public struct TransferStateMachine: Sendable {
     }
 
     /// Verification finished.
-    public mutating func verified(_ error: DownloadError?) -> Action {
+    package mutating func verified(_ error: DownloadError?) -> Action {
         if let error { return fail(error) }
         state = .finished
         return .none
