@@ -23,8 +23,9 @@ import Foundation
 ///
 /// All of them run on one serial ``ServiceExecutor`` and read time from one ``ServiceClock``.
 /// They reach each other through this object (created lazily, on the executor, in ``init``), but
-/// for the ``TransferCoordinator``: it is given what it needs and reports to this object as its
-/// ``TransferCoordinatorDelegate``.
+/// for the ``TransferCoordinator`` and the ``ExtensionCaller``: each is given what it needs and
+/// reports to this object as its delegate (``TransferCoordinatorDelegate``,
+/// ``ExtensionCallerDelegate``).
 final class BasdServices: @unchecked Sendable {
     struct Configuration: Sendable {
         var stateDirectory: String
@@ -75,7 +76,15 @@ final class BasdServices: @unchecked Sendable {
         return transfers
     }()
     private(set) lazy var delivery = EventRouter(self)
-    private(set) lazy var extensions = ExtensionCaller(self)
+    private(set) lazy var extensions: ExtensionCaller = {
+        let extensions = ExtensionCaller(
+            store: store, containers: containers, configuration: configuration, executor: executor,
+            settings: { [unowned self] in self.settings.current },
+            activeDownloads: { [unowned self] app, limit in self.transfers.activeRecords(of: app, limit: limit) },
+            log: log)
+        extensions.delegate = self
+        return extensions
+    }()
     private(set) lazy var installer = AppInstaller(self)
     private(set) lazy var scheduler = PeriodicScheduler(self)
     private(set) lazy var purge = PurgeService(self)
