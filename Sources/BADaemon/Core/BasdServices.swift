@@ -23,9 +23,9 @@ import Foundation
 ///
 /// All of them run on one serial ``ServiceExecutor`` and read time from one ``ServiceClock``.
 /// They reach each other through this object (created lazily, on the executor, in ``init``), but
-/// for the ``TransferCoordinator`` and the ``ExtensionCaller``: each is given what it needs and
-/// reports to this object as its delegate (``TransferCoordinatorDelegate``,
-/// ``ExtensionCallerDelegate``).
+/// for the ``TransferCoordinator``, the ``ExtensionCaller`` and the ``EventRouter``: each is given
+/// what it needs (the router: the caller and the coordinator) and reports to this object as its
+/// delegate (``TransferCoordinatorDelegate``, ``ExtensionCallerDelegate``, ``EventRouterDelegate``).
 final class BasdServices: @unchecked Sendable {
     struct Configuration: Sendable {
         var stateDirectory: String
@@ -75,7 +75,13 @@ final class BasdServices: @unchecked Sendable {
         transfers.delegate = self
         return transfers
     }()
-    private(set) lazy var delivery = EventRouter(self)
+    private(set) lazy var delivery: EventRouter = {
+        let delivery = EventRouter(
+            store: store, configuration: configuration, executor: executor, extensions: extensions,
+            transfers: transfers, log: log)
+        delivery.delegate = self
+        return delivery
+    }()
     private(set) lazy var extensions: ExtensionCaller = {
         let extensions = ExtensionCaller(
             store: store, containers: containers, configuration: configuration, executor: executor,
