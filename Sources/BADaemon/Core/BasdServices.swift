@@ -93,7 +93,9 @@ final class BasdServices: @unchecked Sendable {
     }()
     private(set) lazy var installer = AppInstaller(self)
     private(set) lazy var scheduler = PeriodicScheduler(self)
-    private(set) lazy var purge = PurgeService(self)
+    private(set) lazy var purge = PurgeService(
+        store: store, containers: containers, configuration: configuration, executor: executor,
+        settings: { [unowned self] in self.settings.current }, log: log)
     private(set) lazy var requests = RequestRouter(self)
     private let initialSettings: SettingsFile
 
