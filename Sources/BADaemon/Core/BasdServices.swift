@@ -22,10 +22,13 @@ import Foundation
 /// | ``SettingsService`` | basd's settings file |
 ///
 /// All of them run on one serial ``ServiceExecutor`` and read time from one ``ServiceClock``.
-/// They reach each other through this object (created lazily, on the executor, in ``init``), but
-/// for the ``TransferCoordinator``, the ``ExtensionCaller`` and the ``EventRouter``: each is given
-/// what it needs (the router: the caller and the coordinator) and reports to this object as its
-/// delegate (``TransferCoordinatorDelegate``, ``ExtensionCallerDelegate``, ``EventRouterDelegate``).
+/// Each is created here (lazily, on the executor, in ``init``) and given what it needs: the
+/// ``TransferCoordinator``, the ``ExtensionCaller``, the ``EventRouter``, the ``PurgeService`` and
+/// the ``PeriodicScheduler`` know only the services below them, and this object is the delegate
+/// each lower service reports or asks upward through (``TransferCoordinatorDelegate``,
+/// ``ExtensionCallerDelegate``, ``EventRouterDelegate``, ``AppInstallerDelegate``). The
+/// ``AppInstaller``, the ``RequestRouter`` and the ``SettingsService`` still reach the others
+/// through this object (`docs/architecture.md` draws the layers).
 final class BasdServices: @unchecked Sendable {
     struct Configuration: Sendable {
         var stateDirectory: String
@@ -91,8 +94,16 @@ final class BasdServices: @unchecked Sendable {
         extensions.delegate = self
         return extensions
     }()
-    private(set) lazy var installer = AppInstaller(self)
-    private(set) lazy var scheduler = PeriodicScheduler(self)
+    private(set) lazy var installer: AppInstaller = {
+        let installer = AppInstaller(self)
+        installer.delegate = self
+        return installer
+    }()
+    private(set) lazy var scheduler = PeriodicScheduler(
+        store: store, configuration: configuration, executor: executor,
+        settings: { [unowned self] in self.settings.current },
+        refreshSettings: { [unowned self] in self.settings.refresh(because: .schedulerLook) }, extensions: extensions,
+        delivery: delivery, purge: purge, transfers: transfers, installer: installer, log: log)
     private(set) lazy var purge = PurgeService(
         store: store, containers: containers, configuration: configuration, executor: executor,
         settings: { [unowned self] in self.settings.current }, log: log)
