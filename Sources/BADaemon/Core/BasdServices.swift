@@ -22,9 +22,13 @@ import Foundation
 /// | ``SettingsService`` | basd's settings file |
 ///
 /// All of them run on one serial ``ServiceExecutor`` and read time from one ``ServiceClock``.
-/// They reach each other through this object (created lazily, on the executor, in ``init``), but
-/// for the ``TransferCoordinator``: it is given what it needs and reports to this object as its
-/// ``TransferCoordinatorDelegate``.
+/// Each is created here (lazily, on the executor, in ``init``) and given what it needs: the
+/// ``TransferCoordinator``, the ``ExtensionCaller``, the ``EventRouter``, the ``PurgeService`` and
+/// the ``PeriodicScheduler`` know only the services below them, and this object is the delegate
+/// each lower service reports or asks upward through (``TransferCoordinatorDelegate``,
+/// ``ExtensionCallerDelegate``, ``EventRouterDelegate``, ``AppInstallerDelegate``). The
+/// ``AppInstaller``, the ``RequestRouter`` and the ``SettingsService`` still reach the others
+/// through this object (`docs/architecture.md` draws the layers).
 final class BasdServices: @unchecked Sendable {
     struct Configuration: Sendable {
         var stateDirectory: String
@@ -74,11 +78,35 @@ final class BasdServices: @unchecked Sendable {
         transfers.delegate = self
         return transfers
     }()
-    private(set) lazy var delivery = EventRouter(self)
-    private(set) lazy var extensions = ExtensionCaller(self)
-    private(set) lazy var installer = AppInstaller(self)
-    private(set) lazy var scheduler = PeriodicScheduler(self)
-    private(set) lazy var purge = PurgeService(self)
+    private(set) lazy var delivery: EventRouter = {
+        let delivery = EventRouter(
+            store: store, configuration: configuration, executor: executor, extensions: extensions,
+            transfers: transfers, log: log)
+        delivery.delegate = self
+        return delivery
+    }()
+    private(set) lazy var extensions: ExtensionCaller = {
+        let extensions = ExtensionCaller(
+            store: store, containers: containers, configuration: configuration, executor: executor,
+            settings: { [unowned self] in self.settings.current },
+            activeDownloads: { [unowned self] app, limit in self.transfers.activeRecords(of: app, limit: limit) },
+            log: log)
+        extensions.delegate = self
+        return extensions
+    }()
+    private(set) lazy var installer: AppInstaller = {
+        let installer = AppInstaller(self)
+        installer.delegate = self
+        return installer
+    }()
+    private(set) lazy var scheduler = PeriodicScheduler(
+        store: store, configuration: configuration, executor: executor,
+        settings: { [unowned self] in self.settings.current },
+        refreshSettings: { [unowned self] in self.settings.refresh(because: .schedulerLook) }, extensions: extensions,
+        delivery: delivery, purge: purge, transfers: transfers, installer: installer, log: log)
+    private(set) lazy var purge = PurgeService(
+        store: store, containers: containers, configuration: configuration, executor: executor,
+        settings: { [unowned self] in self.settings.current }, log: log)
     private(set) lazy var requests = RequestRouter(self)
     private let initialSettings: SettingsFile
 

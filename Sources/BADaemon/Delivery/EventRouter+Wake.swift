@@ -29,9 +29,9 @@ extension EventRouter {
     /// runner's end feeds the machine, naming the event whose call failed, if any.
     func wake(_ app: String, sequence: Int64) {
         if let ended = lastRunnerEnded[app] {
-            let since = services.clock.instant - ended
+            let since = clock.instant - ended
             if since < Self.settle {
-                services.executor.after(Self.settle - since) { [self] in wakeNow(app, sequence: sequence) }
+                executor.after(Self.settle - since) { [self] in wakeNow(app, sequence: sequence) }
                 return
             }
         }
@@ -54,9 +54,10 @@ extension EventRouter {
                 feed(app, .eventCallEnded(sequence: sequence, failed: nil))
                 return
             }
-            services.extensions.call(
+            extensions.call(
                 storedApp, libraryPath: libraryPath, event: first.runnerEvent,
                 moreEvents: woken.dropFirst().map(\.runnerEvent), kind: first.runKind, bypassAllowance: false,
+                cleanup: nil,
                 callsEnded: { [self] results in acknowledge(results, of: storedApp, woken: woken) },
                 countsTowardQuarantine: { [self] outcome in
                     // A poisoned event is parked after its attempts; its failures count once.
@@ -70,7 +71,7 @@ extension EventRouter {
                 // After the acknowledgements before it are applied: the machine may wake the
                 // next runner, which must not be handed an event this one answered.
                 acknowledgements(of: app).run { [self] done in
-                    lastRunnerEnded[app] = services.clock.instant
+                    lastRunnerEnded[app] = clock.instant
                     var failed: Int64? = nil
                     if !outcome.isOK {
                         let event = woken[min(outcome.callIndex, woken.count - 1)].event.sequence
@@ -205,7 +206,7 @@ extension EventRouter {
                     case .schedule(let record):
                         do {
                             scheduled.append(
-                                try services.transfers.schedule(
+                                try transfers.schedule(
                                     DownloadPayload(record), for: app, contentRequest: 0, start: false))
                         } catch {
                             log(
@@ -226,11 +227,11 @@ extension EventRouter {
             log("acknowledging events of \(app.bundleIdentifier) failed: \(error)")
             return done()
         }
-        for download in scheduled { services.transfers.start(download) }
+        for download in scheduled { transfers.start(download) }
         for path in removals { removeDelivered(path) }
         guard !rest.isEmpty else { return done() }
         let carried = UncheckedSendable((rest, done))
-        services.executor.yielding { [self] in applySlice(carried.value.0, of: app, then: carried.value.1) }
+        executor.yielding { [self] in applySlice(carried.value.0, of: app, then: carried.value.1) }
     }
 
     /// What one `ok` call did besides scheduling, inside an acknowledging batch.
@@ -268,13 +269,13 @@ extension EventRouter {
                 }
             }
         case .needsCredentials:
-            services.transfers.respond(
+            transfers.respond(
                 to: event.downloadUniqueIdentifier, disposition: Int(result.challengeDisposition ?? 1),
                 user: result.credential?.user, password: result.credential?.password)
         default:
             break
         }
-        services.transfers.applyCancellations(result.cancelled, of: app.bundleIdentifier)
+        transfers.applyCancellations(result.cancelled, of: app.bundleIdentifier)
     }
 
     /// The size of what is at `path` (a file, or a link the extension left), or nil when nothing is.

@@ -7,8 +7,26 @@ import Foundation
 /// connections observing every event, and one ``AppDeliveryStateMachine`` per app, whose actions
 /// it applies: sends, walks of the undelivered events, extension wake-ups (through the
 /// ``ExtensionCaller``), retries, and the content requests waiting for an app's extension.
+///
+/// It knows only the services below it, given in
+/// ``init(store:configuration:executor:extensions:transfers:log:)``: the extension caller it wakes
+/// extensions through, and the transfers its acknowledgements act on. It asks whether an
+/// extension may be woken through its ``delegate``.
 final class EventRouter: @unchecked Sendable {
-    unowned let services: BasdServices
+    let store: BAStore
+    /// basd's configuration: the attempts of an event's extension call, the clock.
+    let configuration: BasdServices.Configuration
+    /// The executor every method runs on (retries and slices are posted to it).
+    let executor: ServiceExecutor
+    /// basd's clock.
+    let clock: ServiceClock
+    /// Where extensions are woken (the ``ExtensionCaller``).
+    let extensions: any ExtensionCalling
+    /// What an extension's answer does to transfers (the ``TransferCoordinator``).
+    let transfers: any EventTransfers
+    let log: @Sendable (String) -> Void
+    /// Who says whether an extension may be woken now (``BasdServices``); weak, as it owns the router.
+    weak var delegate: (any EventRouterDelegate)?
 
     // Executor-confined state.
     /// Subscribed app connections, by app.
@@ -32,12 +50,20 @@ final class EventRouter: @unchecked Sendable {
     /// and the ends of runners after them, one after another.
     var acknowledgements: [String: StepQueue] = [:]
 
-    init(_ services: BasdServices) {
-        self.services = services
+    /// A router that wakes extensions through `extensions` and applies their answers to
+    /// `transfers`; set ``delegate`` before the first event is recorded.
+    init(
+        store: BAStore, configuration: BasdServices.Configuration, executor: ServiceExecutor,
+        extensions: any ExtensionCalling, transfers: any EventTransfers, log: @escaping @Sendable (String) -> Void
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.executor = executor
+        self.clock = configuration.clock
+        self.extensions = extensions
+        self.transfers = transfers
+        self.log = log
     }
-
-    var store: BAStore { services.store }
-    var log: @Sendable (String) -> Void { services.log }
 
     /// Whether a call of the app's extension runs (or its slot is held).
     func isExtensionBusy(_ app: String) -> Bool { (machines[app]?.slot ?? .idle) != .idle }
@@ -52,7 +78,7 @@ final class EventRouter: @unchecked Sendable {
 
     /// Feeds `input` to the app's machine and applies what it says.
     func feed(_ app: String, _ input: AppDeliveryStateMachine.Input) {
-        var machine = machines[app] ?? AppDeliveryStateMachine(attempts: services.configuration.extensionAttempts)
+        var machine = machines[app] ?? AppDeliveryStateMachine(attempts: configuration.extensionAttempts)
         let actions = machine.handle(input)
         machines[app] = machine.isQuiet ? nil : machine
         for action in actions { apply(action, app: app) }
@@ -106,7 +132,7 @@ final class EventRouter: @unchecked Sendable {
             session.subscribedApp = app
             subscribers[app, default: [:]][session.id] = session
             // After the `ok` reply (the caller writes it first): the backlog, in order.
-            services.executor.async { self.feed(app, .sessionSubscribed) }
+            executor.async { self.feed(app, .sessionSubscribed) }
         }
     }
 
@@ -151,7 +177,7 @@ final class EventRouter: @unchecked Sendable {
         case .wake(let sequence):
             wake(app, sequence: sequence)
         case .retry(let delay):
-            services.executor.after(delay) { [self] in feed(app, .retryDue) }
+            executor.after(delay) { [self] in feed(app, .retryDue) }
         case .park(let sequence, let failures):
             park(app, sequence: sequence, failures: failures)
         case .holdBack(let reason):
@@ -213,15 +239,15 @@ final class EventRouter: @unchecked Sendable {
                     case .began, .paused, .progress:
                         try store.markDelivered(app: app, through: event.sequence, includingParked: false)
                     case .finished, .failed, .needsCredentials:
-                        guard storedApp.extensionPath != nil, services.extensions.isAvailable else {
+                        guard storedApp.extensionPath != nil, extensions.isAvailable else {
                             if event.kind == .needsCredentials {
                                 // Nobody can answer: fail the transfer rather than hang it.
-                                services.transfers.respond(
+                                transfers.respond(
                                     to: event.downloadUniqueIdentifier, disposition: 2, user: nil, password: nil)
                             }
                             return
                         }
-                        let refusal = services.scheduler.refusalToCall(storedApp, kind: nil, bypassAllowance: false)
+                        let refusal = delegate?.delivery(self, refusalToWake: storedApp)
                         feed(app, .extensionNeeded(sequence: event.sequence, refusal: refusal))
                         return
                     }

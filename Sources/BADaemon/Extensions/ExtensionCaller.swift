@@ -1,5 +1,6 @@
 import BAExtensionHost
 import BAExtensionProtocol
+import BAScheduling
 import BAStore
 import Foundation
 import Synchronization
@@ -49,13 +50,45 @@ extension Duration {
 /// The only owner of the extension supervisor: makes every call of an app's extension (content
 /// requests and event wake-ups) in a runner, off the executor, and records it (the `extension_run`
 /// table, the extension's log lines, the scheduler's bookkeeping) before handing back the outcome.
+///
+/// It knows no other service: it is given what it needs in
+/// ``init(store:containers:configuration:executor:settings:activeDownloads:log:)`` and asks for each
+/// call's deadline, and reports each run's end, through its ``delegate``.
 final class ExtensionCaller: @unchecked Sendable {
-    unowned let services: BasdServices
+    let store: BAStore
+    /// Where each app group's container is (handed to the extension).
+    let containers: AppContainers
+    /// basd's configuration: the runner's path, the most current downloads a call is handed, the clock.
+    let configuration: BasdServices.Configuration
+    /// The executor every method runs on (each call's results are posted to it).
+    let executor: ServiceExecutor
+    /// The settings in force (the `extensionSandbox` setting is read at each call).
+    let settings: () -> BasdSettings
+    /// An app's oldest active downloads, at most `limit` (the transfer coordinator's, as the
+    /// extension sees them).
+    let activeDownloads: (_ app: String, _ limit: Int) -> [DownloadRecord]
+    let log: @Sendable (String) -> Void
+    /// Who sets each call's deadline and is told each run's end (``BasdServices``); weak, as it
+    /// owns the caller.
+    weak var delegate: (any ExtensionCallerDelegate)?
     private var supervisor: BAExtensionSupervisor?
 
-    init(_ services: BasdServices) {
-        self.services = services
-        supervisor = makeSupervisor(sandboxed: services.settings.current.extensionSandbox)
+    /// A caller with a supervisor for the runner at `configuration.runnerPath` (or found next to
+    /// basd), sandboxed as the settings say; set ``delegate`` before the first call.
+    init(
+        store: BAStore, containers: AppContainers, configuration: BasdServices.Configuration,
+        executor: ServiceExecutor, settings: @escaping () -> BasdSettings,
+        activeDownloads: @escaping (_ app: String, _ limit: Int) -> [DownloadRecord],
+        log: @escaping @Sendable (String) -> Void
+    ) {
+        self.store = store
+        self.containers = containers
+        self.configuration = configuration
+        self.executor = executor
+        self.settings = settings
+        self.activeDownloads = activeDownloads
+        self.log = log
+        supervisor = makeSupervisor(sandboxed: settings().extensionSandbox)
     }
 
     /// A supervisor with the sandbox on (as `BA_EXTENSION_SANDBOX` says) or off (the
@@ -63,16 +96,16 @@ final class ExtensionCaller: @unchecked Sendable {
     private func makeSupervisor(sandboxed: Bool) -> BAExtensionSupervisor? {
         do {
             return try BAExtensionSupervisor(
-                runnerPath: services.configuration.runnerPath, sandbox: sandboxed ? .fromEnvironment : .disabled)
+                runnerPath: configuration.runnerPath, sandbox: sandboxed ? .fromEnvironment : .disabled)
         } catch {
-            services.log("extensions cannot be woken: \(error)")
+            log("extensions cannot be woken: \(error)")
             return nil
         }
     }
 
     /// Follows the `extensionSandbox` setting (a new supervisor when it changed).
     private func currentSupervisor() -> BAExtensionSupervisor? {
-        let sandboxed = services.settings.current.extensionSandbox
+        let sandboxed = settings().extensionSandbox
         let wanted = sandboxed ? BAExtensionSandbox.fromEnvironment.isEnabled : false
         if let supervisor, supervisor.sandbox.isEnabled != wanted {
             self.supervisor = makeSupervisor(sandboxed: sandboxed)
@@ -106,10 +139,10 @@ final class ExtensionCaller: @unchecked Sendable {
         countsTowardQuarantine: ((ExtensionCallOutcome) -> Bool)? = nil,
         done: @escaping (ExtensionCallOutcome) -> Void
     ) {
-        let startedAt = services.clock.now
+        let startedAt = configuration.clock.now
         let supervisor = currentSupervisor()
         if let supervisor, !supervisor.sandbox.isEnabled {
-            services.log(
+            log(
                 "WARNING: calling the extension of \(app.bundleIdentifier) WITHOUT the sandbox "
                     + "(extensionSandbox is off, or BA_EXTENSION_SANDBOX=off): it can reach the network and every file of the user"
             )
@@ -122,10 +155,12 @@ final class ExtensionCaller: @unchecked Sendable {
             done(outcome)
             return
         }
-        let budget = services.scheduler.callBudget(for: app, bypassAllowance: bypassAllowance)
+        let budget =
+            delegate?.extensions(self, budgetFor: app, bypassAllowance: bypassAllowance)
+            ?? (perCall: .milliseconds(Int64(settings().extensionCallTimeoutSeconds * 1000)), total: nil)
         let invocation = BAExtensionInvocation(
             libraryPath: libraryPath, event: event, timeout: budget.perCall,
-            appGroupContainerPath: app.appGroupIdentifier.map { services.containers.container(group: $0) },
+            appGroupContainerPath: app.appGroupIdentifier.map { containers.container(group: $0) },
             currentDownloads: currentDownloads(of: app), moreEvents: moreEvents,
             totalTimeout: moreEvents.isEmpty ? nil : budget.total)
         let done = UncheckedSendable(done)
@@ -138,10 +173,9 @@ final class ExtensionCaller: @unchecked Sendable {
         // The results of calls that returned while the runner goes on, until the executor takes them.
         let inbox = Inbox<BAExtensionRunResult>()
         let lastIndex = moreEvents.count
-        // Held strongly: the call's thread may outlive the services (an in-process basd torn
-        // down mid-call); a stopped executor drops what is posted to it, so nothing here reaches
-        // through the unowned `services` after they are gone.
-        let executor = services.executor
+        // The call's thread may outlive the services (an in-process basd torn down mid-call): a
+        // stopped executor drops what is posted to it, so nothing reaches a delegate that is gone.
+        let executor = self.executor
         let thread = Thread { [self] in
             let outcome: ExtensionCallOutcome
             let runStarted = ContinuousClock.now
@@ -194,28 +228,27 @@ final class ExtensionCaller: @unchecked Sendable {
                     appIdentifier: app.bundleIdentifier, event: kind, verdict: outcome.verdictName,
                     detail: detail, startedAt: startedAt, durationMilliseconds: milliseconds))
         } catch {
-            services.log("recording an extension run of \(app.bundleIdentifier) failed: \(error)")
+            log("recording an extension run of \(app.bundleIdentifier) failed: \(error)")
         }
-        services.scheduler.extensionRan(
-            app, outcome: outcome, runtimeMilliseconds: milliseconds, countsTowardQuarantine: countsTowardQuarantine)
+        delegate?.extensions(
+            self, ran: app, outcome: outcome, runtimeMilliseconds: milliseconds,
+            countsTowardQuarantine: countsTowardQuarantine)
     }
 
     /// What the extension sees as the app's current downloads: its oldest active ones, at most
     /// ``BasdServices/Configuration/currentDownloadsLimit`` (logged when there are more).
     func currentDownloads(of app: StoredApp) -> [DownloadRecord] {
-        let limit = services.configuration.currentDownloadsLimit
-        let records = services.transfers.activeRecords(of: app.bundleIdentifier, limit: limit + 1)
+        let limit = configuration.currentDownloadsLimit
+        let records = activeDownloads(app.bundleIdentifier, limit + 1)
         guard records.count > limit else { return records }
-        services.log(
+        log(
             "\(app.bundleIdentifier) has more than \(limit) active downloads; its extension sees the oldest \(limit)")
         return Array(records.prefix(limit))
     }
 
     private func logLines(of result: BAExtensionRunResult, app: StoredApp) {
-        for line in result.logs { services.log("[\(app.bundleIdentifier) extension] \(line.message)") }
+        for line in result.logs { log("[\(app.bundleIdentifier) extension] \(line.message)") }
     }
-
-    private var store: BAStore { services.store }
 }
 
 /// A value handed across threads by a caller that knows it is used on one thread at a time (here:

@@ -58,7 +58,7 @@ extension AppInstaller {
             done(report)
             return
         }
-        if let reason = services.scheduler.refusalToCall(app, kind: kind, bypassAllowance: bypassAllowance) {
+        if let reason = delegate?.installer(self, refusalToCall: app, kind: kind, bypassAllowance: bypassAllowance) {
             report.skipped = reason
             report.callRefused = true
             log("not calling the extension of \(app.bundleIdentifier) for \(kind.rawValue): \(reason)")

@@ -34,6 +34,9 @@ enum ContentRequestKind: String, Sendable {
 /// Between calls it keeps only the content requests whose manifest fetch failed, to try again.
 final class AppInstaller: @unchecked Sendable {
     unowned let services: BasdServices
+    /// Who keeps the call gates and the periodic runs (``BasdServices``, for the scheduler);
+    /// weak, as it owns the installer.
+    weak var delegate: (any AppInstallerDelegate)?
     /// Content requests whose manifest could not be fetched, by app: tried again by themselves.
     var manifestRetries: [String: ManifestRetry] = [:]
     /// How many downloads an uninstall deletes per turn of the executor (``TurnSize``).
@@ -154,7 +157,9 @@ final class AppInstaller: @unchecked Sendable {
         let report = ExtensionRunReport(bundleIdentifier: app.bundleIdentifier, version: app.version)
         callContentRequest(kind, of: app, bypassAllowance: true, report: report) { [self] report in
             // A simulated periodic run resets the schedule like any run.
-            if kind == .periodic, report.event != nil { services.scheduler.periodicRan(app.bundleIdentifier) }
+            if kind == .periodic, report.event != nil {
+                delegate?.installer(self, periodicRanFor: app.bundleIdentifier)
+            }
             reply(.extensionRun(report))
         }
     }
@@ -188,7 +193,7 @@ final class AppInstaller: @unchecked Sendable {
                 extensionPath: registration.extensionPath, manifestURL: manifestURL, restrictions: restrictions))
         if let group = registration.appGroupIdentifier { try services.containers.prepare(group: group) }
         log("registered \(registration.bundleIdentifier) \(registration.version)")
-        services.scheduler.wake()
+        delegate?.installerRegisteredApp(self)
         return previous
     }
 

@@ -1,28 +1,46 @@
 import BADaemonProtocol
 import BAPurge
+import BAScheduling
 import BAStore
 import Foundation
 
 /// Purgeable finished files (docs/purging.md): the owner of the tracked assets' records and of
 /// the free-space check that purges under disk pressure.
+///
+/// It knows no other service: it is given what it needs in
+/// ``init(store:containers:configuration:executor:settings:log:)`` and reports to nobody (its
+/// callers get each purge's report).
 final class PurgeService: @unchecked Sendable {
-    unowned let services: BasdServices
+    let store: BAStore
+    /// Where each app group's container and folder of finished files are (the roots a purge walks).
+    let containers: AppContainers
+    /// basd's configuration: the free-space probe, the state folder, the clock.
+    let configuration: BasdServices.Configuration
+    /// The executor every method runs on (a purge's report is posted to it).
+    let executor: ServiceExecutor
+    /// The settings in force (`automaticPurge`, `purgeFreeSpaceThresholdBytes`), read at each check.
+    let settings: () -> BasdSettings
+    let log: @Sendable (String) -> Void
     /// When free space was last checked against the purge threshold.
     private var lastCheck: Date?
 
     /// When the next free-space check is due (nil when the automatic purge is off).
     var nextCheck: Date? {
-        guard services.settings.current.automaticPurge else { return nil }
-        return lastCheck.map { $0.addingTimeInterval(60) } ?? services.clock.now
+        guard settings().automaticPurge else { return nil }
+        return lastCheck.map { $0.addingTimeInterval(60) } ?? configuration.clock.now
     }
 
-    init(_ services: BasdServices) {
-        self.services = services
+    init(
+        store: BAStore, containers: AppContainers, configuration: BasdServices.Configuration,
+        executor: ServiceExecutor, settings: @escaping () -> BasdSettings, log: @escaping @Sendable (String) -> Void
+    ) {
+        self.store = store
+        self.containers = containers
+        self.configuration = configuration
+        self.executor = executor
+        self.settings = settings
+        self.log = log
     }
-
-    private var store: BAStore { services.store }
-    private var log: @Sendable (String) -> Void { services.log }
-    private var configuration: BasdServices.Configuration { services.configuration }
 
     /// Starts tracking a finished file for purging (by its identity now: an app that moves it
     /// within the container keeps the inode).
@@ -38,7 +56,7 @@ final class PurgeService: @unchecked Sendable {
                     inode: UInt64(info.st_ino), size: Int64(info.st_size),
                     modificationTimeNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000
                         + Int64(info.st_mtim.tv_nsec),
-                    sha256: sha256.isEmpty ? (download.sha256 ?? "") : sha256, finishedAt: services.clock.now))
+                    sha256: sha256.isEmpty ? (download.sha256 ?? "") : sha256, finishedAt: configuration.clock.now))
         } catch {
             log("tracking the finished file \(path) failed: \(error)")
         }
@@ -60,7 +78,7 @@ final class PurgeService: @unchecked Sendable {
     /// time (a second waits for the first). A file moved or changed meanwhile is not deleted:
     /// the purger checks each file's identity again just before it deletes it.
     func purge(dryRun: Bool, then: @escaping @Sendable (Result<PurgeReport, Refusal>) -> Void) {
-        services.executor.assertOnExecutor()
+        executor.assertOnExecutor()
         guard !running else {
             waiting.append { [self] in purge(dryRun: dryRun, then: then) }
             return
@@ -72,7 +90,7 @@ final class PurgeService: @unchecked Sendable {
             return then(.failure(error))
         }
         running = true
-        let executor = services.executor
+        let executor = self.executor
         let freeSpace = configuration.freeSpace
         let stateDirectory = configuration.stateDirectory
         let thread = Thread { [self] in
@@ -120,10 +138,10 @@ final class PurgeService: @unchecked Sendable {
             // The containers, and basd's own folders of finished files not yet delivered (found
             // there, a file is pending delivery and never purged).
             let roots =
-                groups.sorted().map { services.containers.container(group: $0) }
-                + groups.sorted().map { services.containers.finishedDirectory(group: $0) }
+                groups.sorted().map { containers.container(group: $0) }
+                + groups.sorted().map { containers.finishedDirectory(group: $0) }
             return PurgeInput(
-                assets: assets, roots: roots, threshold: services.settings.current.purgeFreeSpaceThresholdBytes)
+                assets: assets, roots: roots, threshold: settings().purgeFreeSpaceThresholdBytes)
         } catch {
             throw Refusal(error)
         }
@@ -178,12 +196,12 @@ final class PurgeService: @unchecked Sendable {
     /// Purges when free space is under the threshold (at most once a minute, unless the
     /// `automaticPurge` setting is off).
     func checkFreeSpace() {
-        guard services.settings.current.automaticPurge else { return }
-        let now = services.clock.now
+        guard settings().automaticPurge else { return }
+        let now = configuration.clock.now
         if let last = lastCheck, now.timeIntervalSince(last) < 60, now >= last { return }
         lastCheck = now
         // statvfs first: the plan walks the containers and /proc, only worth it under pressure.
-        let threshold = services.settings.current.purgeFreeSpaceThresholdBytes
+        let threshold = settings().purgeFreeSpaceThresholdBytes
         guard let free = try? configuration.freeSpace(configuration.stateDirectory), free < threshold else {
             return
         }

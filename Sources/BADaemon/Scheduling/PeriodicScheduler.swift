@@ -9,8 +9,28 @@ import NIOCore
 /// (periodic runs, the daily runtime allowance, quarantine, launches) and of the scheduler's
 /// timer, which starts due periodic runs, retries events held back, re-reads the settings and
 /// checks free space.
+///
+/// It is given what it needs in
+/// ``init(store:configuration:executor:settings:refreshSettings:extensions:delivery:purge:transfers:installer:log:)``:
+/// the services below it (the event router, the purge service, the installer, the transfers, the
+/// extension caller). Those above ask it (``BasdServices``, as their delegate); it reports to nobody.
 final class PeriodicScheduler: @unchecked Sendable {
-    unowned let services: BasdServices
+    let store: BAStore
+    /// basd's configuration: the clock, where Low Power Mode is read.
+    let configuration: BasdServices.Configuration
+    /// The executor every method runs on (the timer is armed on it).
+    let executor: ServiceExecutor
+    /// The settings in force.
+    let settingsReader: () -> BasdSettings
+    /// Re-reads basd's settings file (each look of the timer).
+    let refreshSettings: () -> Void
+    /// Whether extension runners can be started.
+    let extensions: any ExtensionCalling
+    let delivery: EventRouter
+    let purge: PurgeService
+    let transfers: any SchedulerTransfers
+    let installer: any SchedulerInstalling
+    let log: @Sendable (String) -> Void
     /// The scheduler's timer.
     private var timer: Scheduled<Void>?
     /// Whether the timer runs (between ``start()`` and ``stop()``).
@@ -19,14 +39,28 @@ final class PeriodicScheduler: @unchecked Sendable {
     private(set) var lowPowerMode: String?
     var random = SystemRandomNumberGenerator()
 
-    init(_ services: BasdServices) {
-        self.services = services
+    init(
+        store: BAStore, configuration: BasdServices.Configuration, executor: ServiceExecutor,
+        settings: @escaping () -> BasdSettings, refreshSettings: @escaping () -> Void, extensions: any ExtensionCalling,
+        delivery: EventRouter, purge: PurgeService, transfers: any SchedulerTransfers,
+        installer: any SchedulerInstalling,
+        log: @escaping @Sendable (String) -> Void
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.executor = executor
+        self.settingsReader = settings
+        self.refreshSettings = refreshSettings
+        self.extensions = extensions
+        self.delivery = delivery
+        self.purge = purge
+        self.transfers = transfers
+        self.installer = installer
+        self.log = log
     }
 
-    var store: BAStore { services.store }
-    var log: @Sendable (String) -> Void { services.log }
-    var now: Date { services.clock.now }
-    var settings: BasdSettings { services.settings.current }
+    var now: Date { configuration.clock.now }
+    var settings: BasdSettings { settingsReader() }
 
     // MARK: - Per-app state
 
@@ -71,7 +105,7 @@ final class PeriodicScheduler: @unchecked Sendable {
     /// (`ba simulate`) skips the daily runtime allowance, nothing else.
     func refusalToCall(_ app: StoredApp, kind: ContentRequestKind?, bypassAllowance: Bool) -> String? {
         guard let libraryPath = app.extensionPath else { return "the app has no extension (BAExtensionPath)" }
-        guard services.extensions.isAvailable else { return "basd cannot start extension runners (see its log)" }
+        guard extensions.isAvailable else { return "basd cannot start extension runners (see its log)" }
         guard settings.backgroundActivity else {
             return "background activity is off in basd's settings (backgroundActivity; error 111)"
         }
@@ -182,7 +216,7 @@ final class PeriodicScheduler: @unchecked Sendable {
     /// (Re-)arms the timer `seconds` from now: one look then, then armed for what is due.
     private func schedule(in seconds: TimeInterval) {
         timer?.cancel()
-        timer = services.executor.after(.milliseconds(Int64(seconds * 1000))) { [weak self] in
+        timer = executor.after(.milliseconds(Int64(seconds * 1000))) { [weak self] in
             guard let self, running else { return }
             timer = nil
             tick()
@@ -209,8 +243,8 @@ final class PeriodicScheduler: @unchecked Sendable {
                 if let due = schedulingState(app).periodic.nextRun { next = min(next, due) }
             }
         }
-        if services.delivery.hasHeldBackEvents { next = min(next, now.addingTimeInterval(minimumWait)) }
-        if let check = services.purge.nextCheck { next = min(next, check) }
+        if delivery.hasHeldBackEvents { next = min(next, now.addingTimeInterval(minimumWait)) }
+        if let check = purge.nextCheck { next = min(next, check) }
         schedule(in: max(minimumWait, next.timeIntervalSince(now)))
     }
 
@@ -218,7 +252,7 @@ final class PeriodicScheduler: @unchecked Sendable {
     /// logs it. Returns why Low Power Mode is on, or nil.
     @discardableResult
     func checkLowPowerMode() -> String? {
-        let reason = services.configuration.lowPowerMode.reason()
+        let reason = configuration.lowPowerMode.reason()
         guard reason != lowPowerMode else { return reason }
         lowPowerMode = reason
         if let reason {
@@ -226,13 +260,13 @@ final class PeriodicScheduler: @unchecked Sendable {
         } else {
             log("Low Power Mode is off: extensions may run and background downloads go on")
         }
-        services.transfers.holdBackground(reason != nil)
+        transfers.holdBackground(reason != nil)
         return reason
     }
 
     /// One look at every app (executor).
     func tick() {
-        services.settings.refresh(because: .schedulerLook)
+        refreshSettings()
         checkLowPowerMode()
         let settings = self.settings
         let now = self.now
@@ -244,13 +278,13 @@ final class PeriodicScheduler: @unchecked Sendable {
             return
         }
         for app in apps where app.extensionPath != nil {
-            if app.manifestURL != nil, !services.delivery.isExtensionBusy(app.bundleIdentifier),
+            if app.manifestURL != nil, !delivery.isExtensionBusy(app.bundleIdentifier),
                 AppInstaller.appDirectoryIsGone(app)
             {
                 // Installed from a directory that is gone (the package was removed without
                 // `ba uninstall`): uninstall it rather than fail its periodic runs forever.
                 log("\(app.bundleIdentifier): its app directory \(app.appDirectory) is gone; uninstalling it")
-                services.installer.uninstall(
+                installer.uninstall(
                     app.bundleIdentifier, keepData: false, why: "app directory gone", reply: { _ in })
                 continue
             }
@@ -261,7 +295,7 @@ final class PeriodicScheduler: @unchecked Sendable {
             {
                 save(state, of: app.bundleIdentifier)
             }
-            guard state.periodic.isDue(now: now), !services.delivery.isExtensionBusy(app.bundleIdentifier) else {
+            guard state.periodic.isDue(now: now), !delivery.isExtensionBusy(app.bundleIdentifier) else {
                 continue
             }
             if let reason = refusalToCall(app, kind: .periodic, bypassAllowance: false) {
@@ -279,8 +313,8 @@ final class PeriodicScheduler: @unchecked Sendable {
             }
             runPeriodic(app)
         }
-        services.delivery.schedulerTick()
-        services.purge.checkFreeSpace()
+        delivery.schedulerTick()
+        purge.checkFreeSpace()
         pruneHistory()
     }
 
@@ -302,7 +336,7 @@ final class PeriodicScheduler: @unchecked Sendable {
         let cutoff = now.addingTimeInterval(-Self.historyRetention)
         // Finished files that are gone are no longer tracked (a purge plan finds them), so
         // their downloads can go too.
-        services.purge.purge(dryRun: true) { [self] _ in pruneHistory(olderThan: cutoff) }
+        purge.purge(dryRun: true) { [self] _ in pruneHistory(olderThan: cutoff) }
     }
 
     private func pruneHistory(olderThan cutoff: Date) {
@@ -321,7 +355,7 @@ final class PeriodicScheduler: @unchecked Sendable {
     func runPeriodic(_ app: StoredApp) {
         log("\(app.bundleIdentifier): periodic run")
         let report = ExtensionRunReport(bundleIdentifier: app.bundleIdentifier, version: app.version)
-        services.installer.callContentRequest(.periodic, of: app, bypassAllowance: false, report: report) { [self] _ in
+        installer.callContentRequest(.periodic, of: app, bypassAllowance: false, report: report) { [self] _ in
             periodicRan(app.bundleIdentifier)
         }
     }
@@ -342,7 +376,7 @@ final class PeriodicScheduler: @unchecked Sendable {
     func appInfos() throws -> [AppInfo] {
         let settings = self.settings
         return try store.apps().map { app in
-            let remaining = services.transfers.remainingAllowances(of: app)
+            let remaining = transfers.remainingAllowances(of: app)
             let state = schedulingState(app)
             let runs = try store.extensionRuns(app: app.bundleIdentifier, limit: 5).map {
                 ExtensionRunInfo(
@@ -363,7 +397,7 @@ final class PeriodicScheduler: @unchecked Sendable {
                 quarantine: state.quarantine.isQuarantined(
                     currentIdentity: app.extensionPath.flatMap(ExtensionFileIdentity.current(path:))),
                 lastRuns: runs)
-            info.manifestRetry = services.installer.manifestRetries[app.bundleIdentifier]?.summary
+            info.manifestRetry = installer.manifestRetrySummary(of: app.bundleIdentifier)
             return info
         }
     }
@@ -376,6 +410,6 @@ final class PeriodicScheduler: @unchecked Sendable {
         state.quarantine.clear()
         save(state, of: bundleIdentifier)
         log("\(bundleIdentifier): quarantine cleared by `ba apps --clear-quarantine`")
-        services.delivery.route(bundleIdentifier)
+        delivery.route(bundleIdentifier)
     }
 }
