@@ -230,7 +230,7 @@ let package = Package(
             name: "BADaemonTests",
             dependencies: [
                 "BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets", "CBASystem",
-                "BAStore", "BAScheduling",
+                "BAStore", "BAScheduling", "BAExtensionHost", "BAExtensionProtocol",
             ]),
         // Apple-style code as Apple developers write it, built in Swift 5 mode (the tests
         // type-check it in Swift 6 mode too): an @main extension and app-side code.
