@@ -49,24 +49,26 @@ let package = Package(
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Foundation-free: the runner <-> host wire format and the download rules.
-        .target(name: "BAExtensionProtocol"),
+        .target(name: "BACore"),
         // An app directory's Info.plist, read and checked (Foundation's PropertyListSerialization).
-        .target(name: "BAAppBundle", dependencies: ["BAExtensionProtocol"]),
+        .target(name: "BAAppBundle", dependencies: ["BACore"]),
         // When basd wakes extensions: periodic intervals, daily runtime allowance, quarantine, settings.
         .target(name: "BAScheduling"),
+        // basd's settings file (`config.json`): its keys, defaults and checks.
+        .target(name: "BASettings", dependencies: ["BAScheduling"]),
         // Purgeable finished assets: which are unmodified and unused, and what goes under disk pressure.
         .target(name: "BAPurge", dependencies: ["CBASystem"]),
         // Foundation-free: the app group's exclusive-control lock (a kernel flock).
         .target(name: "BAExclusiveControl"),
         // Foundation-free: copying values to and from the C ABI structs, shared by both sides.
-        .target(name: "BAExtensionABI", dependencies: ["BAExtensionProtocol", "CBAExtension"]),
+        .target(name: "BAExtensionABI", dependencies: ["BACore", "CBAExtension"]),
 
         // Public API (Apple's names).
         // In an app process it talks to basd (BADaemonProtocol) and takes the app group's lock itself.
         .target(
             name: "BackgroundAssets",
             dependencies: [
-                "BAExtensionProtocol", "BAExtensionABI", "CBAExtension", "BADaemonProtocol", "BAExclusiveControl",
+                "BACore", "BAExtensionABI", "CBAExtension", "BADaemonProtocol", "BAExclusiveControl",
                 "CBAExtensionMain",
             ]),
 
@@ -76,7 +78,7 @@ let package = Package(
         .target(
             name: "BADownloadEngine",
             dependencies: [
-                "BAExtensionProtocol", "BAHTTP", "CCurl", "CCrypto", "CBASystem",
+                "BACore", "BAHTTP", "CCurl", "CCrypto", "CBASystem",
                 .product(name: "HeapModule", package: "swift-collections"),
             ]),
 
@@ -84,28 +86,28 @@ let package = Package(
         .target(
             name: "BAExtensionRunner",
             dependencies: [
-                "BAExtensionProtocol", "BAExtensionABI", "BAExclusiveControl", "CBAExtension", "CFFI", "CBASystem",
+                "BACore", "BAExtensionABI", "BAExclusiveControl", "CBAExtension", "CFFI", "CBASystem",
             ]),
         .executableTarget(name: "ba-extension-runner", dependencies: ["BAExtensionRunner"]),
 
         // The supervisor: spawns the runner under a deadline and a memory cap, returns a verdict.
         .target(
             name: "BAExtensionHost",
-            dependencies: ["BAExtensionProtocol", "BAExclusiveControl", "CBASystem"]),
+            dependencies: ["BACore", "BAExclusiveControl", "CBASystem"]),
         .target(
             name: "BackgroundAssetsTesting",
-            dependencies: ["BackgroundAssets", "BAExtensionHost", "BAExtensionProtocol"]),
+            dependencies: ["BackgroundAssets", "BAExtensionHost", "BACore"]),
 
         // basd's durable state: apps, downloads, the event log, extension runs (SQLite, docs/state.md).
-        .target(name: "BAStore", dependencies: ["BAExtensionProtocol", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "BAStore", dependencies: ["BACore", .product(name: "GRDB", package: "GRDB.swift")]),
 
         // basd: the client <-> daemon wire protocol (docs/protocol.md), its unix-socket server, the executable.
-        .target(name: "BADaemonProtocol", dependencies: ["BAExtensionProtocol"]),
+        .target(name: "BADaemonProtocol", dependencies: ["BACore"]),
         .target(
             name: "BADaemon",
             dependencies: [
                 "BADaemonProtocol", "BAStore", "BAExclusiveControl", "BADownloadEngine", "BAExtensionHost", "CBASystem",
-                "BAExtensionProtocol", "BAAppBundle", "BAScheduling", "BAPurge",
+                "BACore", "BAAppBundle", "BAScheduling", "BASettings", "BAPurge",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -122,7 +124,7 @@ let package = Package(
             name: "BACommands",
             dependencies: [
                 "BAExtensionHost", "BackgroundAssets", "BADownloadEngine", "BADaemonProtocol", "BAAppBundle",
-                "BAExtensionProtocol", "CBASystem",
+                "BACore", "CBASystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // `ba demo`: the whole system on an embedded asset server (kept out of BACommands, so the
@@ -189,9 +191,9 @@ let package = Package(
         .testTarget(
             name: "BackgroundAssetsTests",
             dependencies: [
-                "BackgroundAssets", "BAExtensionProtocol", "BAExtensionABI", "CBAExtension", "BADaemonProtocol",
+                "BackgroundAssets", "BACore", "BAExtensionABI", "CBAExtension", "BADaemonProtocol",
             ]),
-        .testTarget(name: "BAExtensionProtocolTests", dependencies: ["BAExtensionProtocol", "CBAExtension"]),
+        .testTarget(name: "BACoreTests", dependencies: ["BACore", "CBAExtension"]),
         .testTarget(name: "BAAppBundleTests", dependencies: ["BAAppBundle"]),
         .testTarget(
             name: "OSLogCompatibilityTests",
@@ -199,14 +201,15 @@ let package = Package(
                 "os", "OSLog", "BATestSupport", .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]),
-        .testTarget(name: "BASchedulingTests", dependencies: ["BAScheduling"]),
+        // The scheduling rules, and basd's settings file (BASettings) built on them.
+        .testTarget(name: "BASchedulingTests", dependencies: ["BAScheduling", "BASettings"]),
         .testTarget(name: "BAPurgeTests", dependencies: ["BAPurge"]),
         .testTarget(name: "BAExclusiveControlTests", dependencies: ["BAExclusiveControl", "BATestSupport"]),
         .testTarget(
             name: "BAExtensionHostTests",
             dependencies: [
                 "BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets", "BAExclusiveControl",
-                "BAExtensionProtocol",
+                "BACore",
             ]),
         .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport", "BAAssetServer"]),
         .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer", "BAHTTP", "BATestSupport"]),
@@ -218,7 +221,7 @@ let package = Package(
         .testTarget(
             name: "BAStoreTests",
             dependencies: [
-                "BAStore", "BAStoreCrashProbe", "BATestSupport", "BAExtensionProtocol",
+                "BAStore", "BAStoreCrashProbe", "BATestSupport", "BACore",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         // An app (public BackgroundAssets API only) driven over stdin by the app-client tests.
@@ -230,7 +233,7 @@ let package = Package(
             name: "BADaemonTests",
             dependencies: [
                 "BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets", "CBASystem",
-                "BAStore", "BAScheduling", "BAExtensionHost", "BAExtensionProtocol",
+                "BAStore", "BAScheduling", "BASettings", "BAExtensionHost", "BACore",
             ]),
         // Apple-style code as Apple developers write it, built in Swift 5 mode (the tests
         // type-check it in Swift 6 mode too): an @main extension and app-side code.
@@ -239,7 +242,7 @@ let package = Package(
             path: "Tests/AppleCompatibilityExtension", swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(
             name: "AppleCompatibilityTests",
-            dependencies: ["BackgroundAssetsTesting", "BackgroundAssets", "BATestSupport", "BAExtensionProtocol"],
+            dependencies: ["BackgroundAssetsTesting", "BackgroundAssets", "BATestSupport", "BACore"],
             swiftSettings: [.swiftLanguageMode(.v5)]),
     ] + testPlugins.map { .target(name: $0, dependencies: ["CBAExtension"], path: "Plugins/TestPlugins/\($0)") },
     swiftLanguageModes: [.v6]

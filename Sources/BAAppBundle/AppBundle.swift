@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 import Foundation
 
 /// An app installed on Linux: a directory holding an `Info.plist`, read and checked.

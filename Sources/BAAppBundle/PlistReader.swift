@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 import Foundation
 
 /// Reads typed, checked values out of a decoded `Info.plist`, throwing errors that name the file,

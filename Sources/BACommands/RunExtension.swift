@@ -1,7 +1,7 @@
 import ArgumentParser
 import BAAppBundle
+import BACore
 import BAExtensionHost
-import BAExtensionProtocol
 import BackgroundAssets
 import Foundation
 

@@ -1,5 +1,5 @@
+import BACore
 import BAExtensionHost
-import BAExtensionProtocol
 import Foundation
 
 /// Renders a run's result as a table or as one JSON object.

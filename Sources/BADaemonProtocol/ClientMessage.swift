@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 
 /// A request from a client to basd, with the id its response will carry.
 ///

@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 
 /// One file to download.
 package struct DownloadRequest: Sendable {

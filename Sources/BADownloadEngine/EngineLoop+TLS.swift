@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 internal import CCrypto
 internal import CCurl
 

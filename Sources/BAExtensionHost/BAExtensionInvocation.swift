@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 
 /// One call into an extension (or several, one after another in the same runner): which library,
 /// which entry points, and their budget.

@@ -1,5 +1,5 @@
+import BACore
 import BAExclusiveControl
-import BAExtensionProtocol
 internal import CBASystem
 import Foundation
 

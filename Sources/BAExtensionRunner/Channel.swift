@@ -1,5 +1,5 @@
+import BACore
 import BAExtensionABI
-import BAExtensionProtocol
 internal import CBASystem
 import Synchronization
 

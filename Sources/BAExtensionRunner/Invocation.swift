@@ -1,6 +1,6 @@
+import BACore
 import BAExclusiveControl
 import BAExtensionABI
-import BAExtensionProtocol
 internal import CBAExtension
 internal import CFFI
 import Synchronization

@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 internal import CFFI
 
 #if canImport(Glibc)

@@ -4,27 +4,27 @@
     import Musl
 #endif
 
-/// The few `stat` fields this module looks at.
-struct FileStatus: Equatable, Sendable {
+/// The few `stat` fields the scheduling state and the settings file look at.
+package struct FileStatus: Equatable, Sendable {
     /// A failed `stat`.
-    struct Failure: Error, Equatable, Sendable {
+    package struct Failure: Error, Equatable, Sendable {
         /// The `errno` it set.
-        var code: Int32
+        package var code: Int32
         /// Whether the file (or a directory on its path) does not exist.
-        var isMissing: Bool { code == ENOENT || code == ENOTDIR }
+        package var isMissing: Bool { code == ENOENT || code == ENOTDIR }
         /// `strerror`'s text.
-        var message: String { String(cString: strerror(code)) }
+        package var message: String { String(cString: strerror(code)) }
     }
 
-    var device: UInt64
-    var inode: UInt64
-    var size: Int64
-    var modificationTimeNanoseconds: Int64
-    var changeTimeNanoseconds: Int64
-    var isRegularFile: Bool
+    package var device: UInt64
+    package var inode: UInt64
+    package var size: Int64
+    package var modificationTimeNanoseconds: Int64
+    package var changeTimeNanoseconds: Int64
+    package var isRegularFile: Bool
 
     /// The status of `path`, following symbolic links. The corresponding C function is `stat`.
-    static func of(_ path: String) -> Result<FileStatus, Failure> {
+    package static func of(_ path: String) -> Result<FileStatus, Failure> {
         var status = stat()
         guard stat(path, &status) == 0 else { return .failure(Failure(code: errno)) }
         return .success(

@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 import Foundation
 internal import GRDB
 import Synchronization

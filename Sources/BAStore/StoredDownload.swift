@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 import Foundation
 
 /// A download as ``BAStore`` keeps it: one row of the `download` table.

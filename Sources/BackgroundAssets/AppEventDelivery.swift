@@ -1,5 +1,5 @@
+internal import BACore
 internal import BADaemonProtocol
-internal import BAExtensionProtocol
 import Foundation
 
 #if canImport(FoundationNetworking)

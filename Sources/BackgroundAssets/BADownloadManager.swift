@@ -1,4 +1,4 @@
-internal import BAExtensionProtocol
+internal import BACore
 internal import CBAExtension
 import Foundation
 

@@ -1,4 +1,4 @@
-package import BAExtensionProtocol
+package import BACore
 import Foundation
 
 #if canImport(FoundationNetworking)

@@ -1,5 +1,5 @@
+internal import BACore
 internal import BAExtensionABI
-internal import BAExtensionProtocol
 internal import CBAExtension
 import Foundation
 import Synchronization

@@ -1,5 +1,5 @@
+import BACore
 @_exported import BAExtensionHost
-import BAExtensionProtocol
 @_exported import BackgroundAssets
 import Foundation
 

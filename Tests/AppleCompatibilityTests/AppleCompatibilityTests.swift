@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 import BATestSupport
 import BackgroundAssetsTesting
 import Foundation

@@ -1,5 +1,6 @@
 import BADaemonProtocol
 import BAScheduling
+import BASettings
 import BAStore
 import BATestSupport
 import Foundation

@@ -1,6 +1,7 @@
 import BAAssetServer
 import BADaemonProtocol
 import BAScheduling
+import BASettings
 import BAStore
 import BATestSupport
 import Foundation

@@ -1,6 +1,6 @@
+import BACore
 import BAExclusiveControl
 import BAExtensionHost
-import BAExtensionProtocol
 import BATestSupport
 import BackgroundAssets
 import BackgroundAssetsTesting

@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 import BATestSupport
 import Foundation
 import Testing

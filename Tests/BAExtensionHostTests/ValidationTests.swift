@@ -1,5 +1,5 @@
+import BACore
 import BAExtensionHost
-import BAExtensionProtocol
 import BATestSupport
 import BackgroundAssets
 import Foundation

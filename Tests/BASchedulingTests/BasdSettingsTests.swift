@@ -1,7 +1,8 @@
+import BAScheduling
 import Foundation
 import Testing
 
-@testable import BAScheduling
+@testable import BASettings
 
 @Suite struct BasdSettingsTests {
     /// Loads `text` as a settings file and returns the error it throws, if any.

@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 import BackgroundAssets
 import Testing
 

@@ -1,5 +1,5 @@
+import BACore
 import BAExtensionABI
-import BAExtensionProtocol
 import CBAExtension
 import Testing
 

@@ -2,6 +2,7 @@ import BADaemonProtocol
 import BADownloadEngine
 import BAPurge
 import BAScheduling
+import BASettings
 import BAStore
 internal import CBASystem
 import Foundation

@@ -1,4 +1,5 @@
 import BAScheduling
+import BASettings
 import Foundation
 
 /// The owner of basd's settings file (`$XDG_CONFIG_HOME/background-assets/config.json`, or the

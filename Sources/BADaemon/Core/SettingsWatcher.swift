@@ -1,3 +1,4 @@
+import BASettings
 import Foundation
 
 /// Watches the folder of basd's settings file with inotify and calls `changed` on the executor

@@ -1,5 +1,5 @@
+import BACore
 import BADaemonProtocol
-import BAExtensionProtocol
 import BAStore
 import Foundation
 

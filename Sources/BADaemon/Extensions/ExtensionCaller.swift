@@ -1,6 +1,7 @@
+import BACore
 import BAExtensionHost
-import BAExtensionProtocol
 import BAScheduling
+import BASettings
 import BAStore
 import Foundation
 import Synchronization

@@ -1,5 +1,5 @@
+import BACore
 import BAExtensionHost
-import BAExtensionProtocol
 import BAStore
 
 /// Calls of an app's extension, as the services above the ``ExtensionCaller`` make them: the

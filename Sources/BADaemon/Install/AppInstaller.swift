@@ -1,6 +1,6 @@
 import BAAppBundle
+import BACore
 import BADaemonProtocol
-import BAExtensionProtocol
 import BAStore
 import Foundation
 

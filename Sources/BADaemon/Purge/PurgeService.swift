@@ -1,6 +1,7 @@
 import BADaemonProtocol
 import BAPurge
 import BAScheduling
+import BASettings
 import BAStore
 import Foundation
 

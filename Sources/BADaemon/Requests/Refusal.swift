@@ -1,7 +1,7 @@
+import BACore
 import BADaemonProtocol
 import BADownloadEngine
 import BAExclusiveControl
-import BAExtensionProtocol
 import BAStore
 import Foundation
 

@@ -1,6 +1,7 @@
 import BADaemonProtocol
 import BAExtensionHost
 import BAScheduling
+import BASettings
 import BAStore
 import Foundation
 import NIOCore

@@ -1,6 +1,7 @@
 import BADaemonProtocol
 import BAExclusiveControl
 import BAScheduling
+import BASettings
 import BAStore
 import Foundation
 import Logging

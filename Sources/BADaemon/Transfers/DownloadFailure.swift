@@ -1,5 +1,5 @@
+import BACore
 import BADownloadEngine
-import BAExtensionProtocol
 import BAStore
 
 /// How an engine failure reaches the app: Apple's domain and codes where Apple has one

@@ -1,6 +1,6 @@
+import BACore
 import BADaemonProtocol
 import BADownloadEngine
-import BAExtensionProtocol
 import BAStore
 import Foundation
 

@@ -1,7 +1,8 @@
+import BACore
 import BADaemonProtocol
 import BADownloadEngine
-import BAExtensionProtocol
 import BAScheduling
+import BASettings
 import BAStore
 import Foundation
 import Synchronization

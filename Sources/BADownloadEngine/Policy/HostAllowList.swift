@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 
 /// Which hosts a download may touch, checked on the first URL and on every redirect hop.
 ///

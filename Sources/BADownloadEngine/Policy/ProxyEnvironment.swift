@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 
 /// The proxy libcurl takes for a URL from the environment, by libcurl's rules, so that a failure
 /// of the proxy can name it instead of being blamed on the origin server.

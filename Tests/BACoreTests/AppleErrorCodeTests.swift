@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 import CBAExtension
 import Testing
 

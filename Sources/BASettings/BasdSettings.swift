@@ -1,3 +1,4 @@
+import BAScheduling
 import Foundation
 
 /// basd's settings: the user's switches and the scheduling budgets, read from a JSON file

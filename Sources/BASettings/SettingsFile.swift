@@ -1,3 +1,5 @@
+import BAScheduling
+
 /// basd's settings file, re-read when it changes so that edits apply without a restart.
 ///
 /// ``check()`` `stat`s the file and re-reads it only when its size, modification or change time,

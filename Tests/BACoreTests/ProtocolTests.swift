@@ -1,4 +1,4 @@
-import BAExtensionProtocol
+import BACore
 import Testing
 
 @Suite struct ProtocolTests {
