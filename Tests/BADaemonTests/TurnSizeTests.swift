@@ -37,6 +37,18 @@ import Testing
         #expect(size.current == row.expected)
     }
 
+    @Test("a turn's fixed cost (its commit's fsync) is left out: a slow disk does not shrink turns")
+    func fixedCostLeftOut() {
+        var size = TurnSize(range: 10...1000, start: 100, target: .milliseconds(10))
+        // 4 ms of work and a 30 ms fsync: the work fits; a full, quick turn doubles.
+        size.record(100, took: .milliseconds(34), fixed: .milliseconds(30))
+        #expect(size.current == 200)
+        // The same turn counted whole would have shrunk it to 29.
+        var counted = TurnSize(range: 10...1000, start: 100, target: .milliseconds(10))
+        counted.record(100, took: .milliseconds(34))
+        #expect(counted.current == 29)
+    }
+
     @Test("the start is clamped to the range")
     func clampedStart() {
         #expect(TurnSize(range: 10...1000, start: 5).current == 10)

@@ -46,15 +46,21 @@ extension AppInstaller {
         let deleted: Int
         let active: [StoredDownload]
         let started = ContinuousClock.now
+        var bodyEnded = started
         let sliceSize = uninstallSlice.current
         do {
-            (deleted, active) = try store.deleteDownloads(app: bundleIdentifier, limit: sliceSize)
+            // In a batch of its own only to time its commit, which the slice's size leaves out.
+            (deleted, active) = try store.batch("deleting downloads of \(bundleIdentifier)") {
+                defer { bodyEnded = .now }
+                return try store.deleteDownloads(app: bundleIdentifier, limit: sliceSize)
+            }
         } catch {
             log("deleting the downloads of \(bundleIdentifier) failed: \(error)")
             return then(cancelled)
         }
+        let committed = ContinuousClock.now
         services.transfers.drop(active)
-        uninstallSlice.record(deleted, took: ContinuousClock.now - started)
+        uninstallSlice.record(deleted, took: ContinuousClock.now - started, fixed: committed - bodyEnded)
         let cancelled = cancelled + active.count
         guard deleted == sliceSize else { return then(cancelled) }
         let next = UncheckedSendable(then)

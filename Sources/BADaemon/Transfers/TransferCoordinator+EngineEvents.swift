@@ -61,10 +61,13 @@ extension TransferCoordinator {
     private func recordBatch(_ events: [EngineEvent]) -> Bool {
         // What to do once the batch is committed (tell the event router, send transient progress), in order.
         var afterCommit: [() -> Void] = []
+        var bodyEnded = ContinuousClock.now
         do {
             try store.batch("recording \(events.count) engine event(s)") {
                 for event in events where !record(event, afterCommit: &afterCommit) { throw StoreRefused() }
+                bodyEnded = .now
             }
+            lastCommit += ContinuousClock.now - bodyEnded
         } catch {
             if unrecorded.isEmpty {
                 log("recording \(events.count) engine event(s) failed, kept to be recorded later: \(error)")
