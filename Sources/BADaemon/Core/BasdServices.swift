@@ -96,7 +96,9 @@ final class BasdServices: @unchecked Sendable {
         return extensions
     }()
     private(set) lazy var installer: AppInstaller = {
-        let installer = AppInstaller(self)
+        let installer = AppInstaller(
+            store: store, containers: containers, configuration: configuration, executor: executor,
+            delivery: delivery, extensions: extensions, transfers: transfers, log: log)
         installer.delegate = self
         return installer
     }()
