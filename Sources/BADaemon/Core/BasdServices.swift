@@ -71,7 +71,11 @@ final class BasdServices: @unchecked Sendable {
     let startedAt: ContinuousClock.Instant
 
     // Created on first use, always on the executor (`init` touches each once there).
-    private(set) lazy var settings = SettingsService(self, file: initialSettings)
+    private(set) lazy var settings: SettingsService = {
+        let settings = SettingsService(file: initialSettings, executor: executor, log: log)
+        settings.delegate = self
+        return settings
+    }()
     private(set) lazy var transfers: TransferCoordinator = {
         let transfers = TransferCoordinator(
             store: store, containers: containers, configuration: configuration, executor: executor,
