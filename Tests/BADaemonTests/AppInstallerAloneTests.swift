@@ -53,13 +53,13 @@ struct AppInstallerAloneTests {
             countsTowardQuarantine: ((ExtensionCallOutcome) -> Bool)?, done: @escaping (ExtensionCallOutcome) -> Void
         ) {
             if case .contentRequest(let request, _, _, _, _) = event { requests.append(request) }
-            var ran = BAExtensionRunResult(verdict: .ok)
-            ran.downloads = downloads
-            let answer = UncheckedSendable((done, ran))
+            let records = downloads
+            let answer = UncheckedSendable(done)
             executor.async {
                 cleanup?()
-                let (done, result) = answer.value
-                done(.ran(result))
+                var result = BAExtensionRunResult(verdict: .ok)
+                result.downloads = records
+                answer.value(.ran(result))
             }
         }
     }
