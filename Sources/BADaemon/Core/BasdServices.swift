@@ -23,13 +23,12 @@ import Foundation
 /// | ``SettingsService`` | basd's settings file |
 ///
 /// All of them run on one serial ``ServiceExecutor`` and read time from one ``ServiceClock``.
-/// Each is created here (lazily, on the executor, in ``init``) and given what it needs: the
-/// ``TransferCoordinator``, the ``ExtensionCaller``, the ``EventRouter``, the ``PurgeService`` and
-/// the ``PeriodicScheduler`` know only the services below them, and this object is the delegate
-/// each lower service reports or asks upward through (``TransferCoordinatorDelegate``,
-/// ``ExtensionCallerDelegate``, ``EventRouterDelegate``, ``AppInstallerDelegate``). The
-/// ``AppInstaller``, the ``RequestRouter`` and the ``SettingsService`` still reach the others
-/// through this object (`docs/architecture.md` draws the layers).
+/// Each is created here (lazily, on the executor, in ``init``) and given what it needs: each
+/// knows only the services below it, and this object is the delegate each lower service reports
+/// or asks upward through (``TransferCoordinatorDelegate``, ``ExtensionCallerDelegate``,
+/// ``EventRouterDelegate``, ``AppInstallerDelegate``, ``SettingsServiceDelegate``). The
+/// ``RequestRouter`` is the top: it is given every service it routes to, and none calls it
+/// (`docs/architecture.md` draws the layers).
 final class BasdServices: @unchecked Sendable {
     struct Configuration: Sendable {
         var stateDirectory: String
@@ -71,7 +70,11 @@ final class BasdServices: @unchecked Sendable {
     let startedAt: ContinuousClock.Instant
 
     // Created on first use, always on the executor (`init` touches each once there).
-    private(set) lazy var settings = SettingsService(self, file: initialSettings)
+    private(set) lazy var settings: SettingsService = {
+        let settings = SettingsService(file: initialSettings, executor: executor, log: log)
+        settings.delegate = self
+        return settings
+    }()
     private(set) lazy var transfers: TransferCoordinator = {
         let transfers = TransferCoordinator(
             store: store, containers: containers, configuration: configuration, executor: executor,
@@ -96,7 +99,9 @@ final class BasdServices: @unchecked Sendable {
         return extensions
     }()
     private(set) lazy var installer: AppInstaller = {
-        let installer = AppInstaller(self)
+        let installer = AppInstaller(
+            store: store, containers: containers, configuration: configuration, executor: executor,
+            delivery: delivery, extensions: extensions, transfers: transfers, log: log)
         installer.delegate = self
         return installer
     }()
@@ -108,7 +113,10 @@ final class BasdServices: @unchecked Sendable {
     private(set) lazy var purge = PurgeService(
         store: store, containers: containers, configuration: configuration, executor: executor,
         settings: { [unowned self] in self.settings.current }, log: log)
-    private(set) lazy var requests = RequestRouter(self)
+    private(set) lazy var requests = RequestRouter(
+        store: store, containers: containers, configuration: configuration, executor: executor, transfers: transfers,
+        delivery: delivery, installer: installer, scheduler: scheduler, purge: purge,
+        releaseMemorySoon: { [unowned self] in self.releaseMemorySoon() }, log: log)
     private let initialSettings: SettingsFile
 
     /// The executor (tests run their checks on it with `queue.sync`).

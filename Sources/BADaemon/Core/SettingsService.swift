@@ -5,14 +5,24 @@ import Foundation
 /// The owner of basd's settings file (`$XDG_CONFIG_HOME/background-assets/config.json`, or the
 /// old `STATE_DIR/config.json`): read at start, re-read at once when its folder changes (inotify)
 /// and by the scheduler's tick; a bad edit is logged and the last good settings stay.
+///
+/// It is given only what it needs (``init(file:executor:log:)``); the services it concerns read
+/// the settings in force through a reader, and hear of an edit through its ``delegate``.
 final class SettingsService: @unchecked Sendable {
-    private unowned let services: BasdServices
     private var file: SettingsFile
     private var watcher: DescriptorWatcher?
+    /// The executor the watch posts its reloads to.
+    private let executor: ServiceExecutor
+    private let log: @Sendable (String) -> Void
+    /// Who tells the transfers and the event router of an edit (``BasdServices``); weak, as it
+    /// owns this service.
+    weak var delegate: (any SettingsServiceDelegate)?
 
-    init(_ services: BasdServices, file: SettingsFile) {
-        self.services = services
+    /// - Parameter file: basd's settings file, already read.
+    init(file: SettingsFile, executor: ServiceExecutor, log: @escaping @Sendable (String) -> Void) {
         self.file = file
+        self.executor = executor
+        self.log = log
     }
 
     /// The settings in force.
@@ -23,11 +33,11 @@ final class SettingsService: @unchecked Sendable {
         let directory = (file.path as NSString).deletingLastPathComponent
         do {
             // Weak: the watcher's thread may outlive basd's services (an in-process test).
-            watcher = try SettingsWatcher.start(directory: directory, executor: services.executor) { [weak self] in
+            watcher = try SettingsWatcher.start(directory: directory, executor: executor) { [weak self] in
                 self?.refresh(because: .folderChanged)
             }
         } catch {
-            services.log("settings: not watching \(directory) (\(error)); edits apply at the next scheduler tick")
+            log("settings: not watching \(directory) (\(error)); edits apply at the next scheduler tick")
         }
     }
 
@@ -43,18 +53,16 @@ final class SettingsService: @unchecked Sendable {
         case schedulerLook = "the scheduler's look"
     }
 
-    /// Re-reads the file if it changed and tells the engine a new concurrency bound.
+    /// Re-reads the file if it changed and reports new settings to the ``delegate``.
     func refresh(because cause: RefreshCause) {
         switch file.check() {
         case .unchanged:
             break
         case .loaded:
-            services.log("settings: \(file.path) loaded (\(cause.rawValue))")
-            services.transfers.setBackgroundConcurrency(file.settings.backgroundDownloadConcurrency)
-            // A switch turned back on, or Low Power Mode: held-back events may go now.
-            services.delivery.schedulerTick()
+            log("settings: \(file.path) loaded (\(cause.rawValue))")
+            delegate?.settingsService(self, loaded: file.settings)
         case .rejected(let error):
-            services.log("settings: ignoring the edit of \(file.path), keeping the last good ones: \(error)")
+            log("settings: ignoring the edit of \(file.path), keeping the last good ones: \(error)")
         }
     }
 }

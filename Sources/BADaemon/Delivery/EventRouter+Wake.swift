@@ -230,8 +230,20 @@ extension EventRouter {
         for download in scheduled { transfers.start(download) }
         for path in removals { removeDelivered(path) }
         guard !rest.isEmpty else { return done() }
-        let carried = UncheckedSendable((rest, done))
-        executor.yielding { [self] in applySlice(carried.value.0, of: app, then: carried.value.1) }
+        // A class, not a tuple holding the closure in `UncheckedSendable`: Swift 6.3.1 can free
+        // a closure read out of such a tuple while it is still in use (seen in a test's fake).
+        let carried = PendingAcknowledgement(rest: rest, done: done)
+        executor.yielding { [self] in applySlice(carried.rest, of: app, then: carried.done) }
+    }
+
+    /// What is left of an acknowledgement between two turns of the executor (executor only).
+    private final class PendingAcknowledgement: @unchecked Sendable {
+        let rest: ArraySlice<Acknowledging>
+        let done: () -> Void
+        init(rest: ArraySlice<Acknowledging>, done: @escaping () -> Void) {
+            self.rest = rest
+            self.done = done
+        }
     }
 
     /// What one `ok` call did besides scheduling, inside an acknowledging batch.

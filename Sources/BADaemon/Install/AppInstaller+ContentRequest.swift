@@ -15,19 +15,19 @@ extension AppInstaller {
         done: @escaping @Sendable (ExtensionRunReport) -> Void
     ) {
         let bundleIdentifier = app.bundleIdentifier
-        services.delivery.requestExtension(for: bundleIdentifier, what: kind.rawValue) { [self] callID in
+        delivery.requestExtension(for: bundleIdentifier, what: kind.rawValue) { [self] callID in
             // Read again: the app may have been re-registered, or uninstalled, while this call waited.
             guard let current = try? store.app(bundleIdentifier) else {
                 var report = report
                 report.skipped = "\(bundleIdentifier) was uninstalled"
                 report.callRefused = true
                 done(report)
-                services.delivery.contentCallEnded(callID, app: bundleIdentifier)
+                delivery.contentCallEnded(callID, app: bundleIdentifier)
                 return
             }
             startContentRequest(kind, of: current, bypassAllowance: bypassAllowance, report: report) { [self] report in
                 done(report)
-                services.delivery.contentCallEnded(callID, app: bundleIdentifier)
+                delivery.contentCallEnded(callID, app: bundleIdentifier)
             }
         }
     }
@@ -65,7 +65,7 @@ extension AppInstaller {
             done(report)
             return
         }
-        services.transfers.fetchManifest(manifestURL, for: app) { [self, report] outcome in
+        transfers.fetchManifest(manifestURL, for: app) { [self, report] outcome in
             var report = report
             switch outcome {
             case .failure(let failure):
@@ -113,14 +113,15 @@ extension AppInstaller {
             done(report)
             return
         }
-        let remaining = services.transfers.remainingAllowances(of: app)
+        let remaining = transfers.remainingAllowances(of: app)
         let event = RunnerEvent.contentRequest(
             request: kind.rawValue32, manifestPath: manifestPath, manifestURL: "file://" + manifestPath,
             restrictedRemaining: remaining.nonEssential ?? -1, restrictedEssentialRemaining: remaining.essential ?? -1)
-        services.extensions.call(
-            app, libraryPath: libraryPath, event: event, kind: kind.runEvent, bypassAllowance: bypassAllowance,
+        extensions.call(
+            app, libraryPath: libraryPath, event: event, moreEvents: [], kind: kind.runEvent,
+            bypassAllowance: bypassAllowance,
             // The manifest is the call's alone: deleted as soon as it ends, whatever the outcome.
-            cleanup: { unlink(manifestPath) }
+            cleanup: { unlink(manifestPath) }, callsEnded: nil, countsTowardQuarantine: nil
         ) { [self] outcome in
             ran(kind, of: app, outcome: outcome, report: report, done: done)
         }
@@ -147,7 +148,7 @@ extension AppInstaller {
             if result.verdict == .ok {
                 // Cancelled first (an `.update` dropping stale downloads), so a download returned
                 // again under the same identifier is scheduled afresh.
-                let cancelled = services.transfers.applyCancellations(result.cancelled, of: app.bundleIdentifier)
+                let cancelled = transfers.applyCancellations(result.cancelled, of: app.bundleIdentifier)
                 if !cancelled.isEmpty { report.cancelled = cancelled }
                 let ordered = result.downloads.sorted {
                     ($0.isEssential ? 0 : 1, $0.identifier) < ($1.isEssential ? 0 : 1, $1.identifier)
@@ -181,7 +182,7 @@ extension AppInstaller {
         done: @escaping @Sendable (ExtensionRunReport) -> Void
     ) {
         let state = UncheckedSendable((slices, report))
-        services.executor.yielding { [self] in
+        executor.yielding { [self] in
             var (slices, report) = state.value
             scheduleSlice(&slices, returnedBy: kind, of: app, into: &report)
             if slices.isDone {
@@ -231,7 +232,7 @@ extension AppInstaller {
             }
             stored = []
         }
-        for download in stored { services.transfers.start(download) }
+        for download in stored { transfers.start(download) }
     }
 
     /// The body of ``scheduleSlice(_:returnedBy:of:into:)``, inside its batch.
@@ -258,11 +259,11 @@ extension AppInstaller {
             do {
                 // Re-read: each scheduled download changes what is left of the allowance.
                 let current = try store.app(app.bundleIdentifier) ?? app
-                let stored = try services.transfers.schedule(
+                let stored = try transfers.schedule(
                     DownloadPayload(record), for: current, contentRequest: kind.rawValue32, start: false)
                 newlyStored.append(stored)
                 if record.isEssential { essentialTotal = sum } else { total = sum }
-                report.scheduled.append(services.transfers.info(stored))
+                report.scheduled.append(transfers.info(stored))
             } catch {
                 let refusal =
                     switch error {
@@ -280,7 +281,7 @@ extension AppInstaller {
                     log(
                         "\(app.bundleIdentifier): essential \"\(record.identifier)\" is already scheduled; "
                             + "waiting for it")
-                    report.scheduled.append(services.transfers.info(existing))
+                    report.scheduled.append(transfers.info(existing))
                     continue
                 }
                 report.refused.append(

@@ -36,10 +36,10 @@ extension AppInstaller {
         retry.generation += 1
         let delay = ManifestRetry.delaySeconds(afterAttempt: retry.attempt)
         retry.lastError = error
-        retry.nextTry = services.clock.now.addingTimeInterval(TimeInterval(delay))
+        retry.nextTry = clock.now.addingTimeInterval(TimeInterval(delay))
         manifestRetries[app] = retry
         let generation = retry.generation
-        services.executor.after(.seconds(delay)) { [weak self] in self?.retryManifest(of: app, generation: generation) }
+        executor.after(.seconds(delay)) { [weak self] in self?.retryManifest(of: app, generation: generation) }
         return delay
     }
 

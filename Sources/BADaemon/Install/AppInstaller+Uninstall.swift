@@ -17,7 +17,7 @@ extension AppInstaller {
             reply(.uninstalled(UninstallReport(bundleIdentifier: bundleIdentifier, wasRegistered: false)))
             return
         }
-        services.delivery.requestExtension(for: bundleIdentifier, what: "uninstall") { [self] callID in
+        delivery.requestExtension(for: bundleIdentifier, what: "uninstall") { [self] callID in
             deleteDownloads(of: bundleIdentifier, cancelled: 0) { [self] cancelled in
                 let result: ServerMessage.Result
                 do {
@@ -28,8 +28,8 @@ extension AppInstaller {
                 } catch {
                     result = Refusal(.internalError, "uninstalling \(bundleIdentifier) failed: \(error)").result
                 }
-                services.delivery.contentCallEnded(callID, app: bundleIdentifier)
-                services.delivery.forget(bundleIdentifier)
+                delivery.contentCallEnded(callID, app: bundleIdentifier)
+                delivery.forget(bundleIdentifier)
                 reply(result)
             }
         }
@@ -59,12 +59,12 @@ extension AppInstaller {
             return then(cancelled)
         }
         let committed = ContinuousClock.now
-        services.transfers.drop(active)
+        transfers.drop(active)
         uninstallSlice.record(deleted, took: ContinuousClock.now - started, fixed: committed - bodyEnded)
         let cancelled = cancelled + active.count
         guard deleted == sliceSize else { return then(cancelled) }
         let next = UncheckedSendable(then)
-        services.executor.yielding { [self] in
+        executor.yielding { [self] in
             deleteDownloads(of: bundleIdentifier, cancelled: cancelled, then: next.value)
         }
     }
@@ -78,7 +78,7 @@ extension AppInstaller {
         }
         // Those scheduled since the slices deleted the rest.
         let active = try store.activeDownloads(app: bundleIdentifier)
-        services.transfers.drop(active)
+        transfers.drop(active)
         let app = try store.removeApp(bundleIdentifier)
         manifestRetries[bundleIdentifier] = nil
         let cancelledCount = cancelledBefore + active.count
@@ -86,13 +86,13 @@ extension AppInstaller {
             bundleIdentifier: bundleIdentifier, wasRegistered: true, version: app.version,
             cancelledDownloads: cancelledCount)
         if let group = app.appGroupIdentifier {
-            let container = services.containers.container(group: group)
+            let container = containers.container(group: group)
             let sharers = try store.apps().filter { $0.appGroupIdentifier == group }.map(\.bundleIdentifier)
             if sharers.isEmpty {
                 // basd's own transfer folders of the group (undelivered finished files, partial
                 // files): nobody is left to deliver them to, whether or not the container stays.
-                try? FileManager.default.removeItem(atPath: services.containers.transfers(group: group))
-                services.transfers.preparedGroups.remove(group)
+                try? FileManager.default.removeItem(atPath: containers.transfers(group: group))
+                transfers.forgetPreparedGroup(group)
             }
             if keepData {
                 report.keptContainer = "--keep-data"

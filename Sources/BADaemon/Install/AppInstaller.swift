@@ -32,8 +32,27 @@ enum ContentRequestKind: String, Sendable {
 /// (`downloads(for:manifestURL:extensionInfo:)`), which it makes through the app's extension slot
 /// (``EventRouter/requestExtension(for:what:start:)``) so no two calls of one app overlap.
 /// Between calls it keeps only the content requests whose manifest fetch failed, to try again.
+///
+/// It knows only the services below it, given in
+/// ``init(store:containers:configuration:executor:delivery:extensions:transfers:log:)``: the event
+/// router that keeps each app's extension slot, the extension caller, and the transfers. It asks
+/// and reports upward through its ``delegate``.
 final class AppInstaller: @unchecked Sendable {
-    unowned let services: BasdServices
+    let store: BAStore
+    /// Where app group containers are prepared and deleted.
+    let containers: AppContainers
+    /// The executor every method runs on (slices and manifest retries are posted to it).
+    let executor: ServiceExecutor
+    /// basd's clock (when a manifest is tried again).
+    let clock: ServiceClock
+    /// The app's extension slot (the ``EventRouter``).
+    let delivery: any InstallerDelivery
+    /// Where content requests call extensions (the ``ExtensionCaller``).
+    let extensions: any ExtensionCalling
+    /// Manifests, allowances, and what a call's answer or an uninstall does to transfers (the
+    /// ``TransferCoordinator``).
+    let transfers: any InstallerTransfers
+    let log: @Sendable (String) -> Void
     /// Who keeps the call gates and the periodic runs (``BasdServices``, for the scheduler);
     /// weak, as it owns the installer.
     weak var delegate: (any AppInstallerDelegate)?
@@ -42,12 +61,22 @@ final class AppInstaller: @unchecked Sendable {
     /// How many downloads an uninstall deletes per turn of the executor (``TurnSize``).
     var uninstallSlice = TurnSize(range: 10...5_000, start: 100)
 
-    init(_ services: BasdServices) {
-        self.services = services
+    /// An installer that calls extensions through `extensions` in the slot `delivery` keeps, and
+    /// schedules what they return with `transfers`; set ``delegate`` before the first call.
+    init(
+        store: BAStore, containers: AppContainers, configuration: BasdServices.Configuration,
+        executor: ServiceExecutor, delivery: any InstallerDelivery, extensions: any ExtensionCalling,
+        transfers: any InstallerTransfers, log: @escaping @Sendable (String) -> Void
+    ) {
+        self.store = store
+        self.containers = containers
+        self.executor = executor
+        self.clock = configuration.clock
+        self.delivery = delivery
+        self.extensions = extensions
+        self.transfers = transfers
+        self.log = log
     }
-
-    var store: BAStore { services.store }
-    var log: @Sendable (String) -> Void { services.log }
 
     /// `installApp`: reads the app's `Info.plist`, registers it, then (for an install or an
     /// update) fetches the manifest, calls the extension and schedules what it returns. `reply`
@@ -57,7 +86,7 @@ final class AppInstaller: @unchecked Sendable {
     /// user's, and a slow file system must not stop basd serving everyone else (a FIFO or a
     /// device is refused without blocking at all).
     func install(_ request: InstallRequest, reply: @escaping @Sendable (ServerMessage.Result) -> Void) {
-        let executor = services.executor
+        let executor = self.executor
         let thread = Thread { [self] in
             let loaded = Result { () throws(AppBundleError) in try AppBundle.load(directory: request.appDirectory) }
             executor.async { [self] in
@@ -191,7 +220,7 @@ final class AppInstaller: @unchecked Sendable {
                 bundleIdentifier: registration.bundleIdentifier, version: registration.version,
                 appGroupIdentifier: registration.appGroupIdentifier, appDirectory: registration.appDirectory,
                 extensionPath: registration.extensionPath, manifestURL: manifestURL, restrictions: restrictions))
-        if let group = registration.appGroupIdentifier { try services.containers.prepare(group: group) }
+        if let group = registration.appGroupIdentifier { try containers.prepare(group: group) }
         log("registered \(registration.bundleIdentifier) \(registration.version)")
         delegate?.installerRegisteredApp(self)
         return previous

@@ -70,8 +70,7 @@ private final class ListingStream: @unchecked Sendable {
 
     /// Reads and sends the page after `cursor`; the last one as the answer.
     func next(after cursor: DownloadListCursor?) {
-        let services = router.services
-        services.executor.assertOnExecutor()
+        router.executor.assertOnExecutor()
         let wanted = (limit ?? 0) > 0 ? (limit ?? 0) - sent : Int.max
         // Each page is one turn of the executor, so other clients wait for at most a page: its
         // size is learned to take about 10 ms (2,000 rows held `ba status` for more than half a
@@ -80,12 +79,12 @@ private final class ListingStream: @unchecked Sendable {
         var read = 0
         defer { router.listingPage.record(read, took: ContinuousClock.now - started) }
         do {
-            let rows = try services.store.downloads(
+            let rows = try router.store.downloads(
                 matching: filter, after: cursor, limit: min(router.listingPage.current, wanted))
             read = rows.downloads.count
-            let parked = services.delivery.parkedReasons(of: rows.downloads)
+            let parked = router.delivery.parkedReasons(of: rows.downloads)
             let infos = rows.downloads.map { download in
-                var info = services.transfers.info(download)
+                var info = router.transfers.info(download)
                 info.parkedEvent = parked[download.uniqueIdentifier]
                 return info
             }
@@ -94,7 +93,7 @@ private final class ListingStream: @unchecked Sendable {
                 return finish(infos, notShown: 0)
             }
             if infos.count == wanted {
-                return finish(infos, notShown: try services.store.downloadCount(matching: filter, after: following))
+                return finish(infos, notShown: try router.store.downloadCount(matching: filter, after: following))
             }
             page(result(infos, notShown: 0)) { [self] written in
                 // A closed connection ends the listing; nothing is left to answer.
@@ -108,7 +107,7 @@ private final class ListingStream: @unchecked Sendable {
     private func finish(_ infos: [DownloadInfo], notShown: Int) {
         reply(result(infos, notShown: notShown))
         // A long listing allocated memory that glibc would otherwise keep.
-        if sent > 500 { router.services.releaseMemorySoon() }
+        if sent > 500 { router.releaseMemorySoon() }
     }
 
     private func result(_ infos: [DownloadInfo], notShown: Int) -> ServerMessage.Result {

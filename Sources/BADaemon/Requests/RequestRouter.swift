@@ -6,22 +6,52 @@ import Foundation
 
 /// Request routing: decodes what a connection asks, checks who may ask it, calls the service
 /// that owns the answer and replies. It keeps no state of its own.
+///
+/// It is the top layer: given in its `init` every service it routes to, and no service calls it.
 final class RequestRouter: @unchecked Sendable {
-    unowned let services: BasdServices
+    let store: BAStore
+    /// Where app group containers are (a hello prepares the app's; a lock's status is read there).
+    let containers: AppContainers
+    /// basd's configuration (its version, in a welcome).
+    let configuration: BasdServices.Configuration
+    /// The executor every method runs on (a listing's pages are posted to it).
+    let executor: ServiceExecutor
+    let transfers: TransferCoordinator
+    let delivery: EventRouter
+    let installer: AppInstaller
+    let scheduler: PeriodicScheduler
+    let purge: PurgeService
+    /// Returns free heap memory to the kernel soon (after a long listing).
+    let releaseMemorySoon: @Sendable () -> Void
+    let log: @Sendable (String) -> Void
 
-    init(_ services: BasdServices) {
-        self.services = services
+    /// A router that answers with the services it is given.
+    init(
+        store: BAStore, containers: AppContainers, configuration: BasdServices.Configuration,
+        executor: ServiceExecutor, transfers: TransferCoordinator, delivery: EventRouter, installer: AppInstaller,
+        scheduler: PeriodicScheduler, purge: PurgeService, releaseMemorySoon: @escaping @Sendable () -> Void,
+        log: @escaping @Sendable (String) -> Void
+    ) {
+        self.store = store
+        self.containers = containers
+        self.configuration = configuration
+        self.executor = executor
+        self.transfers = transfers
+        self.delivery = delivery
+        self.installer = installer
+        self.scheduler = scheduler
+        self.purge = purge
+        self.releaseMemorySoon = releaseMemorySoon
+        self.log = log
     }
 
-    var store: BAStore { services.store }
     /// How many downloads a listing's page reads and encodes (one turn of the executor each),
     /// learned across listings (``TurnSize``).
     var listingPage = TurnSize(range: 50...5_000, start: 500)
-    var log: @Sendable (String) -> Void { services.log }
 
     /// Accepts or refuses a `hello` (executor).
     func greet(_ client: ClientInfo, protocolVersion: Int) -> Result<WelcomeInfo, Refusal> {
-        var welcome = WelcomeInfo(protocolVersion: protocolVersion, daemonVersion: services.configuration.daemonVersion)
+        var welcome = WelcomeInfo(protocolVersion: protocolVersion, daemonVersion: configuration.daemonVersion)
         guard client.role != .cli else { return .success(welcome) }
         guard let bundleIdentifier = client.bundleIdentifier, !bundleIdentifier.isEmpty else {
             return .failure(
@@ -43,14 +73,14 @@ final class RequestRouter: @unchecked Sendable {
             if client.role == .app {
                 if try store.markLaunched(app: bundleIdentifier) {
                     log("\(bundleIdentifier) launched for the first time")
-                    services.transfers.liftRestrictions(of: bundleIdentifier)
+                    transfers.liftRestrictions(of: bundleIdentifier)
                 }
-                services.scheduler.recordLaunch(of: bundleIdentifier)
+                scheduler.recordLaunch(of: bundleIdentifier)
             }
             welcome.bundleIdentifier = bundleIdentifier
             if let group = app.appGroupIdentifier {
                 welcome.appGroupIdentifier = group
-                welcome.appGroupContainer = try services.containers.prepare(group: group)
+                welcome.appGroupContainer = try containers.prepare(group: group)
             }
             return .success(welcome)
         } catch let error as BAStoreError {
@@ -82,20 +112,20 @@ final class RequestRouter: @unchecked Sendable {
                 return nil
             case .installApp(let install):
                 try require(.cli, client, request)
-                services.installer.install(install, reply: reply)
+                installer.install(install, reply: reply)
                 return nil
             case .simulate(let app, let event):
                 try require(.cli, client, request)
-                try services.installer.simulate(event, app: app, reply: reply)
+                try installer.simulate(event, app: app, reply: reply)
                 return nil
             case .uninstallApp(let app, let keepData):
                 try require(.cli, client, request)
-                services.installer.uninstall(app, keepData: keepData, why: "ba uninstall", reply: reply)
+                installer.uninstall(app, keepData: keepData, why: "ba uninstall", reply: reply)
                 return nil
             case .purge(let dryRun):
                 // Walks the containers off the executor: answered later.
                 try require(.cli, client, request)
-                services.purge.purge(dryRun: dryRun) { outcome in
+                purge.purge(dryRun: dryRun) { outcome in
                     switch outcome {
                     case .success(let report): reply(.purge(report))
                     case .failure(let refusal): reply(refusal.result)
@@ -126,7 +156,7 @@ final class RequestRouter: @unchecked Sendable {
         case .schedule(let payload):
             let app = try appOf(client, request)
             return .downloads([
-                services.transfers.info(try services.transfers.schedule(payload, for: app, contentRequest: 0))
+                transfers.info(try transfers.schedule(payload, for: app, contentRequest: 0))
             ])
         case .startForeground(let identifier):
             let app = try appOf(client, request)
@@ -135,20 +165,20 @@ final class RequestRouter: @unchecked Sendable {
                     AppleErrorCode.callFromExtensionNotAllowed.rawValue,
                     "startForegroundDownload is only available to the app, not to its extension")
             }
-            try services.transfers.promote(try activeDownload(app: app.bundleIdentifier, identifier: identifier))
+            try transfers.promote(try activeDownload(app: app.bundleIdentifier, identifier: identifier))
             return .ok
         case .cancel(let identifier):
             let app = try appOf(client, request)
-            try services.transfers.cancel(app: app.bundleIdentifier, identifier: identifier)
+            try transfers.cancel(app: app.bundleIdentifier, identifier: identifier)
             return .ok
         case .currentDownloads:
             throw Refusal(.internalError, "currentDownloads is answered page by page")
         case .subscribeEvents:
-            services.delivery.subscribe(session, client: client)
+            delivery.subscribe(session, client: client)
             return .ok
         case .acknowledgeEvents(let sequence):
             let app = try appOf(client, request)
-            try services.delivery.acknowledge(app: app.bundleIdentifier, through: sequence)
+            try delivery.acknowledge(app: app.bundleIdentifier, through: sequence)
             return .ok
         case .respondToChallenge(let uniqueIdentifier, let disposition, let user, let password):
             let app = try appOf(client, request)
@@ -158,20 +188,20 @@ final class RequestRouter: @unchecked Sendable {
                 throw Refusal(
                     AppleErrorCode.downloadNotScheduled.rawValue, "no download \(uniqueIdentifier) of this app")
             }
-            services.transfers.respond(to: uniqueIdentifier, disposition: disposition, user: user, password: password)
+            transfers.respond(to: uniqueIdentifier, disposition: disposition, user: user, password: password)
             return .ok
         case .promoteDownload(let uniqueIdentifier):
             try require(.cli, client, request)
-            try services.transfers.promote(try activeDownload(uniqueIdentifier: uniqueIdentifier))
+            try transfers.promote(try activeDownload(uniqueIdentifier: uniqueIdentifier))
             return .ok
         case .retryDownload(let uniqueIdentifier):
             try require(.cli, client, request)
-            try services.transfers.retry(uniqueIdentifier)
+            try transfers.retry(uniqueIdentifier)
             return .ok
         case .cancelDownload(let uniqueIdentifier):
             try require(.cli, client, request)
             let download = try activeDownload(uniqueIdentifier: uniqueIdentifier)
-            try services.transfers.cancel(app: download.appIdentifier, identifier: download.identifier, by: "ba cancel")
+            try transfers.cancel(app: download.appIdentifier, identifier: download.identifier, by: "ba cancel")
             return .ok
         case .lockStatus(let bundleIdentifier):
             try require(.cli, client, request)
@@ -180,10 +210,10 @@ final class RequestRouter: @unchecked Sendable {
             throw Refusal(.internalError, "\(request.type) is answered later")
         case .listApps:
             try require(.cli, client, request)
-            return .apps(try services.scheduler.appInfos())
+            return .apps(try scheduler.appInfos())
         case .clearQuarantine(let bundleIdentifier):
             try require(.cli, client, request)
-            try services.scheduler.clearQuarantine(app: bundleIdentifier)
+            try scheduler.clearQuarantine(app: bundleIdentifier)
             return .ok
         }
     }
@@ -215,7 +245,7 @@ final class RequestRouter: @unchecked Sendable {
 
     /// `registerApp`: registers without reading an `Info.plist` (no manifest, no restrictions).
     private func register(_ registration: AppRegistration) throws -> ServerMessage.Result {
-        try services.installer.register(registration, manifestURL: nil, restrictions: StoredApp.Restrictions())
+        try installer.register(registration, manifestURL: nil, restrictions: StoredApp.Restrictions())
         return .ok
     }
 
@@ -233,7 +263,7 @@ final class RequestRouter: @unchecked Sendable {
 
     private func activeDownload(uniqueIdentifier: String) throws -> StoredDownload {
         guard let download = try store.download(uniqueIdentifier: uniqueIdentifier), download.state.isActive else {
-            if let cancelled = services.transfers.recentlyCancelled(uniqueIdentifier) {
+            if let cancelled = transfers.recentlyCancelled(uniqueIdentifier) {
                 throw Refusal(AppleErrorCode.downloadNotScheduled.rawValue, cancelled)
             }
             throw Refusal(
@@ -252,7 +282,7 @@ final class RequestRouter: @unchecked Sendable {
         guard let group = app.appGroupIdentifier else {
             throw Refusal(AppleErrorCode.downloadInvalid.rawValue, "\(bundleIdentifier) has no app group, so no lock")
         }
-        let path = ExclusiveControlLock.path(inContainer: services.containers.container(group: group))
+        let path = ExclusiveControlLock.path(inContainer: containers.container(group: group))
         let holder = try ExclusiveControlLock.holder(path: path)
         return LockInfo(
             appIdentifier: bundleIdentifier, appGroupIdentifier: group, lockPath: path, held: holder != nil,
