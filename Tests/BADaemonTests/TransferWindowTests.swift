@@ -219,7 +219,7 @@ struct TransferWindowTests {
     @Test("a seeded run of 5,000 events keeps one place per download and the engine's count")
     func seededRun() {
         var window = Window(window: 4)
-        var generator = SplitMix(seed: 20)
+        var generator = SeededGenerator(state: 20)
         let ids = (0..<12).map { "t\($0)" }
         for _ in 0..<5_000 {
             let id = ids[Int(generator.next() % UInt64(ids.count))]
@@ -245,18 +245,5 @@ struct TransferWindowTests {
                 return
             }
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64), so the run is the same every time.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
