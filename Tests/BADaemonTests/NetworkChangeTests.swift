@@ -50,7 +50,7 @@ struct NetworkChangeTests {
         }
         var waitingUntil = 0.0
         // (8 s: starting nsenter and ip on a loaded machine takes seconds.)
-        try await poll("a retry wait of more than 8 s", timeout: 90) {
+        try await waitUntil("a retry wait of more than 8 s", timeout: 90) {
             guard let info = try download(), info.waitingFor == "retry", let next = info.nextAttemptAt else {
                 return false
             }
@@ -65,7 +65,7 @@ struct NetworkChangeTests {
                 "link", "set", "lo", "up",
             ])
         #expect(up.status == 0, "\(up.stderr)")
-        try await poll("the download to finish", timeout: 60) { try download()?.state == 3 }
+        try await waitUntil("the download to finish", timeout: 60) { try download()?.state == 3 }
         // basd's own time of its reaction, from its log line, not when this test saw the end (a
         // loaded machine took 15 s more to show it): the retry came from the network change,
         // before the backoff's next attempt.
@@ -78,14 +78,6 @@ struct NetworkChangeTests {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let reacted = try #require(formatter.date(from: String(line.prefix { $0 != " " })), "\(line)")
         #expect(reacted.timeIntervalSince1970 < waitingUntil, "retried only at the backoff's time: \(line)")
-    }
-
-    func poll(_ what: String, timeout: Double, until condition: () throws -> Bool) async throws {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while try !condition() {
-            guard Date() < deadline else { throw HarnessError("timed out waiting for \(what)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
     }
 }
 

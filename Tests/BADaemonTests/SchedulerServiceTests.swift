@@ -54,14 +54,6 @@ final class PurgeGate: Sendable {
         return Self.freeBytes
     }
 
-    /// Waits (bounded) until `count` checks were entered.
-    func waitForCallers(_ count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while callers < count {
-            guard ContinuousClock.now < deadline else { throw HarnessError("no purge reached its free-space check") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-    }
 }
 
 /// basd's log lines, so a test can wait for one (a bounded poll: the service's engine events are
@@ -435,31 +427,20 @@ struct SchedulerServiceTests {
                 }
             }
         }
-        try await gate.waitForCallers(1)
+        try await waitUntil("a purge to reach its free-space check", timeout: 30) { gate.callers >= 1 }
         // The first purge is held on its thread; the executor is free.
         let served = Atomic<Bool>(false)
         let executor = harness.service.queue
         let asker = Thread { executor.sync { served.store(true, ordering: .releasing) } }
         asker.start()
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !served.load(ordering: .acquiring) {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("the executor did not run anything while a purge walked")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
+        try await waitUntil("the executor to run something while a purge walks", timeout: 30) {
+            served.load(ordering: .acquiring)
         }
         #expect(harness.service.queue.sync { harness.service.purge.running })
         #expect(gate.callers == 1, "the second purge started before the first ended")
         #expect(reports.withLock { $0.isEmpty })
         gate.open()
-        while reports.withLock({ $0.count }) < 2 {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("the purges did not report: \(harness.log.all)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try await waitUntil("the purges to report", timeout: 30) { reports.withLock { $0.count } >= 2 }
         #expect(gate.callers == 2)
         #expect(reports.withLock { $0.allSatisfy { $0.dryRun && $0.freeBytes == PurgeGate.freeBytes } })
     }

@@ -83,3 +83,15 @@ struct UncheckedBox<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }
+
+/// Waits (a bounded poll, every 5 ms) until `condition` holds; throws after `timeout` seconds,
+/// naming `what`.
+package func waitUntil(
+    _ what: String, timeout: Double, _ condition: () throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+    while try !condition() {
+        guard ContinuousClock.now < deadline else { throw HarnessError("timed out waiting for \(what)") }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
