@@ -8,8 +8,10 @@ import Foundation
 extension TransferCoordinator {
     /// Handles events of the engine, in order: manifest fetches go to their callers, transfers out
     /// of space wait, and the rest is recorded in one transaction, whose events then go to the
-    /// event router.
-    func handle(_ events: [EngineEvent]) {
+    /// event router. Returns how long that transaction's commit took (its fsync; zero when
+    /// nothing was recorded), which ``handleArriving()`` leaves out of the turn's size.
+    @discardableResult
+    func handle(_ events: [EngineEvent]) -> Duration {
         var toStore: [EngineEvent] = []
         // Once a quarter of the window has ended, the next queued downloads go to the engine.
         defer { perform(window.handle(.eventsHandled)) }
@@ -42,23 +44,25 @@ extension TransferCoordinator {
             }
             toStore.append(event)
         }
-        guard !toStore.isEmpty else { return }
+        guard !toStore.isEmpty else { return .zero }
         // Events the store could not record yet go first, in order.
         guard unrecorded.isEmpty else {
             unrecorded += toStore
-            return
+            return .zero
         }
-        if !recordBatch(toStore) {
+        guard let commit = recordBatch(toStore) else {
             unrecorded += toStore
             perform(window.handle(.storeRefused))
+            return .zero
         }
+        return commit
     }
 
     private struct StoreRefused: Error {}
 
-    /// Records `events` in one transaction (one fsync), then tells the event router; false (and
-    /// nothing stored) when the store could not be written.
-    private func recordBatch(_ events: [EngineEvent]) -> Bool {
+    /// Records `events` in one transaction (one fsync), then tells the event router; returns how
+    /// long the commit took, or nil (and nothing stored) when the store could not be written.
+    private func recordBatch(_ events: [EngineEvent]) -> Duration? {
         // What to do once the batch is committed (tell the event router, send transient progress), in order.
         var afterCommit: [() -> Void] = []
         var bodyEnded = ContinuousClock.now
@@ -67,15 +71,15 @@ extension TransferCoordinator {
                 for event in events where !record(event, afterCommit: &afterCommit) { throw StoreRefused() }
                 bodyEnded = .now
             }
-            lastCommit += ContinuousClock.now - bodyEnded
         } catch {
             if unrecorded.isEmpty {
                 log("recording \(events.count) engine event(s) failed, kept to be recorded later: \(error)")
             }
-            return false
+            return nil
         }
+        let commit = ContinuousClock.now - bodyEnded
         for action in afterCommit { action() }
-        return true
+        return commit
     }
 
     /// Records one engine event; false when the store could not be written (the event is to be
@@ -176,7 +180,7 @@ extension TransferCoordinator {
     /// store refused before (in order, stopping at the first that fails again), then starts the
     /// transfers that wait for space if there is more room now.
     func lookAgain() {
-        if !unrecorded.isEmpty, recordBatch(unrecorded) { unrecorded.removeAll() }
+        if !unrecorded.isEmpty, recordBatch(unrecorded) != nil { unrecorded.removeAll() }
         perform(window.handle(.lookAgainDue(storeBlocked: !unrecorded.isEmpty)))
     }
 

@@ -72,9 +72,6 @@ final class TransferCoordinator: @unchecked Sendable {
     private let arriving = Inbox<EngineEvent>()
     /// How many engine events one turn of the executor handles (``TurnSize``).
     private var engineEventTurn = TurnSize(range: 50...20_000, start: 1_000)
-    /// How long the last batch of engine events took to commit (its fsync), which
-    /// ``engineEventTurn`` leaves out.
-    var lastCommit = Duration.zero
     /// Network changes cut retry waits short.
     var networkMonitor: DescriptorWatcher?
     /// Downloads cancelled lately (their rows are gone): who and when, for a second `ba cancel`.
@@ -126,9 +123,8 @@ final class TransferCoordinator: @unchecked Sendable {
     private func handleArriving() {
         let started = ContinuousClock.now
         let (events, more) = arriving.take(atMost: engineEventTurn.current)
-        lastCommit = .zero
-        handle(events)
-        engineEventTurn.record(events.count, took: ContinuousClock.now - started, fixed: lastCommit)
+        let commit = handle(events)
+        engineEventTurn.record(events.count, took: ContinuousClock.now - started, fixed: commit)
         if more { executor.yielding { self.handleArriving() } }
     }
 
