@@ -63,10 +63,10 @@ final class PurgeService: @unchecked Sendable {
         }
     }
 
-    /// Purges asked for while one runs, started one after another (executor only).
-    private var waiting: [() -> Void] = []
+    /// The purges asked for, one after another: a second waits for the first (executor only).
+    private let purges = StepQueue()
     /// Whether a purge is walking or deleting (its thread has not reported back yet).
-    private(set) var running = false
+    var running: Bool { purges.isBusy }
 
     /// Plans (and unless `dryRun`, carries out) a purge of unmodified, unused finished files
     /// until free space on the state directory's file system is back over the threshold. Records
@@ -75,22 +75,29 @@ final class PurgeService: @unchecked Sendable {
     ///
     /// The free-space check, the walk of the containers (up to 100,000 entries) and of `/proc`,
     /// and the deletions run on a thread of their own, not on the executor: other clients are
-    /// served meanwhile (issue 19). The store is read before and written after, on the executor; one purge runs at a
-    /// time (a second waits for the first). A file moved or changed meanwhile is not deleted:
-    /// the purger checks each file's identity again just before it deletes it.
+    /// served meanwhile (issue 19). The store is read before and written after, on the executor;
+    /// one purge runs at a time (``StepQueue``: a second waits for the first). A file moved or
+    /// changed meanwhile is not deleted: the purger checks each file's identity again just
+    /// before it deletes it.
     func purge(dryRun: Bool, then: @escaping @Sendable (Result<PurgeReport, Refusal>) -> Void) {
         executor.assertOnExecutor()
-        guard !running else {
-            waiting.append { [self] in purge(dryRun: dryRun, then: then) }
-            return
+        purges.run { [self] done in
+            let done = UncheckedSendable(done)
+            purgeNow(dryRun: dryRun) { outcome in
+                then(outcome)
+                done.value()
+            }
         }
+    }
+
+    /// One purge, while no other runs.
+    private func purgeNow(dryRun: Bool, then: @escaping @Sendable (Result<PurgeReport, Refusal>) -> Void) {
         let input: PurgeInput
         do {
             input = try purgeInput()
         } catch {
             return then(.failure(error))
         }
-        running = true
         let executor = self.executor
         let freeSpace = configuration.freeSpace
         let stateDirectory = configuration.stateDirectory
@@ -106,12 +113,10 @@ final class PurgeService: @unchecked Sendable {
             }
             let carried = UncheckedSendable(outcome)
             executor.async { [self] in
-                running = false
                 then(
                     carried.value.flatMap { plan, results, free in
                         Result { () throws(Refusal) in try finish(plan, results, input, free: free, dryRun: dryRun) }
                     })
-                if !waiting.isEmpty { waiting.removeFirst()() }
             }
         }
         thread.name = "basd-purge"
