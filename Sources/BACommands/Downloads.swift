@@ -159,10 +159,10 @@ package struct DownloadRow: Encodable {
         identifier = info.download.identifier
         uniqueIdentifier = info.uniqueIdentifier
         url = info.download.url
-        state = Self.stateName(info.state)
-        stateValue = info.state
+        state = Self.stateName(info.state.rawValue)
+        stateValue = info.state.rawValue
         bytesOnDisk = info.bytesOnDisk
-        fileSize = info.download.fileSize
+        fileSize = info.download.expectedSize
         priority = info.download.priority
         essential = info.download.isEssential
         foreground = info.isForeground

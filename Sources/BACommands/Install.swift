@@ -186,7 +186,7 @@ struct InstallReportPrinter {
             Swift.print("  scheduled \(essential.count) essential and \(other) other download(s)")
         }
         for download in report.scheduled {
-            let size = download.download.fileSize.map(HumanReadable.bytes) ?? "size unknown"
+            let size = download.download.expectedSize.map(HumanReadable.bytes) ?? "size unknown"
             Swift.print(
                 "    \(download.download.isEssential ? "essential" : "         ") \(download.download.identifier) (\(size))"
             )
@@ -265,7 +265,7 @@ final class EssentialWatcher: @unchecked Sendable {
 
     // MARK: Under `lock`
 
-    private var total: Int64 { watching?.values.reduce(0) { $0 + ($1.download.fileSize ?? 0) } ?? 0 }
+    private var total: Int64 { watching?.values.reduce(0) { $0 + ($1.download.fileSize) } ?? 0 }
 
     private func handle(_ event: DownloadEvent) {
         guard outcome == nil, let watching, let download = watching[event.downloadUniqueIdentifier] else { return }
@@ -277,7 +277,7 @@ final class EssentialWatcher: @unchecked Sendable {
             }
         case .finished:
             finished.insert(event.downloadUniqueIdentifier)
-            written[event.downloadUniqueIdentifier] = event.size ?? download.download.fileSize ?? 0
+            written[event.downloadUniqueIdentifier] = event.size ?? download.download.fileSize
             if !json && !terminal {
                 Swift.print("finished \(download.download.identifier) (\(HumanReadable.bytes(event.size ?? 0)))")
             }

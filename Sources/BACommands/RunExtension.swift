@@ -222,7 +222,7 @@ struct RunExtension: AsyncParsableCommand {
         let libraryPath = URL(fileURLWithPath: library).standardizedFileURL.path
         let (container, group) = try container(libraryPath: libraryPath, appBundle: appBundle, workspace: workspace)
         // As basd does: a download that names no group is the app's.
-        func download() throws -> DownloadRecord {
+        func download() throws -> DownloadDescription {
             var record = try parseDownload()
             if record.applicationGroupIdentifier?.isEmpty ?? true { record.applicationGroupIdentifier = group }
             return record
@@ -328,7 +328,7 @@ struct RunExtension: AsyncParsableCommand {
         return contents
     }
 
-    func parseDownload() throws -> DownloadRecord {
+    func parseDownload() throws -> DownloadDescription {
         guard var text = downloadJSON else { throw InputError(message: "--download-json is required") }
         if text.hasPrefix("@") {
             let path = String(text.dropFirst())
@@ -362,7 +362,7 @@ struct DownloadJSON: Codable, Equatable {
     var applicationGroupIdentifier: String?
     var sha256: String?
 
-    init(_ record: DownloadRecord) {
+    init(_ record: DownloadDescription) {
         identifier = record.identifier
         url = record.url
         essential = record.isEssential
@@ -372,12 +372,10 @@ struct DownloadJSON: Codable, Equatable {
         sha256 = record.sha256
     }
 
-    var record: DownloadRecord {
-        DownloadRecord(
+    var record: DownloadDescription {
+        DownloadDescription(
             identifier: identifier, uniqueIdentifier: UUID().uuidString, url: url,
-            applicationGroupIdentifier: applicationGroupIdentifier,
-            fileSize: fileSize ?? 0, priority: priority ?? DownloadRules.defaultPriority,
-            isEssential: essential ?? false,
-            state: 3, sha256: sha256)
+            applicationGroupIdentifier: applicationGroupIdentifier, priority: priority ?? DownloadRules.defaultPriority,
+            isEssential: essential ?? false, fileSize: fileSize ?? 0, sha256: sha256, state: .finished)
     }
 }

@@ -14,7 +14,7 @@ struct RunReport {
     }
 
     /// Downloads are a set: listed by identifier so equal sets print equally.
-    var sortedDownloads: [DownloadRecord] { result.downloads.sorted { $0.identifier < $1.identifier } }
+    var sortedDownloads: [DownloadDescription] { result.downloads.sorted { $0.identifier < $1.identifier } }
 
     var durationMilliseconds: Double { (result.duration.seconds * 1000).rounded(toPlaces: 3) }
 

@@ -143,7 +143,7 @@ package enum DownloadRules {
 
     /// Checks every field of one download, in the context of the content request that produced it
     /// (`nil` when it was not returned from `downloads(for:…)`, e.g. scheduled later).
-    package static func check(_ download: DownloadRecord, contentRequest: Int32? = nil) -> Violation? {
+    package static func check(_ download: DownloadDescription, contentRequest: Int32? = nil) -> Violation? {
         guard download.isWellFormed else {
             return Violation(
                 code: downloadInvalid,
@@ -199,13 +199,13 @@ package enum DownloadRules {
 
     /// The outcome of validating the set an extension returned.
     package struct SetValidation: Sendable {
-        package var accepted: [DownloadRecord] = []
-        package var rejected: [(download: DownloadRecord, violation: Violation)] = []
+        package var accepted: [DownloadDescription] = []
+        package var rejected: [(download: DownloadDescription, violation: Violation)] = []
     }
 
     /// Validates a returned set: every download on its own, then identifier uniqueness (the first
     /// one with an identifier wins; later ones are rejected with code 100).
-    package static func validate(_ downloads: [DownloadRecord], contentRequest: Int32?) -> SetValidation {
+    package static func validate(_ downloads: [DownloadDescription], contentRequest: Int32?) -> SetValidation {
         var result = SetValidation()
         var seen = Set<String>()
         for download in downloads {

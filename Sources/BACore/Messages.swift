@@ -136,9 +136,9 @@ public enum RunnerEvent: Sendable, Equatable {
     case contentRequest(
         request: Int32, manifestPath: String, manifestURL: String, restrictedRemaining: Int64,
         restrictedEssentialRemaining: Int64)
-    case finished(DownloadRecord, filePath: String)
-    case failed(DownloadRecord, ErrorRecord)
-    case challenge(DownloadRecord, ChallengeRecord)
+    case finished(DownloadDescription, filePath: String)
+    case failed(DownloadDescription, ErrorRecord)
+    case challenge(DownloadDescription, ChallengeRecord)
     case willTerminate
 
     package var entryPoint: EntryPoint {
@@ -194,12 +194,12 @@ extension RunnerEvent {
                 request: try r.i32(), manifestPath: try r.string(), manifestURL: try r.string(),
                 restrictedRemaining: try r.i64(), restrictedEssentialRemaining: try r.i64())
         case 1:
-            return .finished(try DownloadRecord.decode(from: &r), filePath: try r.string())
+            return .finished(try DownloadDescription.decode(from: &r), filePath: try r.string())
         case 2:
-            let download = try DownloadRecord.decode(from: &r)
+            let download = try DownloadDescription.decode(from: &r)
             return .failed(download, ErrorRecord(domain: try r.string(), code: try r.i32(), message: try r.string()))
         case 3:
-            let download = try DownloadRecord.decode(from: &r)
+            let download = try DownloadDescription.decode(from: &r)
             return .challenge(
                 download,
                 ChallengeRecord(
@@ -224,7 +224,7 @@ package struct RunRequest: Sendable, Equatable {
     /// The app group's exclusive-control lock file; empty = none.
     package var lockPath: String
     /// What current_downloads reports.
-    package var currentDownloads: [DownloadRecord]
+    package var currentDownloads: [DownloadDescription]
     /// Events to call after `event`, in order, in the same process (at most
     /// ``maximumMoreEvents``); empty for one call.
     package var moreEvents: [RunnerEvent]
@@ -234,7 +234,7 @@ package struct RunRequest: Sendable, Equatable {
 
     package init(
         libraryPath: String, event: RunnerEvent, memoryLimitBytes: UInt64, maximumDownloads: UInt32,
-        lockPath: String = "", currentDownloads: [DownloadRecord] = [], moreEvents: [RunnerEvent] = []
+        lockPath: String = "", currentDownloads: [DownloadDescription] = [], moreEvents: [RunnerEvent] = []
     ) {
         self.libraryPath = libraryPath
         self.event = event
@@ -289,8 +289,8 @@ package enum HostMessage: Sendable, Equatable {
         let lockPath = try r.string()
         let count = Int(try r.u32())
         guard count <= 100_000 else { throw WireError("\(count) current downloads exceed the limit of 100000") }
-        var current: [DownloadRecord] = []
-        for _ in 0..<count { current.append(try DownloadRecord.decode(from: &r)) }
+        var current: [DownloadDescription] = []
+        for _ in 0..<count { current.append(try DownloadDescription.decode(from: &r)) }
         let event = try RunnerEvent.decode(from: &r)
         let more = Int(try r.u32())
         guard more <= RunRequest.maximumMoreEvents else {
@@ -312,9 +312,9 @@ package enum RunnerMessage: Sendable, Equatable {
     case hello(protocolVersion: UInt32)
     case identity(ExtensionIdentity)
     /// Returned from downloads_for_request with add_download.
-    case download(DownloadRecord)
+    case download(DownloadDescription)
     /// Passed to schedule_download outside downloads_for_request.
-    case scheduled(DownloadRecord)
+    case scheduled(DownloadDescription)
     case cancelled(identifier: String)
     case log(level: Int32, message: String)
     case credential(user: String, password: String)
@@ -388,8 +388,8 @@ package enum RunnerMessage: Sendable, Equatable {
                 ExtensionIdentity(
                     name: name, version: version, abiMajor: UInt16(major), abiMinor: UInt16(minor),
                     entryPoints: try r.u32()))
-        case 3: message = .download(try DownloadRecord.decode(from: &r))
-        case 4: message = .scheduled(try DownloadRecord.decode(from: &r))
+        case 3: message = .download(try DownloadDescription.decode(from: &r))
+        case 4: message = .scheduled(try DownloadDescription.decode(from: &r))
         case 5: message = .cancelled(identifier: try r.string())
         case 6:
             let level = try r.i32()

@@ -31,7 +31,7 @@ package struct ClientMessage: Sendable, Hashable, Codable {
                 protocolVersion: try container.decode(Int.self, forKey: .protocolVersion),
                 client: try container.decode(ClientInfo.self, forKey: .client))
         case "status": request = .status
-        case "schedule": request = .schedule(try container.decode(DownloadPayload.self, forKey: .download))
+        case "schedule": request = .schedule(try container.decode(DownloadDescription.self, forKey: .download))
         case "startForeground":
             request = .startForeground(identifier: try container.decode(String.self, forKey: .identifier))
         case "cancel": request = .cancel(identifier: try container.decode(String.self, forKey: .identifier))
@@ -124,7 +124,7 @@ package enum Request: Sendable, Hashable {
     case status
     /// `BADownloadManager.scheduleDownload(_:)` (apps): answered with
     /// ``ServerMessage/Result/downloads(_:)`` holding the one download as stored.
-    case schedule(DownloadPayload)
+    case schedule(DownloadDescription)
     /// `BADownloadManager.startForegroundDownload(_:)` of the client app's download `identifier`.
     case startForeground(identifier: String)
     /// `BADownloadManager.cancel(_:)` of the client app's download `identifier`.
@@ -248,49 +248,6 @@ package struct ClientInfo: Sendable, Hashable, Codable {
         self.role = role
         self.bundleIdentifier = bundleIdentifier
         self.pid = pid
-    }
-}
-
-/// A download as a client hands it to basd: the fields of a `BAURLDownload` (basd's
-/// `StoredDownload` adds the state and bookkeeping).
-package struct DownloadPayload: Sendable, Hashable, Codable {
-    /// One request header.
-    package typealias Header = DownloadRecord.Header
-
-    /// `BADownload.identifier`, chosen by the app.
-    package var identifier: String
-    /// `BADownload.uniqueIdentifier` as the client created it; basd assigns one when absent.
-    package var uniqueIdentifier: String?
-    /// The URL to fetch.
-    package var url: String
-    /// The request's headers, in order.
-    package var headers: [Header]
-    /// The app group the finished file is delivered into.
-    package var applicationGroupIdentifier: String?
-    /// `BADownload.Priority` raw value.
-    package var priority: Int64
-    /// Whether the download is essential.
-    package var isEssential: Bool
-    /// The exact size the file must have; nil when unknown.
-    package var fileSize: Int64?
-    /// The lowercase hex SHA-256 the file must have (a Linux addition).
-    package var sha256: String?
-
-    /// Creates a payload.
-    package init(
-        identifier: String, uniqueIdentifier: String? = nil, url: String, headers: [Header] = [],
-        applicationGroupIdentifier: String? = nil, priority: Int64 = 0, isEssential: Bool = false,
-        fileSize: Int64? = nil, sha256: String? = nil
-    ) {
-        self.identifier = identifier
-        self.uniqueIdentifier = uniqueIdentifier
-        self.url = url
-        self.headers = headers
-        self.applicationGroupIdentifier = applicationGroupIdentifier
-        self.priority = priority
-        self.isEssential = isEssential
-        self.fileSize = fileSize
-        self.sha256 = sha256
     }
 }
 

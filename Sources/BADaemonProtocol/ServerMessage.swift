@@ -1,3 +1,5 @@
+import BACore
+
 /// A message from basd to a client: a response to one request, or a pushed event.
 ///
 /// On the wire: `{"type": "response", "id": 1, "result": {"type": "ok"}}` or
@@ -179,9 +181,9 @@ package struct DownloadInfo: Sendable, Hashable, Codable {
     /// `BADownload.uniqueIdentifier`.
     package var uniqueIdentifier: String
     /// What the client scheduled.
-    package var download: DownloadPayload
+    package var download: DownloadDescription
     /// `BADownload.State` raw value: failed -1, created 0, waiting 1, downloading 2, finished 3.
-    package var state: Int
+    package var state: DownloadState
     /// Whether it runs in the foreground.
     package var isForeground: Bool
     /// Bytes on disk so far.
@@ -208,7 +210,8 @@ package struct DownloadInfo: Sendable, Hashable, Codable {
 
     /// Creates download info.
     package init(
-        uniqueIdentifier: String, download: DownloadPayload, state: Int, isForeground: Bool, bytesOnDisk: Int64,
+        uniqueIdentifier: String, download: DownloadDescription, state: DownloadState, isForeground: Bool,
+        bytesOnDisk: Int64,
         appIdentifier: String? = nil, attempts: Int? = nil, errorCode: Int? = nil, errorMessage: String? = nil
     ) {
         self.uniqueIdentifier = uniqueIdentifier
@@ -223,13 +226,14 @@ package struct DownloadInfo: Sendable, Hashable, Codable {
     }
 }
 
-/// One entry of the app's event log, pushed to the client (mirrors `BAStore`'s `StoredEvent`).
-/// Only the fields of its ``kind`` are set.
+/// One entry of the app's event log, pushed to the client: the store's ``DownloadChange`` with
+/// the download it is about.
+///
+/// Its JSON is flat: the event's own fields, `kind` and the change's fields beside them (a
+/// failure's as `errorDomain`, `errorCode` and `errorMessage`, the names of protocol version 1).
 package struct DownloadEvent: Sendable, Hashable, Codable {
-    /// What happened; the wire names are the store's event kinds.
-    package enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
-        case began, paused, progress, finished, failed, needsCredentials
-    }
+    /// What happened.
+    package typealias Kind = DownloadChange.Kind
 
     /// The event's place in the log: increasing per app; acknowledge through it. 0 marks a
     /// transient event that is not in the log (progress between two durable records): never
@@ -238,45 +242,101 @@ package struct DownloadEvent: Sendable, Hashable, Codable {
     /// The app the event is for (set for the CLI's event stream).
     package var appIdentifier: String?
     /// The download as scheduled (set for apps, so the client can hand the delegate a download).
-    package var download: DownloadPayload?
+    package var download: DownloadDescription?
     /// The download's `uniqueIdentifier`.
     package var downloadUniqueIdentifier: String
     /// The download's `identifier`.
     package var identifier: String
     /// What happened.
-    package var kind: Kind
-    /// `began`: where the transfer resumed.
-    package var offset: Int64?
-    /// `began`: whether it runs in the foreground.
-    package var isForeground: Bool?
-    /// `paused`: bytes kept.
-    package var bytesOnDisk: Int64?
-    /// `progress`: bytes written so far.
-    package var bytesWritten: Int64?
-    /// `progress`: the expected total, when known.
-    package var totalBytes: Int64?
-    /// `finished`: the file's path (in the app group container).
-    package var destination: String?
-    /// `finished`: the file's size.
-    package var size: Int64?
-    /// `failed`: the error's domain, code and message.
-    package var errorDomain: String?
-    package var errorCode: Int?
-    package var errorMessage: String?
-    /// `needsCredentials`: the authentication challenge (e.g. the `WWW-Authenticate` value).
-    package var challenge: String?
+    package var change: DownloadChange
     /// Set when the event is parked: why the app's extension is no longer handed it (it failed
     /// on it too often). The event waits for the app's next connection. basd sends a parked
     /// event again to `ba events --follow` with this set, at the moment it parks it.
     package var parked: String?
 
-    /// Creates an event; set the fields of `kind` afterwards.
-    package init(sequence: Int64, downloadUniqueIdentifier: String, identifier: String, kind: Kind) {
+    /// Creates an event.
+    package init(
+        sequence: Int64, downloadUniqueIdentifier: String, identifier: String, change: DownloadChange,
+        appIdentifier: String? = nil, download: DownloadDescription? = nil, parked: String? = nil
+    ) {
         self.sequence = sequence
         self.downloadUniqueIdentifier = downloadUniqueIdentifier
         self.identifier = identifier
-        self.kind = kind
+        self.change = change
+        self.appIdentifier = appIdentifier
+        self.download = download
+        self.parked = parked
     }
+
+    /// What happened, by name.
+    package var kind: Kind { change.kind }
+
+    private enum CodingKeys: String, CodingKey {
+        case sequence, appIdentifier, download, downloadUniqueIdentifier, identifier, kind, parked
+        case errorDomain, errorCode, errorMessage
+    }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        sequence = try container.decode(Int64.self, forKey: .sequence)
+        appIdentifier = try container.decodeIfPresent(String.self, forKey: .appIdentifier)
+        download = try container.decodeIfPresent(DownloadDescription.self, forKey: .download)
+        downloadUniqueIdentifier = try container.decode(String.self, forKey: .downloadUniqueIdentifier)
+        identifier = try container.decode(String.self, forKey: .identifier)
+        parked = try container.decodeIfPresent(String.self, forKey: .parked)
+        let kind = try container.decode(Kind.self, forKey: .kind)
+        if kind == .failed {
+            change = .failed(
+                domain: try container.decode(String.self, forKey: .errorDomain),
+                code: try container.decode(Int.self, forKey: .errorCode),
+                message: try container.decode(String.self, forKey: .errorMessage))
+        } else {
+            change = try DownloadChange(kind: kind, from: decoder)
+        }
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(sequence, forKey: .sequence)
+        try container.encodeIfPresent(appIdentifier, forKey: .appIdentifier)
+        try container.encodeIfPresent(download, forKey: .download)
+        try container.encode(downloadUniqueIdentifier, forKey: .downloadUniqueIdentifier)
+        try container.encode(identifier, forKey: .identifier)
+        try container.encodeIfPresent(parked, forKey: .parked)
+        if case .failed(let domain, let code, let message) = change {
+            try container.encode(Kind.failed, forKey: .kind)
+            try container.encode(domain, forKey: .errorDomain)
+            try container.encode(code, forKey: .errorCode)
+            try container.encode(message, forKey: .errorMessage)
+        } else {
+            try change.encode(to: encoder)
+        }
+    }
+}
+
+extension DownloadEvent {
+    /// `began`: where the transfer resumed.
+    package var offset: Int64? { if case .began(let offset, _) = change { offset } else { nil } }
+    /// `began`: whether it runs in the foreground.
+    package var isForeground: Bool? { if case .began(_, let foreground) = change { foreground } else { nil } }
+    /// `paused`: bytes kept.
+    package var bytesOnDisk: Int64? { if case .paused(let bytes) = change { bytes } else { nil } }
+    /// `progress`: bytes written so far.
+    package var bytesWritten: Int64? { if case .progress(let bytes, _) = change { bytes } else { nil } }
+    /// `progress`: the expected total, when known.
+    package var totalBytes: Int64? { if case .progress(_, let total) = change { total } else { nil } }
+    /// `finished`: the file's path (in the app group container).
+    package var destination: String? { if case .finished(let path, _) = change { path } else { nil } }
+    /// `finished`: the file's size.
+    package var size: Int64? { if case .finished(_, let size) = change { size } else { nil } }
+    /// `failed`: the error's domain.
+    package var errorDomain: String? { if case .failed(let domain, _, _) = change { domain } else { nil } }
+    /// `failed`: the error's code.
+    package var errorCode: Int? { if case .failed(_, let code, _) = change { code } else { nil } }
+    /// `failed`: the error's message.
+    package var errorMessage: String? { if case .failed(_, _, let message) = change { message } else { nil } }
+    /// `needsCredentials`: the authentication challenge (e.g. the `WWW-Authenticate` value).
+    package var challenge: String? { if case .needsCredentials(let challenge) = change { challenge } else { nil } }
 }
 
 /// basd's answer to `hello`.

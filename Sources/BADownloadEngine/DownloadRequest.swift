@@ -3,7 +3,7 @@ import BACore
 /// One file to download.
 package struct DownloadRequest: Sendable {
     /// One request header.
-    package typealias Header = DownloadRecord.Header
+    package typealias Header = DownloadDescription.Header
 
     /// User name and password for HTTP authentication.
     package struct Credential: Sendable, Equatable {

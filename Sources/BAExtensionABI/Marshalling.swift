@@ -35,7 +35,7 @@ package final class CArena {
     }
 
     /// A `ba_download` filled in from `record`, valid while the arena lives.
-    package func download(_ record: DownloadRecord) -> UnsafeMutablePointer<ba_download> {
+    package func download(_ record: DownloadDescription) -> UnsafeMutablePointer<ba_download> {
         let download = allocate(ba_download.self)
         download.pointee.struct_size = UInt32(MemoryLayout<ba_download>.size)
         download.pointee.flags = record.isEssential ? UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) : 0
@@ -58,7 +58,7 @@ package final class CArena {
         }
         (download.pointee.unique_identifier, download.pointee.unique_identifier_length) = string(
             record.uniqueIdentifier)
-        download.pointee.state = record.state
+        download.pointee.state = ba_download_state(record.state.rawValue)
         if let sha = record.sha256 { (download.pointee.sha256_hex, download.pointee.sha256_hex_length) = string(sha) }
         return download
     }
@@ -86,7 +86,9 @@ package let minimumDownloadStructSize = MemoryLayout<ba_download>.size
 
 /// Reads a `ba_download` from the other side into a record, never trusting its pointers beyond
 /// what its sizes say. Returns nil (with a reason) when it cannot be read at all.
-package func readDownload(_ pointer: UnsafePointer<ba_download>?) -> Result<DownloadRecord, DownloadRules.Violation> {
+package func readDownload(
+    _ pointer: UnsafePointer<ba_download>?
+) -> Result<DownloadDescription, DownloadRules.Violation> {
     guard let pointer else { return .failure(.init(code: 0, reason: "download is NULL")) }
     let download = pointer.pointee
     guard Int(download.struct_size) >= minimumDownloadStructSize else {
@@ -106,8 +108,8 @@ package func readDownload(_ pointer: UnsafePointer<ba_download>?) -> Result<Down
             download.application_group_identifier, download.application_group_identifier_length, wellFormed: &wellFormed
         )
         : nil
-    var headers: [DownloadRecord.Header] = []
-    if download.header_count > DownloadRecord.maximumHeaderCount {
+    var headers: [DownloadDescription.Header] = []
+    if download.header_count > DownloadDescription.maximumHeaderCount {
         wellFormed = false
     } else if download.header_count > 0 {
         if let list = download.headers {
@@ -126,25 +128,30 @@ package func readDownload(_ pointer: UnsafePointer<ba_download>?) -> Result<Down
         download.sha256_hex_length > 0
         ? copyString(download.sha256_hex, download.sha256_hex_length, wellFormed: &wellFormed) : nil
     return .success(
-        DownloadRecord(
-            identifier: identifier, url: url, applicationGroupIdentifier: group, fileSize: download.file_size,
+        DownloadDescription(
+            identifier: identifier, url: url, headers: headers, applicationGroupIdentifier: group,
             priority: download.priority, isEssential: download.flags & UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) != 0,
-            headers: headers, sha256: sha, isWellFormed: wellFormed))
+            fileSize: download.file_size, sha256: sha, isWellFormed: wellFormed))
 }
 
 /// Reads a download the host handed over (entry-point argument or current download): like
 /// ``readDownload(_:)`` plus the fields only the system sets (unique identifier, state).
-package func readHostDownload(_ pointer: UnsafePointer<ba_download>?) -> DownloadRecord? {
+package func readHostDownload(_ pointer: UnsafePointer<ba_download>?) -> DownloadDescription? {
     guard let pointer, case .success(var record) = readDownload(pointer) else { return nil }
     var wellFormed = true
     record.uniqueIdentifier = copyString(
         pointer.pointee.unique_identifier, pointer.pointee.unique_identifier_length, wellFormed: &wellFormed)
-    record.state = pointer.pointee.state
+    if let state = DownloadState(rawValue: Int(pointer.pointee.state)) {
+        record.state = state
+    } else {
+        wellFormed = false
+    }
+    record.isWellFormed = record.isWellFormed && wellFormed
     return record
 }
 
 extension ByteWriter {
-    /// Writes a `ba_download` from the other side in ``DownloadRecord``'s wire layout, copying its
+    /// Writes a `ba_download` from the other side in ``DownloadDescription``'s wire layout, copying its
     /// bytes without building Strings: the reader validates UTF-8 (``ByteReader/string(valid:)``)
     /// and a record whose pointers and lengths disagree is sent marked malformed.
     /// Returns a violation, writing nothing, when the struct cannot be read at all.
@@ -179,7 +186,7 @@ extension ByteWriter {
         bool(download.flags & UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) != 0)
         i32(0)  // state: assigned by the system
         let headerCount =
-            download.header_count <= DownloadRecord.maximumHeaderCount
+            download.header_count <= DownloadDescription.maximumHeaderCount
                 && (download.headers != nil || download.header_count == 0)
             ? download.header_count : 0
         if headerCount != download.header_count { wellFormed = false }

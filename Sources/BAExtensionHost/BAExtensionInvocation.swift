@@ -25,7 +25,7 @@ public struct BAExtensionInvocation: Sendable {
     /// The app group container (holds the exclusive-control lock), or nil for none.
     public var appGroupContainerPath: String?
     /// What the extension sees as the app's current downloads.
-    public var currentDownloads: [DownloadRecord]
+    public var currentDownloads: [DownloadDescription]
     /// Extra environment for the runner process (added to the host's own).
     public var environment: [String: String]
 
@@ -39,7 +39,7 @@ public struct BAExtensionInvocation: Sendable {
     public init(
         libraryPath: String, event: RunnerEvent, timeout: Duration = defaultTimeout,
         memoryLimitBytes: UInt64 = defaultMemoryLimitBytes, maximumDownloads: Int = defaultMaximumDownloads,
-        appGroupContainerPath: String? = nil, currentDownloads: [DownloadRecord] = [],
+        appGroupContainerPath: String? = nil, currentDownloads: [DownloadDescription] = [],
         environment: [String: String] = [:], moreEvents: [RunnerEvent] = [], totalTimeout: Duration? = nil
     ) {
         self.libraryPath = libraryPath
@@ -65,7 +65,7 @@ public struct BAExtensionInvocation: Sendable {
 
 /// A download the host refused, and why.
 public struct BARejectedDownload: Sendable, Equatable {
-    public var download: DownloadRecord
+    public var download: DownloadDescription
     /// `BAErrorCode` raw value.
     public var code: Int
     public var reason: String
@@ -87,13 +87,13 @@ public struct BAExtensionRunResult: Sendable {
     /// Name, version and ABI the library declared (nil if it never got that far).
     public var identity: ExtensionIdentity?
     /// Returned downloads that passed validation, in the order the extension returned them.
-    public var downloads: [DownloadRecord] = []
+    public var downloads: [DownloadDescription] = []
     /// Returned (or scheduled) downloads that did not, with the reason.
     public var rejected: [BARejectedDownload] = []
     /// How many downloads the extension tried to return.
     public var returnedCount: Int = 0
     /// Downloads scheduled through the manager (outside `downloads(for:…)`).
-    public var scheduled: [DownloadRecord] = []
+    public var scheduled: [DownloadDescription] = []
     /// Identifiers cancelled through the manager.
     public var cancelled: [String] = []
     /// Lines logged through the host API (at most 1,000 kept).

@@ -98,7 +98,7 @@ extension SupervisedCall {
         }
         // The runner checks scheduled downloads too, but it shares a process with the extension:
         // check again, and report what fails instead of dropping it.
-        var scheduled: [DownloadRecord] = []
+        var scheduled: [DownloadDescription] = []
         for download in result.scheduled {
             if let violation = DownloadRules.check(download) {
                 result.rejected.append(

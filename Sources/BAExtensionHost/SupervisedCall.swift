@@ -47,7 +47,7 @@ struct SupervisedCall {
     var failure: RunnerFailure?
     var summary: RunnerSummary?
     var result = BAExtensionRunResult(verdict: .ok)
-    var received: [DownloadRecord] = []
+    var received: [DownloadDescription] = []
     /// Log lines of this call past the bounds, and their bytes.
     var droppedLogs = 0
     var droppedLogBytes = 0

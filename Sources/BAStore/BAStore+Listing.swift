@@ -1,3 +1,4 @@
+import BACore
 internal import GRDB
 
 /// Which downloads a listing (`ba downloads`) shows: one app's or every app's, in some states.
@@ -5,10 +6,10 @@ package struct DownloadFilter: Sendable, Hashable {
     /// Only this app's downloads; nil for every app's.
     package var appIdentifier: String?
     /// Only downloads in these states; every state when it holds them all.
-    package var states: Set<StoredDownload.State>
+    package var states: Set<DownloadState>
 
     /// Creates a filter; the defaults match every download.
-    package init(appIdentifier: String? = nil, states: Set<StoredDownload.State> = Set(StoredDownload.State.allCases)) {
+    package init(appIdentifier: String? = nil, states: Set<DownloadState> = Set(DownloadState.allCases)) {
         self.appIdentifier = appIdentifier
         self.states = states
     }
@@ -104,7 +105,7 @@ extension BAStore {
         case (nil, nil):
             break
         }
-        if filter.states != Set(StoredDownload.State.allCases) {
+        if filter.states != Set(DownloadState.allCases) {
             // A bit per state (state + 1, as states start at -1): one statement for any set.
             let mask = filter.states.reduce(0) { $0 | (1 << ($1.rawValue + 1)) }
             conditions.append("((? >> (state + 1)) & 1) = 1")

@@ -1,3 +1,4 @@
+import BACore
 import Foundation
 internal import GRDB
 
@@ -28,7 +29,7 @@ extension BAStore {
                     WHERE unique_identifier = ?
                     """, arguments: [offset, isForeground, partialPath, now, uniqueIdentifier])
             return try appendEvent(
-                db, download, .began, EventPayload.Began(offset: offset, isForeground: isForeground), now)
+                db, download, .began(offset: offset, isForeground: isForeground), now)
         }
     }
 
@@ -43,7 +44,7 @@ extension BAStore {
             try db.executeCached(
                 sql: "UPDATE download SET state = 1, bytes_on_disk = ?, updated_at = ? WHERE unique_identifier = ?",
                 arguments: [bytesOnDisk, now, uniqueIdentifier])
-            return try appendEvent(db, download, .paused, EventPayload.Paused(bytesOnDisk: bytesOnDisk), now)
+            return try appendEvent(db, download, .paused(bytesOnDisk: bytesOnDisk), now)
         }
     }
 
@@ -78,7 +79,7 @@ extension BAStore {
                     WHERE download_id = ? AND kind = 'progress' AND delivered_at IS NULL
                     """, arguments: [uniqueIdentifier])
             return try appendEvent(
-                db, download, .progress, EventPayload.Progress(bytesWritten: bytesOnDisk, totalBytes: totalBytes), now)
+                db, download, .progress(bytesWritten: bytesOnDisk, totalBytes: totalBytes), now)
         }
     }
 
@@ -98,7 +99,7 @@ extension BAStore {
                 sql: "UPDATE download SET updated_at = ? WHERE unique_identifier = ?",
                 arguments: [now, uniqueIdentifier])
             return try appendEvent(
-                db, download, .needsCredentials, EventPayload.NeedsCredentials(challenge: challenge), now)
+                db, download, .needsCredentials(challenge: challenge), now)
         }
     }
 
@@ -126,7 +127,7 @@ extension BAStore {
                     WHERE unique_identifier = ?
                     """, arguments: [destination, size, now, uniqueIdentifier])
             return try appendEvent(
-                db, download, .finished, EventPayload.Finished(destination: destination, size: size), now)
+                db, download, .finished(destination: destination, size: size), now)
         }
     }
 
@@ -150,8 +151,7 @@ extension BAStore {
                     WHERE unique_identifier = ?
                     """, arguments: [error.domain, error.code, error.message, now, uniqueIdentifier])
             return try appendEvent(
-                db, download, .failed,
-                EventPayload.Failed(domain: error.domain, code: error.code, message: error.message), now)
+                db, download, .failed(domain: error.domain, code: error.code, message: error.message), now)
         }
     }
 
@@ -178,44 +178,92 @@ extension BAStore {
 
     /// Appends one event for `download` (inside the caller's transaction).
     private func appendEvent(
-        _ db: Database, _ download: StoredDownload, _ kind: StoredEvent.Kind, _ payload: some Encodable, _ now: Date
+        _ db: Database, _ download: StoredDownload, _ change: DownloadChange, _ now: Date
     ) throws -> StoredEvent {
-        let payloadText = try EventPayload.json(payload)
         try db.executeCached(
             sql: """
                 INSERT INTO event (app_id, download_id, kind, payload, created_at) VALUES (?, ?, ?, ?, ?)
-                """, arguments: [download.appIdentifier, download.uniqueIdentifier, kind.rawValue, payloadText, now])
+                """,
+            arguments: [
+                download.appIdentifier, download.uniqueIdentifier, change.kind.rawValue, EventPayload.json(change), now,
+            ])
         return StoredEvent(
             sequence: db.lastInsertedRowID, appIdentifier: download.appIdentifier,
-            downloadUniqueIdentifier: download.uniqueIdentifier, kind: kind, payload: payloadText, createdAt: now)
+            downloadUniqueIdentifier: download.uniqueIdentifier, change: change, createdAt: now)
     }
 }
 
-/// The JSON payloads of events, one shape per kind (documented on ``StoredEvent/Kind``).
+/// The `payload` column of an event: a JSON object of its change's fields (the kind is the
+/// `kind` column), keys sorted: `{"isForeground":false,"offset":0}` for a `began`.
 enum EventPayload {
-    struct Began: Encodable {
-        var offset: Int64
-        var isForeground: Bool
+    /// The payload of `change`, written directly (an event is appended per transfer change, on
+    /// basd's executor: Foundation's encoder was a tenth of a small download's cost).
+    static func json(_ change: DownloadChange) -> String {
+        var text = "{"
+        func field(_ name: String, _ value: String, last: Bool = false) {
+            text += "\"" + name + "\":" + value + (last ? "}" : ",")
+        }
+        switch change {
+        case .began(let offset, let isForeground):
+            field("isForeground", String(isForeground))
+            field("offset", String(offset), last: true)
+        case .paused(let bytesOnDisk):
+            field("bytesOnDisk", String(bytesOnDisk), last: true)
+        case .progress(let bytesWritten, let totalBytes):
+            if let totalBytes {
+                field("bytesWritten", String(bytesWritten))
+                field("totalBytes", String(totalBytes), last: true)
+            } else {
+                field("bytesWritten", String(bytesWritten), last: true)
+            }
+        case .finished(let destination, let size):
+            field("destination", quoted(destination))
+            field("size", String(size), last: true)
+        case .failed(let domain, let code, let message):
+            field("code", String(code))
+            field("domain", quoted(domain))
+            field("message", quoted(message), last: true)
+        case .needsCredentials(let challenge):
+            field("challenge", quoted(challenge), last: true)
+        }
+        return text
     }
-    struct Paused: Encodable { var bytesOnDisk: Int64 }
-    struct Progress: Encodable {
-        var bytesWritten: Int64
-        var totalBytes: Int64?
-    }
-    struct Finished: Encodable {
-        var destination: String
-        var size: Int64
-    }
-    struct Failed: Encodable {
-        var domain: String
-        var code: Int
-        var message: String
-    }
-    struct NeedsCredentials: Encodable { var challenge: String }
 
-    static func json(_ payload: some Encodable) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(payload), as: UTF8.self)
+    /// `text` as a JSON string literal.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        out.reserveCapacity(text.utf8.count + 2)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    /// The change a row's `kind` and `payload` hold.
+    static func decode(kind: DownloadChange.Kind, payload: String) throws -> DownloadChange {
+        let decoder = JSONDecoder()
+        decoder.userInfo[Fields.kindKey] = kind
+        return try decoder.decode(Fields.self, from: Data(payload.utf8)).change
+    }
+
+    private struct Fields: Decodable {
+        static let kindKey = CodingUserInfoKey(rawValue: "kind")!
+        var change: DownloadChange
+        init(from decoder: any Decoder) throws {
+            guard let kind = decoder.userInfo[Self.kindKey] as? DownloadChange.Kind else {
+                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "no kind"))
+            }
+            change = try DownloadChange(kind: kind, from: decoder)
+        }
     }
 }

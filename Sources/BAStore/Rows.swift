@@ -90,7 +90,7 @@ extension StoredDownload {
             try row.decode(atIndex: column.rawValue)
         }
         let stateValue: Int = try value(.state)
-        guard let state = State(rawValue: stateValue) else {
+        guard let state = DownloadState(rawValue: stateValue) else {
             throw MalformedRow(table: "download", column: "state", value: String(stateValue))
         }
         let headersText: String = try value(.headers)
@@ -106,7 +106,7 @@ extension StoredDownload {
             appIdentifier: try value(.appIdentifier),
             identifier: try value(.identifier),
             url: try value(.url),
-            headers: headers.map { DownloadRecord.Header(name: $0.name, value: $0.value) },
+            headers: headers.map { DownloadDescription.Header(name: $0.name, value: $0.value) },
             applicationGroupIdentifier: try value(.applicationGroupIdentifier),
             priority: try value(.priority),
             isEssential: try value(.essential),
@@ -135,8 +135,8 @@ extension StoredDownload {
     /// The `headers` column: a JSON array of `{"name": …, "value": …}` objects, in order.
     var headersJSON: String {
         get throws {
-            if headers.isEmpty { return "[]" }
-            let data = try JSONEncoder().encode(headers.map { HeaderJSON(name: $0.name, value: $0.value) })
+            if download.headers.isEmpty { return "[]" }
+            let data = try JSONEncoder().encode(download.headers.map { HeaderJSON(name: $0.name, value: $0.value) })
             return String(decoding: data, as: UTF8.self)
         }
     }
@@ -152,12 +152,18 @@ extension StoredEvent {
         guard let kind = Kind(rawValue: kindText) else {
             throw MalformedRow(table: "event", column: "kind", value: kindText)
         }
+        let payload: String = try row.decode(atIndex: 4)
+        let change: DownloadChange
+        do {
+            change = try EventPayload.decode(kind: kind, payload: payload)
+        } catch {
+            throw MalformedRow(table: "event", column: "payload", value: payload)
+        }
         self.init(
             sequence: try row.decode(atIndex: 0),
             appIdentifier: try row.decode(atIndex: 1),
             downloadUniqueIdentifier: try row.decode(atIndex: 2),
-            kind: kind,
-            payload: try row.decode(atIndex: 4),
+            change: change,
             createdAt: try row.decode(atIndex: 5),
             deliveredAt: try row.decode(atIndex: 6),
             parkedAt: try row.decode(atIndex: 7),

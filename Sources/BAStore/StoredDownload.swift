@@ -3,31 +3,21 @@ import Foundation
 
 /// A download as ``BAStore`` keeps it: one row of the `download` table.
 ///
-/// Plain data: what the app asked for (identifier, URL, headers, sizes, priority), where the
-/// transfer stands (state, bytes on disk, validator, partial file) and how it ended. A restarted
-/// basd rebuilds its transfers from these rows. The store sets ``createdAt`` and ``updatedAt``.
+/// The shared ``DownloadDescription`` of what the app asked for (identifier, URL, headers, sizes,
+/// priority, and its state), plus the row's own bookkeeping: the app it belongs to, where the
+/// transfer stands (bytes on disk, validator, partial file) and how it ended. The description's
+/// fields read as the row's own (`row.identifier` is `row.download.identifier`); a restarted basd rebuilds its
+/// transfers from these rows. The store sets ``createdAt`` and ``updatedAt``.
+@dynamicMemberLookup
 package struct StoredDownload: Sendable, Hashable {
-    /// `BADownload.State`, with Apple's raw values.
-    package enum State: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-        case failed = -1
-        case created = 0
-        case waiting = 1
-        case downloading = 2
-        case finished = 3
+    /// What the app asked for, and its state (its ``DownloadDescription/uniqueIdentifier`` is
+    /// always set here: the primary key).
+    package var download: DownloadDescription
 
-        /// Created, waiting or downloading: the download is scheduled and will go on after a
-        /// restart. At most one active download per (app, identifier).
-        package var isActive: Bool { self != .failed && self != .finished }
-
-        package var description: String {
-            switch self {
-            case .failed: "failed"
-            case .created: "created"
-            case .waiting: "waiting"
-            case .downloading: "downloading"
-            case .finished: "finished"
-            }
-        }
+    /// A field of ``download``.
+    package subscript<Value>(dynamicMember field: WritableKeyPath<DownloadDescription, Value>) -> Value {
+        get { download[keyPath: field] }
+        set { download[keyPath: field] = newValue }
     }
 
     /// The error a failed download ended with: an `NSError`'s three parts.
@@ -47,28 +37,8 @@ package struct StoredDownload: Sendable, Hashable {
         }
     }
 
-    /// `BADownload.uniqueIdentifier` (a UUID string): the primary key.
-    package var uniqueIdentifier: String
     /// The bundle identifier of the app the download belongs to.
     package var appIdentifier: String
-    /// `BADownload.identifier`, chosen by the app; unique among the app's active downloads.
-    package var identifier: String
-    /// The URL to fetch.
-    package var url: String
-    /// The request's headers, in order.
-    package var headers: [DownloadRecord.Header]
-    /// The app group the finished file is delivered into, if any.
-    package var applicationGroupIdentifier: String?
-    /// `BADownload.Priority` raw value: higher first, among background downloads.
-    package var priority: Int64
-    /// Essential downloads go before all others and are fetched before the app can launch.
-    package var isEssential: Bool
-    /// The exact size the file must have, if known.
-    package var expectedSize: Int64?
-    /// The lowercase hex SHA-256 the file must have, if known (a Linux addition).
-    package var sha256: String?
-    /// Where the download stands.
-    package var state: State
     /// Whether the app asked for it in the foreground (`startForegroundDownload`).
     package var isForeground: Bool
     /// Bytes of the partial file kept on disk (of the finished file, once finished).
@@ -110,24 +80,18 @@ package struct StoredDownload: Sendable, Hashable {
     /// Creates a download to pass to ``BAStore/schedule(_:)``.
     package init(
         uniqueIdentifier: String = UUID().uuidString, appIdentifier: String, identifier: String, url: String,
-        headers: [DownloadRecord.Header] = [], applicationGroupIdentifier: String? = nil,
+        headers: [DownloadDescription.Header] = [], applicationGroupIdentifier: String? = nil,
         priority: Int64 = DownloadRules.defaultPriority, isEssential: Bool = false, expectedSize: Int64? = nil,
-        sha256: String? = nil, state: State = .waiting, isForeground: Bool = false, bytesOnDisk: Int64 = 0,
+        sha256: String? = nil, state: DownloadState = .waiting, isForeground: Bool = false, bytesOnDisk: Int64 = 0,
         validator: String? = nil, partialPath: String? = nil, destinationPath: String? = nil, attempts: Int = 0,
         lastError: Failure? = nil, createdAt: Date = Date(timeIntervalSince1970: 0),
         updatedAt: Date = Date(timeIntervalSince1970: 0), restriction: PreLaunchRestriction? = nil
     ) {
-        self.uniqueIdentifier = uniqueIdentifier
+        self.download = DownloadDescription(
+            identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: url, headers: headers,
+            applicationGroupIdentifier: applicationGroupIdentifier, priority: priority, isEssential: isEssential,
+            fileSize: expectedSize ?? 0, sha256: sha256, state: state)
         self.appIdentifier = appIdentifier
-        self.identifier = identifier
-        self.url = url
-        self.headers = headers
-        self.applicationGroupIdentifier = applicationGroupIdentifier
-        self.priority = priority
-        self.isEssential = isEssential
-        self.expectedSize = expectedSize
-        self.sha256 = sha256
-        self.state = state
         self.isForeground = isForeground
         self.bytesOnDisk = bytesOnDisk
         self.validator = validator
@@ -140,15 +104,37 @@ package struct StoredDownload: Sendable, Hashable {
         self.restriction = restriction
     }
 
-    /// A new download of `app` from a record an extension or the app handed over (already checked
-    /// with ``DownloadRules``): a `fileSize` of 0 means unknown; an empty `uniqueIdentifier` gets
-    /// a fresh UUID.
-    package init(record: DownloadRecord, appIdentifier: String, state: State = .waiting) {
-        self.init(
-            uniqueIdentifier: record.uniqueIdentifier.isEmpty ? UUID().uuidString : record.uniqueIdentifier,
-            appIdentifier: appIdentifier, identifier: record.identifier, url: record.url, headers: record.headers,
-            applicationGroupIdentifier: record.applicationGroupIdentifier, priority: record.priority,
-            isEssential: record.isEssential, expectedSize: record.fileSize > 0 ? record.fileSize : nil,
-            sha256: record.sha256, state: state)
+    /// A new download of `app` as an extension or the app described it (already checked with
+    /// ``DownloadRules``): an empty `uniqueIdentifier` gets a fresh UUID.
+    package init(_ download: DownloadDescription, appIdentifier: String, state: DownloadState = .waiting) {
+        var download = download
+        if download.uniqueIdentifier.isEmpty { download.uniqueIdentifier = UUID().uuidString }
+        download.state = state
+        download.isWellFormed = true
+        self.download = download
+        self.appIdentifier = appIdentifier
+        self.isForeground = false
+        self.bytesOnDisk = 0
+        self.attempts = 0
+        self.createdAt = Date(timeIntervalSince1970: 0)
+        self.updatedAt = Date(timeIntervalSince1970: 0)
+    }
+
+    /// `BADownload.uniqueIdentifier` (a UUID string): the primary key.
+    package var uniqueIdentifier: String {
+        get { download.uniqueIdentifier }
+        set { download.uniqueIdentifier = newValue }
+    }
+
+    /// Where the download stands.
+    package var state: DownloadState {
+        get { download.state }
+        set { download.state = newValue }
+    }
+
+    /// The exact size the file must have, if known.
+    package var expectedSize: Int64? {
+        get { download.expectedSize }
+        set { download.fileSize = newValue ?? 0 }
     }
 }

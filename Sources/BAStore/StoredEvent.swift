@@ -1,3 +1,4 @@
+import BACore
 import Foundation
 
 /// One entry of an app's event log: one row of the `event` table.
@@ -8,22 +9,8 @@ import Foundation
 /// Delivery is at least once and in ``sequence`` order per app; a receiver drops a sequence it
 /// has already seen (see `docs/state.md`).
 package struct StoredEvent: Sendable, Hashable {
-    /// What happened to the download.
-    package enum Kind: String, Sendable, Hashable, CaseIterable {
-        /// A transfer started (`downloadDidBegin`). Payload: `offset`, `isForeground`.
-        case began
-        /// A transfer stopped keeping its bytes (`downloadDidPause`). Payload: `bytesOnDisk`.
-        case paused
-        /// Bytes arrived (`download(_:didWriteBytes:…)`). Payload: `bytesWritten`, `totalBytes`
-        /// (absent when unknown). Only the latest undelivered one per download is kept.
-        case progress
-        /// The file is complete (`finishedWithFileURL`). Payload: `destination`, `size`.
-        case finished
-        /// The download failed (`failedWithError`). Payload: `domain`, `code`, `message`.
-        case failed
-        /// The server asked for credentials (`download(_:didReceive:)`). Payload: `challenge`.
-        case needsCredentials
-    }
+    /// What happened to the download, by name (the `kind` column).
+    package typealias Kind = DownloadChange.Kind
 
     /// The event's place in the log: increasing, never reused (also after pruning), global
     /// across apps, so one app's events in sequence order are in the order they happened.
@@ -32,10 +19,9 @@ package struct StoredEvent: Sendable, Hashable {
     package var appIdentifier: String
     /// The download it is about.
     package var downloadUniqueIdentifier: String
-    /// What happened.
-    package var kind: Kind
-    /// The details, a JSON object (keys per ``Kind``).
-    package var payload: String
+    /// What happened (the `kind` column, and the `payload` column's JSON object of its fields).
+    /// Only the latest undelivered `progress` per download is kept.
+    package var change: DownloadChange
     /// When it was appended.
     package var createdAt: Date
     /// When the receiver acknowledged it; nil while undelivered.
@@ -46,16 +32,18 @@ package struct StoredEvent: Sendable, Hashable {
     /// Why it was parked (which failures, how many), for listings.
     package var parkedReason: String?
 
+    /// What happened, by name.
+    package var kind: Kind { change.kind }
+
     /// Creates an event value (the store creates the stored ones).
     package init(
-        sequence: Int64, appIdentifier: String, downloadUniqueIdentifier: String, kind: Kind, payload: String,
+        sequence: Int64, appIdentifier: String, downloadUniqueIdentifier: String, change: DownloadChange,
         createdAt: Date, deliveredAt: Date? = nil, parkedAt: Date? = nil, parkedReason: String? = nil
     ) {
         self.sequence = sequence
         self.appIdentifier = appIdentifier
         self.downloadUniqueIdentifier = downloadUniqueIdentifier
-        self.kind = kind
-        self.payload = payload
+        self.change = change
         self.createdAt = createdAt
         self.deliveredAt = deliveredAt
         self.parkedAt = parkedAt

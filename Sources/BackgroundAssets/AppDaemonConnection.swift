@@ -196,14 +196,8 @@ final class AppDaemonConnection: @unchecked Sendable {
         }
     }
 
-    func schedule(_ record: DownloadRecord) throws(BAError) {
-        let payload = DownloadPayload(
-            identifier: record.identifier,
-            uniqueIdentifier: record.uniqueIdentifier.isEmpty ? nil : record.uniqueIdentifier,
-            url: record.url, headers: record.headers, applicationGroupIdentifier: record.applicationGroupIdentifier,
-            priority: record.priority, isEssential: record.isEssential,
-            fileSize: record.fileSize > 0 ? record.fileSize : nil, sha256: record.sha256)
-        try call(.schedule(payload))
+    func schedule(_ download: DownloadDescription) throws(BAError) {
+        try call(.schedule(download))
     }
 
     func startForeground(_ identifier: String) throws(BAError) {
@@ -298,15 +292,10 @@ final class AppDaemonConnection: @unchecked Sendable {
 
     /// A download as basd reports it (nil if its URL does not parse).
     static func download(from info: DownloadInfo) -> BAURLDownload? {
-        BAURLDownload(record: record(info.download, uniqueIdentifier: info.uniqueIdentifier, state: info.state))
-    }
-
-    static func record(_ payload: DownloadPayload, uniqueIdentifier: String, state: Int) -> DownloadRecord {
-        DownloadRecord(
-            identifier: payload.identifier, uniqueIdentifier: uniqueIdentifier, url: payload.url,
-            applicationGroupIdentifier: payload.applicationGroupIdentifier, fileSize: payload.fileSize ?? 0,
-            priority: payload.priority, isEssential: payload.isEssential, state: Int32(clamping: state),
-            headers: payload.headers, sha256: payload.sha256)
+        var download = info.download
+        download.uniqueIdentifier = info.uniqueIdentifier
+        download.state = info.state
+        return BAURLDownload(record: download)
     }
 
     /// Writes a diagnostic line to standard error (an app process has no host log).

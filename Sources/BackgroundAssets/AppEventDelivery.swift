@@ -183,16 +183,15 @@ final class AppEventDelivery: @unchecked Sendable {
 
     /// The download an event is about, from the payload basd attaches (nil if it has none).
     static func download(for event: DownloadEvent) -> BAURLDownload? {
-        guard let payload = event.download else { return nil }
-        let state: BADownload.State =
+        guard var download = event.download else { return nil }
+        download.uniqueIdentifier = event.downloadUniqueIdentifier
+        download.state =
             switch event.kind {
             case .began, .progress, .needsCredentials: .downloading
             case .paused: .waiting
             case .finished: .finished
             case .failed: .failed
             }
-        return BAURLDownload(
-            record: AppDaemonConnection.record(
-                payload, uniqueIdentifier: event.downloadUniqueIdentifier, state: state.rawValue))
+        return BAURLDownload(record: download)
     }
 }

@@ -162,27 +162,25 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
 
 extension BAURLDownload {
     /// The download as a boundary record.
-    package var record: DownloadRecord {
-        DownloadRecord(
+    package var record: DownloadDescription {
+        DownloadDescription(
             identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: request.url?.absoluteString ?? "",
-            applicationGroupIdentifier: applicationGroupIdentifier.isEmpty ? nil : applicationGroupIdentifier,
-            fileSize: Int64(fileSize), priority: Int64(priority.rawValue), isEssential: isEssential,
-            state: Int32(state.rawValue),
             headers: (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map {
                 .init(name: $0.key, value: $0.value)
-            },
-            sha256: baExpectedSHA256)
+            }, applicationGroupIdentifier: applicationGroupIdentifier.isEmpty ? nil : applicationGroupIdentifier,
+            priority: Int64(priority.rawValue), isEssential: isEssential, fileSize: Int64(fileSize),
+            sha256: baExpectedSHA256, state: DownloadState(rawValue: state.rawValue) ?? .created)
     }
 
     /// Rebuilds a download from a boundary record (nil if its URL does not parse).
-    package convenience init?(record: DownloadRecord) {
+    package convenience init?(record: DownloadDescription) {
         guard let url = URL(string: record.url) else { return nil }
         var request = URLRequest(url: url)
         for header in record.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
         self.init(
             identifier: record.identifier,
             uniqueIdentifier: record.uniqueIdentifier.isEmpty ? UUID().uuidString : record.uniqueIdentifier,
-            state: State(rawValue: Int(record.state)) ?? .created, request: request, essential: record.isEssential,
+            state: State(rawValue: record.state.rawValue) ?? .created, request: request, essential: record.isEssential,
             fileSize: Int(record.fileSize), applicationGroupIdentifier: record.applicationGroupIdentifier ?? "",
             priority: Priority(Int(clamping: record.priority)), expectedSHA256: record.sha256)
     }

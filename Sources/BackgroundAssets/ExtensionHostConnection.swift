@@ -50,13 +50,13 @@ struct ExtensionHostConnection: @unchecked Sendable {
         }
     }
 
-    func add(_ record: DownloadRecord) throws(BAError) {
+    func add(_ record: DownloadDescription) throws(BAError) {
         let arena = CArena()
         var code: Int32 = 0
         try check(host.pointee.add_download(arena.download(record), &code), code: code)
     }
 
-    func schedule(_ record: DownloadRecord) throws(BAError) {
+    func schedule(_ record: DownloadDescription) throws(BAError) {
         let arena = CArena()
         var code: Int32 = 0
         try check(host.pointee.schedule_download(arena.download(record), &code), code: code)
@@ -69,8 +69,8 @@ struct ExtensionHostConnection: @unchecked Sendable {
         try check(host.pointee.cancel_download(pointer, length, &code), code: code)
     }
 
-    func currentDownloads() throws(BAError) -> [DownloadRecord] {
-        final class Collector { var records: [DownloadRecord] = [] }
+    func currentDownloads() throws(BAError) -> [DownloadDescription] {
+        final class Collector { var records: [DownloadDescription] = [] }
         let collector = Collector()
         var code: Int32 = 0
         let status = host.pointee.current_downloads(

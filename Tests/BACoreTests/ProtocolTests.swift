@@ -2,12 +2,11 @@ import BACore
 import Testing
 
 @Suite struct ProtocolTests {
-    let download = DownloadRecord(
+    let download = DownloadDescription(
         identifier: "level-1", uniqueIdentifier: "u-1", url: "https://cdn.example.com/l1",
-        applicationGroupIdentifier: "group.g",
-        fileSize: 1 << 20, priority: 100, isEssential: true, state: 2,
-        headers: [.init(name: "Authorization", value: "Bearer t")],
-        sha256: String(repeating: "a", count: 64))
+        headers: [.init(name: "Authorization", value: "Bearer t")], applicationGroupIdentifier: "group.g",
+        priority: 100, isEssential: true, fileSize: 1 << 20, sha256: String(repeating: "a", count: 64),
+        state: .downloading)
 
     func roundTrip(_ message: RunnerMessage) throws -> RunnerMessage {
         var decoder = FrameDecoder()

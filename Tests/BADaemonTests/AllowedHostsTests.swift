@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -128,7 +129,7 @@ struct AllowedHostsTests {
         // No Info.plist restrictions: only basd's allowedHosts (from the harness) stands in the way.
         let client = try daemon.appClient(app)
         defer { client.close() }
-        _ = try client.call(.schedule(DownloadPayload(identifier: "far", url: "https://\(Self.farHost)/far.bin")))
+        _ = try client.call(.schedule(DownloadDescription(identifier: "far", url: "https://\(Self.farHost)/far.bin")))
         let rows = try await CLIQueries.poll(
             "far to fail", daemon, timeout: 30, read: { try await CLIQueries.downloadRows(daemon, app: app) },
             until: { $0.first?["state"] as? String == "failed" })

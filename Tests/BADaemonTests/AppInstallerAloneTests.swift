@@ -41,7 +41,7 @@ struct AppInstallerAloneTests {
     final class FakeExtensions: ExtensionCalling, @unchecked Sendable {
         let executor: ServiceExecutor
         var isAvailable = true
-        var downloads: [DownloadRecord] = []
+        var downloads: [DownloadDescription] = []
         /// The content requests' kinds (`BAContentRequest` raw values), in order.
         var requests: [Int32] = []
         init(executor: ServiceExecutor) { self.executor = executor }
@@ -83,7 +83,7 @@ struct AppInstallerAloneTests {
 
         func respond(to uniqueIdentifier: String, disposition: Int, user: String?, password: String?) {}
         func schedule(
-            _ payload: DownloadPayload, for app: StoredApp, contentRequest: Int32?, start: Bool
+            _ payload: DownloadDescription, for app: StoredApp, contentRequest: Int32?, start: Bool
         ) throws
             -> StoredDownload
         {
@@ -107,8 +107,8 @@ struct AppInstallerAloneTests {
         func remainingAllowances(of app: StoredApp) -> (nonEssential: Int64?, essential: Int64?) { (nil, nil) }
         func info(_ download: StoredDownload) -> DownloadInfo {
             DownloadInfo(
-                uniqueIdentifier: download.uniqueIdentifier, download: DownloadPayload(download),
-                state: download.state.rawValue, isForeground: download.isForeground,
+                uniqueIdentifier: download.uniqueIdentifier, download: download.download,
+                state: download.state, isForeground: download.isForeground,
                 bytesOnDisk: download.bytesOnDisk)
         }
         func drop(_ downloads: [StoredDownload]) { drops.append(downloads.map(\.identifier)) }
@@ -248,8 +248,9 @@ struct AppInstallerAloneTests {
         defer { rig.stop() }
         rig.executor.sync {
             rig.extensions.downloads = [
-                DownloadRecord(identifier: "later", url: "http://127.0.0.1:9/later", fileSize: 10),
-                DownloadRecord(identifier: "first", url: "http://127.0.0.1:9/first", fileSize: 10, isEssential: true),
+                DownloadDescription(identifier: "later", url: "http://127.0.0.1:9/later", fileSize: 10),
+                DownloadDescription(
+                    identifier: "first", url: "http://127.0.0.1:9/first", isEssential: true, fileSize: 10),
             ]
         }
         let manifest = rig.transfers.manifestPath

@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BAStore
 import BATestSupport
@@ -133,10 +134,10 @@ struct CLICommandTests {
         defer { client.close() }
         try client.call(
             .schedule(
-                DownloadPayload(
+                DownloadDescription(
                     identifier: "small", url: server.url("/small.bin"), priority: 10, fileSize: Int64(small.count))))
         let reply = try client.call(
-            .schedule(DownloadPayload(identifier: "slow", url: server.url("/slow.bin"), fileSize: 200_000)))
+            .schedule(DownloadDescription(identifier: "slow", url: server.url("/slow.bin"), fileSize: 200_000)))
         guard case .downloads(let scheduled) = reply, let slow = scheduled.first?.uniqueIdentifier else {
             throw HarnessError("schedule answered \(reply)")
         }
@@ -222,7 +223,7 @@ struct CLICommandTests {
         let client = try daemon.appClient(Self.app)
         defer { client.close() }
         let reply = try client.call(
-            .schedule(DownloadPayload(identifier: "slow", url: server.url("/slow.bin"), fileSize: 4 << 20)))
+            .schedule(DownloadDescription(identifier: "slow", url: server.url("/slow.bin"), fileSize: 4 << 20)))
         guard case .downloads(let scheduled) = reply, let slow = scheduled.first?.uniqueIdentifier else {
             throw HarnessError("schedule answered \(reply)")
         }
@@ -256,7 +257,7 @@ struct CLICommandTests {
         defer { events.kill() }
         try events.wait("subscribed") { $0.stderr.contains("following events") }
         let client = try daemon.appClient(Self.app)
-        try client.call(.schedule(DownloadPayload(identifier: "a", url: server.url("/a.bin"), fileSize: 5000)))
+        try client.call(.schedule(DownloadDescription(identifier: "a", url: server.url("/a.bin"), fileSize: 5000)))
         client.close()
         try events.wait("a finished") { $0.stdout.contains("  finished  ") }
         let lines = events.stdout.split(separator: "\n")

@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BAStore
 import BATestSupport
@@ -44,7 +45,7 @@ struct CoreDefectTests {
 
         // Later (a periodic run, say) a download finishes with no app running.
         let client = try DownloadServiceTests.appClient(daemon)
-        try client.call(.schedule(DownloadPayload(identifier: "catalog", url: server.url("/catalog.json"))))
+        try client.call(.schedule(DownloadDescription(identifier: "catalog", url: server.url("/catalog.json"))))
         client.close()
         try await DownloadServiceTests.waitForFinishedRun(daemon)
         let kept = daemon.stateDirectory + "/groups/" + Self.group + "/Assets/catalog"
@@ -164,7 +165,8 @@ struct CoreDefectTests {
         let app = try DownloadServiceTests.appClient(daemon)
         defer { app.close() }
         do {
-            let result = try app.call(.schedule(DownloadPayload(identifier: "x", url: "http://127.0.0.1:1/a\u{0}b")))
+            let result = try app.call(
+                .schedule(DownloadDescription(identifier: "x", url: "http://127.0.0.1:1/a\u{0}b")))
             Issue.record("scheduled a URL with a NUL: \(result)")
         } catch {
             #expect(error.code == 0 && error.message.contains("NUL"), "\(error.message)")
@@ -244,7 +246,7 @@ struct CoreDefectTests {
         try app.call(.subscribeEvents)
         for index in 0..<300 {
             server.setFile("/q\(index).bin", contents: [UInt8](repeating: UInt8(index % 251), count: 2_000))
-            try app.call(.schedule(DownloadPayload(identifier: "q\(index)", url: server.url("/q\(index).bin"))))
+            try app.call(.schedule(DownloadDescription(identifier: "q\(index)", url: server.url("/q\(index).bin"))))
         }
         let events = try await inbox.wait(timeout: 60, "300 finished") { events in
             events.filter { $0.kind == .finished }.count + events.filter { $0.kind == .failed }.count >= 300
@@ -273,7 +275,7 @@ struct CoreDefectTests {
         for index in 0..<count {
             try app.call(
                 .schedule(
-                    DownloadPayload(
+                    DownloadDescription(
                         identifier: "d\(index)", url: server.url("/slow.bin"),
                         headers: [.init(name: "X-Padding", value: padding)])))
         }
@@ -303,7 +305,7 @@ struct CoreDefectTests {
         defer { app.close() }
         try app.call(.subscribeEvents)
         let identifier = String(repeating: "é", count: 500)
-        try app.call(.schedule(DownloadPayload(identifier: identifier, url: server.url("/long.bin"))))
+        try app.call(.schedule(DownloadDescription(identifier: identifier, url: server.url("/long.bin"))))
         let events = try await inbox.wait(timeout: 30, "the end") {
             $0.contains { $0.kind == .finished || $0.kind == .failed }
         }

@@ -1,3 +1,4 @@
+import BACore
 import Foundation
 import Testing
 
@@ -15,7 +16,7 @@ struct DaemonProtocolTests {
         ClientMessage(
             id: 3,
             request: .schedule(
-                DownloadPayload(
+                DownloadDescription(
                     identifier: "level-1", url: "https://cdn.example.com/level-1.pak",
                     headers: [.init(name: "Authorization", value: "Bearer x")],
                     applicationGroupIdentifier: "group.example",
@@ -29,9 +30,9 @@ struct DaemonProtocolTests {
     ]
 
     static let serverMessages: [ServerMessage] = {
-        var event = DownloadEvent(sequence: 5, downloadUniqueIdentifier: "U", identifier: "level-1", kind: .progress)
-        event.bytesWritten = 10
-        event.totalBytes = 100
+        let event = DownloadEvent(
+            sequence: 5, downloadUniqueIdentifier: "U", identifier: "level-1",
+            change: .progress(bytesWritten: 10, totalBytes: 100))
         return [
             .response(requestId: 1, result: .ok),
             .response(
@@ -44,7 +45,8 @@ struct DaemonProtocolTests {
                 requestId: 3,
                 result: .downloads([
                     DownloadInfo(
-                        uniqueIdentifier: "U", download: DownloadPayload(identifier: "a", url: "https://x/a"), state: 1,
+                        uniqueIdentifier: "U", download: DownloadDescription(identifier: "a", url: "https://x/a"),
+                        state: .waiting,
                         isForeground: false, bytesOnDisk: 0)
                 ])),
             .response(requestId: 4, result: .error(code: 55, message: "no")),
@@ -77,8 +79,8 @@ struct DaemonProtocolTests {
 
         let infos = (0..<2_500).map {
             DownloadInfo(
-                uniqueIdentifier: "U\($0)", download: DownloadPayload(identifier: "d\($0)", url: "https://x/\($0)"),
-                state: 1, isForeground: false, bytesOnDisk: 0)
+                uniqueIdentifier: "U\($0)", download: DownloadDescription(identifier: "d\($0)", url: "https://x/\($0)"),
+                state: .waiting, isForeground: false, bytesOnDisk: 0)
         }
         let listing = ServerMessage.Result.downloadList(DownloadListing(downloads: infos, notShown: 7))
         // A page that is not the last: every frame partial. The last page: only its last frame is the response.
@@ -118,8 +120,9 @@ struct DaemonProtocolTests {
         report.scheduled = (0..<8_000).map {
             DownloadInfo(
                 uniqueIdentifier: "U\($0)",
-                download: DownloadPayload(identifier: "asset-\($0)", url: "https://cdn.example.com/assets/\($0).pak"),
-                state: 1, isForeground: false, bytesOnDisk: 0)
+                download: DownloadDescription(
+                    identifier: "asset-\($0)", url: "https://cdn.example.com/assets/\($0).pak"),
+                state: .waiting, isForeground: false, bytesOnDisk: 0)
         }
         report.refused = (0..<2_000).map {
             RefusedDownload(identifier: "r\($0)", code: 112, reason: "over the allowance", isEssential: false)
@@ -147,8 +150,9 @@ struct DaemonProtocolTests {
         report.scheduled = (0..<10).map {
             DownloadInfo(
                 uniqueIdentifier: "U\($0)",
-                download: DownloadPayload(identifier: "asset-\($0)", url: "https://cdn.example.com/assets/\($0).pak"),
-                state: 1, isForeground: false, bytesOnDisk: 0)
+                download: DownloadDescription(
+                    identifier: "asset-\($0)", url: "https://cdn.example.com/assets/\($0).pak"),
+                state: .waiting, isForeground: false, bytesOnDisk: 0)
         }
         report.logs = (0..<1_000).map { "line \($0) " + String(repeating: "\u{1}", count: 2_000) }
         report.verdict = "ok"

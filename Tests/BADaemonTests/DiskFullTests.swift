@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -81,7 +82,7 @@ struct DiskFullTests {
         let app = try DownloadServiceTests.appClient(daemon, inbox: inbox)
         defer { app.close() }
         try app.call(.subscribeEvents)
-        try app.call(.schedule(DownloadPayload(identifier: "big", url: server.url("/big.bin"))))
+        try app.call(.schedule(DownloadDescription(identifier: "big", url: server.url("/big.bin"))))
         // Some bytes on disk first, so there is something to resume.
         try await inbox.wait(timeout: 30, "the first 64 KiB") {
             $0.contains { $0.kind == .progress && ($0.bytesWritten ?? 0) >= 64 * 1024 }

@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BAStore
 import BATestSupport
@@ -110,7 +111,7 @@ struct DownloadListingTests {
         let client = try daemon.appClient(Self.first)
         defer { client.close() }
         for name in ["a-0", "a-1"] {
-            try client.call(.schedule(DownloadPayload(identifier: name, url: server.url("/stalled.bin"))))
+            try client.call(.schedule(DownloadDescription(identifier: name, url: server.url("/stalled.bin"))))
         }
 
         let all = try await Self.list(daemon, [])

@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -84,7 +85,7 @@ struct DownloadServiceTests {
         for (name, contents) in files {
             let reply = try client.call(
                 .schedule(
-                    DownloadPayload(
+                    DownloadDescription(
                         identifier: name, url: server.url("/" + name), applicationGroupIdentifier: Self.group,
                         priority: 50, fileSize: Int64(contents.count))))
             guard case .downloads(let stored) = reply else { throw HarnessError("schedule answered \(reply)") }
@@ -115,7 +116,7 @@ struct DownloadServiceTests {
         let cli = try daemon.cliClient()
         defer { cli.close() }
         guard case .downloads(let all) = try cli.call(.listDownloads(app: nil)) else { throw HarnessError("no list") }
-        #expect(all.map(\.state) == [3, 3])
+        #expect(all.map(\.state) == [.finished, .finished])
         #expect(all.allSatisfy { $0.appIdentifier == Self.app })
         try await server.shutdown()
     }
@@ -138,7 +139,7 @@ struct DownloadServiceTests {
                 return error.code
             }
         }
-        let slow = DownloadPayload(identifier: "slow", url: server.url("/slow.bin"), fileSize: 100_000)
+        let slow = DownloadDescription(identifier: "slow", url: server.url("/slow.bin"), fileSize: 100_000)
         #expect(code(.schedule(slow)) == nil)
         #expect(code(.schedule(slow)) == 100)
         #expect(code(.cancel(identifier: "nope")) == 101)
@@ -147,8 +148,8 @@ struct DownloadServiceTests {
         essential.identifier = "essential"
         essential.isEssential = true
         #expect(code(.schedule(essential)) == 109)
-        #expect(code(.schedule(DownloadPayload(identifier: "x", url: "http://example.com/x"))) == 0)
-        #expect(code(.schedule(DownloadPayload(identifier: "../x", url: server.url("/slow.bin")))) == 0)
+        #expect(code(.schedule(DownloadDescription(identifier: "x", url: "http://example.com/x"))) == 0)
+        #expect(code(.schedule(DownloadDescription(identifier: "../x", url: server.url("/slow.bin")))) == 0)
         var otherGroup = slow
         otherGroup.identifier = "other"
         otherGroup.applicationGroupIdentifier = "group.someone.else"
@@ -184,7 +185,7 @@ struct DownloadServiceTests {
         let client = try Self.appClient(daemon, inbox: inbox)
         defer { client.close() }
         try client.call(.subscribeEvents)
-        try client.call(.schedule(DownloadPayload(identifier: "big", url: server.url("/big.bin"))))
+        try client.call(.schedule(DownloadDescription(identifier: "big", url: server.url("/big.bin"))))
         try await inbox.wait("some progress") { events in
             events.contains { $0.kind == .progress && ($0.bytesWritten ?? 0) > 100_000 }
         }
@@ -215,8 +216,8 @@ struct DownloadServiceTests {
         let client = try Self.appClient(daemon, inbox: inbox)
         defer { client.close() }
         try client.call(.subscribeEvents)
-        try client.call(.schedule(DownloadPayload(identifier: "private", url: server.url("/private.bin"))))
-        try client.call(.schedule(DownloadPayload(identifier: "missing", url: server.url("/missing.bin"))))
+        try client.call(.schedule(DownloadDescription(identifier: "private", url: server.url("/private.bin"))))
+        try client.call(.schedule(DownloadDescription(identifier: "missing", url: server.url("/missing.bin"))))
         let asked = try await inbox.wait("a credential request") { $0.contains { $0.kind == .needsCredentials } }
         let challenge = try #require(asked.first { $0.kind == .needsCredentials })
         #expect(challenge.challenge?.lowercased().hasPrefix("basic") == true)
@@ -244,7 +245,7 @@ struct DownloadServiceTests {
         defer { daemon.kill() }
         try Self.register(daemon, extensionPath: BuildProducts.library("SampleSwiftExtension"))
         let client = try Self.appClient(daemon)
-        try client.call(.schedule(DownloadPayload(identifier: "catalog", url: server.url("/catalog.json"))))
+        try client.call(.schedule(DownloadDescription(identifier: "catalog", url: server.url("/catalog.json"))))
         client.close()  // nobody listens: the extension gets the event
         try await Self.waitForFinishedRun(daemon)
         let kept = daemon.stateDirectory + "/groups/" + Self.group + "/Assets/catalog"
@@ -281,7 +282,7 @@ struct DownloadServiceTests {
             "the test's flock on \(lockPath)", daemon, timeout: 20, read: { Self.lockWaiters(lockPath) },
             until: { $0.held })
         let client = try Self.appClient(daemon)
-        try client.call(.schedule(DownloadPayload(identifier: "catalog", url: server.url("/catalog.json"))))
+        try client.call(.schedule(DownloadDescription(identifier: "catalog", url: server.url("/catalog.json"))))
         client.close()  // nobody listens: the extension gets the event, and waits for the lock
         _ = try await CLIQueries.poll(
             "the extension waiting for exclusive control", daemon, timeout: 60, read: { Self.lockWaiters(lockPath) },
@@ -357,7 +358,7 @@ struct DaemonCrashTests {
         try client.call(.subscribeEvents)
         for (name, _) in files {
             try client.call(
-                .schedule(DownloadPayload(identifier: name, url: server.url("/" + name), fileSize: Int64(size))))
+                .schedule(DownloadDescription(identifier: name, url: server.url("/" + name), fileSize: Int64(size))))
         }
         try await first.wait("a transfer past 1.2 MB") { events in
             events.contains { $0.kind == .progress && ($0.bytesWritten ?? 0) > 1_200_000 }

@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BAStore
 import BATestSupport
@@ -30,11 +31,11 @@ struct EngineWindowTests {
         let heldAfterScheduling = try harness.service.queue.syncThrowing {
             for name in names {
                 try harness.service.transfers.schedule(
-                    DownloadPayload(identifier: name, url: server.url("/\(name).bin")), for: app, contentRequest: 0)
+                    DownloadDescription(identifier: name, url: server.url("/\(name).bin")), for: app, contentRequest: 0)
             }
             // One more, of higher priority than every queued one: it does not wait behind them.
             try harness.service.transfers.schedule(
-                DownloadPayload(identifier: "urgent", url: server.url("/d000.bin"), priority: 90), for: app,
+                DownloadDescription(identifier: "urgent", url: server.url("/d000.bin"), priority: 90), for: app,
                 contentRequest: 0)
             return harness.service.transfers.window.inEngineCount
         }
@@ -116,7 +117,7 @@ struct CurrentDownloadsLimitTests {
             // Read in the same turn of the executor as they are scheduled: all five are active.
             for index in 0..<5 {
                 try harness.service.transfers.schedule(
-                    DownloadPayload(identifier: "d\(index)", url: server.url("/never-\(index).bin")), for: app,
+                    DownloadDescription(identifier: "d\(index)", url: server.url("/never-\(index).bin")), for: app,
                     contentRequest: 0)
             }
             return harness.service.extensions.currentDownloads(of: app).map(\.identifier)

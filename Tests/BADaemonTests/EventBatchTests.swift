@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -29,7 +30,7 @@ struct EventBatchTests {
         for name in names {
             _ = try client.call(
                 .schedule(
-                    DownloadPayload(
+                    DownloadDescription(
                         identifier: name, url: server.url("/" + name), applicationGroupIdentifier: Self.group)))
             if inOrder {
                 // Polled, not waited for: a test thread blocked for seconds starves the others.

@@ -75,7 +75,7 @@ struct EventRouterAloneTests {
         var cancellationsApplied = 0
         func respond(to uniqueIdentifier: String, disposition: Int, user: String?, password: String?) {}
         func schedule(
-            _ payload: DownloadPayload, for app: StoredApp, contentRequest: Int32?, start: Bool
+            _ payload: DownloadDescription, for app: StoredApp, contentRequest: Int32?, start: Bool
         ) throws
             -> StoredDownload
         {

@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -20,7 +21,7 @@ struct EventsReconnectTests {
     static func schedule(_ daemon: DaemonProcess, _ identifier: String, url: String) throws {
         let client = try daemon.appClient(app)
         defer { client.close() }
-        try client.call(.schedule(DownloadPayload(identifier: identifier, url: url, fileSize: 5000)))
+        try client.call(.schedule(DownloadDescription(identifier: identifier, url: url, fileSize: 5000)))
     }
 
     @Test("basd restarts: ba says so, waits, and follows the new basd; Ctrl-C still exits 0")

@@ -41,7 +41,7 @@ struct ExtensionCallerAloneTests {
 
     static func finished(_ identifier: String) -> RunnerEvent {
         .finished(
-            DownloadRecord(identifier: identifier, url: "http://127.0.0.1:9/\(identifier)"), filePath: "/dev/null")
+            DownloadDescription(identifier: identifier, url: "http://127.0.0.1:9/\(identifier)"), filePath: "/dev/null")
     }
 
     @Test(
@@ -70,7 +70,7 @@ struct ExtensionCallerAloneTests {
             executor: executor, settings: { BasdSettings() },
             activeDownloads: { app, limit in
                 reports.activeAsked.append(limit)
-                return ["x", "y"].map { DownloadRecord(identifier: $0, url: "http://127.0.0.1:9/\($0)") }
+                return ["x", "y"].map { DownloadDescription(identifier: $0, url: "http://127.0.0.1:9/\($0)") }
             }, log: { log.append($0) })
         caller.delegate = reports
 

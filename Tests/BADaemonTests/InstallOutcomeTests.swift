@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -166,7 +167,7 @@ struct InstallOutcomeTests {
         }
         let client = try daemon.appClient(Self.app)
         for name in ["stale", "keep"] {
-            _ = try client.call(.schedule(DownloadPayload(identifier: name, url: server.url("/\(name).bin"))))
+            _ = try client.call(.schedule(DownloadDescription(identifier: name, url: server.url("/\(name).bin"))))
         }
         client.close()
 

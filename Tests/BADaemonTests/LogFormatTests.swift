@@ -1,3 +1,4 @@
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -76,7 +77,7 @@ struct LogFormatTests {
             let app = try daemon.appClient("com.example.log")
             defer { app.close() }
             // Nothing listens on port 9 of loopback: the attempt fails, a warning.
-            try app.call(.schedule(DownloadPayload(identifier: "a", url: "http://127.0.0.1:9/a.bin")))
+            try app.call(.schedule(DownloadDescription(identifier: "a", url: "http://127.0.0.1:9/a.bin")))
             // The log is read again after the wait, which judges nothing itself: a test task that
             // was not scheduled until past its deadline (a loaded machine) must not judge a read
             // made before (the empty log of a run that failed so).

@@ -1,3 +1,4 @@
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -31,7 +32,7 @@ struct NetworkChangeTests {
         defer { cli.close() }
         let app = try daemon.appClient(Self.app)
         defer { app.close() }
-        try app.call(.schedule(DownloadPayload(identifier: "a", url: "http://127.0.0.1:8080/a.bin")))
+        try app.call(.schedule(DownloadDescription(identifier: "a", url: "http://127.0.0.1:8080/a.bin")))
 
         // The server listens in the namespace (on any address: lo has none yet).
         let server = try ChildProcess(
@@ -65,7 +66,7 @@ struct NetworkChangeTests {
                 "link", "set", "lo", "up",
             ])
         #expect(up.status == 0, "\(up.stderr)")
-        try await waitUntil("the download to finish", timeout: 60) { try download()?.state == 3 }
+        try await waitUntil("the download to finish", timeout: 60) { try download()?.state == .finished }
         // basd's own time of its reaction, from its log line, not when this test saw the end (a
         // loaded machine took 15 s more to show it): the retry came from the network change,
         // before the backoff's next attempt.

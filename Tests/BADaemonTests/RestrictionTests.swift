@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -354,7 +355,7 @@ struct RestrictionTests {
         server.setBehavior(.stall(afterBytes: 10), for: "/slot.bin")
         let blockerApp = try daemon.appClient(blocker)
         defer { blockerApp.close() }
-        _ = try blockerApp.call(.schedule(DownloadPayload(identifier: "slot", url: server.url("/slot.bin"))))
+        _ = try blockerApp.call(.schedule(DownloadDescription(identifier: "slot", url: server.url("/slot.bin"))))
         _ = try await CLIQueries.poll(
             "the blocker's request", daemon, timeout: 30, read: { server.requests(for: "/slot.bin").count },
             until: { $0 >= 1 })

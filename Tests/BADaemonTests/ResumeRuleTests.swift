@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -29,7 +30,7 @@ struct ResumeRuleTests {
         let app = try DownloadServiceTests.appClient(daemon, inbox: inbox)
         defer { app.close() }
         try app.call(.subscribeEvents)
-        try app.call(.schedule(DownloadPayload(identifier: "liar", url: server.url("/liar.bin"))))
+        try app.call(.schedule(DownloadDescription(identifier: "liar", url: server.url("/liar.bin"))))
         let events = try await inbox.wait(timeout: 60, "the end") {
             $0.contains { $0.kind == .finished || $0.kind == .failed }
         }

@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -22,7 +23,9 @@ struct RetryCommandTests {
     static func schedule(_ daemon: DaemonProcess, _ identifier: String, url: String) throws -> String {
         let client = try daemon.appClient(app)
         defer { client.close() }
-        guard case .downloads(let infos) = try client.call(.schedule(DownloadPayload(identifier: identifier, url: url)))
+        guard
+            case .downloads(let infos) = try client.call(
+                .schedule(DownloadDescription(identifier: identifier, url: url)))
         else { throw HarnessError("schedule did not answer downloads") }
         return try #require(infos.first?.uniqueIdentifier)
     }

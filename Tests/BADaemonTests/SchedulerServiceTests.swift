@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BAScheduling
 import BASettings
@@ -348,7 +349,7 @@ struct SchedulerServiceTests {
         try harness.service.queue.syncThrowing {
             for name in names {
                 try harness.service.transfers.schedule(
-                    DownloadPayload(identifier: name, url: server.url("/\(name).bin"), fileSize: 10_000), for: app,
+                    DownloadDescription(identifier: name, url: server.url("/\(name).bin"), fileSize: 10_000), for: app,
                     contentRequest: 0)
             }
         }
@@ -461,7 +462,7 @@ struct SchedulerServiceTests {
         try harness.service.queue.syncThrowing {
             for name in ["a", "b"] {
                 try harness.service.transfers.schedule(
-                    DownloadPayload(identifier: name, url: server.url("/\(name).bin")), for: app, contentRequest: 0)
+                    DownloadDescription(identifier: name, url: server.url("/\(name).bin")), for: app, contentRequest: 0)
             }
         }
         let deadline = Date(timeIntervalSinceNow: 30)

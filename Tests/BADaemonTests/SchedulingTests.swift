@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -299,7 +300,7 @@ struct SchedulingTests {
         // No app subscribed and no extension: the finished files wait in the container for the app.
         let app = try daemon.appClient("com.example.purge")
         for name in ["a", "b"] {
-            _ = try app.call(.schedule(DownloadPayload(identifier: name, url: server.url("/\(name).bin"))))
+            _ = try app.call(.schedule(DownloadDescription(identifier: name, url: server.url("/\(name).bin"))))
         }
         let rows = try await CLIQueries.poll(
             "both downloads to finish", daemon, timeout: 30,

@@ -1,4 +1,5 @@
 import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BAScheduling
 import BASettings
@@ -69,10 +70,10 @@ struct TransferCoordinatorAloneTests {
 
         try executor.syncThrowing {
             try coordinator.schedule(
-                DownloadPayload(identifier: "a", url: server.url("/a.bin")), for: app, contentRequest: 0)
+                DownloadDescription(identifier: "a", url: server.url("/a.bin")), for: app, contentRequest: 0)
             // Scheduled and cancelled in one turn: its row is gone, the observers are told.
             try coordinator.schedule(
-                DownloadPayload(identifier: "b", url: server.url("/never.bin")), for: app, contentRequest: 0)
+                DownloadDescription(identifier: "b", url: server.url("/never.bin")), for: app, contentRequest: 0)
             try coordinator.cancel(app: SchedulerServiceTests.app, identifier: "b", by: "the test")
             coordinator.networkChanged()
         }

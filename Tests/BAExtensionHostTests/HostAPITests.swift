@@ -28,8 +28,10 @@ import Testing
             .install, libraryPath: BuildProducts.library("BATestHostAPI"), manifestPath: "/dev/null")
         invocation.appGroupContainerPath = container.path
         invocation.currentDownloads = [
-            DownloadRecord(identifier: "queued-1", uniqueIdentifier: "u1", url: "https://example.com/1", state: 1),
-            DownloadRecord(identifier: "running-2", uniqueIdentifier: "u2", url: "https://example.com/2", state: 2),
+            DownloadDescription(
+                identifier: "queued-1", uniqueIdentifier: "u1", url: "https://example.com/1", state: .waiting),
+            DownloadDescription(
+                identifier: "running-2", uniqueIdentifier: "u2", url: "https://example.com/2", state: .downloading),
         ]
         let result = try await supervisor.run(invocation)
         #expect(result.verdict == .ok)
@@ -62,8 +64,9 @@ import Testing
     }
 
     @Test func scheduleAndCancelAfterFinishing() async throws {
-        let download = DownloadRecord(
-            identifier: "level-1", uniqueIdentifier: "u-1", url: "https://example.com/l1", fileSize: 3, state: 3)
+        let download = DownloadDescription(
+            identifier: "level-1", uniqueIdentifier: "u-1", url: "https://example.com/l1", fileSize: 3, state: .finished
+        )
         let result = try await supervisor.run(
             BAExtensionInvocation(
                 libraryPath: BuildProducts.library("BATestHostAPI"), event: .finished(download, filePath: "/tmp/l1")))
@@ -75,7 +78,8 @@ import Testing
     }
 
     @Test func failedGetsTheError() async throws {
-        let download = DownloadRecord(identifier: "level-2", uniqueIdentifier: "u-2", url: "https://example.com/l2")
+        let download = DownloadDescription(
+            identifier: "level-2", uniqueIdentifier: "u-2", url: "https://example.com/l2")
         let error = ErrorRecord(domain: "com.apple.backgroundassets.error", code: 102, message: "server said 503")
         let result = try await supervisor.run(
             BAExtensionInvocation(libraryPath: BuildProducts.library("BATestHostAPI"), event: .failed(download, error)))
@@ -84,7 +88,7 @@ import Testing
     }
 
     @Test func challengeReturnsTheDispositionAndCredential() async throws {
-        let download = DownloadRecord(identifier: "secret", uniqueIdentifier: "u-3", url: "https://example.com/s")
+        let download = DownloadDescription(identifier: "secret", uniqueIdentifier: "u-3", url: "https://example.com/s")
         let challenge = ChallengeRecord(
             host: "example.com", port: 443, protocolName: "https", realm: "assets",
             authenticationMethod: "NSURLAuthenticationMethodHTTPBasic",
@@ -162,7 +166,7 @@ import Testing
                 restrictedDownloadSizeRemaining: 1000, restrictedEssentialDownloadSizeRemaining: nil))
         invocation.appGroupContainerPath = container.path
         invocation.currentDownloads = [
-            DownloadRecord(identifier: "queued", uniqueIdentifier: "u", url: "https://e.com/q", state: 1)
+            DownloadDescription(identifier: "queued", uniqueIdentifier: "u", url: "https://e.com/q", state: .waiting)
         ]
         let result = try await supervisor.run(invocation)
         #expect(result.verdict == .ok, "\(result.verdict) \(result.output)")
@@ -177,8 +181,8 @@ import Testing
     }
 
     @Test func theManagerAfterAFinishedDownload() async throws {
-        let download = DownloadRecord(
-            identifier: "done", uniqueIdentifier: "u-9", url: "https://e.com/d", isEssential: false, state: 3)
+        let download = DownloadDescription(
+            identifier: "done", uniqueIdentifier: "u-9", url: "https://e.com/d", isEssential: false, state: .finished)
         let result = try await supervisor.run(
             BAExtensionInvocation(
                 libraryPath: BuildProducts.library("BATestSwiftManager"), event: .finished(download, filePath: "/tmp/d")
@@ -197,9 +201,9 @@ import Testing
         defer { directory.remove() }
         let container = directory.path + "/groups/group.test"
         try FileManager.default.createDirectory(atPath: container, withIntermediateDirectories: true)
-        let download = DownloadRecord(
+        let download = DownloadDescription(
             identifier: "done", uniqueIdentifier: "u-10", url: "https://e.com/d",
-            applicationGroupIdentifier: "group.test", state: 3)
+            applicationGroupIdentifier: "group.test", state: .finished)
         func run(container: String?, inherited: String? = nil) async throws -> [String] {
             let result = try await supervisor.run(
                 BAExtensionInvocation(

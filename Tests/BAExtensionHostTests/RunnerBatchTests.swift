@@ -17,7 +17,8 @@ import Testing
 
     static func finished(_ identifier: String) -> RunnerEvent {
         .finished(
-            DownloadRecord(identifier: identifier, url: "https://example.com/\(identifier)"), filePath: "/dev/null")
+            DownloadDescription(identifier: identifier, url: "https://example.com/\(identifier)"), filePath: "/dev/null"
+        )
     }
 
     /// Runs `events` in one runner; the results `callEnded` got, and the one returned.
@@ -90,7 +91,7 @@ import Testing
     @Test("an entry point the extension lacks ends the runner at that event")
     func missingEntryPointMidway() throws {
         let challenge = RunnerEvent.challenge(
-            DownloadRecord(identifier: "c", url: "https://example.com/c"),
+            DownloadDescription(identifier: "c", url: "https://example.com/c"),
             ChallengeRecord(
                 host: "example.com", port: 443, protocolName: "https", realm: "", authenticationMethod: "",
                 previousFailureCount: 0))

@@ -49,15 +49,15 @@ import Testing
     static func download(
         _ identifier: String, url: String = "https://cdn.example.com/games/sample/catalog.json",
         group: String? = SampleExtensionTests.group, essential: Bool = false, fileSize: Int64 = 0, sha256: String? = nil
-    ) -> DownloadRecord {
-        DownloadRecord(
+    ) -> DownloadDescription {
+        DownloadDescription(
             identifier: identifier, uniqueIdentifier: "u-\(identifier)", url: url, applicationGroupIdentifier: group,
-            fileSize: fileSize, priority: 70, isEssential: essential, state: 3, sha256: sha256)
+            priority: 70, isEssential: essential, fileSize: fileSize, sha256: sha256, state: .finished)
     }
 
     func finished(
-        _ library: String, _ download: DownloadRecord, file: String, container: Container?,
-        current: [DownloadRecord] = [], timeout: Duration = .seconds(30)
+        _ library: String, _ download: DownloadDescription, file: String, container: Container?,
+        current: [DownloadDescription] = [], timeout: Duration = .seconds(30)
     ) async throws -> BAExtensionRunResult {
         try await supervisor.run(
             BAExtensionInvocation(
@@ -66,7 +66,7 @@ import Testing
     }
 
     /// What the tests compare of a scheduled download.
-    static func summary(_ record: DownloadRecord) -> String {
+    static func summary(_ record: DownloadDescription) -> String {
         "\(record.identifier) \(record.url) size=\(record.fileSize) priority=\(record.priority) "
             + "essential=\(record.isEssential) group=\(record.applicationGroupIdentifier ?? "-") sha256=\(record.sha256 ?? "-")"
     }
@@ -112,8 +112,8 @@ import Testing
             defer { container.remove() }
             try FileManager.default.createDirectory(atPath: container.assets, withIntermediateDirectories: true)
             try Data("already here".utf8).write(to: URL(fileURLWithPath: container.assets + "/have"))
-            let queued = DownloadRecord(
-                identifier: "queued", uniqueIdentifier: "u-q", url: "https://cdn.example.com/q", state: 2)
+            let queued = DownloadDescription(
+                identifier: "queued", uniqueIdentifier: "u-q", url: "https://cdn.example.com/q", state: .downloading)
             let result = try await finished(
                 library, Self.download("catalog"), file: try container.deliver(catalog), container: container,
                 current: [queued])

@@ -50,7 +50,8 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         // The samples drop `essential` themselves for periodic requests; a raw rule check:
-        let essential = DownloadRecord(identifier: "e", url: "https://example.com/e", fileSize: 10, isEssential: true)
+        let essential = DownloadDescription(
+            identifier: "e", url: "https://example.com/e", isEssential: true, fileSize: 10)
         #expect(DownloadRules.check(essential, contentRequest: 3)?.code == 109)
         #expect(DownloadRules.check(essential, contentRequest: 1) == nil)
         #expect(DownloadRules.check(essential, contentRequest: 2) == nil)

@@ -107,7 +107,7 @@ import Testing
 
     @Test func anUnimplementedEntryPointIsAMissingEntryPoint() async throws {
         // BATestHang implements only downloads_for_request.
-        let download = DownloadRecord(identifier: "a", url: "https://example.com/a")
+        let download = DownloadDescription(identifier: "a", url: "https://example.com/a")
         let result = try await supervisor.run(
             BAExtensionInvocation(
                 libraryPath: BuildProducts.library("BATestHang"), event: .finished(download, filePath: "/dev/null")))

@@ -25,9 +25,9 @@ import Testing
         #expect(try test.count("SELECT count(*) FROM download WHERE identifier = 'level-1'") == 1)
         #expect(try test.store.download(uniqueIdentifier: "no-such-id") == nil)
 
-        let record = DownloadRecord(
-            identifier: "level-2", url: "https://cdn.example.com/level-2.pak", fileSize: 0, priority: 10)
-        let fromRecord = StoredDownload(record: record, appIdentifier: "com.example.game")
+        let record = DownloadDescription(
+            identifier: "level-2", url: "https://cdn.example.com/level-2.pak", priority: 10, fileSize: 0)
+        let fromRecord = StoredDownload(record, appIdentifier: "com.example.game")
         #expect(fromRecord.expectedSize == nil && !fromRecord.uniqueIdentifier.isEmpty && fromRecord.state == .waiting)
     }
 

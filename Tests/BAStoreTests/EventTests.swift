@@ -15,12 +15,13 @@ import Testing
         let finished = try test.store.markFinished(
             uniqueIdentifier: good.uniqueIdentifier, destination: "/data/good", size: 1234)
         #expect(finished.kind == .finished && finished.downloadUniqueIdentifier == good.uniqueIdentifier)
-        #expect(finished.payload == #"{"destination":"/data/good","size":1234}"#)
+        #expect(try test.payload(finished) == #"{"destination":"/data/good","size":1234}"#)
         let failed = try test.store.markFailed(
             uniqueIdentifier: bad.uniqueIdentifier,
             error: .init(domain: "com.apple.backgroundassets.error", code: 202, message: "host not allowed"))
         #expect(
-            failed.payload == #"{"code":202,"domain":"com.apple.backgroundassets.error","message":"host not allowed"}"#)
+            try test.payload(failed)
+                == #"{"code":202,"domain":"com.apple.backgroundassets.error","message":"host not allowed"}"#)
         #expect(failed.sequence > finished.sequence)
 
         #expect(try test.count("SELECT count(*) FROM event") == 2)
@@ -111,7 +112,7 @@ import Testing
         try test.store.markDelivered(app: "com.example.game", through: first.sequence)
         try test.store.recordProgress(uniqueIdentifier: id, bytesOnDisk: 200, totalBytes: 1000)
         let last = try test.store.recordProgress(uniqueIdentifier: id, bytesOnDisk: 300)
-        #expect(last.payload == #"{"bytesWritten":300}"#)
+        #expect(try test.payload(last) == #"{"bytesWritten":300}"#)
         let events = try test.store.undeliveredEvents(app: "com.example.game")
         #expect(events == [last])
         #expect(try test.count("SELECT count(*) FROM event WHERE kind = 'progress'") == 2, "delivered ones stay")
@@ -128,9 +129,9 @@ import Testing
         let began = try test.store.recordBegan(uniqueIdentifier: id, offset: 512, isForeground: true)
         let paused = try test.store.recordPaused(uniqueIdentifier: id, bytesOnDisk: 1024)
         let challenge = try test.store.recordNeedsCredentials(uniqueIdentifier: id, challenge: #"Basic realm="cdn""#)
-        #expect(began.payload == #"{"isForeground":true,"offset":512}"#)
-        #expect(paused.payload == #"{"bytesOnDisk":1024}"#)
-        #expect(challenge.payload == #"{"challenge":"Basic realm=\"cdn\""}"#)
+        #expect(try test.payload(began) == #"{"isForeground":true,"offset":512}"#)
+        #expect(try test.payload(paused) == #"{"bytesOnDisk":1024}"#)
+        #expect(try test.payload(challenge) == #"{"challenge":"Basic realm=\"cdn\""}"#)
         #expect(
             try test.store.undeliveredEvents(app: "com.example.game").map(\.kind) == [
                 .began, .paused, .needsCredentials,

@@ -53,6 +53,13 @@ struct TestStore {
         try inspect { db in try Int.fetchOne(db, sql: sql, arguments: arguments) ?? 0 }
     }
 
+    /// The `payload` column of event `event`, as the store wrote it.
+    func payload(_ event: StoredEvent) throws -> String? {
+        try inspect { db in
+            try String.fetchOne(db, sql: "SELECT payload FROM event WHERE sequence = ?", arguments: [event.sequence])
+        }
+    }
+
     @discardableResult
     func registerApp(_ bundleIdentifier: String = "com.example.game") throws -> StoredApp? {
         try store.register(

@@ -1,3 +1,4 @@
+import BACore
 import BADaemonProtocol
 import Foundation
 import Testing
@@ -122,11 +123,16 @@ import Testing
         _ sequence: Int64, _ kind: DownloadEvent.Kind, id: String = "u1", bytes: Int64? = nil, total: Int64? = nil,
         offset: Int64? = nil
     ) -> DownloadEvent {
-        var event = DownloadEvent(sequence: sequence, downloadUniqueIdentifier: id, identifier: "x", kind: kind)
-        event.bytesWritten = bytes
-        event.totalBytes = total
-        event.offset = offset
-        return event
+        let change: DownloadChange =
+            switch kind {
+            case .began: .began(offset: offset ?? 0, isForeground: false)
+            case .paused: .paused(bytesOnDisk: bytes ?? 0)
+            case .progress: .progress(bytesWritten: bytes ?? 0, totalBytes: total)
+            case .finished: .finished(destination: "/c/file", size: bytes ?? 0)
+            case .failed: .failed(domain: "d", code: 1, message: "m")
+            case .needsCredentials: .needsCredentials(challenge: "Basic")
+            }
+        return DownloadEvent(sequence: sequence, downloadUniqueIdentifier: id, identifier: "x", change: change)
     }
 
     @Test func durableEventsAreDeliveredOnceInOrder() {
@@ -168,8 +174,7 @@ import Testing
         #expect(
             filter.decide(Self.event(0, .progress, bytes: 700, total: 1000))
                 == .progress(bytesWritten: 100, totalBytesWritten: 700, totalBytesExpectedToWrite: 1000))
-        var finished = Self.event(4, .finished)
-        finished.destination = "/c/file"
+        let finished = Self.event(4, .finished)
         #expect(filter.decide(finished) == .finished(path: "/c/file"))
         #expect(filter.lastTotals["u1"] == nil)
     }
@@ -177,7 +182,7 @@ import Testing
     @Test func eventsCarryTheirDownload() throws {
         var event = Self.event(5, .finished)
         #expect(AppEventDelivery.download(for: event) == nil, "no payload, no download")
-        event.download = DownloadPayload(
+        event.download = DownloadDescription(
             identifier: "level-1", uniqueIdentifier: "U-1", url: "https://cdn.example.com/l1",
             headers: [.init(name: "Authorization", value: "Bearer t")], applicationGroupIdentifier: "group.g",
             priority: 100, isEssential: true, fileSize: 42, sha256: "ab")

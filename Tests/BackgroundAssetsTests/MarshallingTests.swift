@@ -5,18 +5,17 @@ import Testing
 
 /// C structs to wire records and back, as the runner and the Swift export do.
 @Suite struct MarshallingTests {
-    func decode(_ writer: ByteWriter) throws -> DownloadRecord {
+    func decode(_ writer: ByteWriter) throws -> DownloadDescription {
         var reader = ByteReader(writer.bytes)
-        return try DownloadRecord.decode(from: &reader)
+        return try DownloadDescription.decode(from: &reader)
     }
 
     @Test func aCDownloadRoundTrips() throws {
         let arena = CArena()
-        let record = DownloadRecord(
-            identifier: "level-1", url: "https://cdn.example.com/l1", applicationGroupIdentifier: "group.g",
-            fileSize: 42,
-            priority: 100, isEssential: true, headers: [.init(name: "Authorization", value: "Bearer x")],
-            sha256: String(repeating: "b", count: 64))
+        let record = DownloadDescription(
+            identifier: "level-1", url: "https://cdn.example.com/l1",
+            headers: [.init(name: "Authorization", value: "Bearer x")], applicationGroupIdentifier: "group.g",
+            priority: 100, isEssential: true, fileSize: 42, sha256: String(repeating: "b", count: 64))
         var writer = ByteWriter()
         #expect(writer.download(from: arena.download(record)) == nil)
         let decoded = try decode(writer)

@@ -106,11 +106,13 @@ extension EventRouter {
             if after == sequence - 1 && page.first?.sequence != sequence { return ([], nil) }
             for event in page {
                 guard let runKind = Self.runKind(of: event.kind) else { continue }
-                guard let download = try store.download(uniqueIdentifier: event.downloadUniqueIdentifier) else {
+                guard let download = try store.download(uniqueIdentifier: event.downloadUniqueIdentifier),
+                    let runnerEvent = runnerEvent(event, download)
+                else {
                     if woken.isEmpty { skippedThrough = event.sequence }
                     continue
                 }
-                woken.append(WokenEvent(event: event, runnerEvent: runnerEvent(event, download), runKind: runKind))
+                woken.append(WokenEvent(event: event, runnerEvent: runnerEvent, runKind: runKind))
                 if woken.count == Self.eventsPerRunner { break }
             }
             guard let last = page.last, page.count == 256 else { break }
@@ -130,20 +132,18 @@ extension EventRouter {
     }
 
     /// What the extension's entry point is called with for `event`.
-    private func runnerEvent(_ event: StoredEvent, _ download: StoredDownload) -> RunnerEvent {
-        let details = EventDetails(event)
-        let record = DownloadRecord(download)
-        switch event.kind {
-        case .finished:
-            return .finished(record, filePath: details.destination ?? download.destinationPath ?? "")
-        case .failed:
+    private func runnerEvent(_ event: StoredEvent, _ download: StoredDownload) -> RunnerEvent? {
+        let record = download.download
+        switch event.change {
+        case .finished(let destination, _):
+            return .finished(record, filePath: destination)
+        case .failed(let domain, let code, let message):
             return .failed(
-                record,
-                ErrorRecord(
-                    domain: details.domain ?? "", code: Int32(truncatingIfNeeded: details.code ?? 0),
-                    message: details.message ?? ""))
-        default:
-            return .challenge(record, Self.challengeRecord(url: download.url, challenge: details.challenge ?? ""))
+                record, ErrorRecord(domain: domain, code: Int32(truncatingIfNeeded: code), message: message))
+        case .needsCredentials(let challenge):
+            return .challenge(record, Self.challengeRecord(url: download.url, challenge: challenge))
+        case .began, .paused, .progress:
+            return nil
         }
     }
 
@@ -179,7 +179,7 @@ extension EventRouter {
         /// cancellations.
         case effects(BAExtensionRunResult, StoredEvent)
         /// A download the call scheduled.
-        case schedule(DownloadRecord)
+        case schedule(DownloadDescription)
         /// The call's event is delivered (with those before it).
         case delivered(Int64)
     }
@@ -207,7 +207,7 @@ extension EventRouter {
                         do {
                             scheduled.append(
                                 try transfers.schedule(
-                                    DownloadPayload(record), for: app, contentRequest: 0, start: false))
+                                    record, for: app, contentRequest: 0, start: false))
                         } catch {
                             log(
                                 "the extension of \(app.bundleIdentifier) scheduled \"\(record.identifier)\": "
@@ -250,14 +250,13 @@ extension EventRouter {
     private func applyEffects(
         _ result: BAExtensionRunResult, of app: StoredApp, event: StoredEvent, removals: inout [String]
     ) {
-        switch event.kind {
-        case .finished:
+        switch event.change {
+        case .finished(let destination, let expected):
             // Apple deletes a file the extension did not move. Here it is kept for the app: a move
             // that failed (Apple's sample's `replaceItemAt` on Linux, say) must not lose the file.
             // The app's delegate gets it on its next connection, and it is removed once the app
             // acknowledges it.
-            let details = EventDetails(event)
-            if let destination = details.destination, let size = Self.size(destination) {
+            if let size = Self.size(destination) {
                 do {
                     // Parked for the app, as a poisoned event is: never handed to the extension
                     // again, holding nothing up, sent to the app's next connection.
@@ -267,7 +266,7 @@ extension EventRouter {
                     log(
                         "the extension of \(app.bundleIdentifier) did not move the finished file \(destination): "
                             + "kept for the app's next connection")
-                    if let expected = details.size, expected != size {
+                    if expected != size {
                         // Foundation's replaceItemAt on Linux moves the destination onto the new
                         // file's path: what is there now is not what was downloaded.
                         log(

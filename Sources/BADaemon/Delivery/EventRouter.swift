@@ -112,14 +112,12 @@ final class EventRouter: @unchecked Sendable {
     func transientProgress(of download: StoredDownload, bytesWritten: Int64, totalBytes: Int64?) {
         var event = WireEvent(
             sequence: 0, downloadUniqueIdentifier: download.uniqueIdentifier, identifier: download.identifier,
-            kind: .progress)
-        event.bytesWritten = bytesWritten
-        event.totalBytes = totalBytes
-        event.appIdentifier = download.appIdentifier
+            change: .progress(bytesWritten: bytesWritten, totalBytes: totalBytes), appIdentifier: download.appIdentifier
+        )
         for observer in observers.values { observer.send(.event(event)) }
         guard let sessions = subscribers[download.appIdentifier] else { return }
         event.appIdentifier = nil
-        event.download = DownloadPayload(download)
+        event.download = download.download
         for session in sessions.values { session.send(.event(event)) }
     }
 
@@ -275,7 +273,7 @@ final class EventRouter: @unchecked Sendable {
         }
         try store.markDelivered(app: app, through: sequence)
         for event in handled {
-            if let destination = EventDetails(event).destination { removeDelivered(destination) }
+            if case .finished(let destination, _) = event.change { removeDelivered(destination) }
         }
     }
 

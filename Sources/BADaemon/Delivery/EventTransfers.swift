@@ -1,3 +1,4 @@
+import BACore
 import BADaemonProtocol
 import BAStore
 
@@ -13,7 +14,7 @@ protocol EventTransfers: AnyObject {
     /// with `start` false, ``start(_:)`` hands it to the engine once the caller's batch is committed.
     @discardableResult
     func schedule(
-        _ payload: DownloadPayload, for app: StoredApp, contentRequest: Int32?, start: Bool
+        _ payload: DownloadDescription, for app: StoredApp, contentRequest: Int32?, start: Bool
     ) throws
         -> StoredDownload
 

@@ -67,7 +67,7 @@ final class ExtensionCaller: @unchecked Sendable {
     let settings: () -> BasdSettings
     /// An app's oldest active downloads, at most `limit` (the transfer coordinator's, as the
     /// extension sees them).
-    let activeDownloads: (_ app: String, _ limit: Int) -> [DownloadRecord]
+    let activeDownloads: (_ app: String, _ limit: Int) -> [DownloadDescription]
     let log: @Sendable (String) -> Void
     /// Who sets each call's deadline and is told each run's end (``BasdServices``); weak, as it
     /// owns the caller.
@@ -79,7 +79,7 @@ final class ExtensionCaller: @unchecked Sendable {
     init(
         store: BAStore, containers: AppContainers, configuration: BasdServices.Configuration,
         executor: ServiceExecutor, settings: @escaping () -> BasdSettings,
-        activeDownloads: @escaping (_ app: String, _ limit: Int) -> [DownloadRecord],
+        activeDownloads: @escaping (_ app: String, _ limit: Int) -> [DownloadDescription],
         log: @escaping @Sendable (String) -> Void
     ) {
         self.store = store
@@ -238,7 +238,7 @@ final class ExtensionCaller: @unchecked Sendable {
 
     /// What the extension sees as the app's current downloads: its oldest active ones, at most
     /// ``BasdServices/Configuration/currentDownloadsLimit`` (logged when there are more).
-    func currentDownloads(of app: StoredApp) -> [DownloadRecord] {
+    func currentDownloads(of app: StoredApp) -> [DownloadDescription] {
         let limit = configuration.currentDownloadsLimit
         let records = activeDownloads(app.bundleIdentifier, limit + 1)
         guard records.count > limit else { return records }

@@ -260,7 +260,7 @@ extension AppInstaller {
                 // Re-read: each scheduled download changes what is left of the allowance.
                 let current = try store.app(app.bundleIdentifier) ?? app
                 let stored = try transfers.schedule(
-                    DownloadPayload(record), for: current, contentRequest: kind.rawValue32, start: false)
+                    record, for: current, contentRequest: kind.rawValue32, start: false)
                 newlyStored.append(stored)
                 if record.isEssential { essentialTotal = sum } else { total = sum }
                 report.scheduled.append(transfers.info(stored))
@@ -305,7 +305,7 @@ struct ScheduleSlices {
     /// every one, the clock keeps a slice near its budget (every 16th let slices run to 45 ms).
     static let budget = TurnSize.defaultTarget
 
-    let ordered: [DownloadRecord]
+    let ordered: [DownloadDescription]
     /// Where the next slice starts.
     private(set) var position = 0
     /// The sizes scheduled so far (the pre-launch install sizes are the whole call's).
@@ -317,7 +317,7 @@ struct ScheduleSlices {
     private var taken = 0
     private var sliceStarted = ContinuousClock.now
 
-    init(ordered: [DownloadRecord]) { self.ordered = ordered }
+    init(ordered: [DownloadDescription]) { self.ordered = ordered }
 
     var isDone: Bool { position >= ordered.count }
 
@@ -330,7 +330,7 @@ struct ScheduleSlices {
 
     /// The next download of the current slice; nil once the slice is full (``maximumCount``
     /// downloads, or ``budget`` spent) or the set is done.
-    mutating func take() -> DownloadRecord? {
+    mutating func take() -> DownloadDescription? {
         guard position < ordered.count, taken < Self.maximumCount else { return nil }
         if taken > 0, ContinuousClock.now - sliceStarted >= Self.budget { return nil }
         taken += 1

@@ -1,3 +1,4 @@
+import BACore
 import BADaemonProtocol
 import BAStore
 
@@ -25,7 +26,7 @@ extension RequestRouter {
         var filter = DownloadFilter(appIdentifier: app)
         if let states {
             do {
-                filter.states = Set(try DownloadListing.stateValues(states).compactMap(StoredDownload.State.init))
+                filter.states = Set(try DownloadListing.stateValues(states).compactMap { DownloadState(rawValue: $0) })
             } catch {
                 throw Refusal(.invalidRequest, "states: \(error)")
             }

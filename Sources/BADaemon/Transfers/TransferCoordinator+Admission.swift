@@ -16,7 +16,7 @@ extension TransferCoordinator {
     ///   a failed commit took back).
     @discardableResult
     func schedule(
-        _ payload: DownloadPayload, for app: StoredApp, contentRequest: Int32?, start: Bool = true
+        _ payload: DownloadDescription, for app: StoredApp, contentRequest: Int32?, start: Bool = true
     ) throws -> StoredDownload {
         guard let appGroup = app.appGroupIdentifier else {
             throw Refusal(
@@ -31,14 +31,13 @@ extension TransferCoordinator {
                 "download \"\(payload.identifier)\" names app group \"\(group)\", but \(app.bundleIdentifier) belongs to \"\(appGroup)\""
             )
         }
-        let uniqueIdentifier = payload.uniqueIdentifier.flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString
-        if let violation = DownloadRules.checkIdentifier(uniqueIdentifier, what: "unique identifier") {
+        var record = payload
+        if record.uniqueIdentifier.isEmpty { record.uniqueIdentifier = UUID().uuidString }
+        if let violation = DownloadRules.checkIdentifier(record.uniqueIdentifier, what: "unique identifier") {
             throw Refusal(AppleErrorCode.downloadInvalid.rawValue, violation.reason)
         }
-        let record = DownloadRecord(
-            identifier: payload.identifier, uniqueIdentifier: uniqueIdentifier, url: payload.url,
-            applicationGroupIdentifier: group, fileSize: payload.fileSize ?? 0, priority: payload.priority,
-            isEssential: payload.isEssential, headers: payload.headers, sha256: payload.sha256?.lowercased())
+        record.applicationGroupIdentifier = group
+        record.sha256 = record.sha256?.lowercased()
         if let violation = DownloadRules.check(record, contentRequest: contentRequest) {
             throw Refusal(violation.code, violation.reason)
         }
@@ -54,7 +53,7 @@ extension TransferCoordinator {
                 AppleErrorCode.downloadEssentialDownloadNotPermitted.rawValue,
                 "in-app content is off in basd's settings (inAppContent): no essential downloads")
         }
-        var download = StoredDownload(record: record, appIdentifier: app.bundleIdentifier)
+        var download = StoredDownload(record, appIdentifier: app.bundleIdentifier)
         if !app.launched {
             download.restriction = try preLaunchRestriction(for: record, of: app)
         }
@@ -82,7 +81,7 @@ extension TransferCoordinator {
     /// - The transfer may not exceed the declared size: a server declaring more fails it with 203,
     ///   one sending more with 204.
     func preLaunchRestriction(
-        for record: DownloadRecord, of app: StoredApp
+        for record: DownloadDescription, of app: StoredApp
     ) throws
         -> StoredDownload.PreLaunchRestriction?
     {

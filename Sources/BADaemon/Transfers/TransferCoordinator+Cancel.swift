@@ -11,13 +11,10 @@ extension TransferCoordinator {
         let time = LogFormat.timestamp(clock.now)
         cancelledLately[download.uniqueIdentifier] =
             "download \(download.uniqueIdentifier) (\(download.appIdentifier) \(download.identifier)) was cancelled by \(by) at \(time)"
-        var event = WireEvent(
+        let event = WireEvent(
             sequence: 0, downloadUniqueIdentifier: download.uniqueIdentifier, identifier: download.identifier,
-            kind: .failed)
-        event.appIdentifier = download.appIdentifier
-        event.errorDomain = DownloadFailure.urlDomain
-        event.errorCode = -999
-        event.errorMessage = "cancelled by \(by)"
+            change: .failed(domain: DownloadFailure.urlDomain, code: -999, message: "cancelled by \(by)"),
+            appIdentifier: download.appIdentifier)
         delegate?.transfers(self, cancelled: event)
     }
 

@@ -263,8 +263,7 @@ final class TransferCoordinator: @unchecked Sendable {
         var bytes = download.bytesOnDisk
         if download.state.isActive, let mark = progress[download.uniqueIdentifier] { bytes = max(bytes, mark.bytes) }
         var info = DownloadInfo(
-            uniqueIdentifier: download.uniqueIdentifier, download: DownloadPayload(download),
-            state: download.state.rawValue,
+            uniqueIdentifier: download.uniqueIdentifier, download: download.download, state: download.state,
             isForeground: download.isForeground, bytesOnDisk: bytes,
             appIdentifier: download.appIdentifier, attempts: download.attempts, errorCode: download.lastError?.code,
             errorMessage: download.lastError?.message)
@@ -283,38 +282,7 @@ final class TransferCoordinator: @unchecked Sendable {
     }
 
     /// The active downloads of `app`, as the extension host passes them.
-    func activeRecords(of app: String, limit: Int = .max) -> [DownloadRecord] {
-        ((try? store.activeDownloads(app: app, limit: limit)) ?? []).map(DownloadRecord.init)
-    }
-}
-
-extension DownloadPayload {
-    /// A stored download as the protocol describes it.
-    init(_ download: StoredDownload) {
-        self.init(
-            identifier: download.identifier, uniqueIdentifier: download.uniqueIdentifier, url: download.url,
-            headers: download.headers, applicationGroupIdentifier: download.applicationGroupIdentifier,
-            priority: download.priority, isEssential: download.isEssential, fileSize: download.expectedSize,
-            sha256: download.sha256)
-    }
-
-    /// A download an extension returned or scheduled, as the protocol describes it.
-    init(_ record: DownloadRecord) {
-        self.init(
-            identifier: record.identifier, uniqueIdentifier: record.uniqueIdentifier, url: record.url,
-            headers: record.headers, applicationGroupIdentifier: record.applicationGroupIdentifier,
-            priority: record.priority, isEssential: record.isEssential,
-            fileSize: record.fileSize > 0 ? record.fileSize : nil, sha256: record.sha256)
-    }
-}
-
-extension DownloadRecord {
-    /// A stored download as the extension host describes it.
-    init(_ download: StoredDownload) {
-        self.init(
-            identifier: download.identifier, uniqueIdentifier: download.uniqueIdentifier, url: download.url,
-            applicationGroupIdentifier: download.applicationGroupIdentifier, fileSize: download.expectedSize ?? 0,
-            priority: download.priority, isEssential: download.isEssential, state: Int32(download.state.rawValue),
-            headers: download.headers, sha256: download.sha256)
+    func activeRecords(of app: String, limit: Int = .max) -> [DownloadDescription] {
+        ((try? store.activeDownloads(app: app, limit: limit)) ?? []).map(\.download)
     }
 }
