@@ -5,9 +5,10 @@ import Synchronization
 /// basd's durable state in one SQLite file: registered apps, downloads, the event log owed to
 /// apps and extensions, and the history of extension calls.
 ///
-/// **Durable before acknowledged.** Every operation is one transaction, committed (and, with
-/// `synchronous = FULL`, fsynced) before it returns: once a call returns, a `kill -9` of the
-/// process, or a power loss, cannot undo it. When a call throws, none of it was committed. Each
+/// **Committed before acknowledged.** Every operation is one transaction, committed before it
+/// returns: once a call returns, a `kill -9` of the process cannot undo it, and a power loss only
+/// within the moment before ``LogSync`` fsyncs the log on its own thread (``waitUntilDurable()``
+/// waits for that). When a call throws, none of it was committed. Each
 /// change to a download that the app must hear about appends its ``StoredEvent`` in the same
 /// transaction, so a crash never leaves a state change without its event or the reverse.
 ///
@@ -15,8 +16,8 @@ import Synchronization
 /// timeout. Its schema is versioned by migrations (see `docs/state.md`); a file from a newer
 /// version is refused with ``BAStoreError/Code/schemaTooNew``.
 ///
-/// Calls block the calling thread for the commit (typically well under a millisecond, plus an
-/// fsync of the WAL file). The store is safe to use from any thread; writes are serialized.
+/// Calls block the calling thread for the commit (typically well under a millisecond; the fsync
+/// happens on the log-sync thread). The store is safe to use from any thread; writes are serialized.
 ///
 /// ```swift
 /// let store = try BAStore.open(path: stateDirectory + "/state.sqlite")
@@ -29,6 +30,12 @@ import Synchronization
 package final class BAStore: Sendable {
     /// The database file.
     package let path: String
+
+    /// Blocks until every commit made so far is on stable storage (fsynced).
+    package func waitUntilDurable() { logSync.waitUntilSynced() }
+
+    /// Commits made since the store was opened, and how many of them are fsynced.
+    package var durability: (committed: UInt64, synced: UInt64) { logSync.counts }
     let pool: DatabasePool
     let clock: @Sendable () -> Date
     /// ``close()`` was called.
@@ -37,11 +44,20 @@ package final class BAStore: Sendable {
     /// The newest schema version this build knows (a file of a newer one is refused).
     package static var schemaVersion: Int { Schema.currentVersion }
 
-    private init(path: String, pool: DatabasePool, clock: @escaping @Sendable () -> Date) {
+    /// fsyncs the `-wal` file after commits, on a thread of its own.
+    let logSync: LogSync
+
+    private init(
+        path: String, pool: DatabasePool, clock: @escaping @Sendable () -> Date,
+        log: @escaping @Sendable (String) -> Void
+    ) {
         self.path = path
         self.pool = pool
         self.clock = clock
+        self.logSync = LogSync(databasePath: path, log: log)
     }
+
+    deinit { logSync.stop() }
 
     /// Opens the store at `path`, creating the file (mode 0600) and its folder (mode 0700) if
     /// needed, and brings its schema to ``schemaVersion``.
@@ -62,7 +78,8 @@ package final class BAStore: Sendable {
     ///   database, or what `vet` threw.
     package static func open(
         path: String, clock: @escaping @Sendable () -> Date = { Date() },
-        vet: (OpeningContents) throws(BAStoreError) -> Void = { _ in }
+        vet: (OpeningContents) throws(BAStoreError) -> Void = { _ in },
+        log: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data("BAStore: \($0)\n".utf8)) }
     ) throws(BAStoreError)
         -> BAStore
     {
@@ -79,15 +96,14 @@ package final class BAStore: Sendable {
         let pool: DatabasePool
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
-            // GRDB sets `synchronous = NORMAL` on the writer when it turns WAL on; NORMAL keeps
-            // commits across a process crash but not across a power loss. FULL fsyncs the WAL at
-            // every commit, so an acknowledged change survives both (docs/state.md). Only the
-            // writer connection commits, so only it needs the setting.
-            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            // `synchronous = NORMAL` (GRDB sets it with WAL): a commit is written to the -wal
+            // file, which survives a kill -9 at once; ``LogSync`` fsyncs that file after commits
+            // on a thread of its own, for a power loss (docs/state.md, "Durability").
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         } catch {
             throw mapError(error, path: path, doing: "opening the database")
         }
-        let store = BAStore(path: path, pool: pool, clock: clock)
+        let store = BAStore(path: path, pool: pool, clock: clock, log: log)
         do throws(BAStoreError) {
             try store.migrate()
         } catch {
@@ -107,6 +123,8 @@ package final class BAStore: Sendable {
             // connection open. Best effort: a reader of another process may hold the log.
             // Once only: GRDB's checkpoint on a closed connection dereferences a null handle.
             if !isClosed.exchange(true, ordering: .acquiringAndReleasing) {
+                logSync.waitUntilSynced()
+                logSync.stop()
                 _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
             }
             try pool.close()
@@ -252,7 +270,9 @@ package final class BAStore: Sendable {
                 }
                 return result
             }
-            return try pool.write(body)
+            let result = try pool.write(body)
+            logSync.committed()
+            return result
         } catch {
             throw Self.mapError(error, path: path, doing: doing)
         }
@@ -283,9 +303,11 @@ package final class BAStore: Sendable {
     /// `body`.
     package func batch<T>(_ doing: String, _ body: () throws -> T) throws(BAStoreError) -> T {
         do {
-            return try pool.write { db in
+            let result = try pool.write { db in
                 try Self.$currentBatch.withValue(BatchConnection(db: db)) { try body() }
             }
+            logSync.committed()
+            return result
         } catch {
             throw Self.mapError(error, path: path, doing: doing)
         }

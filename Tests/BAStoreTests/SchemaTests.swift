@@ -9,7 +9,7 @@ import Testing
         defer { test.remove() }
         let settings = try test.store.connectionSettings()
         #expect(settings["journal_mode"] == "wal")
-        #expect(settings["synchronous"] == "2", "FULL")
+        #expect(settings["synchronous"] == "1", "NORMAL: LogSync fsyncs the -wal file on its own thread")
         #expect(settings["foreign_keys"] == "1")
         #expect(settings["busy_timeout"] == "5000")
         #expect(settings["user_version"] == String(BAStore.schemaVersion))

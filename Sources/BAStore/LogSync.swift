@@ -1,0 +1,97 @@
+import Foundation
+
+/// Makes the store's commits durable on a thread of its own: the writer commits with
+/// `synchronous = NORMAL` (into the `-wal` file, which survives a `kill -9` at once), and this
+/// thread fsyncs the `-wal` file after commits, so a power loss loses at most the commits of the
+/// last fsync's duration (about a millisecond here) instead of costing every caller an fsync on
+/// the calling thread (`docs/state.md`, "Durability").
+///
+/// Commits that arrive while an fsync runs share the next one: a burst of commits costs a few
+/// fsyncs, not one each. ``waitUntilSynced()`` waits for the commits made so far.
+final class LogSync: @unchecked Sendable {
+    // Guarded by `condition`.
+    private var committedCount: UInt64 = 0
+    private var syncedCount: UInt64 = 0
+    private var failures: UInt64 = 0
+    private var stopping = false
+
+    private let walPath: String
+    private let condition = NSCondition()
+    private let log: @Sendable (String) -> Void
+
+    init(databasePath: String, log: @escaping @Sendable (String) -> Void) {
+        self.walPath = databasePath + "-wal"
+        self.log = log
+        let thread = Thread { [self] in run() }
+        thread.name = "basd-log-sync"
+        thread.start()
+    }
+
+    /// A transaction was committed: sync it soon.
+    func committed() {
+        condition.lock()
+        committedCount += 1
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Commits so far, and those synced.
+    var counts: (committed: UInt64, synced: UInt64) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (committedCount, syncedCount)
+    }
+
+    /// Blocks until every commit made before the call is synced (or the syncer stopped).
+    func waitUntilSynced() {
+        condition.lock()
+        defer { condition.unlock() }
+        let target = committedCount
+        while syncedCount < target && !stopping { condition.wait() }
+    }
+
+    /// Stops the thread after a last sync of what was committed.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while committedCount == syncedCount && !stopping { condition.wait() }
+            let target = committedCount
+            let last = stopping
+            let needed = target != syncedCount
+            condition.unlock()
+            if needed { sync(through: target) }
+            if last { return }
+        }
+    }
+
+    /// fsyncs the `-wal` file (opened anew: SQLite may have removed and created it since), then
+    /// marks the commits through `target` synced. A missing file has nothing unsynced: the last
+    /// connection checkpointed it into the database (fsynced) and removed it.
+    private func sync(through target: UInt64) {
+        let fd = open(walPath, O_RDONLY | O_CLOEXEC)
+        var failure: String?
+        if fd >= 0 {
+            if fdatasync(fd) != 0 { failure = String(cString: strerror(errno)) }
+            close(fd)
+        }
+        condition.lock()
+        syncedCount = max(syncedCount, target)
+        if failure != nil { failures += 1 }
+        let failureCount = failures
+        condition.broadcast()
+        condition.unlock()
+        // Once, then every 1,000th: a failing disk must not flood the log.
+        if let failure, failureCount == 1 || failureCount % 1_000 == 0 {
+            log(
+                "fsync of \(walPath) failed (\(failureCount) time(s)): \(failure); the last commits may not survive a power loss"
+            )
+        }
+    }
+}
