@@ -187,9 +187,11 @@ extension BAStore {
             arguments: [
                 download.appIdentifier, download.uniqueIdentifier, change.kind.rawValue, EventPayload.json(change), now,
             ])
-        return StoredEvent(
+        var event = StoredEvent(
             sequence: db.lastInsertedRowID, appIdentifier: download.appIdentifier,
             downloadUniqueIdentifier: download.uniqueIdentifier, change: change, createdAt: now)
+        event.download = download
+        return event
     }
 }
 

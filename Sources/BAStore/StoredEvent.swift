@@ -32,8 +32,25 @@ package struct StoredEvent: Sendable, Hashable {
     /// Why it was parked (which failures, how many), for listings.
     package var parkedReason: String?
 
+    /// The download as the change found it, on an event the store just appended (its description
+    /// and app, so that whoever routes the event needs no read of it); nil on events read back.
+    /// Not part of the event's identity (`==`, `hash`).
+    package var download: StoredDownload?
+
     /// What happened, by name.
     package var kind: Kind { change.kind }
+
+    package static func == (left: StoredEvent, right: StoredEvent) -> Bool {
+        left.sequence == right.sequence && left.appIdentifier == right.appIdentifier
+            && left.downloadUniqueIdentifier == right.downloadUniqueIdentifier && left.change == right.change
+            && left.createdAt == right.createdAt && left.deliveredAt == right.deliveredAt
+            && left.parkedAt == right.parkedAt && left.parkedReason == right.parkedReason
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(sequence)
+        hasher.combine(change)
+    }
 
     /// Creates an event value (the store creates the stored ones).
     package init(

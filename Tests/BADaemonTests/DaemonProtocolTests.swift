@@ -180,6 +180,36 @@ struct DaemonProtocolTests {
         )
     }
 
+    @Test(
+        "events keep version 1's flat JSON: the change's fields beside the event's, a failure's as errorDomain/errorCode/errorMessage"
+    )
+    func eventWireShape() throws {
+        let failed = DownloadEvent(
+            sequence: 3, downloadUniqueIdentifier: "U", identifier: "a",
+            change: .failed(domain: "NSURLErrorDomain", code: -999, message: "cancelled"), appIdentifier: "com.x")
+        let text = String(decoding: try DaemonProtocol.encode(ServerMessage.event(failed)).dropFirst(4), as: UTF8.self)
+        #expect(
+            text
+                == #"{"event":{"appIdentifier":"com.x","downloadUniqueIdentifier":"U","errorCode":-999,"#
+                + #""errorDomain":"NSURLErrorDomain","errorMessage":"cancelled","identifier":"a","kind":"failed","#
+                + #""sequence":3},"type":"event"}"#)
+        // What a version-1 basd sent, decoded by this client.
+        let old =
+            #"{"type":"event","event":{"sequence":4,"downloadUniqueIdentifier":"U","identifier":"a","#
+            + #""kind":"progress","bytesWritten":10,"totalBytes":100,"download":{"identifier":"a","url":"https://x/a","#
+            + #""headers":[],"priority":0,"isEssential":false}}}"#
+        guard case .event(let event) = try DaemonProtocol.decodeServerMessage(Array(old.utf8)) else {
+            throw ListingsError()
+        }
+        #expect(event.change == .progress(bytesWritten: 10, totalBytes: 100))
+        #expect(event.download == DownloadDescription(identifier: "a", url: "https://x/a", priority: 0))
+        // A kind's field missing is an error, not an event with holes.
+        let holed =
+            #"{"type":"event","event":{"sequence":4,"downloadUniqueIdentifier":"U","identifier":"a","#
+            + #""kind":"finished","size":10}}"#
+        #expect(throws: DaemonProtocolError.self) { try DaemonProtocol.decodeServerMessage(Array(holed.utf8)) }
+    }
+
     @Test("frames split at every byte boundary, and several in one read, come out whole")
     func splitFrames() throws {
         let frames = try Self.clientMessages.map { try DaemonProtocol.encode($0) }

@@ -49,7 +49,8 @@ final class PurgeService: @unchecked Sendable {
         var info = stat()
         guard stat(path, &info) == 0 else { return }
         do {
-            guard let download = try store.download(uniqueIdentifier: event.downloadUniqueIdentifier) else { return }
+            guard let download = try event.download ?? store.download(uniqueIdentifier: event.downloadUniqueIdentifier)
+            else { return }
             try store.recordAsset(
                 StoredAsset(
                     downloadUniqueIdentifier: download.uniqueIdentifier, appIdentifier: download.appIdentifier,

@@ -45,6 +45,7 @@ extension TransferCoordinator {
             toStore.append(event)
         }
         guard !toStore.isEmpty else { return .zero }
+        Self.dropSuperseded(&toStore)
         // Events the store could not record yet go first, in order.
         guard unrecorded.isEmpty else {
             unrecorded += toStore
@@ -59,6 +60,22 @@ extension TransferCoordinator {
     }
 
     private struct StoreRefused: Error {}
+
+    /// Drops the validators and progress of transfers that finish later in the same batch: the
+    /// finished record supersedes them (a validator is kept only to resume a partial file, and
+    /// the app's delegate hears of the whole file). A small file's began, validator, progress and
+    /// finished are then two records, not four.
+    static func dropSuperseded(_ events: inout [EngineEvent]) {
+        var finishing: Set<String> = []
+        for event in events { if case .finished(let id, _, _, _, _) = event { finishing.insert(id) } }
+        guard !finishing.isEmpty else { return }
+        events.removeAll { event in
+            switch event {
+            case .validator(let id, _), .progress(let id, _, _): finishing.contains(id)
+            default: false
+            }
+        }
+    }
 
     /// Records `events` in one transaction (one fsync), then tells the event router; returns how
     /// long the commit took, or nil (and nothing stored) when the store could not be written.
