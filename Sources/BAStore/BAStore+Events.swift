@@ -56,6 +56,32 @@ extension BAStore {
         }
     }
 
+    /// The app acknowledges its events through `sequence` (parked ones too): they are marked
+    /// delivered in one transaction, and the `finished` events among them are returned, so the
+    /// caller can remove the files the app left in place. Reads only those events, not every one
+    /// acknowledged.
+    package func acknowledge(
+        app bundleIdentifier: String, through sequence: Int64
+    ) throws(BAStoreError)
+        -> [StoredEvent]
+    {
+        let now = self.now
+        return try write("acknowledging the events of \(bundleIdentifier)") { db in
+            let finished = try Row.fetchAllCached(
+                db,
+                sql: """
+                    SELECT \(StoredEvent.columns) FROM event
+                    WHERE app_id = ? AND delivered_at IS NULL AND sequence <= ? AND kind = 'finished'
+                    ORDER BY sequence
+                    """, arguments: [bundleIdentifier, sequence]
+            ).map(StoredEvent.init(row:))
+            try db.executeCached(
+                sql: "UPDATE event SET delivered_at = ? WHERE app_id = ? AND sequence <= ? AND delivered_at IS NULL",
+                arguments: [now, bundleIdentifier, sequence])
+            return finished
+        }
+    }
+
     /// Parks the app's undelivered event `sequence`: it stays owed to the app (its next
     /// connection is sent it), but the extension's view of the app's events goes past it. A
     /// delivered or already parked event is left as it is.

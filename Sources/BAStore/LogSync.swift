@@ -3,17 +3,21 @@ import Foundation
 /// Makes the store's commits durable on a thread of its own: the writer commits with
 /// `synchronous = NORMAL` (into the `-wal` file, which survives a `kill -9` at once), and this
 /// thread fsyncs the `-wal` file after commits, so a power loss loses at most the commits of the
-/// last fsync's duration (about a millisecond here) instead of costing every caller an fsync on
-/// the calling thread (`docs/state.md`, "Durability").
+/// last few milliseconds (``gatherInterval`` plus an fsync) instead of costing every caller an
+/// fsync on the calling thread (`docs/state.md`, "Durability").
 ///
-/// Commits that arrive while an fsync runs share the next one: a burst of commits costs a few
-/// fsyncs, not one each. ``waitUntilSynced()`` waits for the commits made so far.
+/// Commits that arrive within ``gatherInterval`` of the first, or while an fsync runs, share one
+/// fsync: a burst of commits costs a few fsyncs, not one each. ``waitUntilSynced()`` waits for the commits made so far.
 final class LogSync: @unchecked Sendable {
     // Guarded by `condition`.
     private var committedCount: UInt64 = 0
     private var syncedCount: UInt64 = 0
     private var failures: UInt64 = 0
     private var stopping = false
+
+    /// How long the thread gathers commits after the first before it fsyncs: the power-loss
+    /// window is this plus an fsync.
+    static let gatherInterval: TimeInterval = 0.005
 
     private let walPath: String
     private let condition = NSCondition()
@@ -62,6 +66,10 @@ final class LogSync: @unchecked Sendable {
         while true {
             condition.lock()
             while committedCount == syncedCount && !stopping { condition.wait() }
+            // Gather the commits that follow closely (a batch of schedules, an engine turn's
+            // events): one fsync for them, not one each.
+            let deadline = Date(timeIntervalSinceNow: Self.gatherInterval)
+            while !stopping && condition.wait(until: deadline) {}
             let target = committedCount
             let last = stopping
             let needed = target != syncedCount

@@ -138,6 +138,25 @@ import Testing
             ])
     }
 
+    @Test func acknowledgingReturnsTheFinishedEventsItMarked() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.registerApp()
+        let a = try test.schedule("a").uniqueIdentifier
+        let b = try test.schedule("b").uniqueIdentifier
+        let c = try test.schedule("c").uniqueIdentifier
+        let began = try test.store.recordBegan(uniqueIdentifier: a, offset: 0, isForeground: false)
+        let finishedA = try test.store.markFinished(uniqueIdentifier: a, destination: "/d/a", size: 1)
+        let finishedB = try test.store.markFinished(uniqueIdentifier: b, destination: "/d/b", size: 2)
+        try test.store.parkEvent(app: "com.example.game", sequence: finishedB.sequence, reason: "test")
+        let finishedC = try test.store.markFinished(uniqueIdentifier: c, destination: "/d/c", size: 3)
+        let marked = try test.store.acknowledge(app: "com.example.game", through: finishedB.sequence)
+        #expect(marked.map(\.change) == [finishedA.change, finishedB.change], "finished ones only, parked too")
+        #expect(try test.store.undeliveredEvents(app: "com.example.game").map(\.sequence) == [finishedC.sequence])
+        #expect(began.sequence < finishedA.sequence)
+        #expect(try test.store.acknowledge(app: "com.example.game", through: finishedB.sequence).isEmpty, "idempotent")
+    }
+
     @Test func pruningDeletesOnlyOldDeliveredEvents() throws {
         let test = try TestStore()
         defer { test.remove() }

@@ -262,17 +262,7 @@ final class EventRouter: @unchecked Sendable {
     /// The app handled its events through `sequence`: they are delivered, and finished files it
     /// did not move are removed.
     func acknowledge(app: String, through sequence: Int64) throws {
-        // The undelivered events up to `sequence`, a page at a time (they are in sequence order).
-        var handled: [StoredEvent] = []
-        var after: Int64 = 0
-        while after < sequence {
-            let page = try store.undeliveredEvents(app: app, after: after, limit: 256)
-            handled += page.prefix { $0.sequence <= sequence }.filter { $0.kind == .finished }
-            guard let last = page.last, last.sequence < sequence, page.count == 256 else { break }
-            after = last.sequence
-        }
-        try store.markDelivered(app: app, through: sequence)
-        for event in handled {
+        for event in try store.acknowledge(app: app, through: sequence) {
             if case .finished(let destination, _) = event.change { removeDelivered(destination) }
         }
     }
