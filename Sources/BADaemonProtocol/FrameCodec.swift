@@ -6,13 +6,11 @@ extension DaemonProtocol {
     ///   ``maximumFrameLength`` (e.g. a huge `currentDownloads` answer), `.invalidJSON` when it
     ///   cannot be encoded (a non-finite Double).
     package static func encode(_ message: some Encodable) throws(DaemonProtocolError) -> [UInt8] {
-        let payload: Data
-        do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            payload = try encoder.encode(message)
-        } catch {
-            throw DaemonProtocolError(.invalidJSON, "the message could not be encoded as JSON: \(error)")
+        let payload: [UInt8]
+        if let server = message as? ServerMessage, let written = MessageWriter.writeServerMessage(server) {
+            payload = written
+        } else {
+            payload = try encodeWithFoundation(message)
         }
         guard payload.count <= maximumFrameLength else {
             throw DaemonProtocolError(
@@ -25,6 +23,17 @@ extension DaemonProtocol {
         frame.reserveCapacity(headerLength + payload.count)
         frame.append(contentsOf: payload)
         return frame
+    }
+
+    /// `message` as `JSONEncoder` writes it, keys sorted (what ``MessageWriter`` matches).
+    package static func encodeWithFoundation(_ message: some Encodable) throws(DaemonProtocolError) -> [UInt8] {
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            return Array(try encoder.encode(message))
+        } catch {
+            throw DaemonProtocolError(.invalidJSON, "the message could not be encoded as JSON: \(error)")
+        }
     }
 
     /// Checks a frame's length prefix (the first 4 bytes, big-endian) and returns the payload length.

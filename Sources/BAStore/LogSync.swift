@@ -14,6 +14,9 @@ final class LogSync: @unchecked Sendable {
     private var syncedCount: UInt64 = 0
     private var failures: UInt64 = 0
     private var stopping = false
+    /// The thread waits for a first commit (not gathering, not syncing): only then does a commit
+    /// wake it, so a burst of commits costs one wake-up, not one each.
+    private var idle = false
 
     /// How long the thread gathers commits after the first before it fsyncs: the power-loss
     /// window is this plus an fsync.
@@ -35,7 +38,7 @@ final class LogSync: @unchecked Sendable {
     func committed() {
         condition.lock()
         committedCount += 1
-        condition.signal()
+        if idle { condition.signal() }
         condition.unlock()
     }
 
@@ -65,11 +68,13 @@ final class LogSync: @unchecked Sendable {
     private func run() {
         while true {
             condition.lock()
+            idle = true
             while committedCount == syncedCount && !stopping { condition.wait() }
+            idle = false
             // Gather the commits that follow closely (a batch of schedules, an engine turn's
             // events): one fsync for them, not one each.
             let deadline = Date(timeIntervalSinceNow: Self.gatherInterval)
-            while !stopping && condition.wait(until: deadline) {}
+            while !stopping && condition.wait(until: deadline) {}  // woken only by stop()
             let target = committedCount
             let last = stopping
             let needed = target != syncedCount
