@@ -1,6 +1,6 @@
 import BACore
 
-/// Writes the messages basd sends most (events, `ok`, and the one-download answer to `schedule`)
+/// Writes the messages basd sends most (events, `ok`, and lists of downloads: the answer to `schedule`, listings)
 /// as JSON directly, byte for byte what `JSONEncoder` with sorted keys writes for them: Foundation's
 /// encoder builds a tree of boxed values for each message, and was a sixth of basd's executor time
 /// in the small-files benchmark. Anything else (and a value this writer does not cover: a
@@ -38,19 +38,30 @@ package enum MessageWriter {
         switch result {
         case .ok:
             object([("type", .string("ok"))], into: &out)
-        case .downloads(let infos) where infos.count <= 16:
-            var list: [UInt8] = [UInt8(ascii: "[")]
-            for (index, info) in infos.enumerated() {
-                if index > 0 { list.append(UInt8(ascii: ",")) }
-                guard let item = write(info) else { return nil }
-                list += item
-            }
-            list.append(UInt8(ascii: "]"))
+        case .downloads(let infos):
+            guard let list = write(infos) else { return nil }
             object([("downloads", .raw(list)), ("type", .string("downloads"))], into: &out)
+        case .downloadList(let listing):
+            guard let list = write(listing.downloads) else { return nil }
+            var inner: [UInt8] = []
+            object([("downloads", .raw(list)), ("notShown", .int(Int64(listing.notShown)))], into: &inner)
+            object([("downloadList", .raw(inner)), ("type", .string("downloadList"))], into: &out)
         default:
             return nil
         }
         return out
+    }
+
+    private static func write(_ infos: [DownloadInfo]) -> [UInt8]? {
+        var list: [UInt8] = [UInt8(ascii: "[")]
+        list.reserveCapacity(infos.count * 300)
+        for (index, info) in infos.enumerated() {
+            if index > 0 { list.append(UInt8(ascii: ",")) }
+            guard let item = write(info) else { return nil }
+            list += item
+        }
+        list.append(UInt8(ascii: "]"))
+        return list
     }
 
     private static func write(_ info: DownloadInfo) -> [UInt8]? {

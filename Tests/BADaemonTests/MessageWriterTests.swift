@@ -45,6 +45,8 @@ struct MessageWriterTests {
         all.append(.response(requestId: 7, result: .downloads([full])))
         all.append(.response(requestId: 8, result: .downloads([bare, full, bare])))
         all.append(.partialResponse(requestId: 8, result: .downloads([])))
+        all.append(
+            .response(requestId: 8, result: .downloadList(DownloadListing(downloads: [full, bare], notShown: 7))))
         return all
     }
 
