@@ -1,4 +1,5 @@
 import ArgumentParser
+import BACore
 import BADaemonProtocol
 import Foundation
 
@@ -61,7 +62,7 @@ struct Downloads: ParsableCommand {
     func validate() throws {
         guard limit >= 0 else { throw ValidationError("--limit must be 0 (all) or more, not \(limit)") }
         do {
-            _ = try DownloadListing.stateValues(stateNames)
+            _ = try DownloadListing.states(stateNames)
         } catch {
             throw ValidationError("--state: \(error)")
         }
@@ -178,13 +179,6 @@ package struct DownloadRow: Encodable {
 
     /// `BADownload.State`'s name for its raw value.
     package static func stateName(_ state: Int) -> String {
-        switch state {
-        case -1: "failed"
-        case 0: "created"
-        case 1: "waiting"
-        case 2: "downloading"
-        case 3: "finished"
-        default: "state \(state)"
-        }
+        DownloadState(rawValue: state)?.description ?? "state \(state)"
     }
 }

@@ -1,3 +1,5 @@
+import BACore
+
 /// The answer to a `listDownloads` request with a `limit` (``ServerMessage/Result/downloadList(_:)``).
 ///
 /// On the wire: `{"type": "downloadList", "downloadList": {"downloads": […], "notShown": 99000}}`.
@@ -14,30 +16,29 @@ package struct DownloadListing: Sendable, Hashable, Codable {
         self.notShown = notShown
     }
 
-    /// The state names `listDownloads` accepts in `states`, with their `BADownload.State` raw
-    /// values, in the order of the states' life: `created`, `waiting`, `downloading`,
-    /// `finished`, `failed`.
-    package static let stateNames: KeyValuePairs<String, Int> = [
-        "created": 0, "waiting": 1, "downloading": 2, "finished": 3, "failed": -1,
-    ]
-
-    /// The name that stands for every active state (created, waiting, downloading).
+    /// The name that stands for every active state (created, waiting, downloading); the other
+    /// names `listDownloads` accepts in `states` are ``DownloadState``'s (`created`, `waiting`,
+    /// `downloading`, `finished`, `failed`).
     package static let activeName = "active"
 
-    /// The raw state values `names` stand for (``stateNames`` and ``activeName``).
+    /// ``DownloadState``'s names in the order of a download's life, as messages list them.
+    package static let stateNames: [String] = [DownloadState.created, .waiting, .downloading, .finished, .failed].map(
+        \.description)
+
+    /// The states `names` stand for (``DownloadState`` names and ``activeName``).
     /// - Throws: ``UnknownDownloadState`` for the first name that is neither.
-    package static func stateValues(_ names: [String]) throws(UnknownDownloadState) -> Set<Int> {
-        var values: Set<Int> = []
+    package static func states(_ names: [String]) throws(UnknownDownloadState) -> Set<DownloadState> {
+        var states: Set<DownloadState> = []
         for name in names {
             if name == activeName {
-                values.formUnion([0, 1, 2])
-            } else if let value = stateNames.first(where: { $0.key == name })?.value {
-                values.insert(value)
+                states.formUnion(DownloadState.allCases.filter(\.isActive))
+            } else if let state = DownloadState.allCases.first(where: { $0.description == name }) {
+                states.insert(state)
             } else {
                 throw UnknownDownloadState(name: name)
             }
         }
-        return values
+        return states
     }
 }
 
@@ -52,6 +53,6 @@ package struct UnknownDownloadState: Error, Sendable, Hashable, CustomStringConv
     /// `unknown download state "x"; the states are created, waiting, …`.
     package var description: String {
         "unknown download state \"\(name)\"; the states are "
-            + (DownloadListing.stateNames.map(\.key) + [DownloadListing.activeName]).joined(separator: ", ")
+            + (DownloadListing.stateNames + [DownloadListing.activeName]).joined(separator: ", ")
     }
 }

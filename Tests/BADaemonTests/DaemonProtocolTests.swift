@@ -103,10 +103,10 @@ struct DaemonProtocolTests {
         #expect(
             ServerMessage.Result.joined([.downloads(Array(infos[..<10])), .error(code: 1004, message: "x")])
                 == .error(code: 1004, message: "x"))
-        #expect(DownloadListing.stateNames.map(\.key) == ["created", "waiting", "downloading", "finished", "failed"])
-        #expect(try DownloadListing.stateValues(["active", "failed"]) == [0, 1, 2, -1])
+        #expect(DownloadListing.stateNames == ["created", "waiting", "downloading", "finished", "failed"])
+        #expect(try DownloadListing.states(["active", "failed"]) == [.created, .waiting, .downloading, .failed])
         #expect(throws: UnknownDownloadState(name: "paused")) {
-            try DownloadListing.stateValues(["waiting", "paused"])
+            try DownloadListing.states(["waiting", "paused"])
         }
     }
 

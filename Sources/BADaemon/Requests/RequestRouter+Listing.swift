@@ -26,7 +26,7 @@ extension RequestRouter {
         var filter = DownloadFilter(appIdentifier: app)
         if let states {
             do {
-                filter.states = Set(try DownloadListing.stateValues(states).compactMap { DownloadState(rawValue: $0) })
+                filter.states = try DownloadListing.states(states)
             } catch {
                 throw Refusal(.invalidRequest, "states: \(error)")
             }
