@@ -9,6 +9,8 @@ extension DaemonProtocol {
         let payload: [UInt8]
         if let server = message as? ServerMessage, let written = MessageWriter.writeServerMessage(server) {
             payload = written
+        } else if let client = message as? ClientMessage, let written = MessageWriter.writeClientMessage(client) {
+            payload = written
         } else {
             payload = try encodeWithFoundation(message)
         }

@@ -33,6 +33,27 @@ package enum MessageWriter {
         return out
     }
 
+    /// The JSON of `message` (no frame prefix), or nil when it is not one this writer covers: an
+    /// app's frequent requests (`schedule`, `acknowledgeEvents`, and those without fields).
+    package static func writeClientMessage(_ message: ClientMessage) -> [UInt8]? {
+        guard message.id <= UInt64(Int64.max) else { return nil }
+        var fields: [(String, Value)] = [
+            ("id", .int(Int64(bitPattern: message.id))), ("type", .string(message.request.type)),
+        ]
+        switch message.request {
+        case .status, .currentDownloads, .subscribeEvents: break
+        case .schedule(let download): fields.append(("download", .raw(write(download))))
+        case .startForeground(let identifier), .cancel(let identifier):
+            fields.append(("identifier", .string(identifier)))
+        case .acknowledgeEvents(let sequence): fields.append(("throughSequence", .int(sequence)))
+        default: return nil
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        object(fields, into: &out)
+        return out
+    }
+
     private static func write(_ result: ServerMessage.Result) -> [UInt8]? {
         var out: [UInt8] = []
         switch result {

@@ -60,6 +60,23 @@ struct MessageWriterTests {
         }
     }
 
+    @Test func anAppsFrequentRequestsAreWrittenAsJSONEncoderWritesThem() throws {
+        let requests: [Request] = [
+            .schedule(Self.download), .schedule(DownloadDescription(identifier: "b", url: "https://x/b")),
+            .acknowledgeEvents(throughSequence: 1 << 50), .status, .currentDownloads, .subscribeEvents,
+            .startForeground(identifier: Self.tricky), .cancel(identifier: "c"),
+        ]
+        for (index, request) in requests.enumerated() {
+            let message = ClientMessage(id: UInt64(index) * 1_000_003, request: request)
+            let written = try #require(MessageWriter.writeClientMessage(message), "\(request) is covered")
+            let foundation = try DaemonProtocol.encodeWithFoundation(message)
+            #expect(
+                String(decoding: written, as: UTF8.self) == String(decoding: foundation, as: UTF8.self), "\(request)")
+            #expect(try DaemonProtocol.decodeClientMessage(written) == message)
+        }
+        #expect(MessageWriter.writeClientMessage(ClientMessage(id: 1, request: .listDownloads(app: nil))) == nil)
+    }
+
     @Test func whatItDoesNotCoverIsLeftToJSONEncoder() throws {
         var retrying = DownloadInfo(
             uniqueIdentifier: "U", download: DownloadDescription(identifier: "b", url: "https://x/b"), state: .waiting,
