@@ -27,7 +27,7 @@ extension BAStore {
                     """,
                 arguments: [
                     app.bundleIdentifier, app.version, app.appGroupIdentifier, app.appDirectory, app.extensionPath,
-                    now, now, app.manifestURL, try app.restrictionsJSON,
+                    StoreTime(now), StoreTime(now), app.manifestURL, try app.restrictionsJSON,
                 ])
             return previous
         }
@@ -64,13 +64,13 @@ extension BAStore {
             guard !app.launched else { return false }
             try db.executeCached(
                 sql: "UPDATE app SET launched = 1, updated_at = ? WHERE bundle_identifier = ?",
-                arguments: [now, bundleIdentifier])
+                arguments: [StoreTime(now), bundleIdentifier])
             try db.executeCached(
                 sql: """
                     UPDATE download SET restriction = NULL, updated_at = ?
                     WHERE app_id = ? AND state IN (0, 1, 2) AND restriction IS NOT NULL
                     """,
-                arguments: [now, bundleIdentifier])
+                arguments: [StoreTime(now), bundleIdentifier])
             return true
         }
     }

@@ -14,7 +14,7 @@ extension BAStore {
                 arguments: [
                     asset.downloadUniqueIdentifier, asset.appIdentifier, asset.identifier, asset.deliveredPath,
                     Int64(bitPattern: asset.device), Int64(bitPattern: asset.inode), asset.size,
-                    asset.modificationTimeNanoseconds, asset.sha256, asset.finishedAt,
+                    asset.modificationTimeNanoseconds, asset.sha256, StoreTime(asset.finishedAt),
                 ])
         }
     }

@@ -70,7 +70,8 @@ extension BAStore {
                     stored.applicationGroupIdentifier, stored.priority, stored.isEssential, stored.expectedSize,
                     stored.sha256, stored.state.rawValue, stored.isForeground, stored.bytesOnDisk, stored.validator,
                     stored.partialPath, stored.destinationPath, stored.attempts, failure?.domain, failure?.code,
-                    failure?.message, stored.createdAt, stored.updatedAt, try stored.restrictionJSON,
+                    failure?.message, StoreTime(stored.createdAt), StoreTime(stored.updatedAt),
+                    try stored.restrictionJSON,
                 ])
             if chargingAllowance, let size = stored.expectedSize {
                 let column = stored.isEssential ? "essential_allowance_used" : "allowance_used"
@@ -221,7 +222,7 @@ extension BAStore {
             download.updatedAt = now
             try db.executeCached(
                 sql: "UPDATE download SET foreground = 1, updated_at = ? WHERE unique_identifier = ?",
-                arguments: [now, uniqueIdentifier])
+                arguments: [StoreTime(now), uniqueIdentifier])
             return download
         }
     }

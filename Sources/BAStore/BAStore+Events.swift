@@ -51,7 +51,7 @@ extension BAStore {
                     UPDATE event SET delivered_at = ?
                     WHERE app_id = ? AND sequence <= ? AND delivered_at IS NULL
                         \(includingParked ? "" : "AND parked_at IS NULL")
-                    """, arguments: [now, bundleIdentifier, sequence])
+                    """, arguments: [StoreTime(now), bundleIdentifier, sequence])
             return db.changesCount
         }
     }
@@ -77,7 +77,7 @@ extension BAStore {
             ).map(StoredEvent.init(row:))
             try db.executeCached(
                 sql: "UPDATE event SET delivered_at = ? WHERE app_id = ? AND sequence <= ? AND delivered_at IS NULL",
-                arguments: [now, bundleIdentifier, sequence])
+                arguments: [StoreTime(now), bundleIdentifier, sequence])
             return finished
         }
     }
@@ -96,7 +96,7 @@ extension BAStore {
                 sql: """
                     UPDATE event SET parked_at = ?, parked_reason = ?
                     WHERE app_id = ? AND sequence = ? AND delivered_at IS NULL AND parked_at IS NULL
-                    """, arguments: [now, reason, bundleIdentifier, sequence])
+                    """, arguments: [StoreTime(now), reason, bundleIdentifier, sequence])
             return db.changesCount == 1
         }
     }
@@ -144,7 +144,7 @@ extension BAStore {
                         AND NOT EXISTS (SELECT 1 FROM event
                                         WHERE event.download_id = download.unique_identifier AND delivered_at IS NULL)
                         AND NOT EXISTS (SELECT 1 FROM asset WHERE asset.download_id = download.unique_identifier)
-                    """, arguments: [date])
+                    """, arguments: [StoreTime(date)])
             return db.changesCount
         }
     }
@@ -156,7 +156,8 @@ extension BAStore {
     package func pruneDeliveredEvents(olderThan date: Date) throws(BAStoreError) -> Int {
         try write("pruning delivered events") { db in
             try db.executeCached(
-                sql: "DELETE FROM event WHERE delivered_at IS NOT NULL AND delivered_at < ?", arguments: [date])
+                sql: "DELETE FROM event WHERE delivered_at IS NOT NULL AND delivered_at < ?",
+                arguments: [StoreTime(date)])
             return db.changesCount
         }
     }

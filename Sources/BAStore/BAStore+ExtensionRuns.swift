@@ -22,7 +22,7 @@ extension BAStore {
                     VALUES (?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    run.appIdentifier, run.event.rawValue, run.verdict, run.detail, run.startedAt,
+                    run.appIdentifier, run.event.rawValue, run.verdict, run.detail, StoreTime(run.startedAt),
                     run.durationMilliseconds,
                 ])
             var stored = run
@@ -54,7 +54,7 @@ extension BAStore {
     @discardableResult
     package func pruneExtensionRuns(olderThan date: Date) throws(BAStoreError) -> Int {
         try write("pruning extension runs") { db in
-            try db.executeCached(sql: "DELETE FROM extension_run WHERE started_at < ?", arguments: [date])
+            try db.executeCached(sql: "DELETE FROM extension_run WHERE started_at < ?", arguments: [StoreTime(date)])
             return db.changesCount
         }
     }

@@ -38,7 +38,7 @@ extension BAStore {
                     UPDATE download SET state = 1, error_domain = NULL, error_code = NULL, error_message = NULL,
                         updated_at = ?
                     WHERE unique_identifier = ?
-                    """, arguments: [now, uniqueIdentifier])
+                    """, arguments: [StoreTime(now), uniqueIdentifier])
             download.state = .waiting
             download.lastError = nil
             download.updatedAt = now

@@ -27,7 +27,7 @@ extension BAStore {
                     UPDATE download SET state = 2, bytes_on_disk = ?, foreground = ?, attempts = attempts + 1,
                         partial_path = coalesce(?, partial_path), updated_at = ?
                     WHERE unique_identifier = ?
-                    """, arguments: [offset, isForeground, partialPath, now, uniqueIdentifier])
+                    """, arguments: [offset, isForeground, partialPath, StoreTime(now), uniqueIdentifier])
             return try appendEvent(
                 db, download, .began(offset: offset, isForeground: isForeground), now)
         }
@@ -43,7 +43,7 @@ extension BAStore {
         try transition(uniqueIdentifier, "recording the pause of") { db, download, now in
             try db.executeCached(
                 sql: "UPDATE download SET state = 1, bytes_on_disk = ?, updated_at = ? WHERE unique_identifier = ?",
-                arguments: [bytesOnDisk, now, uniqueIdentifier])
+                arguments: [bytesOnDisk, StoreTime(now), uniqueIdentifier])
             return try appendEvent(db, download, .paused(bytesOnDisk: bytesOnDisk), now)
         }
     }
@@ -72,7 +72,7 @@ extension BAStore {
                 sql: """
                     UPDATE download SET bytes_on_disk = ?, validator = coalesce(?, validator), updated_at = ?
                     WHERE unique_identifier = ?
-                    """, arguments: [bytesOnDisk, validator, now, uniqueIdentifier])
+                    """, arguments: [bytesOnDisk, validator, StoreTime(now), uniqueIdentifier])
             try db.executeCached(
                 sql: """
                     DELETE FROM event
@@ -97,7 +97,7 @@ extension BAStore {
         try transition(uniqueIdentifier, "recording a credential request of") { db, download, now in
             try db.executeCached(
                 sql: "UPDATE download SET updated_at = ? WHERE unique_identifier = ?",
-                arguments: [now, uniqueIdentifier])
+                arguments: [StoreTime(now), uniqueIdentifier])
             return try appendEvent(
                 db, download, .needsCredentials(challenge: challenge), now)
         }
@@ -125,7 +125,7 @@ extension BAStore {
                 sql: """
                     UPDATE download SET state = 3, destination_path = ?, bytes_on_disk = ?, updated_at = ?
                     WHERE unique_identifier = ?
-                    """, arguments: [destination, size, now, uniqueIdentifier])
+                    """, arguments: [destination, size, StoreTime(now), uniqueIdentifier])
             return try appendEvent(
                 db, download, .finished(destination: destination, size: size), now)
         }
@@ -149,7 +149,7 @@ extension BAStore {
                     UPDATE download SET state = -1, error_domain = ?, error_code = ?, error_message = ?,
                         updated_at = ?
                     WHERE unique_identifier = ?
-                    """, arguments: [error.domain, error.code, error.message, now, uniqueIdentifier])
+                    """, arguments: [error.domain, error.code, error.message, StoreTime(now), uniqueIdentifier])
             return try appendEvent(
                 db, download, .failed(domain: error.domain, code: error.code, message: error.message), now)
         }
@@ -185,7 +185,8 @@ extension BAStore {
                 INSERT INTO event (app_id, download_id, kind, payload, created_at) VALUES (?, ?, ?, ?, ?)
                 """,
             arguments: [
-                download.appIdentifier, download.uniqueIdentifier, change.kind.rawValue, EventPayload.json(change), now,
+                download.appIdentifier, download.uniqueIdentifier, change.kind.rawValue, EventPayload.json(change),
+                StoreTime(now),
             ])
         var event = StoredEvent(
             sequence: db.lastInsertedRowID, appIdentifier: download.appIdentifier,
