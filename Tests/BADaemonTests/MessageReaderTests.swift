@@ -72,6 +72,19 @@ struct MessageReaderTests {
         }
     }
 
+    @Test func extremeIntegersAndEveryControlCharacterRoundTripThroughTheWriter() throws {
+        let controls = String(String.UnicodeScalarView((0..<0x20).map { Unicode.Scalar(UInt8($0)) }))
+        for number: Int64 in [.min, .min + 1, -10, -9, -1, 0, 1, 9, 10, 99, 100, .max - 1, .max] {
+            let message = ServerMessage.event(
+                DownloadEvent(
+                    sequence: number, downloadUniqueIdentifier: controls, identifier: "/\\\"",
+                    change: .progress(bytesWritten: number, totalBytes: number)))
+            let written = try #require(MessageWriter.writeServerMessage(message))
+            #expect(written == (try DaemonProtocol.encodeWithFoundation(message)), "\(number)")
+            #expect(MessageReader.readServerMessage(written) == message)
+        }
+    }
+
     @Test func scheduleAndAcknowledgeReadAsJSONDecoderReadsThem() throws {
         for message in Self.clientMessages {
             for formatting in Self.formattings {
