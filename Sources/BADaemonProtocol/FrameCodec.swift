@@ -59,7 +59,13 @@ extension DaemonProtocol {
     ) throws(DaemonProtocolError)
         -> ClientMessage
     {
-        let message: ClientMessage = try decode(payload)
+        // The frequent requests without JSONDecoder; it reads the others, and makes every error.
+        let message: ClientMessage
+        if let read = MessageReader.readClientMessage(payload) {
+            message = read
+        } else {
+            message = try decode(payload)
+        }
         if case .hello(let version, _) = message.request, !supportedVersions.contains(version) {
             throw DaemonProtocolError(
                 .unsupportedProtocolVersion,
@@ -78,7 +84,9 @@ extension DaemonProtocol {
     ) throws(DaemonProtocolError)
         -> ServerMessage
     {
-        try decode(payload)
+        // Events, `ok` and download lists without JSONDecoder; it reads the others, and makes every error.
+        if let read = MessageReader.readServerMessage(payload) { return read }
+        return try decode(payload)
     }
 
     private static func decode<Message: Decodable>(
