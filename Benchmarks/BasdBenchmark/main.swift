@@ -56,7 +56,16 @@ final class Basd {
         process.standardError = errors
         process.standardOutput = Pipe()
         try process.run()
-        for _ in 0..<500 where !FileManager.default.fileExists(atPath: socketPath) { usleep(10_000) }
+        // Until basd answers (the socket file exists before basd listens on it), at most 5 s.
+        var answered = false
+        for _ in 0..<500 where !answered {
+            if let probe = try? DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid())) {
+                answered = (try? probe.call(.status)) != nil
+                probe.close()
+            }
+            if !answered { usleep(10_000) }
+        }
+        guard answered else { throw BenchmarkError("basd did not answer on \(socketPath) within 5 s") }
         guard registerApp else { return }
         let cli = try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()))
         try cli.call(
@@ -245,4 +254,10 @@ case "extension":
 default:
     FileHandle.standardError.write(Data("unknown benchmark \(arguments[2])\n".utf8))
     exit(64)
+}
+
+/// Why the benchmark could not run.
+struct BenchmarkError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
