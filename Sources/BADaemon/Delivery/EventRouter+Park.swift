@@ -27,7 +27,7 @@ extension EventRouter {
         do {
             guard let event = try store.event(sequence: sequence) else { return }
             let wire = try wireEvent(event, forApp: false)
-            for observer in observers.values { observer.send(.event(wire)) }
+            send(wire, to: observers.values)
         } catch {
             log("telling the event followers that event \(sequence) of \(app) is parked failed: \(error)")
         }

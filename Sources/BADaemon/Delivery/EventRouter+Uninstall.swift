@@ -16,6 +16,6 @@ extension EventRouter {
 extension EventRouter {
     /// Sends a transient event (sequence 0, never stored) to the CLI observers.
     func tellObservers(_ event: WireEvent) {
-        for observer in observers.values { observer.send(.event(event)) }
+        send(event, to: observers.values)
     }
 }

@@ -88,7 +88,7 @@ final class EventRouter: @unchecked Sendable {
     /// machine says.
     func recorded(_ event: StoredEvent) {
         if !observers.isEmpty, let wire = try? wireEvent(event, forApp: false) {
-            for observer in observers.values { observer.send(.event(wire)) }
+            send(wire, to: observers.values)
         }
         justRecorded = event
         feed(event.appIdentifier, .eventRecorded)
@@ -114,11 +114,11 @@ final class EventRouter: @unchecked Sendable {
             sequence: 0, downloadUniqueIdentifier: download.uniqueIdentifier, identifier: download.identifier,
             change: .progress(bytesWritten: bytesWritten, totalBytes: totalBytes), appIdentifier: download.appIdentifier
         )
-        for observer in observers.values { observer.send(.event(event)) }
+        send(event, to: observers.values)
         guard let sessions = subscribers[download.appIdentifier] else { return }
         event.appIdentifier = nil
         event.download = download.download
-        for session in sessions.values { session.send(.event(event)) }
+        send(event, to: sessions.values)
     }
 
     func subscribe(_ session: Session, client: ClientInfo) {
@@ -187,17 +187,34 @@ final class EventRouter: @unchecked Sendable {
         }
     }
 
+    /// Sends `event` to `sessions`, encoded once.
+    func send(_ event: WireEvent, to sessions: some Collection<Session>) {
+        guard !sessions.isEmpty else { return }
+        do {
+            let frame = try DaemonProtocol.encode(ServerMessage.event(event))
+            for session in sessions { session.send(frame: frame) }
+        } catch {
+            log("could not encode event \(event.sequence) of \(event.identifier): \(error.message)")
+        }
+    }
+
     /// Sends the app's undelivered events to each subscribed connection, from the last each was
     /// sent: the event just recorded alone to a session that had all the others, else the backlog
     /// read from the store.
     private func sendUndelivered(_ app: String) {
         let recorded = justRecorded.flatMap { $0.appIdentifier == app ? $0 : nil }
         justRecorded = nil
+        // The event just recorded, encoded once for every caught-up session of the app.
+        var recordedFrame: [UInt8]?
         for session in (subscribers[app] ?? [:]).values {
             if session.caughtUp, let recorded {
                 guard recorded.sequence > session.lastSentSequence else { continue }
                 do {
-                    session.send(.event(try wireEvent(recorded, forApp: true)))
+                    let frame =
+                        try recordedFrame
+                        ?? DaemonProtocol.encode(ServerMessage.event(wireEvent(recorded, forApp: true)))
+                    recordedFrame = frame
+                    session.send(frame: frame)
                     session.lastSentSequence = recorded.sequence
                     continue
                 } catch {

@@ -130,6 +130,10 @@ final class Session: @unchecked Sendable {
         if frames.count > 8 { services.releaseMemorySoon() }
     }
 
+    /// Writes an encoded frame (executor): an event for several connections is encoded once
+    /// and its bytes written to each (``EventRouter``).
+    func send(frame: [UInt8]) { _ = write(frame, thenClose: false) }
+
     /// Writes a long answer a part per turn of the executor, each once the one before is
     /// written, the last as the response: encoding the report of an install of 10,000 downloads
     /// at once held every other client for a fifth of a second (debug build; issue 19).
