@@ -50,6 +50,8 @@ let package = Package(
 
         // Foundation-free: the runner <-> host wire format and the download rules.
         .target(name: "BACore"),
+        // Asset packs (issue 21): content-defined chunking, I/O-free so far.
+        .target(name: "BAPacks"),
         // An app directory's Info.plist, read and checked (Foundation's PropertyListSerialization).
         .target(name: "BAAppBundle", dependencies: ["BACore"]),
         // When basd wakes extensions: periodic intervals, daily runtime allowance, quarantine, settings.
@@ -194,6 +196,7 @@ let package = Package(
                 "BackgroundAssets", "BACore", "BAExtensionABI", "CBAExtension", "BADaemonProtocol",
             ]),
         .testTarget(name: "BACoreTests", dependencies: ["BACore", "CBAExtension"]),
+        .testTarget(name: "BAPacksTests", dependencies: ["BAPacks"]),
         .testTarget(name: "BAAppBundleTests", dependencies: ["BAAppBundle"]),
         .testTarget(
             name: "OSLogCompatibilityTests",
