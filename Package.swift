@@ -47,11 +47,12 @@ let package = Package(
         .target(name: "CBAExtensionMain", cSettings: [.define("_GNU_SOURCE")]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
 
         // Foundation-free: the runner <-> host wire format and the download rules.
         .target(name: "BACore"),
         // Asset packs (issue 21): content-defined chunking, I/O-free so far.
-        .target(name: "BAPacks"),
+        .target(name: "BAPacks", dependencies: ["CZstd", "CCrypto"]),
         // An app directory's Info.plist, read and checked (Foundation's PropertyListSerialization).
         .target(name: "BAAppBundle", dependencies: ["BACore"]),
         // When basd wakes extensions: periodic intervals, daily runtime allowance, quarantine, settings.
@@ -126,7 +127,7 @@ let package = Package(
             name: "BACommands",
             dependencies: [
                 "BAExtensionHost", "BackgroundAssets", "BADownloadEngine", "BADaemonProtocol", "BAAppBundle",
-                "BACore", "CBASystem",
+                "BACore", "BAPacks", "CBASystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // `ba demo`: the whole system on an embedded asset server (kept out of BACommands, so the
@@ -196,7 +197,7 @@ let package = Package(
                 "BackgroundAssets", "BACore", "BAExtensionABI", "CBAExtension", "BADaemonProtocol",
             ]),
         .testTarget(name: "BACoreTests", dependencies: ["BACore", "CBAExtension"]),
-        .testTarget(name: "BAPacksTests", dependencies: ["BAPacks"]),
+        .testTarget(name: "BAPacksTests", dependencies: ["BAPacks", "BATestSupport"]),
         .testTarget(name: "BAAppBundleTests", dependencies: ["BAAppBundle"]),
         .testTarget(
             name: "OSLogCompatibilityTests",

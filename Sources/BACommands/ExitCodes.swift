@@ -42,6 +42,9 @@ package enum BAExitCode: Int32, CaseIterable, Sendable {
     case systemctlFailed = 41
     /// `ba demo`: a step failed, or an asset is missing or differs from what the server sent.
     case demoFailed = 42
+    /// `ba pack build`: the manifest or its files cannot be packed (what is wrong is printed);
+    /// `ba pack verify`: the publish folder has problems (each is printed).
+    case packInvalid = 43
     /// Bad arguments (EX_USAGE).
     case usage = 64
     /// An input file is missing or unreadable (EX_NOINPUT).

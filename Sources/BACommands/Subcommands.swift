@@ -7,7 +7,7 @@ package enum BASubcommands {
     package static let all: [any ParsableCommand.Type] = [
         RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self, Retry.self, Events.self,
         Lock.self,
-        Install.self, Update.self, Uninstall.self, Simulate.self, Apps.self, Purge.self, Service.self,
+        Install.self, Update.self, Uninstall.self, Simulate.self, Apps.self, Purge.self, Service.self, Pack.self,
     ]
 
     /// `ba --version`: the release these binaries belong to (the same as `basd --version`).

@@ -1,0 +1,141 @@
+import ArgumentParser
+import BAPacks
+import Foundation
+
+/// `ba pack`: the publisher's side of asset packs (issue 21, under way: template, build, verify).
+struct Pack: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Build asset packs for a static CDN (Apple's manifest; content-defined chunks).",
+        discussion: """
+            A pack is built from Apple's asset-pack manifest into a publish folder: an index per version \
+            (packs/ID/VERSION.json) and a chunk store (chunks/XX/SHA256, zstd) that any static server or CDN \
+            can serve. A chunk is stored once however many files, packs and versions share it, so a new \
+            version adds only the chunks around what changed. See docs/packs.md.
+
+            Examples:
+              ba pack template -o Manifest.json
+              ba pack build Manifest.json --version 1 -o public
+              ba pack verify public
+            """,
+        subcommands: [PackTemplate.self, PackBuild.self, PackVerify.self])
+}
+
+/// `ba pack template`: writes a manifest to start from.
+struct PackTemplate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "template", abstract: "Write an asset-pack manifest to start from (Apple's format).")
+
+    @Option(name: .shortAndLong, help: "Where to write it (refused if it exists).")
+    var output: String
+
+    static let template = """
+        {
+          "assetPackID": "levels",
+          "downloadPolicy": {
+            "prefetch": { "installationEventTypes": ["firstInstallation", "subsequentUpdate"] }
+          },
+          "fileSelectors": [
+            { "directory": "Levels" },
+            { "file": "Intro.m4v" }
+          ],
+          "platforms": ["linux"],
+          "userInfo": {}
+        }
+
+        """
+
+    func run() throws {
+        guard !FileManager.default.fileExists(atPath: output) else {
+            printError("\(output) exists; give another path with -o, or remove it first")
+            throw ExitCode(BAExitCode.cannotWrite.rawValue)
+        }
+        do {
+            try Data(Self.template.utf8).write(to: URL(fileURLWithPath: output))
+        } catch {
+            printError("cannot write \(output): \(error.localizedDescription)")
+            throw ExitCode(BAExitCode.cannotWrite.rawValue)
+        }
+        print(
+            "wrote \(output): set assetPackID, one downloadPolicy (essential, prefetch or onDemand) and the "
+                + "fileSelectors (relative to the manifest's folder), then `ba pack build \(output) --version 1 -o public`"
+        )
+    }
+}
+
+/// `ba pack build`: cuts the manifest's files into chunks and writes one version's index.
+struct PackBuild: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "build", abstract: "Build one version of a pack into a publish folder.")
+
+    @Argument(help: "The pack's manifest (Apple's Manifest.json).")
+    var manifest: String
+
+    @Option(help: "The pack's version: a whole number, higher than the last published one.")
+    var version: Int
+
+    @Option(name: .shortAndLong, help: "The publish folder (created if missing).")
+    var output: String
+
+    @Option(help: "The folder the file selectors are relative to (default: the manifest's folder).")
+    var root: String?
+
+    @Option(help: "The average chunk size in bytes, a power of two (default 65536).")
+    var chunkSize = 65_536
+
+    func run() throws {
+        guard let data = FileManager.default.contents(atPath: manifest) else {
+            printError("cannot read the manifest \(manifest)")
+            throw ExitCode(BAExitCode.noInput.rawValue)
+        }
+        do throws(PackError) {
+            let parsed = try PackManifest.parse(Array(data))
+            guard parsed.isForLinux else {
+                print(
+                    "skipped \(parsed.assetPackID): its platforms (\(parsed.platforms.joined(separator: ", "))) exclude linux"
+                )
+                return
+            }
+            let parameters: ContentDefinedChunker.Parameters
+            do {
+                parameters = try ContentDefinedChunker.Parameters(average: chunkSize)
+            } catch {
+                throw PackError("--chunk-size: \(error)")
+            }
+            let folder = root ?? (manifest as NSString).deletingLastPathComponent
+            let report = try PackBuilder(parameters: parameters).build(
+                parsed, root: folder.isEmpty ? "." : folder, version: version, publishDirectory: output)
+            let index = report.index
+            let size = index.files.reduce(Int64(0)) { $0 + $1.size }
+            print(
+                "built \(index.id) version \(index.version): \(index.files.count) file(s), \(HumanReadable.bytes(size)); "
+                    + "\(report.chunksWritten) chunk(s) written (\(HumanReadable.bytes(report.bytesWritten))), "
+                    + "\(report.chunksReused) already in \(output); download size \(HumanReadable.bytes(index.downloadSize))"
+            )
+        } catch {
+            printError("\(error)")
+            throw ExitCode(BAExitCode.packInvalid.rawValue)
+        }
+    }
+}
+
+/// `ba pack verify`: checks every index of a publish folder against its chunks.
+struct PackVerify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify", abstract: "Check every pack index in a publish folder against its chunk store.")
+
+    @Argument(help: "The publish folder.")
+    var folder: String
+
+    func run() throws {
+        let report = PackVerifier.verify(publishDirectory: folder)
+        for problem in report.problems { printError(problem) }
+        guard report.problems.isEmpty else {
+            printError(
+                "\(report.problems.count) problem(s) in \(folder): build the pack versions again (`ba pack build`), "
+                    + "which writes missing chunks; remove a damaged chunk file first so it is written anew")
+            throw ExitCode(BAExitCode.packInvalid.rawValue)
+        }
+        print(
+            "\(folder): \(report.indexes) index(es), \(report.files) file(s), \(report.chunks) chunk(s): all verified")
+    }
+}

@@ -1,0 +1,29 @@
+import Foundation
+
+/// The JSON coders of pack files: sorted keys and unescaped slashes, so an index is the same bytes
+/// for the same pack (its SHA-256 is in the download manifest).
+enum JSONCoding {
+    static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    static var decoder: JSONDecoder { JSONDecoder() }
+
+    /// A decoding error as a person can act on it: the key path and what was wrong.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "\(error)" }
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return keys.isEmpty ? "" : " at \(keys.hasPrefix(".") ? String(keys.dropFirst()) : keys)"
+        }
+        switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "\(context.debugDescription)\(path(context))"
+        case .keyNotFound(let key, let context): return "missing \"\(key.stringValue)\"\(path(context))"
+        case .dataCorrupted(let context): return "\(context.debugDescription)\(path(context))"
+        @unknown default: return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+
+/// `ba pack build`: cuts a pack's files into content-defined chunks, writes each new chunk once
+/// (zstd) into the publish folder's chunk store, and writes the version's index.
+///
+/// A chunk already in the store (from another file, pack or version) is not written again. A
+/// version once published is immutable: building it again with different content is refused.
+/// Files must be regular files inside the root; a symbolic link is refused, never followed.
+package struct PackBuilder {
+    /// What a build did.
+    package struct Report: Sendable, Hashable {
+        package var index: PackIndex
+        /// Chunks written to the store by this build.
+        package var chunksWritten: Int
+        /// Chunks the store already had.
+        package var chunksReused: Int
+        /// Bytes of the chunks written, compressed.
+        package var bytesWritten: Int64
+    }
+
+    package let parameters: ContentDefinedChunker.Parameters
+    /// zstd's level (3 is its default: fast, and most game assets are compressed already).
+    package var compressionLevel: Int32 = 3
+
+    package init(parameters: ContentDefinedChunker.Parameters) { self.parameters = parameters }
+
+    /// Builds version `version` of `manifest`'s pack from the files under `root` into `publishDirectory`.
+    package func build(
+        _ manifest: PackManifest, root: String, version: Int, publishDirectory: String
+    ) throws(PackError) -> Report {
+        guard version >= 1 else { throw PackError("--version must be 1 or more; got \(version)") }
+        let paths = try Self.select(manifest.fileSelectors, root: root)
+        guard !paths.isEmpty else {
+            throw PackError("the file selectors of \(manifest.assetPackID) match no files under \(root)")
+        }
+        let chunker = ContentDefinedChunker(parameters)
+        var report = Report(
+            index: PackIndex(
+                formatVersion: 1, id: manifest.assetPackID, version: version, userInfo: manifest.userInfo,
+                chunking: parameters, files: []),
+            chunksWritten: 0, chunksReused: 0, bytesWritten: 0)
+        for path in paths {
+            report.index.files.append(try add(path, root: root, chunker: chunker, into: publishDirectory, &report))
+        }
+        try writeIndex(report.index, publishDirectory: publishDirectory)
+        return report
+    }
+
+    /// The selected regular files, relative to `root`, sorted, each once.
+    static func select(_ selectors: [PackManifest.FileSelector], root: String) throws(PackError) -> [String] {
+        var found: Set<String> = []
+        for selector in selectors {
+            switch selector {
+            case .file(let path):
+                try requireRegularFile(path, root: root)
+                found.insert(path)
+            case .directory(let path):
+                var info = stat()
+                guard lstat(root + "/" + path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                    throw PackError("directory selector \"\(path)\" names no directory under \(root)")
+                }
+                try walk(path, root: root, into: &found)
+            }
+        }
+        return found.sorted()
+    }
+
+    private static func walk(_ directory: String, root: String, into found: inout Set<String>) throws(PackError) {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: root + "/" + directory)
+        } catch {
+            throw PackError("cannot read \(root)/\(directory): \(error.localizedDescription)")
+        }
+        for name in names.sorted() {
+            let path = directory + "/" + name
+            var info = stat()
+            guard lstat(root + "/" + path, &info) == 0 else { throw PackError("cannot read \(root)/\(path)") }
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR: try walk(path, root: root, into: &found)
+            case S_IFREG: found.insert(path)
+            default:
+                throw PackError(
+                    "\(root)/\(path) is not a regular file or directory (a symbolic link?); pack files must be regular files"
+                )
+            }
+        }
+    }
+
+    private static func requireRegularFile(_ path: String, root: String) throws(PackError) {
+        var info = stat()
+        guard lstat(root + "/" + path, &info) == 0 else {
+            throw PackError("file selector \"\(path)\" names no file under \(root)")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw PackError(
+                "\(root)/\(path) is not a regular file (a symbolic link?); pack files must be regular files")
+        }
+    }
+
+    /// Cuts one file, stores its new chunks, and describes it.
+    private func add(
+        _ path: String, root: String, chunker: ContentDefinedChunker, into publishDirectory: String,
+        _ report: inout Report
+    ) throws(PackError) -> PackIndex.File {
+        let full = root + "/" + path
+        let fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { throw PackError("cannot open \(full): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var info = stat()
+        fstat(fd, &info)
+        var file = PackIndex.File(
+            path: path, size: 0, mode: info.st_mode & 0o111 != 0 ? 0o755 : 0o644, sha256: "", chunks: [])
+        var digest = SHA256Digest()
+        let window = max(4 << 20, 2 * parameters.maximum)
+        var buffer = [UInt8](repeating: 0, count: window)
+        var start = 0
+        var end = 0
+        var atEnd = false
+        while true {
+            // Keep at least a maximum chunk in the buffer, until the file ends.
+            if !atEnd && end - start < parameters.maximum {
+                if start > 0 {
+                    buffer.withUnsafeMutableBytes { bytes in
+                        _ = memmove(bytes.baseAddress!, bytes.baseAddress! + start, end - start)
+                    }
+                    end -= start
+                    start = 0
+                }
+                while end < window && !atEnd {
+                    let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + end, window - end) }
+                    if count < 0 {
+                        if errno == EINTR { continue }
+                        throw PackError("cannot read \(full): \(String(cString: strerror(errno)))")
+                    }
+                    if count == 0 { atEnd = true } else { end += count }
+                }
+            }
+            if start == end { break }
+            let stored: Result<PackIndex.Chunk, PackError> = buffer.withUnsafeBytes { bytes in
+                let rest = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+                let length = chunker.chunkLength(of: rest)
+                let piece = UnsafeRawBufferPointer(rebasing: rest[0..<length])
+                digest.update(piece)
+                do throws(PackError) {
+                    return .success(try store(piece, publishDirectory: publishDirectory, &report))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let chunk = try stored.get()
+            file.chunks.append(chunk)
+            file.size += Int64(chunk.length)
+            start += chunk.length
+        }
+        file.sha256 = digest.hex()
+        return file
+    }
+
+    /// Writes a chunk into the store unless it is there (atomically: a temporary file renamed).
+    private func store(
+        _ bytes: UnsafeRawBufferPointer, publishDirectory: String, _ report: inout Report
+    ) throws(PackError) -> PackIndex.Chunk {
+        let sha256 = SHA256Digest.hex(of: bytes)
+        let path = publishDirectory + "/" + PackIndex.chunkPath(sha256)
+        var info = stat()
+        if stat(path, &info) == 0, info.st_size > 0 {
+            report.chunksReused += 1
+            return PackIndex.Chunk(sha256: sha256, length: bytes.count, storedLength: Int(info.st_size))
+        }
+        let frame = try Zstd.compress(bytes, level: compressionLevel)
+        try Self.writeAtomically(frame, to: path)
+        report.chunksWritten += 1
+        report.bytesWritten += Int64(frame.count)
+        return PackIndex.Chunk(sha256: sha256, length: bytes.count, storedLength: frame.count)
+    }
+
+    /// The index, refused if that version is published already with other content.
+    private func writeIndex(_ index: PackIndex, publishDirectory: String) throws(PackError) {
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try JSONCoding.encoder.encode(index))
+        } catch {
+            throw PackError("cannot encode the index of \(index.id): \(error)")
+        }
+        let path = publishDirectory + "/" + PackIndex.indexPath(id: index.id, version: index.version)
+        if let existing = FileManager.default.contents(atPath: path) {
+            guard Array(existing) == bytes else {
+                throw PackError(
+                    "version \(index.version) of \(index.id) is already published (\(path)) with other content; "
+                        + "published versions never change: build it as --version \(index.version + 1)")
+            }
+            return
+        }
+        try Self.writeAtomically(bytes, to: path)
+    }
+
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(PackError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw PackError("cannot create \(directory): \(error.localizedDescription)")
+        }
+        let temporary = directory + "/.tmp-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw PackError("cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                let reason = String(cString: strerror(errno))
+                close(fd)
+                unlink(temporary)
+                throw PackError("cannot write \(temporary): \(reason) (is the disk full?)")
+            }
+            written += count
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw PackError("cannot rename \(temporary) to \(path): \(reason)")
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+
+/// `ba pack verify`: checks every index in a publish folder against its chunk store: each chunk is
+/// there, is one zstd frame of the length the index gives, and has its SHA-256; each file's
+/// chunks add up to its size and SHA-256. What a CDN would serve is what a device will check.
+package enum PackVerifier {
+    /// What a verification found.
+    package struct Report: Sendable, Hashable {
+        /// Indexes read, files and distinct chunks checked.
+        package var indexes = 0
+        package var files = 0
+        package var chunks = 0
+        /// Everything wrong, one line each, saying which index, file and chunk.
+        package var problems: [String] = []
+    }
+
+    package static func verify(publishDirectory: String) -> Report {
+        var report = Report()
+        let packs = publishDirectory + "/packs"
+        let ids = ((try? FileManager.default.contentsOfDirectory(atPath: packs)) ?? []).sorted()
+        if ids.isEmpty { report.problems.append("\(packs) holds no pack indexes: run `ba pack build` first") }
+        var verified: [String: Bool] = [:]
+        for id in ids {
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: packs + "/" + id)) ?? []).sorted()
+            for name in names where name.hasSuffix(".json") {
+                let path = packs + "/" + id + "/" + name
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    report.problems.append("\(path): cannot be read")
+                    continue
+                }
+                let index: PackIndex
+                do {
+                    index = try JSONCoding.decoder.decode(PackIndex.self, from: data)
+                } catch {
+                    report.problems.append("\(path): not a pack index: \(JSONCoding.describe(error))")
+                    continue
+                }
+                report.indexes += 1
+                guard index.formatVersion == 1 else {
+                    report.problems.append("\(path): format version \(index.formatVersion); this ba reads 1")
+                    continue
+                }
+                for file in index.files {
+                    report.files += 1
+                    verify(file, of: path, publishDirectory: publishDirectory, verified: &verified, &report)
+                }
+            }
+        }
+        return report
+    }
+
+    private static func verify(
+        _ file: PackIndex.File, of index: String, publishDirectory: String, verified: inout [String: Bool],
+        _ report: inout Report
+    ) {
+        var digest = SHA256Digest()
+        var size: Int64 = 0
+        // Every bad chunk is reported (a repair fetches them all); the file's own checks need all good.
+        var broken = false
+        for chunk in file.chunks {
+            size += Int64(chunk.length)
+            let path = publishDirectory + "/" + PackIndex.chunkPath(chunk.sha256)
+            guard let frame = FileManager.default.contents(atPath: path) else {
+                report.problems.append("\(index): \(file.path): chunk \(chunk.sha256) is missing (\(path))")
+                broken = true
+                continue
+            }
+            let decompressed: Result<[UInt8], PackError> = frame.withUnsafeBytes { frame in
+                do throws(PackError) {
+                    return .success(try Zstd.decompress(frame, length: chunk.length))
+                } catch {
+                    return .failure(error)
+                }
+            }
+            do throws(PackError) {
+                let bytes = try decompressed.get()
+                if verified[chunk.sha256] == nil {
+                    report.chunks += 1
+                    let actual = bytes.withUnsafeBytes { SHA256Digest.hex(of: $0) }
+                    verified[chunk.sha256] = actual == chunk.sha256
+                    if actual != chunk.sha256 {
+                        report.problems.append(
+                            "\(index): \(file.path): chunk \(path) holds bytes with SHA-256 \(actual), not its name")
+                    }
+                }
+                guard verified[chunk.sha256] == true else {
+                    broken = true
+                    continue
+                }
+                bytes.withUnsafeBytes { digest.update($0) }
+            } catch {
+                report.problems.append("\(index): \(file.path): chunk \(path): \(error)")
+                broken = true
+            }
+        }
+        guard !broken else { return }
+        guard size == file.size else {
+            report.problems.append("\(index): \(file.path): its chunks hold \(size) bytes, not \(file.size)")
+            return
+        }
+        let actual = digest.hex()
+        if actual != file.sha256 {
+            report.problems.append("\(index): \(file.path): its chunks give SHA-256 \(actual), not \(file.sha256)")
+        }
+    }
+}
