@@ -23,7 +23,11 @@ struct Pack: ParsableCommand {
 /// `ba pack template`: writes a manifest to start from.
 struct PackTemplate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "template", abstract: "Write an asset-pack manifest to start from (Apple's format).")
+        commandName: "template", abstract: "Write an asset-pack manifest to start from (Apple's format).",
+        discussion: """
+            Examples:
+              ba pack template -o Manifest.json
+            """)
 
     @Option(name: .shortAndLong, help: "Where to write it (refused if it exists).")
     var output: String
@@ -65,7 +69,15 @@ struct PackTemplate: ParsableCommand {
 /// `ba pack build`: cuts the manifest's files into chunks and writes one version's index.
 struct PackBuild: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "build", abstract: "Build one version of a pack into a publish folder.")
+        commandName: "build", abstract: "Build one version of a pack into a publish folder.",
+        discussion: """
+            A version once built never changes: build the next one with a higher --version; only the chunks \
+            the publish folder does not have yet are written.
+
+            Examples:
+              ba pack build Manifest.json --version 1 -o public
+              ba pack build Levels/Manifest.json --version 2 -o public --root Levels --chunk-size 131072
+            """)
 
     @Argument(help: "The pack's manifest (Apple's Manifest.json).")
     var manifest: String
@@ -121,7 +133,11 @@ struct PackBuild: ParsableCommand {
 /// `ba pack verify`: checks every index of a publish folder against its chunks.
 struct PackVerify: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "verify", abstract: "Check every pack index in a publish folder against its chunk store.")
+        commandName: "verify", abstract: "Check every pack index in a publish folder against its chunk store.",
+        discussion: """
+            Examples:
+              ba pack verify public
+            """)
 
     @Argument(help: "The publish folder.")
     var folder: String
