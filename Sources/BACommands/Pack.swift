@@ -16,8 +16,10 @@ struct Pack: ParsableCommand {
               ba pack template -o Manifest.json
               ba pack build Manifest.json --version 1 -o public
               ba pack verify public
+              ba pack keygen -o pack-signing.key
+              ba pack publish public --base-url https://cdn.example.com/game --key pack-signing.key
             """,
-        subcommands: [PackTemplate.self, PackBuild.self, PackVerify.self])
+        subcommands: [PackTemplate.self, PackBuild.self, PackVerify.self, PackKeygen.self, PackPublish.self])
 }
 
 /// `ba pack template`: writes a manifest to start from.
@@ -153,5 +155,101 @@ struct PackVerify: ParsableCommand {
         }
         print(
             "\(folder): \(report.indexes) index(es), \(report.files) file(s), \(report.chunks) chunk(s): all verified")
+    }
+}
+
+/// `ba pack keygen`: an Ed25519 key pair for signing download manifests.
+struct PackKeygen: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keygen", abstract: "Write an Ed25519 key pair for signing download manifests.",
+        discussion: """
+            FILE gets the private key (mode 0600; keep it secret), FILE.pub the public key; the public key \
+            is printed in base64 for the app's Info.plist key BAAssetPackPublicKey.
+
+            Examples:
+              ba pack keygen -o pack-signing.key
+            """)
+
+    @Option(
+        name: .shortAndLong, help: "The private key's file (refused if it exists); the public key goes to FILE.pub.")
+    var output: String
+
+    func run() throws {
+        for path in [output, output + ".pub"] where FileManager.default.fileExists(atPath: path) {
+            printError("\(path) exists; a key is never overwritten: give another path with -o")
+            throw ExitCode(BAExitCode.cannotWrite.rawValue)
+        }
+        do throws(PackError) {
+            let pair = try PackSigning.generateKeyPair()
+            let privateText = Data(pair.privateKey).base64EncodedString() + "\n"
+            let publicText = Data(pair.publicKey).base64EncodedString()
+            let fd = open(output, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw PackError("cannot create \(output): \(String(cString: strerror(errno)))") }
+            let written = privateText.utf8.withContiguousStorageIfAvailable { write(fd, $0.baseAddress, $0.count) }
+            close(fd)
+            guard written == privateText.utf8.count else { throw PackError("cannot write \(output)") }
+            do {
+                try Data((publicText + "\n").utf8).write(to: URL(fileURLWithPath: output + ".pub"))
+            } catch {
+                throw PackError("cannot write \(output).pub: \(error.localizedDescription)")
+            }
+            print(publicText)
+            FileHandle.standardError.write(
+                Data(
+                    "ba: wrote \(output) (private, keep it secret) and \(output).pub; set the app's Info.plist key BAAssetPackPublicKey to the line above\n"
+                        .utf8))
+        } catch {
+            printError("\(error)")
+            throw ExitCode(BAExitCode.cannotWrite.rawValue)
+        }
+    }
+}
+
+/// `ba pack publish`: the download manifest of a publish folder, optionally signed.
+struct PackPublish: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "publish",
+        abstract: "Write a publish folder's download manifest (manifest.json), signed with --key.",
+        discussion: """
+            Lists the newest version of every pack in the folder with its download size, policy, userInfo, and \
+            its index's URL (under --base-url, where the folder is served) and SHA-256. The app's BAManifestURL \
+            is BASE_URL/manifest.json.
+
+            Examples:
+              ba pack publish public --base-url https://cdn.example.com/game
+              ba pack publish public --base-url https://cdn.example.com/game --key pack-signing.key
+            """)
+
+    @Argument(help: "The publish folder.")
+    var folder: String
+
+    @Option(help: "The URL the folder is served at.")
+    var baseURL: String
+
+    @Option(help: "The private key (from `ba pack keygen`) to sign the manifest with.")
+    var key: String?
+
+    func run() throws {
+        var keyText: String?
+        if let key {
+            guard let text = try? String(contentsOfFile: key, encoding: .utf8) else {
+                printError("cannot read the key \(key)")
+                throw ExitCode(BAExitCode.noInput.rawValue)
+            }
+            keyText = text
+        }
+        do throws(PackError) {
+            let seed = try keyText.map { text throws(PackError) in try PackSigning.key(base64: text, what: key ?? "") }
+            let manifest = try PackPublisher.publish(folder, baseURL: baseURL, signingKey: seed)
+            for entry in manifest.assetPacks {
+                print(
+                    "\(entry.assetPackID) version \(entry.version): \(HumanReadable.bytes(entry.downloadSize)) at \(entry.indexURL)"
+                )
+            }
+            print("wrote \(folder)/manifest.json\(seed == nil ? " (unsigned)" : " and manifest.json.sig")")
+        } catch {
+            printError("\(error)")
+            throw ExitCode(BAExitCode.packInvalid.rawValue)
+        }
     }
 }

@@ -37,7 +37,7 @@ package struct PackBuilder {
         var report = Report(
             index: PackIndex(
                 formatVersion: 1, id: manifest.assetPackID, version: version, userInfo: manifest.userInfo,
-                chunking: parameters, files: []),
+                downloadPolicy: manifest.downloadPolicy, chunking: parameters, files: []),
             chunksWritten: 0, chunksReused: 0, bytesWritten: 0)
         for path in paths {
             report.index.files.append(try add(path, root: root, chunker: chunker, into: publishDirectory, &report))

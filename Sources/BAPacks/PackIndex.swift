@@ -32,6 +32,8 @@ package struct PackIndex: Sendable, Hashable, Codable {
     package var id: String
     package var version: Int
     package var userInfo: PackValue?
+    /// When devices download it (the manifest's policy, as `ba pack publish` lists it).
+    package var downloadPolicy: PackManifest.DownloadPolicy
     /// How the files were cut (pack format 1's chunker with these sizes).
     package var chunking: ContentDefinedChunker.Parameters
     package var files: [File]

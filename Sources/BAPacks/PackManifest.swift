@@ -53,14 +53,45 @@ package indirect enum PackValue: Sendable, Hashable, Codable {
 ///   "userInfo": { "tier": 1 } }
 /// ```
 package struct PackManifest: Sendable, Hashable {
-    /// When a pack is downloaded (Apple's three policies).
-    package enum DownloadPolicy: Sendable, Hashable {
+    /// When a pack is downloaded (Apple's three policies). Its JSON is Apple's:
+    /// `{"prefetch": {"installationEventTypes": [...]}}`, `{"onDemand": {}}`.
+    package enum DownloadPolicy: Sendable, Hashable, Codable {
         /// Before the app can launch, on the events given.
         case essential(Set<InstallationEvent>)
         /// Started on the events given, going on in the background.
         case prefetch(Set<InstallationEvent>)
         /// Only when the app asks.
         case onDemand
+
+        private enum CodingKeys: String, CodingKey { case essential, prefetch, onDemand }
+        private struct Events: Codable { var installationEventTypes: [InstallationEvent] }
+        private struct Empty: Codable {}
+
+        package init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            if let events = try container.decodeIfPresent(Events.self, forKey: .essential) {
+                self = .essential(Set(events.installationEventTypes))
+            } else if let events = try container.decodeIfPresent(Events.self, forKey: .prefetch) {
+                self = .prefetch(Set(events.installationEventTypes))
+            } else {
+                _ = try container.decode(Empty.self, forKey: .onDemand)
+                self = .onDemand
+            }
+        }
+
+        package func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            switch self {
+            case .essential(let events):
+                try container.encode(
+                    Events(installationEventTypes: events.sorted { $0.rawValue < $1.rawValue }), forKey: .essential)
+            case .prefetch(let events):
+                try container.encode(
+                    Events(installationEventTypes: events.sorted { $0.rawValue < $1.rawValue }), forKey: .prefetch)
+            case .onDemand:
+                try container.encode(Empty(), forKey: .onDemand)
+            }
+        }
     }
 
     /// Apple's installation event types.

@@ -2,6 +2,8 @@ import BATestSupport
 import Foundation
 import Testing
 
+@testable import BAPacks
+
 /// `ba pack template`, `build` and `verify` as a publisher runs them: real `ba` processes on real
 /// folders, their exit codes and what they print.
 @Suite("ba pack")
@@ -22,6 +24,27 @@ struct PackCommandTests {
         #expect(build.stdout.contains("built levels version 1: 2 file(s)"), "\(build.stdout)")
         let verify = try await runProcess(ba, ["pack", "verify", publish])
         #expect(verify.status == 0 && verify.stdout.contains("all verified"), "\(verify.stdout)\(verify.stderr)")
+        // A key pair, never overwritten; the private half readable by its owner only.
+        let key = folder.path + "/signing.key"
+        let keygen = try await runProcess(ba, ["pack", "keygen", "-o", key])
+        #expect(keygen.status == 0, "\(keygen.stderr)")
+        #expect(try await runProcess(ba, ["pack", "keygen", "-o", key]).status == 73)
+        let attributes = try FileManager.default.attributesOfItem(atPath: key)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let publicKey = try PackSigning.key(base64: keygen.stdout, what: "printed key")
+        #expect(
+            publicKey
+                == (try PackSigning.key(base64: String(contentsOfFile: key + ".pub", encoding: .utf8), what: "pub")))
+        // Published and signed: the signature verifies with the printed public key.
+        let published = try await runProcess(
+            ba, ["pack", "publish", publish, "--base-url", "https://cdn.example.com/game", "--key", key])
+        #expect(published.status == 0 && published.stdout.contains("levels version 1"), "\(published.stderr)")
+        let manifestBytes = try Data(contentsOf: URL(fileURLWithPath: publish + "/manifest.json"))
+        let signature = try #require(
+            Data(base64Encoded: try String(contentsOfFile: publish + "/manifest.json.sig", encoding: .utf8)))
+        #expect(PackSigning.verify(Array(manifestBytes), signature: Array(signature), publicKey: publicKey))
+        let badURL = try await runProcess(ba, ["pack", "publish", publish, "--base-url", "cdn.example.com"])
+        #expect(badURL.status == 43 && badURL.stderr.contains("not an http(s) URL"), "\(badURL.stderr)")
         // A chunk damaged on the server: found, exit 43.
         let chunks = publish + "/chunks"
         let prefix = try #require(try FileManager.default.contentsOfDirectory(atPath: chunks).sorted().first)

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+@testable import BAPacks
+
+/// `ba pack publish` and its signature: the download manifest lists each pack's newest version
+/// with its index's URL and SHA-256, and an Ed25519 signature that any change to the manifest, or
+/// another key, fails.
+@Suite("pack publish and signing")
+struct PackPublishTests {
+    @Test func signaturesVerifyAndAnyChangeFails() throws {
+        let pair = try PackSigning.generateKeyPair()
+        #expect(try PackSigning.publicKey(of: pair.privateKey) == pair.publicKey)
+        let message = Array(#"{"formatVersion":1}"#.utf8)
+        let signature = try PackSigning.sign(message, seed: pair.privateKey)
+        #expect(signature.count == 64)
+        #expect(PackSigning.verify(message, signature: signature, publicKey: pair.publicKey))
+        var changed = message
+        changed[2] ^= 1
+        #expect(!PackSigning.verify(changed, signature: signature, publicKey: pair.publicKey))
+        var forged = signature
+        forged[10] ^= 0x80
+        #expect(!PackSigning.verify(message, signature: forged, publicKey: pair.publicKey))
+        let other = try PackSigning.generateKeyPair()
+        #expect(!PackSigning.verify(message, signature: signature, publicKey: other.publicKey))
+        #expect(other.privateKey != pair.privateKey)
+        // RFC 8032's first test vector: the empty message.
+        let seed = Array(Data(base64Encoded: "nWGxne/9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A=")!)
+        #expect(
+            Data(try PackSigning.publicKey(of: seed)).base64EncodedString()
+                == "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=")
+        #expect(
+            Data(try PackSigning.sign([], seed: seed)).base64EncodedString()
+                == "5VZDAMNgrHKQhuLMgG6CioSHfx645dl02HPgZSJJAVVfuIIVkKM7rMYeOXAc+bRr0lv18FlbviRlUUFDjnoQCw==")
+        #expect(throws: PackError.self) { try PackSigning.key(base64: "not a key", what: "k") }
+    }
+
+    @Test func publishListsEachPacksNewestVersionAndSigns() throws {
+        let root = try PackBuildTests.Folder()
+        let publish = try PackBuildTests.Folder()
+        defer {
+            root.remove()
+            publish.remove()
+        }
+        try root.write(ContentDefinedChunkerTests.randomBytes(100_000, seed: 31), to: "Levels/a.bin")
+        try root.write([1, 2, 3], to: "intro.bin")
+        let builder = PackBuilder(parameters: try .init(average: 4096))
+        _ = try builder.build(
+            try PackBuildTests.manifest(), root: root.path, version: 1, publishDirectory: publish.path)
+        try root.write([4, 5, 6], to: "intro.bin")
+        let second = try builder.build(
+            try PackBuildTests.manifest(), root: root.path, version: 2, publishDirectory: publish.path)
+        #expect {
+            try PackPublisher.publish(publish.path, baseURL: "ftp://cdn.example.com")
+        } throws: { "\($0)".contains("not an http(s) URL") }
+        let pair = try PackSigning.generateKeyPair()
+        let manifest = try PackPublisher.publish(
+            publish.path, baseURL: "https://cdn.example.com/game/", signingKey: pair.privateKey)
+        let entry = try #require(manifest.assetPacks.first)
+        #expect(manifest.assetPacks.count == 1)
+        #expect(entry.assetPackID == "levels" && entry.version == 2)
+        #expect(entry.indexURL == "https://cdn.example.com/game/packs/levels/2.json")
+        #expect(entry.downloadSize == second.index.downloadSize)
+        #expect(entry.downloadPolicy == .prefetch([.firstInstallation, .subsequentUpdate]))
+        let index = try Data(contentsOf: URL(fileURLWithPath: publish.path + "/packs/levels/2.json"))
+        #expect(entry.indexSHA256 == index.withUnsafeBytes { SHA256Digest.hex(of: $0) })
+        // The file on disk is the manifest, and its signature verifies with the public key.
+        let written = try Data(contentsOf: URL(fileURLWithPath: publish.path + "/manifest.json"))
+        #expect(try JSONDecoder().decode(PackPublisher.DownloadManifest.self, from: written) == manifest)
+        let signatureText = try String(contentsOfFile: publish.path + "/manifest.json.sig", encoding: .utf8)
+        let signature = try #require(Data(base64Encoded: signatureText))
+        #expect(PackSigning.verify(Array(written), signature: Array(signature), publicKey: pair.publicKey))
+        // Unsigned: no stale signature is left beside the new manifest.
+        _ = try PackPublisher.publish(publish.path, baseURL: "https://cdn.example.com/game")
+        #expect(!FileManager.default.fileExists(atPath: publish.path + "/manifest.json.sig"))
+        // The policy's JSON is Apple's.
+        #expect(
+            String(decoding: try JSONCoding.encoder.encode(PackManifest.DownloadPolicy.onDemand), as: UTF8.self)
+                == #"{"onDemand":{}}"#)
+    }
+}
