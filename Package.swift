@@ -52,13 +52,13 @@ let package = Package(
         // Foundation-free: the runner <-> host wire format and the download rules.
         .target(name: "BACore"),
         // Asset packs (issue 21): content-defined chunking, I/O-free so far.
-        .target(name: "BAPacks", dependencies: ["CZstd", "CCrypto"]),
+        .target(name: "BAPacks", dependencies: ["BACore", "BADownloadEngine", "CZstd", "CCrypto"]),
         // An app directory's Info.plist, read and checked (Foundation's PropertyListSerialization).
         .target(name: "BAAppBundle", dependencies: ["BACore"]),
         // When basd wakes extensions: periodic intervals, daily runtime allowance, quarantine, settings.
         .target(name: "BAScheduling"),
         // basd's settings file (`config.json`): its keys, defaults and checks.
-        .target(name: "BASettings", dependencies: ["BAScheduling"]),
+        .target(name: "BASettings", dependencies: ["BACore", "BAScheduling"]),
         // Purgeable finished assets: which are unmodified and unused, and what goes under disk pressure.
         .target(name: "BAPurge", dependencies: ["CBASystem"]),
         // Foundation-free: the app group's exclusive-control lock (a kernel flock).
@@ -197,7 +197,7 @@ let package = Package(
                 "BackgroundAssets", "BACore", "BAExtensionABI", "CBAExtension", "BADaemonProtocol",
             ]),
         .testTarget(name: "BACoreTests", dependencies: ["BACore", "CBAExtension"]),
-        .testTarget(name: "BAPacksTests", dependencies: ["BAPacks", "BATestSupport"]),
+        .testTarget(name: "BAPacksTests", dependencies: ["BAPacks", "BACore", "BADownloadEngine", "BATestSupport"]),
         .testTarget(name: "BAAppBundleTests", dependencies: ["BAAppBundle"]),
         .testTarget(
             name: "OSLogCompatibilityTests",

@@ -35,9 +35,12 @@ package final class SHA256Hasher {
 
 extension SHA256Hasher {
     /// The SHA-256 of `bytes`, as lowercase hex.
-    package static func hex(of bytes: [UInt8]) -> String {
+    package static func hex(of bytes: [UInt8]) -> String { bytes.withUnsafeBytes { hex(of: $0) } }
+
+    /// The SHA-256 of `bytes`, as lowercase hex.
+    package static func hex(of bytes: UnsafeRawBufferPointer) -> String {
         let hasher = SHA256Hasher()
-        bytes.withUnsafeBytes { hasher.update($0) }
+        hasher.update(bytes)
         return hasher.finalizeHex()
     }
 

@@ -1,3 +1,4 @@
+import BADownloadEngine
 import Foundation
 
 /// `ba pack build`: cuts a pack's files into content-defined chunks, writes each new chunk once
@@ -111,7 +112,7 @@ package struct PackBuilder {
         fstat(fd, &info)
         var file = PackIndex.File(
             path: path, size: 0, mode: info.st_mode & 0o111 != 0 ? 0o755 : 0o644, sha256: "", chunks: [])
-        var digest = SHA256Digest()
+        let digest = SHA256Hasher()
         let window = max(4 << 20, 2 * parameters.maximum)
         var buffer = [UInt8](repeating: 0, count: window)
         var start = 0
@@ -153,7 +154,7 @@ package struct PackBuilder {
             file.size += Int64(chunk.length)
             start += chunk.length
         }
-        file.sha256 = digest.hex()
+        file.sha256 = digest.finalizeHex()
         return file
     }
 
@@ -161,7 +162,7 @@ package struct PackBuilder {
     private func store(
         _ bytes: UnsafeRawBufferPointer, publishDirectory: String, _ report: inout Report
     ) throws(PackError) -> PackIndex.Chunk {
-        let sha256 = SHA256Digest.hex(of: bytes)
+        let sha256 = SHA256Hasher.hex(of: bytes)
         let path = publishDirectory + "/" + PackIndex.chunkPath(sha256)
         var info = stat()
         if stat(path, &info) == 0, info.st_size > 0 {

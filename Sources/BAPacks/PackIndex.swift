@@ -1,3 +1,5 @@
+import BACore
+
 /// One version of one pack, as published: every file with its SHA-256 and its chunks in order
 /// (`PUBLISH_DIR/packs/ID/VERSION.json`, immutable once published).
 ///
@@ -31,7 +33,7 @@ package struct PackIndex: Sendable, Hashable, Codable {
     package var formatVersion: Int
     package var id: String
     package var version: Int
-    package var userInfo: PackValue?
+    package var userInfo: JSONValue?
     /// When devices download it (the manifest's policy, as `ba pack publish` lists it).
     package var downloadPolicy: PackManifest.DownloadPolicy
     /// How the files were cut (pack format 1's chunker with these sizes).

@@ -1,47 +1,5 @@
+import BACore
 import Foundation
-
-/// A JSON value, as a pack's `userInfo` holds them (Apple's manifests allow any).
-package indirect enum PackValue: Sendable, Hashable, Codable {
-    case null
-    case bool(Bool)
-    case integer(Int64)
-    case number(Double)
-    case string(String)
-    case array([PackValue])
-    case object([String: PackValue])
-
-    package init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int64.self) {
-            self = .integer(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([PackValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: PackValue].self))
-        }
-    }
-
-    package func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .integer(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
-        }
-    }
-}
 
 /// Apple's asset-pack manifest (`ba-package`'s `Manifest.json`), as `ba pack build` reads it.
 ///
@@ -110,7 +68,7 @@ package struct PackManifest: Sendable, Hashable {
     package var fileSelectors: [FileSelector]
     /// Apple's platform names and `linux`; empty means every platform.
     package var platforms: [String]
-    package var userInfo: PackValue?
+    package var userInfo: JSONValue?
 
     /// Whether the pack is for Linux (its platforms name `linux`, or name none).
     package var isForLinux: Bool { platforms.isEmpty || platforms.contains { $0.lowercased() == "linux" } }
@@ -239,6 +197,6 @@ package struct PackManifest: Sendable, Hashable {
         var downloadPolicy: Policy?
         var fileSelectors: [Selector]?
         var platforms: [String]?
-        var userInfo: PackValue?
+        var userInfo: JSONValue?
     }
 }

@@ -1,3 +1,5 @@
+import BACore
+import BADownloadEngine
 import Foundation
 
 /// `ba pack publish`: the download manifest devices read at the app's `BAManifestURL`
@@ -14,7 +16,7 @@ package enum PackPublisher {
             package var version: Int
             package var downloadSize: Int64
             package var downloadPolicy: PackManifest.DownloadPolicy
-            package var userInfo: PackValue?
+            package var userInfo: JSONValue?
             package var indexURL: String
             package var indexSHA256: String
         }
@@ -59,7 +61,7 @@ package enum PackPublisher {
                 .init(
                     assetPackID: id, version: newest, downloadSize: index.downloadSize,
                     downloadPolicy: index.downloadPolicy, userInfo: index.userInfo, indexURL: base + "/" + relative,
-                    indexSHA256: data.withUnsafeBytes { SHA256Digest.hex(of: $0) }))
+                    indexSHA256: data.withUnsafeBytes { SHA256Hasher.hex(of: $0) }))
         }
         guard !entries.isEmpty else {
             throw PackError("\(packs) holds no pack indexes: run `ba pack build` first")

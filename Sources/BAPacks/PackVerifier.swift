@@ -1,3 +1,4 @@
+import BADownloadEngine
 import Foundation
 
 /// `ba pack verify`: checks every index in a publish folder against its chunk store: each chunk is
@@ -53,7 +54,7 @@ package enum PackVerifier {
         _ file: PackIndex.File, of index: String, publishDirectory: String, verified: inout [String: Bool],
         _ report: inout Report
     ) {
-        var digest = SHA256Digest()
+        let digest = SHA256Hasher()
         var size: Int64 = 0
         // Every bad chunk is reported (a repair fetches them all); the file's own checks need all good.
         var broken = false
@@ -76,7 +77,7 @@ package enum PackVerifier {
                 let bytes = try decompressed.get()
                 if verified[chunk.sha256] == nil {
                     report.chunks += 1
-                    let actual = bytes.withUnsafeBytes { SHA256Digest.hex(of: $0) }
+                    let actual = bytes.withUnsafeBytes { SHA256Hasher.hex(of: $0) }
                     verified[chunk.sha256] = actual == chunk.sha256
                     if actual != chunk.sha256 {
                         report.problems.append(
@@ -98,7 +99,7 @@ package enum PackVerifier {
             report.problems.append("\(index): \(file.path): its chunks hold \(size) bytes, not \(file.size)")
             return
         }
-        let actual = digest.hex()
+        let actual = digest.finalizeHex()
         if actual != file.sha256 {
             report.problems.append("\(index): \(file.path): its chunks give SHA-256 \(actual), not \(file.sha256)")
         }

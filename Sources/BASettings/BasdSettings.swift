@@ -1,3 +1,4 @@
+import BACore
 import BAScheduling
 import Foundation
 

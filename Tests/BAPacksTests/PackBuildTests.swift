@@ -1,3 +1,4 @@
+import BADownloadEngine
 import Foundation
 import Testing
 
@@ -110,7 +111,7 @@ struct PackBuildTests {
         #expect(report.index.files.map(\.mode) == [0o644, 0o644, 0o755])
         let one = try #require(report.index.files.first { $0.path == "Levels/one.bin" })
         #expect(one.size == Int64(big.count))
-        #expect(one.sha256 == big.withUnsafeBytes { SHA256Digest.hex(of: $0) })
+        #expect(one.sha256 == big.withUnsafeBytes { SHA256Hasher.hex(of: $0) })
         #expect(report.chunksWritten == Self.chunkFiles(publish.path).count)
         #expect(report.chunksReused >= one.chunks.count, "the copy reuses every chunk of the original")
         #expect(report.index.downloadSize < Int64(2 * big.count), "a shared chunk counts once")

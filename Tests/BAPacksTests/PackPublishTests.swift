@@ -1,3 +1,4 @@
+import BADownloadEngine
 import Foundation
 import Testing
 
@@ -63,7 +64,7 @@ struct PackPublishTests {
         #expect(entry.downloadSize == second.index.downloadSize)
         #expect(entry.downloadPolicy == .prefetch([.firstInstallation, .subsequentUpdate]))
         let index = try Data(contentsOf: URL(fileURLWithPath: publish.path + "/packs/levels/2.json"))
-        #expect(entry.indexSHA256 == index.withUnsafeBytes { SHA256Digest.hex(of: $0) })
+        #expect(entry.indexSHA256 == index.withUnsafeBytes { SHA256Hasher.hex(of: $0) })
         // The file on disk is the manifest, and its signature verifies with the public key.
         let written = try Data(contentsOf: URL(fileURLWithPath: publish.path + "/manifest.json"))
         #expect(try JSONDecoder().decode(PackPublisher.DownloadManifest.self, from: written) == manifest)

@@ -1,7 +1,7 @@
-/// A parsed JSON value, kept exact enough to tell `1` from `1.5` from `true`, so the settings
-/// loader can name a wrong type precisely (Foundation's `JSONSerialization` gives `NSNumber`s that
-/// blur booleans and numbers on Linux).
-enum JSONValue: Decodable, Equatable, Sendable {
+/// A parsed JSON value, kept exact enough to tell `1` from `1.5` from `true`: the settings loader
+/// names a wrong type precisely with it (Foundation's `JSONSerialization` gives `NSNumber`s that
+/// blur booleans and numbers on Linux), and an asset pack's `userInfo` (any JSON) is one.
+package indirect enum JSONValue: Codable, Hashable, Sendable {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -10,7 +10,7 @@ enum JSONValue: Decodable, Equatable, Sendable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -29,8 +29,21 @@ enum JSONValue: Decodable, Equatable, Sendable {
         }
     }
 
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
     /// "a string", "an integer", … for messages.
-    var kindDescription: String {
+    package var kindDescription: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
