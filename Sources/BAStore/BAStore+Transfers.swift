@@ -200,56 +200,45 @@ extension BAStore {
 /// `kind` column), keys sorted: `{"isForeground":false,"offset":0}` for a `began`.
 enum EventPayload {
     /// The payload of `change`, written directly (an event is appended per transfer change, on
-    /// basd's executor: Foundation's encoder was a tenth of a small download's cost).
+    /// basd's executor: Foundation's encoder was a tenth of a small download's cost), byte for
+    /// byte what `JSONEncoder` with sorted keys and unescaped slashes writes.
     static func json(_ change: DownloadChange) -> String {
-        var text = "{"
-        func field(_ name: String, _ value: String, last: Bool = false) {
-            text += "\"" + name + "\":" + value + (last ? "}" : ",")
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        func key(_ name: String) {
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            JSONText.appendString(name, to: &out, escapingSlashes: false)
+            out.append(UInt8(ascii: ":"))
+        }
+        func integer(_ name: String, _ value: Int64) {
+            key(name)
+            JSONText.appendInteger(value, to: &out)
+        }
+        func string(_ name: String, _ value: String) {
+            key(name)
+            JSONText.appendString(value, to: &out, escapingSlashes: false)
         }
         switch change {
         case .began(let offset, let isForeground):
-            field("isForeground", String(isForeground))
-            field("offset", String(offset), last: true)
+            key("isForeground")
+            out += Array((isForeground ? "true" : "false").utf8)
+            integer("offset", offset)
         case .paused(let bytesOnDisk):
-            field("bytesOnDisk", String(bytesOnDisk), last: true)
+            integer("bytesOnDisk", bytesOnDisk)
         case .progress(let bytesWritten, let totalBytes):
-            if let totalBytes {
-                field("bytesWritten", String(bytesWritten))
-                field("totalBytes", String(totalBytes), last: true)
-            } else {
-                field("bytesWritten", String(bytesWritten), last: true)
-            }
+            integer("bytesWritten", bytesWritten)
+            if let totalBytes { integer("totalBytes", totalBytes) }
         case .finished(let destination, let size):
-            field("destination", quoted(destination))
-            field("size", String(size), last: true)
+            string("destination", destination)
+            integer("size", size)
         case .failed(let domain, let code, let message):
-            field("code", String(code))
-            field("domain", quoted(domain))
-            field("message", quoted(message), last: true)
+            integer("code", Int64(code))
+            string("domain", domain)
+            string("message", message)
         case .needsCredentials(let challenge):
-            field("challenge", quoted(challenge), last: true)
+            string("challenge", challenge)
         }
-        return text
-    }
-
-    /// `text` as a JSON string literal.
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        out.reserveCapacity(text.utf8.count + 2)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The change a row's `kind` and `payload` hold.

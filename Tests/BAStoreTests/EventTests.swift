@@ -138,6 +138,27 @@ import Testing
             ])
     }
 
+    @Test func payloadsAreWhatJSONEncoderWrites() throws {
+        struct Failed: Encodable {
+            var code: Int
+            var domain: String
+            var message: String
+        }
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.registerApp()
+        let id = try test.schedule("level-1").uniqueIdentifier
+        let message = "a/b \"c\" \\ \n\t\r\u{08}\u{0c}\u{01}\u{1f}\u{7f} é 😀"
+        let failed = try test.store.markFailed(
+            uniqueIdentifier: id, error: .init(domain: "d/x", code: -7, message: message))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let expected = String(
+            decoding: try encoder.encode(Failed(code: -7, domain: "d/x", message: message)), as: UTF8.self)
+        #expect(try test.payload(failed) == expected)
+        #expect(try test.store.event(sequence: failed.sequence)?.change == failed.change)
+    }
+
     @Test func acknowledgingReturnsTheFinishedEventsItMarked() throws {
         let test = try TestStore()
         defer { test.remove() }
