@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 4
+    static let currentVersion = 5
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -29,6 +29,10 @@ enum Schema {
         migrator.registerMigration("v4") { db in
             try db.execute(sql: v4)
             try db.execute(sql: "PRAGMA user_version = 4")
+        }
+        migrator.registerMigration("v5") { db in
+            try db.execute(sql: v5)
+            try db.execute(sql: "PRAGMA user_version = 5")
         }
         return migrator
     }
@@ -179,5 +183,32 @@ extension Schema {
         ALTER TABLE event ADD COLUMN parked_reason TEXT;
         -- The parked events still owed, for listings.
         CREATE INDEX event_parked ON event (download_id) WHERE parked_at IS NOT NULL AND delivered_at IS NULL;
+        """
+}
+
+extension Schema {
+    /// Version 5 (issue 21, asset packs): one row per app with packs (its signing key and the
+    /// last manifest check) and one row per (app, pack): what the server lists, the version on
+    /// disk, the version being assembled. Never a row per chunk or file: progress is what is
+    /// verified on disk.
+    static let v5 = """
+        CREATE TABLE pack_app (
+            app_id               TEXT    NOT NULL PRIMARY KEY
+                REFERENCES app (bundle_identifier) ON DELETE CASCADE,
+            public_key           TEXT,
+            checked_at           TEXT,
+            check_error          TEXT
+        );
+        CREATE TABLE asset_pack (
+            app_id               TEXT    NOT NULL REFERENCES app (bundle_identifier) ON DELETE CASCADE,
+            pack_id              TEXT    NOT NULL,
+            entry                TEXT    CHECK (entry IS NULL OR json_valid(entry)),
+            local_version        INTEGER,
+            target               TEXT    CHECK (target IS NULL OR json_valid(target)),
+            requested            INTEGER NOT NULL DEFAULT 0,
+            failure              TEXT,
+            updated_at           TEXT    NOT NULL,
+            PRIMARY KEY (app_id, pack_id)
+        );
         """
 }

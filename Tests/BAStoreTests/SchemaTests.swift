@@ -25,13 +25,16 @@ import Testing
                 try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")
             )
         }
-        #expect(tables == ["app", "asset", "download", "event", "extension_run", "grdb_migrations"])
+        #expect(
+            tables == [
+                "app", "asset", "asset_pack", "download", "event", "extension_run", "grdb_migrations", "pack_app",
+            ])
         #expect(
             indexes == [
                 "asset_app", "download_active_identifier", "download_active_order", "download_app", "download_ended",
                 "event_delivered", "event_download", "event_parked", "event_undelivered", "extension_run_app",
             ])
-        #expect(migrations == ["v1", "v2", "v3", "v4"])
+        #expect(migrations == ["v1", "v2", "v3", "v4", "v5"])
         let mode = try FileManager.default.attributesOfItem(atPath: test.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
 
@@ -53,16 +56,16 @@ import Testing
         try test.store.close()
         try test.tamper { db in
             try db.execute(sql: "CREATE TABLE later_feature (id INTEGER PRIMARY KEY)")
-            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v5')")
-            try db.execute(sql: "PRAGMA user_version = 5")
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v6')")
+            try db.execute(sql: "PRAGMA user_version = 6")
         }
         let error = #expect(throws: BAStoreError.self) { _ = try BAStore.open(path: test.path) }
         #expect(error?.code == .schemaTooNew)
-        #expect(error?.message.contains("schema version 5") == true, "\(String(describing: error))")
-        #expect(error?.message.contains("up to 4") == true, "\(String(describing: error))")
-        #expect(error?.message.contains("v5") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("schema version 6") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("up to 5") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("v6") == true, "\(String(describing: error))")
         // Refused untouched.
-        #expect(try TestStore.inspect(test.path) { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 5)
+        #expect(try TestStore.inspect(test.path) { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 6)
 
         // A newer migration alone (same user_version) is refused too.
         try test.tamper { db in try db.execute(sql: "PRAGMA user_version = 2") }

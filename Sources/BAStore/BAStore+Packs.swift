@@ -1,0 +1,82 @@
+import Foundation
+internal import GRDB
+
+// Asset packs: one row per app with packs, one per (app, pack) (schema v5).
+extension BAStore {
+    static let packColumns = "app_id, pack_id, entry, local_version, target, requested, failure, updated_at"
+
+    /// Records that `app` gets asset packs (or no longer: `publicKey` is kept as given).
+    package func setPackApp(_ app: StoredPackApp) throws(BAStoreError) {
+        try write("recording the asset packs of \(app.appIdentifier)") { db in
+            try db.executeCached(
+                sql: """
+                    INSERT INTO pack_app (app_id, public_key, checked_at, check_error) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (app_id) DO UPDATE SET public_key = excluded.public_key,
+                        checked_at = excluded.checked_at, check_error = excluded.check_error
+                    """,
+                arguments: [app.appIdentifier, app.publicKey, app.checkedAt.map(StoreTime.init), app.checkError])
+        }
+    }
+
+    /// Every app that gets asset packs.
+    package func packApps() throws(BAStoreError) -> [StoredPackApp] {
+        try read("reading the apps with asset packs") { db in
+            try Row.fetchAllCached(
+                db, sql: "SELECT app_id, public_key, checked_at, check_error FROM pack_app ORDER BY app_id"
+            ).map { row in
+                StoredPackApp(
+                    appIdentifier: row["app_id"], publicKey: row["public_key"], checkedAt: row["checked_at"],
+                    checkError: row["check_error"])
+            }
+        }
+    }
+
+    /// Stops `app` getting asset packs: its rows go (the files are the pack service's to remove).
+    package func removePackApp(_ app: String) throws(BAStoreError) {
+        try write("removing the asset packs of \(app)") { db in
+            try db.executeCached(sql: "DELETE FROM asset_pack WHERE app_id = ?", arguments: [app])
+            try db.executeCached(sql: "DELETE FROM pack_app WHERE app_id = ?", arguments: [app])
+        }
+    }
+
+    /// Inserts or replaces one pack's row (`updatedAt` is set to now).
+    package func savePack(_ pack: StoredPack) throws(BAStoreError) {
+        try write("recording asset pack \(pack.packID) of \(pack.appIdentifier)") { db in
+            try db.executeCached(
+                sql: "INSERT OR REPLACE INTO asset_pack (\(Self.packColumns)) VALUES (\(Self.placeholders(8)))",
+                arguments: [
+                    pack.appIdentifier, pack.packID, pack.entry, pack.localVersion, pack.target, pack.requested,
+                    pack.failure, StoreTime(Date()),
+                ])
+        }
+    }
+
+    /// Forgets one pack (no longer listed and removed from disk).
+    package func deletePack(app: String, pack: String) throws(BAStoreError) {
+        try write("forgetting asset pack \(pack) of \(app)") { db in
+            try db.executeCached(
+                sql: "DELETE FROM asset_pack WHERE app_id = ? AND pack_id = ?", arguments: [app, pack])
+        }
+    }
+
+    /// The packs of `app` (nil: of every app), by app then pack id.
+    package func packs(app: String? = nil) throws(BAStoreError) -> [StoredPack] {
+        try read("reading asset packs") { db in
+            let rows =
+                if let app {
+                    try Row.fetchAllCached(
+                        db, sql: "SELECT \(Self.packColumns) FROM asset_pack WHERE app_id = ? ORDER BY pack_id",
+                        arguments: [app])
+                } else {
+                    try Row.fetchAllCached(
+                        db, sql: "SELECT \(Self.packColumns) FROM asset_pack ORDER BY app_id, pack_id")
+                }
+            return rows.map { row in
+                StoredPack(
+                    appIdentifier: row["app_id"], packID: row["pack_id"], entry: row["entry"],
+                    localVersion: row["local_version"], target: row["target"], requested: row["requested"],
+                    failure: row["failure"], updatedAt: row["updated_at"])
+            }
+        }
+    }
+}
