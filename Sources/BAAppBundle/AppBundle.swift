@@ -47,6 +47,12 @@ package struct AppBundle: Equatable, Sendable {
     /// `BAEssentialMaxInstallSize`: the most bytes the app's essential assets take once installed.
     /// Nil when not declared.
     package let essentialMaxInstallSize: Int64?
+    /// `BAHasManagedAssetPacks`: the app gets asset packs from the download manifest at
+    /// ``manifestURL`` (`ba pack publish`'s). False when absent.
+    package let hasManagedAssetPacks: Bool
+    /// `BAAssetPackPublicKey`: the Ed25519 public key (32 bytes) the download manifest must be
+    /// signed with; nil accepts an unsigned manifest.
+    package let assetPackPublicKey: [UInt8]?
 
     /// Largest `Info.plist` read, in bytes: far above any real one, and keeps a hostile file from
     /// filling memory.
@@ -95,12 +101,22 @@ package struct AppBundle: Equatable, Sendable {
         }
         let maxInstallSize = try reader.optionalSize("BAMaxInstallSize", in: root)
         let essentialMaxInstallSize = try reader.optionalSize("BAEssentialMaxInstallSize", in: root)
+        let hasManagedAssetPacks = try reader.optionalBool("BAHasManagedAssetPacks", in: root) ?? false
+        let assetPackPublicKey = try reader.optionalPublicKey("BAAssetPackPublicKey", in: root)
+        if hasManagedAssetPacks, manifestURL == nil {
+            throw AppBundleError(
+                .missingKey, path: plistPath, key: "BAManifestURL",
+                message:
+                    "BAHasManagedAssetPacks is true but BAManifestURL is missing: set it to the URL of the download manifest `ba pack publish` wrote (BASE_URL/manifest.json)"
+            )
+        }
 
         return AppBundle(
             directory: directory, infoPlistPath: plistPath, bundleIdentifier: bundleIdentifier, version: version,
             appGroupIdentifier: appGroupIdentifier, extensionPath: extensionPath, manifestURL: manifestURL,
             downloadAllowance: downloadAllowance, essentialDownloadAllowance: essentialDownloadAllowance,
             domainAllowList: domainAllowList, maxInstallSize: maxInstallSize,
-            essentialMaxInstallSize: essentialMaxInstallSize)
+            essentialMaxInstallSize: essentialMaxInstallSize, hasManagedAssetPacks: hasManagedAssetPacks,
+            assetPackPublicKey: assetPackPublicKey)
     }
 }

@@ -86,6 +86,26 @@ struct PlistReader {
         return string
     }
 
+    func optionalBool(_ key: String, in dictionary: [String: Any]) throws(AppBundleError) -> Bool? {
+        guard let value = dictionary[key] else { return nil }
+        guard let bool = value as? Bool else {
+            throw wrongType(key, expected: "a boolean (<true/> or <false/>)", found: value)
+        }
+        return bool
+    }
+
+    /// An optional Ed25519 public key: 32 bytes in base64.
+    func optionalPublicKey(_ key: String, in dictionary: [String: Any]) throws(AppBundleError) -> [UInt8]? {
+        guard let string = try optionalString(key, in: dictionary) else { return nil }
+        let trimmed = string.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let data = Data(base64Encoded: trimmed), data.count == 32 else {
+            throw error(
+                .invalidValue, key,
+                "is not an Ed25519 public key (32 bytes in base64): use the line `ba pack keygen` printed")
+        }
+        return Array(data)
+    }
+
     /// A required string that passes `DownloadRules.checkIdentifier`.
     func identifier(_ key: String, in dictionary: [String: Any], what: String) throws(AppBundleError) -> String {
         guard let string = try optionalString(key, in: dictionary) else {

@@ -61,6 +61,11 @@ package struct ExtensionRunReport: Sendable, Hashable, Codable {
     package var manifestBytes: Int64?
     /// Why the manifest could not be fetched (the extension was then not called).
     package var manifestError: String?
+    /// Why the app's asset packs could not be started (its download manifest could not be
+    /// fetched, verified or read); nil when it has none or all is well.
+    package var packProblem: String?
+    /// The app gets asset packs (`BAHasManagedAssetPacks`): `ba install` waits for the essential ones.
+    package var hasPacks: Bool?
     /// The downloads scheduled: essential ones first.
     package var scheduled: [DownloadInfo]
     /// The downloads refused, with Apple's codes (109, 112, 202, …).

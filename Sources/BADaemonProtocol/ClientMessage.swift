@@ -18,7 +18,7 @@ package struct ClientMessage: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case id, type, protocolVersion, client, download, identifier, throughSequence, app, uniqueIdentifier,
-            disposition, user, password, install, event, dryRun, keepData, states, limit
+            disposition, user, password, install, event, dryRun, keepData, states, limit, packs
     }
 
     package init(from decoder: any Decoder) throws {
@@ -70,6 +70,7 @@ package struct ClientMessage: Sendable, Hashable, Codable {
             request = .uninstallApp(
                 app: try container.decode(String.self, forKey: .app),
                 keepData: try container.decodeIfPresent(Bool.self, forKey: .keepData) ?? false)
+        case "packs": request = .packs(try container.decode(PackCommand.self, forKey: .packs))
         default: throw UnknownMessageType(type: type, id: id)
         }
     }
@@ -110,6 +111,7 @@ package struct ClientMessage: Sendable, Hashable, Codable {
         case .uninstallApp(let app, let keepData):
             try container.encode(app, forKey: .app)
             try container.encode(keepData, forKey: .keepData)
+        case .packs(let command): try container.encode(command, forKey: .packs)
         }
     }
 }
@@ -188,6 +190,9 @@ package enum Request: Sendable, Hashable {
     /// resuming from its partial file where it is still valid; an active one waiting out a backoff
     /// (or for disk space) starts at once. Answered with `ok`.
     case retryDownload(uniqueIdentifier: String)
+    /// Lists, ensures, removes, verifies or checks asset packs (CLI only; `ba packs`): answered
+    /// with ``ServerMessage/Result/packs(_:)``.
+    case packs(PackCommand)
 
     /// The wire name (`type`) of the request.
     package var type: String {
@@ -213,6 +218,7 @@ package enum Request: Sendable, Hashable {
         case .purge: "purge"
         case .uninstallApp: "uninstallApp"
         case .retryDownload: "retryDownload"
+        case .packs: "packs"
         }
     }
 }

@@ -49,6 +49,7 @@ package final class DaemonClient: @unchecked Sendable {
 
     private let fd: Int32
     private let onEvent: @Sendable (DownloadEvent) -> Void
+    private let onPackEvent: @Sendable (PackEvent) -> Void
     private let onClose: @Sendable (DaemonClientError) -> Void
     private let lock = NSLock()
     private var nextID: UInt64 = 1
@@ -68,15 +69,18 @@ package final class DaemonClient: @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - onEvent: Receives pushed events (after ``call(_:)`` of `subscribeEvents`), on the reader thread.
+    ///   - onPackEvent: Receives pushed asset-pack events (CLI observers), on the reader thread.
     ///   - onClose: Called once when the connection ends other than by ``close()`` (basd stopped or
     ///     the stream broke).
     /// - Throws: ``DaemonClientError``: 55 when basd cannot be reached or refuses the handshake.
     package init(
         socketPath: String, client: ClientInfo, onEvent: @escaping @Sendable (DownloadEvent) -> Void = { _ in },
+        onPackEvent: @escaping @Sendable (PackEvent) -> Void = { _ in },
         onClose: @escaping @Sendable (DaemonClientError) -> Void = { _ in }
     ) throws(DaemonClientError) {
         self.socketPath = socketPath
         self.onEvent = onEvent
+        self.onPackEvent = onPackEvent
         self.onClose = onClose
         self.fd = try Self.connect(socketPath)
         self.welcome = WelcomeInfo(protocolVersion: 0, daemonVersion: "")
@@ -220,6 +224,7 @@ package final class DaemonClient: @unchecked Sendable {
                 while let payload = try reader.nextFrame() {
                     switch try DaemonProtocol.decodeServerMessage(payload) {
                     case .event(let event): onEvent(event)
+                    case .packEvent(let event): onPackEvent(event)
                     case .response(let id, let result): complete(id, .success(result))
                     case .partialResponse(let id, let result): accumulate(id, result)
                     }

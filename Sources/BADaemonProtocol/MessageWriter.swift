@@ -29,6 +29,8 @@ package enum MessageWriter {
             ]
             if case .partialResponse = message { fields.append(("more", .bool(true))) }
             object(fields, into: &out)
+        case .packEvent:
+            return nil
         }
         return out
     }

@@ -16,6 +16,8 @@ package enum ServerMessage: Sendable, Hashable, Codable {
     /// `sequence` order; delivery is at least once until acknowledged with
     /// ``Request/acknowledgeEvents(throughSequence:)``.
     case event(DownloadEvent)
+    /// Something that happened to an asset pack, sent to CLI observers (`ba events --follow`).
+    case packEvent(PackEvent)
 
     /// What a request produced.
     package enum Result: Sendable, Hashable, Codable {
@@ -42,9 +44,12 @@ package enum ServerMessage: Sendable, Hashable, Codable {
         case uninstalled(UninstallReport)
         /// The answer to `listDownloads` with a `limit`: the downloads shown and how many more matched.
         case downloadList(DownloadListing)
+        /// The answer to `packs`.
+        case packs(PackReport)
 
         private enum CodingKeys: String, CodingKey {
-            case type, status, downloads, code, message, welcome, lock, report, apps, purge, uninstall, downloadList
+            case type, status, downloads, code, message, welcome, lock, report, apps, purge, uninstall, downloadList,
+                packs
         }
 
         package init(from decoder: any Decoder) throws {
@@ -60,6 +65,7 @@ package enum ServerMessage: Sendable, Hashable, Codable {
             case "apps": self = .apps(try container.decode([AppInfo].self, forKey: .apps))
             case "purge": self = .purge(try container.decode(PurgeReport.self, forKey: .purge))
             case "uninstalled": self = .uninstalled(try container.decode(UninstallReport.self, forKey: .uninstall))
+            case "packs": self = .packs(try container.decode(PackReport.self, forKey: .packs))
             case "downloadList":
                 self = .downloadList(try container.decode(DownloadListing.self, forKey: .downloadList))
             case "error":
@@ -101,6 +107,9 @@ package enum ServerMessage: Sendable, Hashable, Codable {
             case .downloadList(let listing):
                 try container.encode("downloadList", forKey: .type)
                 try container.encode(listing, forKey: .downloadList)
+            case .packs(let report):
+                try container.encode("packs", forKey: .type)
+                try container.encode(report, forKey: .packs)
             case .error(let code, let message):
                 try container.encode("error", forKey: .type)
                 try container.encode(code, forKey: .code)
@@ -109,7 +118,7 @@ package enum ServerMessage: Sendable, Hashable, Codable {
         }
     }
 
-    private enum CodingKeys: String, CodingKey { case type, id, result, event, more }
+    private enum CodingKeys: String, CodingKey { case type, id, result, event, more, packEvent }
 
     package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -121,6 +130,7 @@ package enum ServerMessage: Sendable, Hashable, Codable {
             let more = try container.decodeIfPresent(Bool.self, forKey: .more) ?? false
             self = more ? .partialResponse(requestId: id, result: result) : .response(requestId: id, result: result)
         case "event": self = .event(try container.decode(DownloadEvent.self, forKey: .event))
+        case "packEvent": self = .packEvent(try container.decode(PackEvent.self, forKey: .packEvent))
         default: throw UnknownMessageType(type: type, id: nil)
         }
     }
@@ -140,6 +150,9 @@ package enum ServerMessage: Sendable, Hashable, Codable {
         case .event(let event):
             try container.encode("event", forKey: .type)
             try container.encode(event, forKey: .event)
+        case .packEvent(let event):
+            try container.encode("packEvent", forKey: .type)
+            try container.encode(event, forKey: .packEvent)
         }
     }
 }
