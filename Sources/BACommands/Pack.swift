@@ -96,6 +96,12 @@ struct PackBuild: ParsableCommand {
     @Option(help: "The average chunk size in bytes, a power of two (default 65536).")
     var chunkSize = 65_536
 
+    @Option(
+        help:
+            "Bundle size in bytes: the version's chunks are also written as bundles of about this size, which a first install fetches instead of single chunks (0: none)."
+    )
+    var bundleSize: Int64 = 16 << 20
+
     func run() throws {
         guard let data = FileManager.default.contents(atPath: manifest) else {
             printError("cannot read the manifest \(manifest)")
@@ -116,7 +122,10 @@ struct PackBuild: ParsableCommand {
                 throw PackError("--chunk-size: \(error)")
             }
             let folder = root ?? (manifest as NSString).deletingLastPathComponent
-            let report = try PackBuilder(parameters: parameters).build(
+            guard bundleSize >= 0 else { throw PackError("--bundle-size must be 0 (no bundles) or a size in bytes") }
+            var builder = PackBuilder(parameters: parameters)
+            builder.bundleSize = bundleSize
+            let report = try builder.build(
                 parsed, root: folder.isEmpty ? "." : folder, version: version, publishDirectory: output)
             let index = report.index
             let size = index.files.reduce(Int64(0)) { $0 + $1.size }

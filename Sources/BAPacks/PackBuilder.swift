@@ -22,6 +22,8 @@ package struct PackBuilder {
     package let parameters: ContentDefinedChunker.Parameters
     /// zstd's level (3 is its default: fast, and most game assets are compressed already).
     package var compressionLevel: Int32 = 3
+    /// A bundle is cut once it holds this many bytes (the last one may be smaller); 0 writes none.
+    package var bundleSize: Int64 = 16 << 20
 
     package init(parameters: ContentDefinedChunker.Parameters) { self.parameters = parameters }
 
@@ -43,6 +45,7 @@ package struct PackBuilder {
         for path in paths {
             report.index.files.append(try add(path, root: root, chunker: chunker, into: publishDirectory, &report))
         }
+        report.index.bundles = bundleSize > 0 ? bundles(of: report.index) : nil
         try writeIndex(report.index, publishDirectory: publishDirectory)
         return report
     }
@@ -176,6 +179,46 @@ package struct PackBuilder {
         return PackIndex.Chunk(sha256: sha256, length: bytes.count, storedLength: frame.count)
     }
 
+    /// The version's distinct chunks cut into bundles of about ``bundleSize`` bytes.
+    private func bundles(of index: PackIndex) -> [PackIndex.Bundle] {
+        var bundles: [PackIndex.Bundle] = []
+        var current = PackIndex.Bundle(path: "", size: 0, chunks: 0)
+        for chunk in index.distinctChunks {
+            current.size += Int64(chunk.storedLength)
+            current.chunks += 1
+            if current.size >= bundleSize {
+                current.path = PackIndex.bundlePath(id: index.id, version: index.version, number: bundles.count)
+                bundles.append(current)
+                current = PackIndex.Bundle(path: "", size: 0, chunks: 0)
+            }
+        }
+        if current.chunks > 0 {
+            current.path = PackIndex.bundlePath(id: index.id, version: index.version, number: bundles.count)
+            bundles.append(current)
+        }
+        return bundles
+    }
+
+    /// Writes each bundle from the chunk store (atomically each); before the index, so no index
+    /// is ever served whose bundles are missing.
+    private func writeBundles(_ index: PackIndex, publishDirectory: String) throws(PackError) {
+        let chunks = index.distinctChunks
+        var next = 0
+        for bundle in index.bundles ?? [] {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(Int(bundle.size))
+            for chunk in chunks[next..<(next + bundle.chunks)] {
+                let path = publishDirectory + "/" + PackIndex.chunkPath(chunk.sha256)
+                guard let frame = FileManager.default.contents(atPath: path), frame.count == chunk.storedLength else {
+                    throw PackError("cannot read chunk \(path) for \(bundle.path) (or it changed): build again")
+                }
+                bytes += frame
+            }
+            next += bundle.chunks
+            try Self.writeAtomically(bytes, to: publishDirectory + "/" + bundle.path)
+        }
+    }
+
     /// The index, refused if that version is published already with other content.
     private func writeIndex(_ index: PackIndex, publishDirectory: String) throws(PackError) {
         let bytes: [UInt8]
@@ -193,6 +236,7 @@ package struct PackBuilder {
             }
             return
         }
+        try writeBundles(index, publishDirectory: publishDirectory)
         try Self.writeAtomically(bytes, to: path)
     }
 

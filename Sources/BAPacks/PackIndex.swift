@@ -29,6 +29,18 @@ package struct PackIndex: Sendable, Hashable, Codable {
         package var chunks: [Chunk]
     }
 
+    /// A bundle: the zstd frames of a run of the version's distinct chunks, back to back, in the
+    /// order they first occur in ``files``, so a first install fetches a few large files instead
+    /// of thousands of small ones. The bundles together hold every distinct chunk once.
+    package struct Bundle: Sendable, Hashable, Codable {
+        /// Its path, relative to the publish folder (`packs/ID/VERSION-K.bundle`).
+        package var path: String
+        /// Its size: the stored lengths of its chunks.
+        package var size: Int64
+        /// How many chunks it holds (the next ones in order after the previous bundle's).
+        package var chunks: Int
+    }
+
     /// The index format; this build writes and reads 1.
     package var formatVersion: Int
     package var id: String
@@ -39,6 +51,38 @@ package struct PackIndex: Sendable, Hashable, Codable {
     /// How the files were cut (pack format 1's chunker with these sizes).
     package var chunking: ContentDefinedChunker.Parameters
     package var files: [File]
+    /// The version's bundles (nil in an index written without them: chunks are fetched one by one).
+    package var bundles: [Bundle]?
+
+    /// The distinct chunks, in the order they first occur (the bundles' order).
+    package var distinctChunks: [Chunk] {
+        var seen: Set<String> = []
+        var chunks: [Chunk] = []
+        for file in files {
+            for chunk in file.chunks where seen.insert(chunk.sha256).inserted { chunks.append(chunk) }
+        }
+        return chunks
+    }
+
+    /// Where each distinct chunk is in the bundles: (bundle, offset) by SHA-256; nil when the
+    /// bundles do not add up to the distinct chunks (a damaged index).
+    package var bundleLayout: [String: (bundle: Int, offset: Int64)]? {
+        guard let bundles else { return nil }
+        let chunks = distinctChunks
+        guard bundles.reduce(0, { $0 + $1.chunks }) == chunks.count else { return nil }
+        var layout: [String: (bundle: Int, offset: Int64)] = [:]
+        var next = 0
+        for (number, bundle) in bundles.enumerated() {
+            var offset: Int64 = 0
+            for chunk in chunks[next..<(next + bundle.chunks)] {
+                layout[chunk.sha256] = (number, offset)
+                offset += Int64(chunk.storedLength)
+            }
+            guard offset == bundle.size else { return nil }
+            next += bundle.chunks
+        }
+        return layout
+    }
 
     /// The pack's download size: the stored bytes of its distinct chunks.
     package var downloadSize: Int64 {
@@ -53,4 +97,7 @@ package struct PackIndex: Sendable, Hashable, Codable {
     /// The folder of a published pack's indexes, and a chunk's path, relative to `PUBLISH_DIR`.
     package static func indexPath(id: String, version: Int) -> String { "packs/\(id)/\(version).json" }
     package static func chunkPath(_ sha256: String) -> String { "chunks/\(sha256.prefix(2))/\(sha256)" }
+    package static func bundlePath(id: String, version: Int, number: Int) -> String {
+        "packs/\(id)/\(version)-\(number).bundle"
+    }
 }

@@ -45,9 +45,47 @@ package enum PackVerifier {
                     report.files += 1
                     verify(file, of: path, publishDirectory: publishDirectory, verified: &verified, &report)
                 }
+                verifyBundles(of: index, at: path, publishDirectory: publishDirectory, &report)
             }
         }
         return report
+    }
+
+    /// Each bundle holds, byte for byte, the frames of its chunks in the chunk store (which
+    /// ``verify(_:of:publishDirectory:verified:_:)`` checks).
+    private static func verifyBundles(
+        of index: PackIndex, at indexPath: String, publishDirectory: String, _ report: inout Report
+    ) {
+        guard let bundles = index.bundles else { return }
+        guard index.bundleLayout != nil else {
+            report.problems.append("\(indexPath): its bundles do not add up to its chunks")
+            return
+        }
+        let chunks = index.distinctChunks
+        var next = 0
+        for bundle in bundles {
+            defer { next += bundle.chunks }
+            let path = publishDirectory + "/" + bundle.path
+            guard let bytes = FileManager.default.contents(atPath: path) else {
+                report.problems.append("\(indexPath): bundle \(path) is missing")
+                continue
+            }
+            guard Int64(bytes.count) == bundle.size else {
+                report.problems.append("\(indexPath): bundle \(path) holds \(bytes.count) bytes, not \(bundle.size)")
+                continue
+            }
+            var offset = 0
+            for chunk in chunks[next..<(next + bundle.chunks)] {
+                let frame = FileManager.default.contents(
+                    atPath: publishDirectory + "/" + PackIndex.chunkPath(chunk.sha256))
+                if frame != bytes[offset..<(offset + chunk.storedLength)] {
+                    report.problems.append(
+                        "\(indexPath): bundle \(path) at \(offset) does not hold chunk \(chunk.sha256) as the store does"
+                    )
+                }
+                offset += chunk.storedLength
+            }
+        }
     }
 
     private static func verify(
