@@ -110,7 +110,7 @@ let package = Package(
             name: "BADaemon",
             dependencies: [
                 "BADaemonProtocol", "BAStore", "BAExclusiveControl", "BADownloadEngine", "BAExtensionHost", "CBASystem",
-                "BACore", "BAAppBundle", "BAScheduling", "BASettings", "BAPurge",
+                "BACore", "BAAppBundle", "BAScheduling", "BASettings", "BAPurge", "BAPacks",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -237,7 +237,7 @@ let package = Package(
             name: "BADaemonTests",
             dependencies: [
                 "BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets", "CBASystem",
-                "BAStore", "BAScheduling", "BASettings", "BAExtensionHost", "BACore",
+                "BAStore", "BAScheduling", "BASettings", "BAExtensionHost", "BACore", "BAPacks",
             ]),
         // Apple-style code as Apple developers write it, built in Swift 5 mode (the tests
         // type-check it in Swift 6 mode too): an @main extension and app-side code.

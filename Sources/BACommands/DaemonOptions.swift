@@ -17,10 +17,11 @@ struct DaemonOptions: ParsableArguments {
     /// Connects as the CLI; prints why and exits 30 when basd cannot be reached.
     func connect(
         onEvent: @escaping @Sendable (DownloadEvent) -> Void = { _ in },
+        onPackEvent: @escaping @Sendable (PackEvent) -> Void = { _ in },
         onClose: @escaping @Sendable (DaemonClientError) -> Void = { _ in }
     ) throws -> DaemonSession {
         do {
-            return try tryConnect(onEvent: onEvent, onClose: onClose)
+            return try tryConnect(onEvent: onEvent, onPackEvent: onPackEvent, onClose: onClose)
         } catch {
             throw DaemonSession.unavailable(error)
         }
@@ -30,10 +31,12 @@ struct DaemonOptions: ParsableArguments {
     /// - Throws: ``DaemonClientError``, 55 when basd cannot be reached.
     func tryConnect(
         onEvent: @escaping @Sendable (DownloadEvent) -> Void = { _ in },
+        onPackEvent: @escaping @Sendable (PackEvent) -> Void = { _ in },
         onClose: @escaping @Sendable (DaemonClientError) -> Void = { _ in }
     ) throws(DaemonClientError) -> DaemonSession {
         let client = try DaemonClient(
-            socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()), onEvent: onEvent, onClose: onClose)
+            socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()), onEvent: onEvent,
+            onPackEvent: onPackEvent, onClose: onClose)
         return DaemonSession(client: client)
     }
 }

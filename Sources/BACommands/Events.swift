@@ -75,7 +75,8 @@ struct Events: ParsableCommand {
         while true {
             let session: DaemonSession
             do {
-                session = try daemon.tryConnect(onEvent: { printer.write($0) }, onClose: { state.lost($0) })
+                session = try daemon.tryConnect(
+                    onEvent: { printer.write($0) }, onPackEvent: { printer.write($0) }, onClose: { state.lost($0) })
                 let result = try session.client.call(.subscribeEvents)
                 guard case .ok = result else { throw session.unexpected(result, to: .subscribeEvents) }
             } catch let error as DaemonClientError {
@@ -184,8 +185,41 @@ final class EventPrinter: @unchecked Sendable {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
+    /// An asset pack's event: `TIME  APP  pack ID  KIND  DETAILS`; in JSON its fields under
+    /// `pack` (so a download event's reader can tell them apart) and `time`.
+    func write(_ event: PackEvent) {
+        if let app, event.appIdentifier != app { return }
+        if !includesProgress && event.kind == "progress" { return }
+        let now = Date()
+        let line: String
+        if json {
+            line = jsonObjectLine(["pack": event], time: now)
+        } else {
+            var details: [String] = []
+            if let version = event.version { details.append("version \(version)") }
+            if let present = event.bytesPresent, let total = event.bytesTotal, total > 0 {
+                let percent = Int((Double(present) / Double(total) * 100).rounded(.down))
+                details.append("\(HumanReadable.bytes(present)) / \(HumanReadable.bytes(total)) (\(percent)%)")
+            }
+            if let fetched = event.bytesFetched, event.kind == "finished" {
+                details.append("fetched \(HumanReadable.bytes(fetched))")
+                if let reused = event.bytesReused, reused > 0 {
+                    details.append("reused \(HumanReadable.bytes(reused))")
+                }
+            }
+            if let message = event.message { details.append(message) }
+            line = [
+                clock.string(from: now), event.appIdentifier, "pack \(event.assetPackID)", event.kind,
+                details.joined(separator: ", "),
+            ].filter { !$0.isEmpty }.joined(separator: "  ")
+        }
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
     /// The event's fields (as basd sent them) and `time`, the moment ba received it.
-    func jsonLine(_ event: DownloadEvent, time: Date) -> String {
+    func jsonLine(_ event: DownloadEvent, time: Date) -> String { jsonObjectLine(event, time: time) }
+
+    private func jsonObjectLine(_ event: some Encodable, time: Date) -> String {
         guard let data = try? encoder.encode(event),
             var object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
         else { return "{}" }

@@ -156,7 +156,35 @@ struct InstallFlow {
             )
             if strict { failed = true }
         }
+        if report.hasPacks == true {
+            if let problem = report.packProblem {
+                printError(
+                    "the asset packs of \(report.bundleIdentifier) could not be started: \(problem); \(report.bundleIdentifier) stays installed (`ba packs check \(report.bundleIdentifier)` tries again)"
+                )
+                failed = true
+            } else if !noWait {
+                // Essential packs of this event (started by the install), and those that failed already.
+                let waiter = PackWaiter(
+                    session: session, app: report.bundleIdentifier, json: json, terminal: isatty(STDERR_FILENO) == 1)
+                let outcome = try waiter.wait {
+                    $0.essential == true || ($0.policy == "essential" && $0.localVersion == nil && $0.error != nil)
+                }
+                if json { Swift.print(jsonLine(PackLine(packs: outcome.packs))) }
+                for failure in outcome.failures { printError(failure) }
+                if !outcome.failures.isEmpty {
+                    printError("\(report.bundleIdentifier) stays installed; `ba packs ensure` downloads a pack again")
+                    failed = true
+                } else if !json && !outcome.packs.isEmpty {
+                    Swift.print("  essential packs local: \(outcome.packs.map(\.assetPackID).joined(separator: ", "))")
+                }
+            }
+        }
         if failed { throw ExitCode(BAExitCode.downloadFailed.rawValue) }
+    }
+
+    /// The JSON line of the essential packs an install waited for.
+    struct PackLine: Encodable {
+        var packs: [PackInfo]
     }
 }
 

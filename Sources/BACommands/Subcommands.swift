@@ -8,6 +8,7 @@ package enum BASubcommands {
         RunExtension.self, Fetch.self, Status.self, Downloads.self, Promote.self, Cancel.self, Retry.self, Events.self,
         Lock.self,
         Install.self, Update.self, Uninstall.self, Simulate.self, Apps.self, Purge.self, Service.self, Pack.self,
+        Packs.self,
     ]
 
     /// `ba --version`: the release these binaries belong to (the same as `basd --version`).

@@ -315,7 +315,7 @@ final class EngineLoop: @unchecked Sendable {
             sequence += 1
             let transfer = Transfer(request: request, sequence: sequence)
             transfer.loop = self
-            transfer.durable = configuration.durable
+            transfer.durable = configuration.durable && request.durable
             transfers[request.id] = transfer
             destinations[request.destination] = request.id
             destinations[request.partialPath] = request.id

@@ -77,6 +77,10 @@ package struct DownloadRequest: Sendable {
     /// store), used when the `.validator` sidecar is missing: a disk that filled up may have had
     /// no room for it. Without either, bytes already on disk are not resumed.
     package var validator: String?
+    /// Whether the finished file is fsynced before it is renamed into place (with
+    /// ``DownloadEngine/Configuration/durable``). A file its owner checks and copies elsewhere at
+    /// once (an asset pack's chunk) need not be.
+    package var durable = true
 
     package init(
         id: String, url: String, destination: String, partialPath: String? = nil, headers: [Header] = [],

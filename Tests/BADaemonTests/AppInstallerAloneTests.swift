@@ -161,10 +161,12 @@ struct AppInstallerAloneTests {
             extensions = FakeExtensions(executor: executor)
             transfers = FakeTransfers(store: store, executor: executor, manifestPath: manifest)
             let log = log
+            let configuration = BasdServices.Configuration(stateDirectory: directory.path, daemonVersion: "test")
             installer = AppInstaller(
-                store: store, containers: containers,
-                configuration: BasdServices.Configuration(stateDirectory: directory.path, daemonVersion: "test"),
+                store: store, containers: containers, configuration: configuration,
                 executor: executor, delivery: delivery, extensions: extensions, transfers: transfers,
+                packs: NoPackTransfers.service(
+                    store: store, directory: directory.path, configuration: configuration, executor: executor),
                 log: { log.append($0) })
             installer.delegate = scheduler
             _ = try executor.syncThrowing {

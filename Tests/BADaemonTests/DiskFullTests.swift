@@ -113,4 +113,51 @@ struct DiskFullTests {
         let ranges = server.requests(for: "/big.bin").compactMap { $0.header("Range") }
         #expect(!ranges.isEmpty, "\(server.requests(for: "/big.bin"))\n\(daemon.standardError)")
     }
+
+    /// The disk fills up while a pack version is fetched and assembled: the pack waits for
+    /// space, visibly, never fails, and completes by itself once space is freed; the local
+    /// version stays readable throughout.
+    @Test("a pack update that hits a full disk waits for space, shown by ba packs, and completes by itself")
+    func packWaitsForSpace() async throws {
+        let fixture = try await PackFixture.make()
+        defer { fixture.remove() }
+        let v1 = PackFixture.random(2 << 20, seed: 21)
+        try fixture.write(pack: "levels", policy: PackFixture.essential, files: ["a.bin": v1])
+        try await fixture.publish(["levels"], version: 1, bundleSize: 1 << 20)
+        let directory = try TemporaryDirectory()
+        let state = directory.path + "/state"
+        try SmallFileSystem.mount(at: state, megabytes: 40)
+        defer { SmallFileSystem.unmount(state) }
+        let daemon = try await DaemonProcess.start(directory: directory)
+        defer { daemon.kill() }
+        let ba = BuildProducts.executable("ba")
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+
+        let v2 = PackFixture.random(8 << 20, seed: 22)
+        try fixture.write(pack: "levels", policy: PackFixture.essential, files: ["a.bin": v2])
+        try await fixture.publish(["levels"], version: 2, bundleSize: 1 << 20)
+        fixture.server.setDefaultBehavior(.trickle(bytesPerSecond: 256 * 1024))
+        let check = try await runProcess(ba, ["packs", "check", PackFixture.app, "--socket", daemon.socketPath])
+        #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+        _ = try await fixture.waitForPacks(daemon, "a part of version 2") {
+            ($0["levels"]?["bytesFetched"] as? Int ?? 0) >= 1 << 20
+        }
+        let filler = state + "/filler"
+        try SmallFileSystem.fill(filler)
+        let waiting = try await fixture.waitForPacks(daemon, "the pack waiting for space") {
+            $0["levels"]?["waitingFor"] as? String == "space"
+        }
+        #expect(waiting["levels"]?["error"] == nil, "\(waiting)")
+        #expect(waiting["levels"]?["localVersion"] as? Int == 1, "\(waiting)")
+        #expect(AssetPackTests.same(PackFixture.packPath(daemon, "levels") + "/levels/a.bin", v1))
+
+        fixture.server.setDefaultBehavior(nil)
+        try FileManager.default.removeItem(atPath: filler)
+        let done = try await fixture.waitForPacks(daemon, "version 2 after space came back") {
+            $0["levels"]?["localVersion"] as? Int == 2
+        }
+        #expect(done["levels"]?["error"] == nil, "\(done)")
+        #expect(AssetPackTests.same(PackFixture.packPath(daemon, "levels") + "/levels/a.bin", v2))
+    }
 }

@@ -79,7 +79,10 @@ struct PeriodicSchedulerAloneTests {
         let scheduler = PeriodicScheduler(
             store: store, configuration: configuration, executor: executor, settings: { [settings] in settings },
             refreshSettings: { refreshes += 1 }, extensions: extensions, delivery: delivery, purge: purge,
-            transfers: transfers, installer: installer, log: record)
+            transfers: transfers, installer: installer,
+            packs: NoPackTransfers.service(
+                store: store, directory: directory.path, configuration: configuration, executor: executor),
+            log: record)
 
         // Days pass until the first periodic run is due (its interval is jittered).
         var days = 0

@@ -133,3 +133,52 @@ struct ContainerError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
+
+// Asset packs (issue 21).
+extension AppContainers {
+    /// basd's own folder for every app's asset packs: `STATE_DIR/packs`.
+    var packsDirectory: String { stateDirectory + "/packs" }
+
+    /// Where `app`'s packs live (the pack service's root): versions, staging, indexes and the
+    /// `AssetPacks/ID` links switched atomically. Outside every container: no extension can plant
+    /// a link in it.
+    func packRoot(app: String) -> String { packsDirectory + "/" + app }
+
+    /// The folder of links the app reads its packs through: `ROOT/AssetPacks`.
+    func packLinks(app: String) -> String { packRoot(app: app) + "/AssetPacks" }
+
+    /// Where the app reads pack `id`: `CONTAINER/AssetPacks/ID`.
+    func packPath(group: String, id: String) -> String { container(group: group) + "/AssetPacks/" + id }
+
+    /// Makes `CONTAINER/AssetPacks` a link to ``packLinks(app:)``. The container is opened without
+    /// following links and the link made with `symlinkat`/`renameat` inside it, so whatever an
+    /// extension planted there is replaced, never followed. A real folder there (the app's own)
+    /// is left alone and named in the error.
+    func linkPacks(group: String, app: String) throws {
+        let target = packLinks(app: app)
+        let fd = open(container(group: group), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw ContainerError(
+                "cannot open the container \(container(group: group)): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let length = readlinkat(fd, "AssetPacks", &buffer, buffer.count - 1)
+        if length >= 0, String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) == target {
+            return
+        }
+        let temporary = ".AssetPacks.\(getpid()).new"
+        unlinkat(fd, temporary, 0)
+        guard symlinkat(target, fd, temporary) == 0 else {
+            throw ContainerError(
+                "cannot link \(container(group: group))/AssetPacks: \(String(cString: strerror(errno)))")
+        }
+        guard renameat(fd, temporary, fd, "AssetPacks") == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlinkat(fd, temporary, 0)
+            throw ContainerError(
+                "cannot make \(container(group: group))/AssetPacks a link to the app's packs (\(reason)): it is a folder of the app's own; move it away, then `ba packs check \(app)`"
+            )
+        }
+    }
+}

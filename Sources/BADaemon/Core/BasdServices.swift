@@ -20,6 +20,7 @@ import Foundation
 /// | ``AppInstaller`` | install, update, simulate, content-request calls |
 /// | ``PeriodicScheduler`` | the scheduler's timer, per-app scheduling state, the call gates |
 /// | ``PurgeService`` | purgeable finished files, the free-space check |
+/// | ``PackService`` | asset packs: manifest checks, pack jobs, the switch to a new version, the `asset_pack` rows |
 /// | ``SettingsService`` | basd's settings file |
 ///
 /// All of them run on one serial ``ServiceExecutor`` and read time from one ``ServiceClock``.
@@ -57,6 +58,8 @@ final class BasdServices: @unchecked Sendable {
         /// `fetchCurrentDownloads` in an extension): the request carrying them stays well under the
         /// runner protocol's 4 MiB frame.
         var currentDownloadsLimit = 10_000
+        /// Chunk fetches each asset pack being installed keeps in flight.
+        var packFetchWindow = 16
     }
 
     let executor = ServiceExecutor()
@@ -98,10 +101,17 @@ final class BasdServices: @unchecked Sendable {
         extensions.delegate = self
         return extensions
     }()
+    private(set) lazy var packs: PackService = {
+        let packs = PackService(
+            store: store, containers: containers, configuration: configuration, executor: executor,
+            transfers: transfers, log: log)
+        packs.delegate = self
+        return packs
+    }()
     private(set) lazy var installer: AppInstaller = {
         let installer = AppInstaller(
             store: store, containers: containers, configuration: configuration, executor: executor,
-            delivery: delivery, extensions: extensions, transfers: transfers, log: log)
+            delivery: delivery, extensions: extensions, transfers: transfers, packs: packs, log: log)
         installer.delegate = self
         return installer
     }()
@@ -109,13 +119,13 @@ final class BasdServices: @unchecked Sendable {
         store: store, configuration: configuration, executor: executor,
         settings: { [unowned self] in self.settings.current },
         refreshSettings: { [unowned self] in self.settings.refresh(because: .schedulerLook) }, extensions: extensions,
-        delivery: delivery, purge: purge, transfers: transfers, installer: installer, log: log)
+        delivery: delivery, purge: purge, transfers: transfers, installer: installer, packs: packs, log: log)
     private(set) lazy var purge = PurgeService(
         store: store, containers: containers, configuration: configuration, executor: executor,
         settings: { [unowned self] in self.settings.current }, log: log)
     private(set) lazy var requests = RequestRouter(
         store: store, containers: containers, configuration: configuration, executor: executor, transfers: transfers,
-        delivery: delivery, installer: installer, scheduler: scheduler, purge: purge,
+        delivery: delivery, installer: installer, scheduler: scheduler, purge: purge, packs: packs,
         releaseMemorySoon: { [unowned self] in self.releaseMemorySoon() }, log: log)
     private let initialSettings: SettingsFile
 
@@ -140,6 +150,7 @@ final class BasdServices: @unchecked Sendable {
             _ = self.transfers
             _ = self.delivery
             _ = self.extensions
+            _ = self.packs
             _ = self.installer
             _ = self.scheduler
             _ = self.purge
@@ -162,6 +173,7 @@ final class BasdServices: @unchecked Sendable {
             } catch {
                 log("could not route the undelivered events: \(error)")
             }
+            packs.resume()
             scheduler.start()
         }
     }

@@ -187,6 +187,17 @@ final class EventRouter: @unchecked Sendable {
         }
     }
 
+    /// An asset pack's event: to the CLI observers (`ba events --follow`), never stored.
+    func sendPackEvent(_ event: PackEvent) {
+        guard !observers.isEmpty else { return }
+        do {
+            let frame = try DaemonProtocol.encode(ServerMessage.packEvent(event))
+            for session in observers.values { session.send(frame: frame) }
+        } catch {
+            log("could not encode a pack event of \(event.assetPackID): \(error.message)")
+        }
+    }
+
     /// Sends `event` to `sessions`, encoded once.
     func send(_ event: WireEvent, to sessions: some Collection<Session>) {
         guard !sessions.isEmpty else { return }

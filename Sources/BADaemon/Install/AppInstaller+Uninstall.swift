@@ -79,6 +79,7 @@ extension AppInstaller {
         // Those scheduled since the slices deleted the rest.
         let active = try store.activeDownloads(app: bundleIdentifier)
         transfers.drop(active)
+        packs.uninstall(bundleIdentifier)
         let app = try store.removeApp(bundleIdentifier)
         manifestRetries[bundleIdentifier] = nil
         let cancelledCount = cancelledBefore + active.count

@@ -1,6 +1,7 @@
 import BAAppBundle
 import BACore
 import BADaemonProtocol
+import BAPacks
 import BAStore
 import Foundation
 
@@ -34,7 +35,7 @@ enum ContentRequestKind: String, Sendable {
 /// Between calls it keeps only the content requests whose manifest fetch failed, to try again.
 ///
 /// It knows only the services below it, given in
-/// ``init(store:containers:configuration:executor:delivery:extensions:transfers:log:)``: the event
+/// ``init(store:containers:configuration:executor:delivery:extensions:transfers:packs:log:)``: the event
 /// router that keeps each app's extension slot, the extension caller, and the transfers. It asks
 /// and reports upward through its ``delegate``.
 final class AppInstaller: @unchecked Sendable {
@@ -52,6 +53,9 @@ final class AppInstaller: @unchecked Sendable {
     /// Manifests, allowances, and what a call's answer or an uninstall does to transfers (the
     /// ``TransferCoordinator``).
     let transfers: any InstallerTransfers
+    /// Asset packs: an install or update reads the download manifest and starts what its
+    /// policies call for (the ``PackService``).
+    let packs: PackService
     let log: @Sendable (String) -> Void
     /// Who keeps the call gates and the periodic runs (``BasdServices``, for the scheduler);
     /// weak, as it owns the installer.
@@ -66,8 +70,9 @@ final class AppInstaller: @unchecked Sendable {
     init(
         store: BAStore, containers: AppContainers, configuration: BasdServices.Configuration,
         executor: ServiceExecutor, delivery: any InstallerDelivery, extensions: any ExtensionCalling,
-        transfers: any InstallerTransfers, log: @escaping @Sendable (String) -> Void
+        transfers: any InstallerTransfers, packs: PackService, log: @escaping @Sendable (String) -> Void
     ) {
+        self.packs = packs
         self.store = store
         self.containers = containers
         self.executor = executor
@@ -162,10 +167,27 @@ final class AppInstaller: @unchecked Sendable {
             }
             kind = .update
         }
-        // A one-off event the installer triggered: like `ba simulate`, outside the daily runtime
-        // allowance (its runtime still counts) but under the per-call deadline. The switches,
-        // quarantine and the rest are `refusalToCall`'s: the report says which.
-        callContentRequest(kind, of: app, bypassAllowance: true, report: report) { reply(.extensionRun($0)) }
+        // Asset packs first: the manifest is read and essential and prefetch packs start before
+        // the extension is called, so both go on together; the report says if it failed.
+        let event: PackManifest.InstallationEvent = kind == .install ? .firstInstallation : .subsequentUpdate
+        packs.appInstalled(
+            app, hasPacks: bundle.hasManagedAssetPacks, publicKey: bundle.assetPackPublicKey, event: event
+        ) { [self, report] failure in
+            executor.async { [self] in
+                var report = report
+                report.packProblem = failure
+                if bundle.hasManagedAssetPacks { report.hasPacks = true }
+                guard app.extensionPath != nil || !bundle.hasManagedAssetPacks else {
+                    // An app with packs and no extension: nothing more to call.
+                    reply(.extensionRun(report))
+                    return
+                }
+                // A one-off event the installer triggered: like `ba simulate`, outside the daily
+                // runtime allowance (its runtime still counts) but under the per-call deadline. The
+                // switches, quarantine and the rest are `refusalToCall`'s: the report says which.
+                callContentRequest(kind, of: app, bypassAllowance: true, report: report) { reply(.extensionRun($0)) }
+            }
+        }
     }
 
     /// `simulate`: wakes the extension as if `event` had happened, outside the daily runtime

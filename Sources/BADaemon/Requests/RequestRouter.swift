@@ -21,6 +21,7 @@ final class RequestRouter: @unchecked Sendable {
     let installer: AppInstaller
     let scheduler: PeriodicScheduler
     let purge: PurgeService
+    let packs: PackService
     /// Returns free heap memory to the kernel soon (after a long listing).
     let releaseMemorySoon: @Sendable () -> Void
     let log: @Sendable (String) -> Void
@@ -29,7 +30,8 @@ final class RequestRouter: @unchecked Sendable {
     init(
         store: BAStore, containers: AppContainers, configuration: BasdServices.Configuration,
         executor: ServiceExecutor, transfers: TransferCoordinator, delivery: EventRouter, installer: AppInstaller,
-        scheduler: PeriodicScheduler, purge: PurgeService, releaseMemorySoon: @escaping @Sendable () -> Void,
+        scheduler: PeriodicScheduler, purge: PurgeService, packs: PackService,
+        releaseMemorySoon: @escaping @Sendable () -> Void,
         log: @escaping @Sendable (String) -> Void
     ) {
         self.store = store
@@ -41,6 +43,7 @@ final class RequestRouter: @unchecked Sendable {
         self.installer = installer
         self.scheduler = scheduler
         self.purge = purge
+        self.packs = packs
         self.releaseMemorySoon = releaseMemorySoon
         self.log = log
     }
@@ -121,6 +124,10 @@ final class RequestRouter: @unchecked Sendable {
             case .uninstallApp(let app, let keepData):
                 try require(.cli, client, request)
                 installer.uninstall(app, keepData: keepData, why: "ba uninstall", reply: reply)
+                return nil
+            case .packs(let command):
+                try require(.cli, client, request)
+                servePacks(command, reply: reply)
                 return nil
             case .purge(let dryRun):
                 // Walks the containers off the executor: answered later.
@@ -206,7 +213,7 @@ final class RequestRouter: @unchecked Sendable {
         case .lockStatus(let bundleIdentifier):
             try require(.cli, client, request)
             return .lock(try lockStatus(app: bundleIdentifier))
-        case .installApp, .simulate, .uninstallApp, .listDownloads, .purge:
+        case .installApp, .simulate, .uninstallApp, .listDownloads, .purge, .packs:
             throw Refusal(.internalError, "\(request.type) is answered later")
         case .listApps:
             try require(.cli, client, request)

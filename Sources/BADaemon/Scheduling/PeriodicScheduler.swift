@@ -12,7 +12,7 @@ import NIOCore
 /// checks free space.
 ///
 /// It is given what it needs in
-/// ``init(store:configuration:executor:settings:refreshSettings:extensions:delivery:purge:transfers:installer:log:)``:
+/// ``init(store:configuration:executor:settings:refreshSettings:extensions:delivery:purge:transfers:installer:packs:log:)``:
 /// the services below it (the event router, the purge service, the installer, the transfers, the
 /// extension caller). Those above ask it (``BasdServices``, as their delegate); it reports to nobody.
 final class PeriodicScheduler: @unchecked Sendable {
@@ -31,6 +31,8 @@ final class PeriodicScheduler: @unchecked Sendable {
     let purge: PurgeService
     let transfers: any SchedulerTransfers
     let installer: any SchedulerInstalling
+    /// Asset packs, whose manifests periodic runs check.
+    let packs: PackService
     let log: @Sendable (String) -> Void
     /// The scheduler's timer.
     private var timer: Scheduled<Void>?
@@ -44,9 +46,10 @@ final class PeriodicScheduler: @unchecked Sendable {
         store: BAStore, configuration: BasdServices.Configuration, executor: ServiceExecutor,
         settings: @escaping () -> BasdSettings, refreshSettings: @escaping () -> Void, extensions: any ExtensionCalling,
         delivery: EventRouter, purge: PurgeService, transfers: any SchedulerTransfers,
-        installer: any SchedulerInstalling,
+        installer: any SchedulerInstalling, packs: PackService,
         log: @escaping @Sendable (String) -> Void
     ) {
+        self.packs = packs
         self.store = store
         self.configuration = configuration
         self.executor = executor
@@ -315,6 +318,9 @@ final class PeriodicScheduler: @unchecked Sendable {
             runPeriodic(app)
         }
         delivery.schedulerTick()
+        if lowPowerMode == nil {
+            packs.checkDue(now: now, interval: settings.periodicMinimumIntervalSeconds)
+        }
         purge.checkFreeSpace()
         pruneHistory()
     }

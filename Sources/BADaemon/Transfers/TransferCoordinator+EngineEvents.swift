@@ -16,8 +16,8 @@ extension TransferCoordinator {
         // Once a quarter of the window has ended, the next queued downloads go to the engine.
         defer { perform(window.handle(.eventsHandled)) }
         for event in events {
-            if event.id.hasPrefix("manifest:") {
-                manifestFetches[event.id]?(event)
+            if event.id.hasPrefix("manifest:") || event.id.hasPrefix("pack:") {
+                sideFetches[event.id]?(event)
                 continue
             }
             // What the window learns needs no store write, so it is not held behind events the

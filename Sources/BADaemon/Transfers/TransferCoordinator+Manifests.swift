@@ -56,14 +56,14 @@ extension TransferCoordinator {
         }
         // The engine checks the URL (and the allow-list) before it connects, and every redirect hop.
         let allowList = app.launched ? nil : app.restrictions.domainAllowList
-        manifestFetches[id] = { [self] event in
+        sideFetches[id] = { [self] event in
             switch event {
             case .finished(_, let path, let size, _, _):
-                manifestFetches[id] = nil
+                sideFetches[id] = nil
                 chmod(path, 0o444)
                 done(.success(FetchedManifest(path: path, size: size)))
             case .failed(_, let error):
-                manifestFetches[id] = nil
+                sideFetches[id] = nil
                 unlink(destination)
                 unlink(destination + ".partial")
                 unlink(destination + ".partial.validator")
@@ -85,5 +85,78 @@ extension TransferCoordinator {
     struct ManifestFailure: Error, Sendable {
         var message: String
         init(_ message: String) { self.message = message }
+    }
+}
+
+// Asset-pack files (manifests, signatures, indexes, chunks), fetched through the engine (executor).
+extension TransferCoordinator {
+    /// A file the pack service asks for.
+    struct PackFetch: Sendable {
+        /// Unique among fetches in flight; the engine id is `pack:` + this.
+        var id: String
+        var url: String
+        var destination: String
+        /// The exact size, when the index gives it.
+        var expectedSize: Int64?
+        /// The most bytes accepted (a manifest or an index is small).
+        var byteLimit: Int64?
+        /// Essential fetches (manifests, indexes, an essential or requested pack's chunks) start
+        /// at once; the others queue with background downloads (the background concurrency) and
+        /// hold in Low Power Mode like them. Neither fails fast.
+        var essential: Bool
+    }
+
+    /// Fetches one file for the pack service: the URL rules, `allowedHosts`, TLS settings, proxies
+    /// and retries are any download's; before the app's first launch its allow-list applies.
+    /// Finished files are not fsynced (the pack service checks and copies them at once). `done`
+    /// runs on the executor with the file's path, or what failed.
+    func fetchPackFile(
+        _ fetch: PackFetch, for app: StoredApp, done: @escaping (Result<String, PackFetchFailure>) -> Void
+    ) {
+        let id = "pack:" + fetch.id
+        let destination = fetch.destination
+        sideFetches[id] = { [self] event in
+            switch event {
+            case .finished(_, let path, _, _, _):
+                sideFetches[id] = nil
+                done(.success(path))
+            case .failed(_, let error):
+                sideFetches[id] = nil
+                let partial = DownloadRequest.defaultPartialPath(for: destination)
+                unlink(partial)
+                unlink(partial + ".validator")
+                let code = DownloadFailure.stored(error)
+                done(
+                    .failure(
+                        PackFetchFailure(
+                            message: "\(code.message) (\(code.domain) \(code.code))", noSpace: error.code == .noSpace,
+                            httpStatus: error.httpStatus)))
+            case .needsCredentials:
+                engine.respond(to: id, with: .cancel)
+            default:
+                break
+            }
+        }
+        var request = DownloadRequest(
+            id: id, url: fetch.url, destination: destination, expectedSize: fetch.expectedSize,
+            byteLimit: fetch.byteLimit, priority: fetch.essential ? 900 : 100, isEssential: fetch.essential,
+            allowList: app.launched ? nil : app.restrictions.domainAllowList.map(HostAllowList.init), trust: trust)
+        request.durable = false
+        engine.add(request)
+    }
+
+    /// Stops a pack fetch (its partial file is removed); its `done` is never called.
+    func cancelPackFetch(_ id: String) {
+        guard sideFetches.removeValue(forKey: "pack:" + id) != nil else { return }
+        engine.cancel("pack:" + id)
+    }
+
+    /// Why a pack file could not be fetched.
+    struct PackFetchFailure: Error, Sendable {
+        var message: String
+        /// The disk is full: the fetch should wait for space, not fail the pack.
+        var noSpace: Bool
+        /// The server's status, when it answered with an error (404: the publish folder lacks the file).
+        var httpStatus: Int?
     }
 }

@@ -59,9 +59,9 @@ final class TransferCoordinator: @unchecked Sendable {
     /// What the engine last reported of each running transfer (a measure, not a place: listings
     /// and the progress records read it).
     var progress: [String: ProgressMark] = [:]
-    /// Manifest fetches in flight, by engine id (`manifest:UUID`): their engine events go here,
-    /// not to the store.
-    var manifestFetches: [String: (EngineEvent) -> Void] = [:]
+    /// Manifest and asset-pack fetches in flight, by engine id (`manifest:UUID`, `pack:…`): their
+    /// engine events go here, not to the store.
+    var sideFetches: [String: (EngineEvent) -> Void] = [:]
     /// The app groups whose transfer folders were checked (and legacy partial files removed)
     /// since basd started: once per group, not once per download.
     var preparedGroups: Set<String> = []

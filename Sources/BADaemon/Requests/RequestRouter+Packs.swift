@@ -1,0 +1,52 @@
+import BADaemonProtocol
+import Foundation
+
+// `ba packs …` (executor).
+extension RequestRouter {
+    func servePacks(_ command: PackCommand, reply: @escaping @Sendable (ServerMessage.Result) -> Void) {
+        func need(_ value: String?, _ what: String) -> String? {
+            if value == nil || value?.isEmpty == true {
+                reply(Refusal(.invalidRequest, "`packs \(command.action.rawValue)` needs \(what)").result)
+            }
+            return value
+        }
+        switch command.action {
+        case .list:
+            if let app = command.app, (try? store.app(app)) == nil {
+                reply(Refusal(.invalidRequest, "app \(app) is not registered with basd").result)
+                return
+            }
+            var problems: [String] = []
+            for (app, error) in packs.checkErrors(app: command.app).sorted(by: { $0.key < $1.key }) {
+                problems.append("\(app): \(error)")
+            }
+            reply(.packs(PackReport(packs: packs.listing(app: command.app), problems: problems)))
+        case .ensure:
+            guard let app = need(command.app, "an app"), let pack = need(command.pack, "a pack id") else { return }
+            packs.ensure(app: app, pack: pack, requireLatest: command.requireLatest ?? false, reply: reply)
+        case .remove:
+            guard let app = need(command.app, "an app"), let pack = need(command.pack, "a pack id") else { return }
+            reply(packs.remove(app: app, pack: pack))
+        case .verify:
+            guard let app = need(command.app, "an app") else { return }
+            packs.verify(app: app, repair: command.repair ?? false, reply: reply)
+        case .check:
+            guard let name = need(command.app, "an app") else { return }
+            guard let app = try? store.app(name), packs.hasPacks(name) else {
+                reply(
+                    Refusal(.invalidRequest, "\(name) is not registered with asset packs (BAHasManagedAssetPacks)")
+                        .result)
+                return
+            }
+            packs.check(app, trigger: .periodic) { [self] failure in
+                executor.async { [self] in
+                    if let failure {
+                        reply(Refusal(.invalidRequest, failure).result)
+                    } else {
+                        reply(.packs(PackReport(packs: packs.listing(app: name))))
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import BAPacks
+import BAStore
+import Foundation
+import Testing
+
+@testable import BADaemon
+
+/// `PackDecision` as a table: Apple's policies for each trigger, with and without a local
+/// version, and what happens to packs the manifest no longer lists.
+@Suite("asset pack decisions")
+struct PackDecisionTests {
+    typealias Policy = PackManifest.DownloadPolicy
+
+    struct Row: CustomStringConvertible {
+        var policy: Policy?
+        var server: Int?
+        var local: Int?
+        var requested = false
+        var trigger: PackDecision.Trigger
+        var expected: PackDecision.Action
+        var description: String {
+            "\(policy.map { "\($0)" } ?? "unlisted") server \(server ?? -1) local \(local ?? -1) \(trigger)"
+        }
+    }
+
+    static let both: Set<PackManifest.InstallationEvent> = [.firstInstallation, .subsequentUpdate]
+    static let first: Set<PackManifest.InstallationEvent> = [.firstInstallation]
+    static let update: Set<PackManifest.InstallationEvent> = [.subsequentUpdate]
+
+    static let rows: [Row] = [
+        // First installation: essential and prefetch of the event come, on-demand waits.
+        Row(
+            policy: .essential(both), server: 1, local: nil, trigger: .installation(.firstInstallation),
+            expected: .download(essential: true)),
+        Row(
+            policy: .essential(update), server: 1, local: nil, trigger: .installation(.firstInstallation),
+            expected: .none),
+        Row(
+            policy: .prefetch(first), server: 1, local: nil, trigger: .installation(.firstInstallation),
+            expected: .download(essential: false)),
+        Row(policy: .onDemand, server: 1, local: nil, trigger: .installation(.firstInstallation), expected: .none),
+        // Already current: nothing, whatever the policy.
+        Row(policy: .essential(both), server: 2, local: 2, trigger: .installation(.subsequentUpdate), expected: .none),
+        // Subsequent update: the event's essential packs block, local packs of other policies update in the background.
+        Row(
+            policy: .essential(both), server: 2, local: 1, trigger: .installation(.subsequentUpdate),
+            expected: .download(essential: true)),
+        Row(
+            policy: .essential(first), server: 2, local: 1, trigger: .installation(.subsequentUpdate),
+            expected: .download(essential: false)),
+        Row(
+            policy: .essential(first), server: 2, local: nil, trigger: .installation(.subsequentUpdate), expected: .none
+        ),
+        Row(
+            policy: .onDemand, server: 2, local: 1, trigger: .installation(.subsequentUpdate),
+            expected: .download(essential: false)),
+        Row(
+            policy: .prefetch(update), server: 1, local: nil, trigger: .installation(.subsequentUpdate),
+            expected: .download(essential: false)),
+        // Periodic: local ones update; install-time packs that never arrived are tried again; on-demand only if asked.
+        Row(policy: .onDemand, server: 3, local: 2, trigger: .periodic, expected: .download(essential: false)),
+        Row(policy: .onDemand, server: 3, local: 3, trigger: .periodic, expected: .none),
+        Row(policy: .onDemand, server: 3, local: nil, trigger: .periodic, expected: .none),
+        Row(
+            policy: .onDemand, server: 3, local: nil, requested: true, trigger: .periodic,
+            expected: .download(essential: false)),
+        Row(policy: .prefetch(first), server: 1, local: nil, trigger: .periodic, expected: .download(essential: false)),
+        Row(policy: .essential(update), server: 1, local: nil, trigger: .periodic, expected: .none),
+        // A request: at once if not local; an update only with requireLatest.
+        Row(
+            policy: .onDemand, server: 1, local: nil, trigger: .ensure(requireLatest: false),
+            expected: .download(essential: true)),
+        Row(policy: .onDemand, server: 2, local: 1, trigger: .ensure(requireLatest: false), expected: .none),
+        Row(
+            policy: .onDemand, server: 2, local: 1, trigger: .ensure(requireLatest: true),
+            expected: .download(essential: true)),
+        Row(policy: .onDemand, server: 2, local: 2, trigger: .ensure(requireLatest: true), expected: .none),
+        // No longer listed: a local version is obsolete; nothing local, the row goes.
+        Row(policy: nil, server: nil, local: 4, trigger: .periodic, expected: .removeObsolete),
+        Row(policy: nil, server: nil, local: nil, trigger: .installation(.subsequentUpdate), expected: .forget),
+    ]
+
+    @Test("each policy and trigger", arguments: rows)
+    func decide(_ row: Row) {
+        let action = PackDecision.action(
+            policy: row.policy, serverVersion: row.server, localVersion: row.local, requested: row.requested,
+            trigger: row.trigger)
+        #expect(action == row.expected, "\(row)")
+    }
+}
+
+/// For services tested alone that need a ``PackService`` and use no packs: every fetch fails.
+final class NoPackTransfers: PackTransfers {
+    func fetchPackFile(
+        _ fetch: TransferCoordinator.PackFetch, for app: StoredApp,
+        done: @escaping (Result<String, TransferCoordinator.PackFetchFailure>) -> Void
+    ) {
+        done(.failure(.init(message: "no pack fetches in this test", noSpace: false, httpStatus: nil)))
+    }
+    func cancelPackFetch(_ id: String) {}
+
+    /// A pack service that fetches nothing.
+    static func service(
+        store: BAStore, directory: String, configuration: BasdServices.Configuration, executor: ServiceExecutor
+    ) -> PackService {
+        PackService(
+            store: store, containers: AppContainers(stateDirectory: directory), configuration: configuration,
+            executor: executor, transfers: NoPackTransfers(), log: { _ in })
+    }
+}
