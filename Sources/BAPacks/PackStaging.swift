@@ -1,0 +1,437 @@
+import BADownloadEngine
+import Foundation
+
+/// Assembles one version of a pack in its staging folder, then makes it a complete version:
+/// `ROOT/.background-assets/packs/ID/N.staging` becomes `…/ID/N` (see ``PackInstallation`` for
+/// the layout and the switch).
+///
+/// Every chunk is checked against its SHA-256 before it is written, every file against its
+/// SHA-256 before the version is complete. Nothing is trusted from the disk: a resume (after
+/// `kill -9` or a power loss) keeps only the chunks that hash right. Below `ROOT` no symbolic
+/// link is followed: a link planted in the staging or version folders (by a process of the
+/// same user, such as a sandboxed app that may write only its own container) is an error or is
+/// removed as a link, never a way to write elsewhere.
+///
+/// Not thread-safe: use one object from one thread or serial queue at a time. Not `Sendable`:
+/// it keeps open descriptors and progress counters that only that one user touches.
+///
+/// ```swift
+/// let staging = try PackStaging(root: container, plan: PackPlan(target: v2, installed: v1))
+/// var needed = try staging.prepare()
+/// needed = try staging.copyFromInstalled(needed)
+/// for sha256 in needed { try frame(sha256).withUnsafeBytes { try staging.accept(sha256: sha256, frame: $0) } }
+/// try staging.finish()
+/// try PackInstallation.switchCurrent(root: container, id: v2.id, version: v2.version)
+/// ```
+package final class PackStaging {
+    /// The app's container.
+    package let root: String
+    /// What to assemble, and from where.
+    package let plan: PackPlan
+    /// Uncompressed bytes of the target's files already in place (each placement of a chunk
+    /// counts), out of `plan.totalBytes`: basd's progress.
+    package private(set) var bytesPresent: Int64 = 0
+    /// The chunks (SHA-256) not yet in place, after ``prepare()``.
+    package private(set) var needed: Set<String> = []
+
+    private enum State {
+        case created
+        case staging
+        /// The version folder is complete and verified.
+        case complete
+    }
+    private var state = State.created
+    private let paths: [[Substring]]
+    private let files: Set<String>
+    private let folders: Set<String>
+    private var id: String { plan.target.id }
+    private var versionName: String { "\(plan.target.version)" }
+    private var stagingName: String { "\(plan.target.version).staging" }
+    private var packsDisplay: String { root + "/" + PackInstallation.packsFolder(id: id) }
+    private var stagingDisplay: String { packsDisplay + "/" + stagingName }
+
+    private var packs: Descriptor?
+    private var staging: Descriptor?
+    /// Open staging files by index, and installed files by path; a bounded number, as a pack
+    /// may have more files than the process may open.
+    private var stagingFiles: [Int: Descriptor] = [:]
+    private var installedFiles: [String: Descriptor] = [:]
+    private static let openLimit = 64
+
+    /// A staging for `plan.target` in the container `root`. Touches no file.
+    ///
+    /// - Throws: ``PackError`` if the target index (or a path the plan reads from the installed
+    ///   version) is not safe to install: see ``PackIndex/checkInstallable()``.
+    package init(root: String, plan: PackPlan) throws(PackError) {
+        try plan.target.checkInstallable()
+        var paths: [[Substring]] = []
+        var folders: Set<String> = []
+        for file in plan.target.files {
+            let components = try PackIndex.checkPath(file.path, in: plan.target.id)
+            paths.append(components)
+            for end in components.indices.dropLast() {
+                folders.insert(components[...end].joined(separator: "/"))
+            }
+        }
+        for item in plan.items {
+            if case .installed(let path, _) = item.source { _ = try PackIndex.checkPath(path, in: plan.target.id) }
+        }
+        self.root = root
+        self.plan = plan
+        self.paths = paths
+        self.files = Set(plan.target.files.map(\.path))
+        self.folders = folders
+    }
+
+    /// Makes the staging folder ready and says which chunks are still needed.
+    ///
+    /// Creates `N.staging` and every file of the target (sparse, sized with `ftruncate`) if
+    /// absent. If it exists (a resume), keeps what is right: a chunk counts as present only if
+    /// every place it goes hashes right (a range that is all hole is missing without a read); a
+    /// chunk right in one place and wrong in another is copied over the wrong ones. Files of the
+    /// wrong size are truncated to their size; anything in staging not in the index is removed.
+    ///
+    /// If version `N` exists already (finished before a crash that came before the switch), it
+    /// is verified (every file's size and SHA-256): if right, nothing is needed, any staging is
+    /// removed and ``finish()`` has nothing to do; if wrong, it is removed and staged again
+    /// unless it is the current version, which is an error (it needs a repair, not an update).
+    ///
+    /// - Returns: the SHA-256s of the chunks still needed (also ``needed``).
+    /// - Throws: ``PackError`` on a link or a non-folder in a folder's place, or an I/O error.
+    package func prepare() throws(PackError) -> Set<String> {
+        stagingFiles = [:]
+        installedFiles = [:]
+        let packs = try PackInstallation.openPacks(root: root, id: id, create: true)
+        self.packs = packs
+        if let info = try PackFileSystem.status(versionName, in: packs, display: packsDisplay + "/" + versionName) {
+            if info.st_mode & S_IFMT == S_IFDIR, verifiedVersion(in: packs) {
+                try PackFileSystem.removeTree(stagingName, in: packs, display: stagingDisplay)
+                state = .complete
+                needed = []
+                bytesPresent = plan.totalBytes
+                return []
+            }
+            // A link that cannot be read counts as pointing here: never remove what may be current.
+            let current: Int?
+            do { current = try PackInstallation.current(root: root, id: id) } catch { current = plan.target.version }
+            if current == plan.target.version {
+                throw PackError(
+                    "version \(versionName) of pack \(id) is current but does not match its index; repair it")
+            }
+            try PackFileSystem.removeTree(versionName, in: packs, display: packsDisplay + "/" + versionName)
+        }
+        let staging = try PackFileSystem.openFolder(
+            stagingName, in: packs, create: true, writable: true, display: stagingDisplay)
+        self.staging = staging
+        try clean(staging, prefix: "")
+        for (index, file) in plan.target.files.enumerated() {
+            let parent = try PackFileSystem.openFolders(
+                paths[index].dropLast(), in: staging, create: true, writable: true, display: stagingDisplay)
+            let name = String(paths[index].last!)
+            let display = stagingDisplay + "/" + file.path
+            // A file made read-only by a finish() that a crash cut short gets its write bit back.
+            if let info = try PackFileSystem.status(name, in: parent, display: display),
+                info.st_mode & S_IFMT == S_IFREG, info.st_mode & S_IWUSR == 0,
+                let readOnly = try PackFileSystem.openFile(name, in: parent, flags: O_RDONLY, display: display)
+            {
+                guard fchmod(readOnly.fd, 0o644) == 0 else {
+                    throw PackError("cannot make \(display) writable: \(PackFileSystem.reason())")
+                }
+            }
+            guard
+                let descriptor = try PackFileSystem.openFile(
+                    name, in: parent, flags: O_RDWR | O_CREAT, display: display)
+            else { throw PackError("cannot create \(display)") }
+            var info = stat()
+            fstat(descriptor.fd, &info)
+            if Int64(info.st_size) != file.size {
+                guard ftruncate(descriptor.fd, off_t(file.size)) == 0 else {
+                    throw PackError("cannot size \(display) to \(file.size) bytes: \(PackFileSystem.reason())")
+                }
+            }
+            remember(index, descriptor)
+        }
+        try scan()
+        state = .staging
+        return needed
+    }
+
+    /// Takes `chunks` (SHA-256s, normally ``needed``) from the installed version where the plan
+    /// finds them (`…/packs/ID/OLD/PATH`, only read, so read-only files are fine): reads each at
+    /// its offset, checks its SHA-256 (the app or a disk may have changed the file) and writes
+    /// it to every place it goes.
+    ///
+    /// - Returns: the chunks that could not be taken from there, to fetch instead.
+    /// - Throws: ``PackError`` if a chunk is not the target's, or on an error writing staging.
+    package func copyFromInstalled(_ chunks: Set<String>) throws(PackError) -> Set<String> {
+        try requireStaging()
+        var left: Set<String> = []
+        for sha256 in chunks {
+            guard let index = plan.itemIndex(sha256) else {
+                throw PackError("chunk \(sha256) is not in version \(versionName) of pack \(id)")
+            }
+            guard needed.contains(sha256) else { continue }
+            let item = plan.items[index]
+            guard case .installed(let path, let offset) = item.source,
+                let bytes = readInstalled(path: path, offset: offset, length: item.chunk.length),
+                bytes.withUnsafeBytes({ SHA256Hasher.hex(of: $0) }) == sha256
+            else {
+                left.insert(sha256)
+                continue
+            }
+            try bytes.withBytes { bytes throws(PackError) in try place(index, bytes) }
+        }
+        return left
+    }
+
+    /// Takes a downloaded chunk: decompresses its zstd `frame` (to the length the index gives),
+    /// checks the SHA-256 of the bytes against `sha256`, and writes them to every place the
+    /// chunk goes.
+    ///
+    /// - Throws: ``PackError`` naming the chunk if it is not the target's, or the frame is
+    ///   damaged or holds other bytes; then nothing is written.
+    package func accept(sha256: String, frame: UnsafeRawBufferPointer) throws(PackError) {
+        try requireStaging()
+        guard let index = plan.itemIndex(sha256) else {
+            throw PackError("chunk \(sha256) is not in version \(versionName) of pack \(id)")
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = try Zstd.decompress(frame, length: plan.items[index].chunk.length)
+        } catch {
+            throw PackError("chunk \(sha256) of pack \(id): \(error)")
+        }
+        let actual = bytes.withUnsafeBytes { SHA256Hasher.hex(of: $0) }
+        guard actual == sha256 else {
+            throw PackError(
+                "chunk \(sha256) of pack \(id) arrived with other bytes (SHA-256 \(actual)); fetch it again")
+        }
+        try bytes.withBytes { bytes throws(PackError) in try place(index, bytes) }
+    }
+
+    /// Makes the staging folder version `N`: checks every file's size and SHA-256, makes it
+    /// read-only (its mode without write bits: 0644 → 0444, 0755 → 0555) and `fsync`s it, then
+    /// each folder (0555, after its contents), then renames `N.staging` to `N` and `fsync`s
+    /// `packs/ID`. Does nothing if ``prepare()`` found version `N` complete already.
+    ///
+    /// - Throws: ``PackError`` if chunks are still needed, naming a file that does not match
+    ///   its index (call ``prepare()`` again: it finds the damaged chunks), or on an I/O error.
+    package func finish() throws(PackError) {
+        if state == .complete { return }
+        try requireStaging()
+        guard needed.isEmpty else {
+            throw PackError("\(needed.count) chunks of version \(versionName) of pack \(id) are still needed")
+        }
+        guard let packs, let staging else { throw PackError("prepare() first") }
+        stagingFiles = [:]
+        installedFiles = [:]
+        for (index, file) in plan.target.files.enumerated() {
+            let display = stagingDisplay + "/" + file.path
+            let parent = try PackFileSystem.openFolders(paths[index].dropLast(), in: staging, display: stagingDisplay)
+            guard
+                let descriptor = try PackFileSystem.openFile(
+                    String(paths[index].last!), in: parent, flags: O_RDONLY, display: display)
+            else { throw PackError("\(display) is missing") }
+            guard try Self.matches(descriptor, file, display: display) else {
+                throw PackError("\(display) does not match its size and SHA-256 in the index; prepare() again")
+            }
+            guard fchmod(descriptor.fd, mode_t(file.mode & 0o555)) == 0 else {
+                throw PackError("cannot make \(display) read-only: \(PackFileSystem.reason())")
+            }
+            try PackFileSystem.sync(descriptor, display: display)
+        }
+        // Deepest folders first, so each is read-only only after its contents are.
+        let deepestFirst = folders.sorted {
+            ($0.split(separator: "/").count, $0) > ($1.split(separator: "/").count, $1)
+        }
+        for folder in deepestFirst {
+            let display = stagingDisplay + "/" + folder
+            let descriptor = try PackFileSystem.openFolders(
+                folder.split(separator: "/"), in: staging, display: stagingDisplay)
+            guard fchmod(descriptor.fd, 0o555) == 0 else {
+                throw PackError("cannot make \(display) read-only: \(PackFileSystem.reason())")
+            }
+            try PackFileSystem.sync(descriptor, display: display)
+        }
+        guard fchmod(staging.fd, 0o555) == 0 else {
+            throw PackError("cannot make \(stagingDisplay) read-only: \(PackFileSystem.reason())")
+        }
+        try PackFileSystem.sync(staging, display: stagingDisplay)
+        guard renameat(packs.fd, stagingName, packs.fd, versionName) == 0 else {
+            throw PackError("cannot rename \(stagingDisplay) to \(versionName): \(PackFileSystem.reason())")
+        }
+        try PackFileSystem.sync(packs, display: packsDisplay)
+        self.staging = nil
+        state = .complete
+    }
+
+    // MARK: - Inside
+
+    private func requireStaging() throws(PackError) {
+        guard state == .staging else {
+            throw PackError(
+                state == .created ? "prepare() the staging of pack \(id) first" : "version \(versionName) is complete")
+        }
+    }
+
+    /// Removes what is in staging but not in the index; a link where the index has a path is refused.
+    private func clean(_ folder: Descriptor, prefix: String) throws(PackError) {
+        let shown = prefix.isEmpty ? stagingDisplay : stagingDisplay + "/" + prefix
+        for name in try PackFileSystem.names(in: folder, display: shown) {
+            let path = prefix.isEmpty ? name : prefix + "/" + name
+            let display = stagingDisplay + "/" + path
+            guard let info = try PackFileSystem.status(name, in: folder, display: display) else { continue }
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR where folders.contains(path):
+                try clean(
+                    try PackFileSystem.openFolder(name, in: folder, writable: true, display: display), prefix: path)
+            case S_IFREG where files.contains(path):
+                continue
+            case S_IFLNK where files.contains(path) || folders.contains(path):
+                throw PackError("\(display) is a symbolic link; refused (remove the staging folder)")
+            default:
+                try PackFileSystem.removeTree(name, in: folder, display: display)
+            }
+        }
+    }
+
+    /// Which chunks are in place: reads and hashes every placement that is not a hole.
+    private func scan() throws(PackError) {
+        needed = []
+        bytesPresent = 0
+        let largest = plan.items.map(\.chunk.length).max() ?? 0
+        var buffer = [UInt8](repeating: 0, count: largest)
+        for item in plan.items {
+            let length = item.chunk.length
+            var good: [UInt8]?
+            var bad: [PackPlan.Placement] = []
+            for placement in item.placements {
+                let file = try stagingFile(placement.file)
+                let display = stagingDisplay + "/" + plan.target.files[placement.file].path
+                let right = try buffer.withMutableBytes { whole throws(PackError) -> Bool in
+                    let bytes = UnsafeMutableRawBufferPointer(rebasing: whole[0..<length])
+                    guard !PackFileSystem.isHole(file, offset: placement.offset, length: length),
+                        try PackFileSystem.readFully(file, into: bytes, at: placement.offset, display: display)
+                    else { return false }
+                    return SHA256Hasher.hex(of: UnsafeRawBufferPointer(bytes)) == item.chunk.sha256
+                }
+                if !right {
+                    bad.append(placement)
+                } else if good == nil {
+                    good = Array(buffer[0..<length])
+                }
+            }
+            if let good {
+                bytesPresent += Int64(length) * Int64(item.placements.count)
+                for placement in bad { try write(good, at: placement) }
+            } else {
+                needed.insert(item.chunk.sha256)
+            }
+        }
+    }
+
+    /// Writes a verified chunk to every place it goes, and counts it present.
+    private func place(_ index: Int, _ bytes: UnsafeRawBufferPointer) throws(PackError) {
+        let item = plan.items[index]
+        for placement in item.placements {
+            let display = stagingDisplay + "/" + plan.target.files[placement.file].path
+            try PackFileSystem.writeFully(
+                try stagingFile(placement.file), bytes, at: placement.offset, display: display)
+        }
+        if needed.remove(item.chunk.sha256) != nil {
+            bytesPresent += Int64(item.chunk.length) * Int64(item.placements.count)
+        }
+    }
+
+    private func write(_ bytes: [UInt8], at placement: PackPlan.Placement) throws(PackError) {
+        let display = stagingDisplay + "/" + plan.target.files[placement.file].path
+        let file = try stagingFile(placement.file)
+        try bytes.withBytes { bytes throws(PackError) in
+            try PackFileSystem.writeFully(file, bytes, at: placement.offset, display: display)
+        }
+    }
+
+    /// Staging file `index`, opened read-write without following links.
+    private func stagingFile(_ index: Int) throws(PackError) -> Descriptor {
+        if let open = stagingFiles[index] { return open }
+        guard let staging else { throw PackError("prepare() the staging of pack \(id) first") }
+        let display = stagingDisplay + "/" + plan.target.files[index].path
+        let parent = try PackFileSystem.openFolders(paths[index].dropLast(), in: staging, display: stagingDisplay)
+        guard
+            let descriptor = try PackFileSystem.openFile(
+                String(paths[index].last!), in: parent, flags: O_RDWR, display: display)
+        else { throw PackError("\(display) is missing") }
+        remember(index, descriptor)
+        return descriptor
+    }
+
+    private func remember(_ index: Int, _ descriptor: Descriptor) {
+        if stagingFiles.count >= Self.openLimit { stagingFiles = [:] }
+        stagingFiles[index] = descriptor
+    }
+
+    /// `length` bytes of the installed version's file at `path`, or nil if they cannot be read
+    /// (gone, a link, short, an I/O error): then the chunk is fetched instead.
+    private func readInstalled(path: String, offset: Int64, length: Int) -> [UInt8]? {
+        guard let installed = plan.installedVersion, let packs else { return nil }
+        let display = packsDisplay + "/\(installed)/" + path
+        let file: Descriptor
+        if let open = installedFiles[path] {
+            file = open
+        } else {
+            guard
+                let parent = try? PackFileSystem.openFolders(
+                    ["\(installed)"] + path.split(separator: "/").dropLast(), in: packs, display: packsDisplay),
+                let opened = try? PackFileSystem.openFile(
+                    String(path.split(separator: "/").last!), in: parent, flags: O_RDONLY, display: display)
+            else { return nil }
+            if installedFiles.count >= Self.openLimit { installedFiles = [:] }
+            installedFiles[path] = opened
+            file = opened
+        }
+        var bytes = [UInt8](repeating: 0, count: length)
+        let read = bytes.withUnsafeMutableBytes { bytes in
+            (try? PackFileSystem.readFully(file, into: bytes, at: offset, display: display)) ?? false
+        }
+        return read ? bytes : nil
+    }
+
+    /// Whether version `N`'s folder holds every file of the index with its size and SHA-256.
+    private func verifiedVersion(in packs: Descriptor) -> Bool {
+        let display = packsDisplay + "/" + versionName
+        guard let version = try? PackFileSystem.openFolder(versionName, in: packs, display: display) else {
+            return false
+        }
+        for (index, file) in plan.target.files.enumerated() {
+            guard let parent = try? PackFileSystem.openFolders(paths[index].dropLast(), in: version, display: display),
+                let opened = try? PackFileSystem.openFile(
+                    String(paths[index].last!), in: parent, flags: O_RDONLY, display: display),
+                (try? Self.matches(opened, file, display: display)) == true
+            else { return false }
+        }
+        return true
+    }
+
+    /// Whether the open file has the size and SHA-256 the index gives.
+    static func matches(_ descriptor: Descriptor, _ file: PackIndex.File, display: String) throws(PackError) -> Bool {
+        var info = stat()
+        guard fstat(descriptor.fd, &info) == 0, Int64(info.st_size) == file.size else { return false }
+        let hasher = SHA256Hasher()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: Int64 = 0
+        while offset < file.size {
+            let count = Int(min(Int64(buffer.count), file.size - offset))
+            let read = try buffer.withMutableBytes { whole throws(PackError) -> Bool in
+                let bytes = UnsafeMutableRawBufferPointer(rebasing: whole[0..<count])
+                guard try PackFileSystem.readFully(descriptor, into: bytes, at: offset, display: display) else {
+                    return false
+                }
+                hasher.update(UnsafeRawBufferPointer(bytes))
+                return true
+            }
+            guard read else { return false }
+            offset += Int64(count)
+        }
+        return hasher.finalizeHex() == file.sha256
+    }
+}
