@@ -123,6 +123,7 @@ struct PackAssemblyTests {
         // Preparing a finished version again finds it complete: nothing needed, nothing to do.
         let again = try PackStaging(root: world.root, plan: plan)
         #expect(try again.prepare().isEmpty && again.bytesPresent == plan.totalBytes)
+        #expect(try again.copyFromInstalled(Set(plan.fetch.map(\.sha256))).isEmpty)
         try again.finish()
     }
 
@@ -195,6 +196,9 @@ struct PackAssemblyTests {
         try handle.close()
         // A file cut short is set back to its size; its lost chunks are needed again.
         #expect(truncate(world.packs + "/1.staging/intro.bin", 100) == 0)
+        // As a finish() cut short by a crash leaves them: read-only files and folders.
+        chmod(world.packs + "/1.staging/Levels/sub/b.bin", 0o555)
+        chmod(world.packs + "/1.staging/Levels/sub", 0o555)
         #expect(FileManager.default.createFile(atPath: world.packs + "/1.staging/stray.bin", contents: Data([1])))
         let third = try PackStaging(root: world.root, plan: plan)
         let intro = try #require(v1.files.first { $0.path == "intro.bin" })
