@@ -36,7 +36,8 @@ extension PackIndex {
                     throw PackError("the index of \(id) has a malformed chunk in \"\(file.path)\"")
                 }
                 if let known = lengths.updateValue(chunk.length, forKey: chunk.sha256), known != chunk.length {
-                    throw PackError("the index of \(id) gives chunk \(chunk.sha256) two lengths, \(known) and \(chunk.length)")
+                    throw PackError(
+                        "the index of \(id) gives chunk \(chunk.sha256) two lengths, \(known) and \(chunk.length)")
                 }
                 sum += Int64(chunk.length)
             }
@@ -68,7 +69,8 @@ extension PackIndex {
     private static func isSHA256(_ text: String) -> Bool {
         text.utf8.count == 64
             && text.utf8.allSatisfy {
-                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
             }
     }
 }

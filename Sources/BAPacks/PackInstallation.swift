@@ -53,9 +53,9 @@ package enum PackInstallation {
     /// - Throws: ``PackError`` if the version is not on disk, or `AssetPacks/ID` is a folder.
     package static func switchCurrent(root: String, id: String, version: Int) throws(PackError) {
         try checkID(id)
-        let packs = try openPacks(root: root, id: id, create: false)
         let versionDisplay = root + "/" + packsFolder(id: id) + "/\(version)"
-        guard let info = try PackFileSystem.status("\(version)", in: packs, display: versionDisplay),
+        guard let packs = try openPacksIfPresent(root: root, id: id),
+            let info = try PackFileSystem.status("\(version)", in: packs, display: versionDisplay),
             info.st_mode & S_IFMT == S_IFDIR
         else { throw PackError("version \(version) of pack \(id) is not complete on disk (\(versionDisplay))") }
         let rootFolder = try PackFileSystem.openRoot(root)
@@ -68,7 +68,8 @@ package enum PackInstallation {
         guard renameat(links.fd, temporary, links.fd, id) == 0 else {
             let reason = PackFileSystem.reason()
             unlinkat(links.fd, temporary, 0)
-            throw PackError("cannot switch \(display)/\(id) to version \(version): \(reason) (is it a folder? remove it)")
+            throw PackError(
+                "cannot switch \(display)/\(id) to version \(version): \(reason) (is it a folder? remove it)")
         }
         try PackFileSystem.sync(links, display: display)
     }

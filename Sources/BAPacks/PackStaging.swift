@@ -161,9 +161,12 @@ package final class PackStaging {
     /// its offset, checks its SHA-256 (the app or a disk may have changed the file) and writes
     /// it to every place it goes.
     ///
+    /// Once the version is complete (``prepare()`` found it so), nothing is needed: returns empty.
+    ///
     /// - Returns: the chunks that could not be taken from there, to fetch instead.
     /// - Throws: ``PackError`` if a chunk is not the target's, or on an error writing staging.
     package func copyFromInstalled(_ chunks: Set<String>) throws(PackError) -> Set<String> {
+        if state == .complete { return [] }
         try requireStaging()
         var left: Set<String> = []
         for sha256 in chunks {
@@ -186,11 +189,12 @@ package final class PackStaging {
 
     /// Takes a downloaded chunk: decompresses its zstd `frame` (to the length the index gives),
     /// checks the SHA-256 of the bytes against `sha256`, and writes them to every place the
-    /// chunk goes.
+    /// chunk goes. Once the version is complete, a frame is ignored.
     ///
     /// - Throws: ``PackError`` naming the chunk if it is not the target's, or the frame is
     ///   damaged or holds other bytes; then nothing is written.
     package func accept(sha256: String, frame: UnsafeRawBufferPointer) throws(PackError) {
+        if state == .complete { return }
         try requireStaging()
         guard let index = plan.itemIndex(sha256) else {
             throw PackError("chunk \(sha256) is not in version \(versionName) of pack \(id)")
@@ -203,7 +207,8 @@ package final class PackStaging {
         }
         let actual = bytes.withUnsafeBytes { SHA256Hasher.hex(of: $0) }
         guard actual == sha256 else {
-            throw PackError("chunk \(sha256) of pack \(id) arrived with other bytes (SHA-256 \(actual)); fetch it again")
+            throw PackError(
+                "chunk \(sha256) of pack \(id) arrived with other bytes (SHA-256 \(actual)); fetch it again")
         }
         try bytes.withBytes { bytes throws(PackError) in try place(index, bytes) }
     }
@@ -240,7 +245,9 @@ package final class PackStaging {
             try PackFileSystem.sync(descriptor, display: display)
         }
         // Deepest folders first, so each is read-only only after its contents are.
-        let deepestFirst = folders.sorted { ($0.split(separator: "/").count, $0) > ($1.split(separator: "/").count, $1) }
+        let deepestFirst = folders.sorted {
+            ($0.split(separator: "/").count, $0) > ($1.split(separator: "/").count, $1)
+        }
         for folder in deepestFirst {
             let display = stagingDisplay + "/" + folder
             let descriptor = try PackFileSystem.openFolders(
@@ -332,7 +339,8 @@ package final class PackStaging {
         let item = plan.items[index]
         for placement in item.placements {
             let display = stagingDisplay + "/" + plan.target.files[placement.file].path
-            try PackFileSystem.writeFully(try stagingFile(placement.file), bytes, at: placement.offset, display: display)
+            try PackFileSystem.writeFully(
+                try stagingFile(placement.file), bytes, at: placement.offset, display: display)
         }
         if needed.remove(item.chunk.sha256) != nil {
             bytesPresent += Int64(item.chunk.length) * Int64(item.placements.count)
