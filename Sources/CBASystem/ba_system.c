@@ -332,3 +332,11 @@ void ba_sys_start_writeback(int fd, int64_t offset, int64_t length) {
 }
 
 int ba_sys_malloc_trim(void) { return malloc_trim(0); }
+
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+int ba_sys_rename_exchange(int old_dir, const char *old_name, int new_dir, const char *new_name) {
+    return (int)syscall(SYS_renameat2, old_dir, old_name, new_dir, new_name, RENAME_EXCHANGE);
+}

@@ -372,16 +372,19 @@ extension PackService {
             executor.async { [self] in
                 guard live(job) else { return }
                 job.inFlight[unit.key] = nil
-                let largest = unit.chunks.map(\.0.length).max() ?? 0
                 switch result {
-                case .failure
-                where ((try? freeSpace(containers.packRoot(app: job.key.app))) ?? .max) < Int64(largest) * 2:
+                case .failure(let error) where Self.isNoSpace(error):
                     // The disk filled up under the staging folder: wait for space, then fetch it again.
                     waitForSpace(job, refetch: unit)
-                case .failure(let error):
+                case .failure(let error) where error.description.hasPrefix("chunk "):
                     fail(
                         job,
                         "the CDN served a bad chunk in \(unit.path) for version \(job.entry.version): \(error); version \(job.entry.version) is not installed, the local one stays"
+                    )
+                case .failure(let error):
+                    fail(
+                        job,
+                        "version \(job.entry.version) could not be assembled from \(unit.path): \(error); the local one stays"
                     )
                 case .success(let present):
                     job.bytesPresent = present
@@ -391,6 +394,12 @@ extension PackService {
                 }
             }
         }
+    }
+
+    /// Whether writing failed for want of space (`ENOSPC`, `EDQUOT`: the staging folder's file
+    /// system or quota is full), which waits, rather than for bad bytes, which fails.
+    static func isNoSpace(_ error: PackError) -> Bool {
+        [ENOSPC, EDQUOT].contains { error.description.contains(String(cString: strerror($0))) }
     }
 
     private func progress(_ job: PackJob) {

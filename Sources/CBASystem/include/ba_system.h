@@ -161,4 +161,9 @@ int ba_sys_landlock_abi(void);
 /// The corresponding C function is `malloc_trim`.
 int ba_sys_malloc_trim(void);
 
+/// Swaps two names in one step (`renameat2` with `RENAME_EXCHANGE`): both must exist; a reader
+/// sees either the old pair or the new one. 0 on success, -1 with `errno` set (`EINVAL` where the
+/// file system cannot). The corresponding C function is `renameat2`.
+int ba_sys_rename_exchange(int old_dir, const char *old_name, int new_dir, const char *new_name);
+
 #endif
