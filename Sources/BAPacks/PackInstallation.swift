@@ -128,6 +128,14 @@ package enum PackInstallation {
     }
 
     /// Removes the staging folder of version `version` of pack `id` (absent is fine).
+    /// Removes `N.replaced`, the damaged copy a repair swapped out (``PackStaging/repair``).
+    package static func removeReplaced(root: String, id: String, version: Int) throws(PackError) {
+        try checkID(id)
+        guard let packs = try openPacksIfPresent(root: root, id: id) else { return }
+        try PackFileSystem.removeTree(
+            "\(version).replaced", in: packs, display: root + "/" + packsFolder(id: id) + "/\(version).replaced")
+    }
+
     package static func removeStaging(root: String, id: String, version: Int) throws(PackError) {
         try checkID(id)
         guard let packs = try openPacksIfPresent(root: root, id: id) else { return }

@@ -1,4 +1,5 @@
 import BADownloadEngine
+internal import CBASystem
 import Foundation
 
 /// Assembles one version of a pack in its staging folder, then makes it a complete version:
@@ -33,6 +34,12 @@ package final class PackStaging {
     package private(set) var bytesPresent: Int64 = 0
     /// The chunks (SHA-256) not yet in place, after ``prepare()``.
     package private(set) var needed: Set<String> = []
+    /// A repair: version `N` is current and damaged. It is staged again beside itself (the plan
+    /// takes every chunk that still hashes right from it), and ``finish()`` swaps the two folders
+    /// in one step (`renameat2`'s `RENAME_EXCHANGE`): a reader sees the damaged version or the
+    /// repaired one, never neither. The damaged one is left as `N.replaced` for
+    /// ``PackInstallation/removeReplaced(root:id:version:)`` once nothing holds it.
+    package var repair = false
 
     private enum State {
         case created
@@ -103,7 +110,9 @@ package final class PackStaging {
         installedFiles = [:]
         let packs = try PackInstallation.openPacks(root: root, id: id, create: true)
         self.packs = packs
-        if let info = try PackFileSystem.status(versionName, in: packs, display: packsDisplay + "/" + versionName) {
+        if !repair,
+            let info = try PackFileSystem.status(versionName, in: packs, display: packsDisplay + "/" + versionName)
+        {
             if info.st_mode & S_IFMT == S_IFDIR, verifiedVersion(in: packs) {
                 try PackFileSystem.removeTree(stagingName, in: packs, display: stagingDisplay)
                 state = .complete
@@ -261,8 +270,23 @@ package final class PackStaging {
             throw PackError("cannot make \(stagingDisplay) read-only: \(PackFileSystem.reason())")
         }
         try PackFileSystem.sync(staging, display: stagingDisplay)
-        guard renameat(packs.fd, stagingName, packs.fd, versionName) == 0 else {
-            throw PackError("cannot rename \(stagingDisplay) to \(versionName): \(PackFileSystem.reason())")
+        if repair {
+            // The repaired folder takes the damaged one's name in one step; the damaged one then
+            // leaves the staging name for `N.replaced` (a replaced one left before goes first).
+            guard ba_sys_rename_exchange(packs.fd, stagingName, packs.fd, versionName) == 0 else {
+                throw PackError(
+                    "cannot swap \(stagingDisplay) with version \(versionName): \(PackFileSystem.reason()) (the file system must support renameat2's RENAME_EXCHANGE)"
+                )
+            }
+            let replaced = versionName + ".replaced"
+            try PackFileSystem.removeTree(replaced, in: packs, display: packsDisplay + "/" + replaced)
+            guard renameat(packs.fd, stagingName, packs.fd, replaced) == 0 else {
+                throw PackError("cannot rename the replaced \(stagingDisplay) to \(replaced): \(PackFileSystem.reason())")
+            }
+        } else {
+            guard renameat(packs.fd, stagingName, packs.fd, versionName) == 0 else {
+                throw PackError("cannot rename \(stagingDisplay) to \(versionName): \(PackFileSystem.reason())")
+            }
         }
         try PackFileSystem.sync(packs, display: packsDisplay)
         self.staging = nil

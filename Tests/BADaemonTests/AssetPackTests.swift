@@ -392,6 +392,56 @@ struct AssetPackTests {
         #expect(Self.same(PackFixture.packPath(daemon, "base") + "/base/shared.bin", shared))
         #expect(Self.same(PackFixture.packPath(daemon, "extras") + "/extras/shared.bin", shared))
     }
+
+    @Test("ba packs verify finds a damaged file; --repair fetches only its bad chunk and swaps the version in whole")
+    func verifyAndRepair() async throws {
+        let fixture = try await PackFixture.make()
+        defer { fixture.remove() }
+        let big = PackFixture.random(3 << 20, seed: 31)
+        let small = PackFixture.random(200_000, seed: 32)
+        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["big.bin": big, "small.bin": small])
+        try await fixture.publish(["base"], version: 1)
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        let clean = try await runProcess(ba, ["packs", "verify", PackFixture.app, "--socket", daemon.socketPath])
+        #expect(clean.status == 0, "\(clean.stdout)\(clean.stderr)")
+        #expect(clean.stdout.contains("every file matches its index"), "\(clean.stdout)")
+
+        // A byte of the big file changes on disk (the app made it writable again).
+        let path = PackFixture.packPath(daemon, "base") + "/base/big.bin"
+        #expect(chmod(path, 0o644) == 0)
+        let fd = open(path, O_WRONLY)
+        var byte: UInt8 = 0x5A
+        #expect(pwrite(fd, &byte, 1, 1_500_000) == 1)
+        close(fd)
+        // A reader holds the damaged file open through the repair.
+        let held = open(path, O_RDONLY)
+        defer { close(held) }
+        let found = try await runProcess(ba, ["packs", "verify", PackFixture.app, "--socket", daemon.socketPath])
+        #expect(found.status == 43, "\(found.stdout)\(found.stderr)")
+        #expect(found.stdout.contains("base 1: base/big.bin"), "\(found.stdout)")
+
+        let before = fixture.server.requests.count
+        let repair = try await runProcess(
+            ba, ["packs", "verify", PackFixture.app, "--repair", "--socket", daemon.socketPath])
+        #expect(repair.status == 0, "\(repair.stdout)\(repair.stderr)")
+        _ = try await fixture.waitForPacks(daemon, "the repair to end") {
+            ($0["base"]?["status"] as? String)?.contains("downloading") == false
+        }
+        #expect(Self.same(path, big))
+        #expect(Self.same(PackFixture.packPath(daemon, "base") + "/base/small.bin", small))
+        let again = try await runProcess(ba, ["packs", "verify", PackFixture.app, "--socket", daemon.socketPath])
+        #expect(again.status == 0, "\(again.stdout)\(again.stderr)\n\(daemon.standardError)")
+        // Only the damaged chunk was fetched, not a bundle.
+        let fetched = fixture.chunkBytes(from: before)
+        #expect(fetched.requests >= 1 && fetched.requests <= 2, "\(fetched)")
+        #expect(!fixture.server.requests.dropFirst(before).contains { $0.path.hasSuffix(".bundle") })
+        // The reader still reads the damaged copy it opened; it goes once closed.
+        var first: UInt8 = 0
+        #expect(pread(held, &first, 1, 1_500_000) == 1 && first == 0x5A)
+    }
 }
 
 /// Reads a pack's files a round at a time through one directory descriptor opened on the link

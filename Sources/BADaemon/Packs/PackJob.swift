@@ -225,6 +225,7 @@ extension PackService {
             do throws(PackError) {
                 let plan = PackPlan(target: index, installed: installed)
                 let staging = try PackStaging(root: root, plan: plan)
+                staging.repair = job.repair
                 var needed = try staging.prepare()
                 needed = try staging.copyFromInstalled(needed)
                 result = .success((PackJob.StagingBox(staging), needed, plan))
@@ -448,6 +449,7 @@ extension PackService {
                     row.target = nil
                     row.failure = nil
                     save(row)
+                    if job.repair { removeWhenFree(job.key, version: version, replaced: true) }
                     if let previous, previous != version {
                         removeWhenFree(job.key, version: previous)
                         try? FileManager.default.removeItem(

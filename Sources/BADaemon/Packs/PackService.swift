@@ -69,6 +69,7 @@ final class PackService: @unchecked Sendable {
     struct HeldVersion: Hashable, Sendable {
         var key: Key
         var version: Int
+        var replaced = false
     }
 
     init(
@@ -164,7 +165,8 @@ final class PackService: @unchecked Sendable {
             }
             if let target = row.target.flatMap(Self.decodeEntry), let app = try? store.app(row.appIdentifier) {
                 log("asset pack \(key): resuming version \(target.version)")
-                startJob(key, app: app, entry: target, essential: false)
+                // The local version as the target: a repair that was under way.
+                startJob(key, app: app, entry: target, essential: false, repair: target.version == linked)
             }
         }
     }
@@ -486,11 +488,16 @@ final class PackService: @unchecked Sendable {
                         guard var row = (try? store.packs(app: name))?.first(where: { $0.packID == pack }),
                             let entry = row.entry.flatMap(Self.decodeEntry), row.localVersion != nil
                         else { continue }
-                        log("asset pack \(pack) of \(name): damaged; downloading version \(entry.version) again")
-                        // The damaged version stays readable until the repaired one replaces it.
+                        // The damaged version stays readable until the repaired one replaces it; a
+                        // newer version on the server replaces it as an update does (checking what it reuses).
+                        let repair = entry.version == row.localVersion
+                        log(
+                            "asset pack \(pack) of \(name): damaged; \(repair ? "assembling version \(entry.version) again" : "updating to version \(entry.version)")"
+                        )
+                        stopJob(Key(app: name, pack: pack))
                         row.target = Self.encode(entry)
                         save(row)
-                        startJob(Key(app: name, pack: pack), app: app, entry: entry, essential: true, repair: true)
+                        startJob(Key(app: name, pack: pack), app: app, entry: entry, essential: true, repair: repair)
                     }
                 }
                 reply(.packs(PackReport(packs: listing(app: name), problems: problems)))
@@ -598,25 +605,31 @@ final class PackService: @unchecked Sendable {
         }
     }
 
-    /// Removes a version that is no longer current once no process holds a file in it.
-    func removeWhenFree(_ key: Key, version: Int) {
+    /// Removes a version that is no longer current (or, `replaced`, the damaged copy a repair
+    /// swapped out) once no process holds a file in it.
+    func removeWhenFree(_ key: Key, version: Int, replaced: Bool = false) {
         let root = containers.packRoot(app: key.app)
         io.async { [self] in
-            let directory = root + "/" + PackInstallation.packsFolder(id: key.pack) + "/\(version)"
+            let directory =
+                root + "/" + PackInstallation.packsFolder(id: key.pack) + "/\(version)" + (replaced ? ".replaced" : "")
             guard FileManager.default.fileExists(atPath: directory) else { return }
             let holders = PackInstallation.holders(of: directory)
             if holders.isEmpty {
                 do throws(PackError) {
-                    try PackInstallation.remove(root: root, id: key.pack, version: version)
-                    log("asset pack \(key): removed version \(version)")
+                    if replaced {
+                        try PackInstallation.removeReplaced(root: root, id: key.pack, version: version)
+                    } else {
+                        try PackInstallation.remove(root: root, id: key.pack, version: version)
+                    }
+                    log("asset pack \(key): removed \(replaced ? "the damaged copy of " : "")version \(version)")
                 } catch {
                     log("asset pack \(key): cannot remove version \(version): \(error)")
                 }
                 return
             }
             executor.async { [self] in
-                guard (try? PackInstallation.current(root: root, id: key.pack)) != version else { return }
-                let held = HeldVersion(key: key, version: version)
+                guard replaced || (try? PackInstallation.current(root: root, id: key.pack)) != version else { return }
+                let held = HeldVersion(key: key, version: version, replaced: replaced)
                 if heldVersions.insert(held).inserted {
                     log(
                         "asset pack \(key): version \(version) stays while process(es) \(holders.map(String.init).joined(separator: ", ")) hold it"
@@ -655,7 +668,7 @@ final class PackService: @unchecked Sendable {
             heldTimerArmed = false
             let held = heldVersions
             heldVersions = []
-            for version in held { removeWhenFree(version.key, version: version.version) }
+            for version in held { removeWhenFree(version.key, version: version.version, replaced: version.replaced) }
         }
     }
 }
