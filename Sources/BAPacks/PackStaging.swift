@@ -281,7 +281,8 @@ package final class PackStaging {
             let replaced = versionName + ".replaced"
             try PackFileSystem.removeTree(replaced, in: packs, display: packsDisplay + "/" + replaced)
             guard renameat(packs.fd, stagingName, packs.fd, replaced) == 0 else {
-                throw PackError("cannot rename the replaced \(stagingDisplay) to \(replaced): \(PackFileSystem.reason())")
+                throw PackError(
+                    "cannot rename the replaced \(stagingDisplay) to \(replaced): \(PackFileSystem.reason())")
             }
         } else {
             guard renameat(packs.fd, stagingName, packs.fd, versionName) == 0 else {

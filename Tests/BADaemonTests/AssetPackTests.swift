@@ -386,11 +386,31 @@ struct AssetPackTests {
         defer { daemon.kill() }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        // A CLI observer (what `ba events --follow` is) hears the pack's events.
+        let events = PackEventInbox()
+        let observer = try DaemonClient(
+            socketPath: daemon.socketPath, client: ClientInfo(role: .cli, pid: getpid()),
+            onPackEvent: { events.append($0) })
+        defer { observer.close() }
+        _ = try observer.call(.subscribeEvents)
         let ensure = try await runProcess(
             ba, ["packs", "ensure", PackFixture.app, "extras", "--socket", daemon.socketPath])
         #expect(ensure.status == 0, "\(ensure.stdout)\(ensure.stderr)")
         #expect(Self.same(PackFixture.packPath(daemon, "base") + "/base/shared.bin", shared))
         #expect(Self.same(PackFixture.packPath(daemon, "extras") + "/extras/shared.bin", shared))
+        let heard = try await CLIQueries.poll(
+            "the pack's finished event", daemon, timeout: 30, read: { events.all.map(\.kind) },
+            until: { $0.contains("finished") })
+        #expect(heard.first == "began", "\(heard)")
+        #expect(events.all.allSatisfy { $0.assetPackID == "extras" && $0.appIdentifier == PackFixture.app })
+
+        // ba uninstall takes the packs with it.
+        let uninstall = try await runProcess(ba, ["uninstall", PackFixture.app, "--socket", daemon.socketPath])
+        #expect(uninstall.status == 0, "\(uninstall.stdout)\(uninstall.stderr)")
+        let root = daemon.stateDirectory + "/packs/" + PackFixture.app
+        _ = try await CLIQueries.poll(
+            "the app's packs to go", daemon, timeout: 30, read: { FileManager.default.fileExists(atPath: root) },
+            until: { !$0 })
     }
 
     @Test("ba packs verify finds a damaged file; --repair fetches only its bad chunk and swaps the version in whole")
@@ -418,7 +438,6 @@ struct AssetPackTests {
         close(fd)
         // A reader holds the damaged file open through the repair.
         let held = open(path, O_RDONLY)
-        defer { close(held) }
         let found = try await runProcess(ba, ["packs", "verify", PackFixture.app, "--socket", daemon.socketPath])
         #expect(found.status == 43, "\(found.stdout)\(found.stderr)")
         #expect(found.stdout.contains("base 1: base/big.bin"), "\(found.stdout)")
@@ -438,9 +457,16 @@ struct AssetPackTests {
         let fetched = fixture.chunkBytes(from: before)
         #expect(fetched.requests >= 1 && fetched.requests <= 2, "\(fetched)")
         #expect(!fixture.server.requests.dropFirst(before).contains { $0.path.hasSuffix(".bundle") })
-        // The reader still reads the damaged copy it opened; it goes once closed.
+        // The reader still reads the damaged copy it opened; the copy stays while it is open and
+        // goes once it is closed (basd looks again every 10 s).
         var first: UInt8 = 0
         #expect(pread(held, &first, 1, 1_500_000) == 1 && first == 0x5A)
+        let replaced = daemon.stateDirectory + "/packs/\(PackFixture.app)/.background-assets/packs/base/1.replaced"
+        #expect(FileManager.default.fileExists(atPath: replaced))
+        close(held)
+        _ = try await CLIQueries.poll(
+            "the damaged copy to go", daemon, timeout: 40, read: { FileManager.default.fileExists(atPath: replaced) },
+            until: { !$0 })
     }
 }
 
@@ -521,4 +547,12 @@ final class VersionReader: @unchecked Sendable {
         if wasRunning { done.wait() }
         return lock.withLock { result }
     }
+}
+
+/// Pack events a CLI observer received, from the client's reader thread.
+final class PackEventInbox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [PackEvent] = []
+    func append(_ event: PackEvent) { lock.withLock { events.append(event) } }
+    var all: [PackEvent] { lock.withLock { events } }
 }

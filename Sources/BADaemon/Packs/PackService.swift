@@ -645,12 +645,14 @@ final class PackService: @unchecked Sendable {
     static func removeAll(root: String) -> String? {
         let packs = root + "/.background-assets/packs"
         for id in (try? FileManager.default.contentsOfDirectory(atPath: packs)) ?? [] {
-            for version in (try? PackInstallation.versions(root: root, id: id)) ?? [] {
-                do throws(PackError) {
+            do throws(PackError) {
+                try PackInstallation.removeLink(root: root, id: id)
+                for version in try PackInstallation.versions(root: root, id: id) {
                     try PackInstallation.remove(root: root, id: id, version: version)
-                } catch {
-                    return "\(error)"
+                    try PackInstallation.removeReplaced(root: root, id: id, version: version)
                 }
+            } catch {
+                return "\(error)"
             }
         }
         do {
