@@ -52,6 +52,9 @@ package struct PackPlan: Sendable, Hashable {
     package let fetchBytes: Int64
     /// Uncompressed bytes of the distinct chunks taken from the installed version, each once.
     package let reusedBytes: Int64
+    /// Target files the installed version has whole (same SHA-256, size and mode), by target file
+    /// index: the installed file's path. Staging links them instead of copying their chunks.
+    package let unchangedFiles: [Int: String]
 
     /// Plans `target` from `installed` (the complete version on disk, or nil for a fresh install).
     ///
@@ -68,6 +71,12 @@ package struct PackPlan: Sendable, Hashable {
                 offset += Int64(chunk.length)
             }
         }
+        var wholeFiles: [String: String] = [:]
+        for file in installed?.files ?? [] {
+            wholeFiles["\(file.sha256) \(file.size) \(file.mode)"] =
+                wholeFiles["\(file.sha256) \(file.size) \(file.mode)"] ?? file.path
+        }
+        var unchanged: [Int: String] = [:]
         var items: [Item] = []
         var itemBySHA256: [String: Int] = [:]
         var total: Int64 = 0
@@ -88,7 +97,11 @@ package struct PackPlan: Sendable, Hashable {
                 offset += Int64(chunk.length)
             }
             total += file.size
+            if file.size > 0, let path = wholeFiles["\(file.sha256) \(file.size) \(file.mode)"] {
+                unchanged[fileIndex] = path
+            }
         }
+        self.unchangedFiles = unchanged
         self.target = target
         self.installedVersion = installed?.version
         self.items = items

@@ -62,6 +62,9 @@ package final class PackStaging {
     /// Open staging files by index, and installed files by path; a bounded number, as a pack
     /// may have more files than the process may open.
     private var stagingFiles: [Int: Descriptor] = [:]
+    /// Target files hard-linked from the installed version (``PackPlan/unchangedFiles``, checked
+    /// whole first): complete, read-only and durable already, never opened for writing.
+    private var linked: Set<Int> = []
     private var installedFiles: [String: Descriptor] = [:]
     private static let openLimit = 64
 
@@ -133,11 +136,16 @@ package final class PackStaging {
             stagingName, in: packs, create: true, writable: true, display: stagingDisplay)
         self.staging = staging
         try clean(staging, prefix: "")
+        linked = []
         for (index, file) in plan.target.files.enumerated() {
             let parent = try PackFileSystem.openFolders(
                 paths[index].dropLast(), in: staging, create: true, writable: true, display: stagingDisplay)
             let name = String(paths[index].last!)
             let display = stagingDisplay + "/" + file.path
+            if let source = plan.unchangedFiles[index], try link(index, from: source, into: parent, name: name) {
+                linked.insert(index)
+                continue
+            }
             // A file made read-only by a finish() that a crash cut short gets its write bit back.
             if let info = try PackFileSystem.status(name, in: parent, display: display),
                 info.st_mode & S_IFMT == S_IFREG, info.st_mode & S_IWUSR == 0,
@@ -238,7 +246,7 @@ package final class PackStaging {
         guard let packs, let staging else { throw PackError("prepare() first") }
         stagingFiles = [:]
         installedFiles = [:]
-        for (index, file) in plan.target.files.enumerated() {
+        for (index, file) in plan.target.files.enumerated() where !linked.contains(index) {
             let display = stagingDisplay + "/" + file.path
             let parent = try PackFileSystem.openFolders(paths[index].dropLast(), in: staging, display: stagingDisplay)
             guard
@@ -335,6 +343,8 @@ package final class PackStaging {
             var good: [UInt8]?
             var bad: [PackPlan.Placement] = []
             for placement in item.placements {
+                // A linked file was checked whole when it was linked.
+                if linked.contains(placement.file) { continue }
                 let file = try stagingFile(placement.file)
                 let display = stagingDisplay + "/" + plan.target.files[placement.file].path
                 let right = try buffer.withMutableBytes { whole throws(PackError) -> Bool in
@@ -353,6 +363,9 @@ package final class PackStaging {
             if let good {
                 bytesPresent += Int64(length) * Int64(item.placements.count)
                 for placement in bad { try write(good, at: placement) }
+            } else if bad.isEmpty {
+                // Every place it goes is in a linked file.
+                bytesPresent += Int64(length) * Int64(item.placements.count)
             } else {
                 needed.insert(item.chunk.sha256)
             }
@@ -362,7 +375,7 @@ package final class PackStaging {
     /// Writes a verified chunk to every place it goes, and counts it present.
     private func place(_ index: Int, _ bytes: UnsafeRawBufferPointer) throws(PackError) {
         let item = plan.items[index]
-        for placement in item.placements {
+        for placement in item.placements where !linked.contains(placement.file) {
             let display = stagingDisplay + "/" + plan.target.files[placement.file].path
             try PackFileSystem.writeFully(
                 try stagingFile(placement.file), bytes, at: placement.offset, display: display)
@@ -397,6 +410,39 @@ package final class PackStaging {
     private func remember(_ index: Int, _ descriptor: Descriptor) {
         if stagingFiles.count >= Self.openLimit { stagingFiles = [:] }
         stagingFiles[index] = descriptor
+    }
+
+    /// Links the installed version's file at `path` into staging as target file `index` when it
+    /// is whole (size and SHA-256, read once), instead of copying its chunks: an update that
+    /// leaves most files as they were writes only the others. Both versions are read-only, so
+    /// the shared file never changes under either. A staging entry that is already that link (a
+    /// resume) is checked the same way; anything else there is left to the normal path. False:
+    /// not linked (the installed file is gone, changed, or the link failed).
+    private func link(_ index: Int, from path: String, into parent: Descriptor, name: String) throws(PackError) -> Bool
+    {
+        guard let installed = plan.installedVersion, let packs else { return false }
+        let file = plan.target.files[index]
+        let display = packsDisplay + "/\(installed)/" + path
+        guard
+            let sourceParent = try? PackFileSystem.openFolders(
+                ["\(installed)"] + path.split(separator: "/").dropLast(), in: packs, display: packsDisplay),
+            let source = try? PackFileSystem.openFile(
+                String(path.split(separator: "/").last!), in: sourceParent, flags: O_RDONLY, display: display)
+        else { return false }
+        var sourceInfo = stat()
+        guard fstat(source.fd, &sourceInfo) == 0, sourceInfo.st_mode & 0o222 == 0 else { return false }
+        let stagingDisplay = self.stagingDisplay + "/" + file.path
+        if let existing = try PackFileSystem.status(name, in: parent, display: stagingDisplay) {
+            guard existing.st_dev == sourceInfo.st_dev, existing.st_ino == sourceInfo.st_ino else { return false }
+            if try Self.matches(source, file, display: display) { return true }
+            // Our link to a file that changed since: not to be written through.
+            guard unlinkat(parent.fd, name, 0) == 0 else {
+                throw PackError("cannot remove \(stagingDisplay): \(PackFileSystem.reason())")
+            }
+            return false
+        }
+        guard try Self.matches(source, file, display: display) else { return false }
+        return linkat(sourceParent.fd, String(path.split(separator: "/").last!), parent.fd, name, 0) == 0
     }
 
     /// `length` bytes of the installed version's file at `path`, or nil if they cannot be read

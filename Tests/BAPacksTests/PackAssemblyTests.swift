@@ -159,6 +159,45 @@ struct PackAssemblyTests {
         } throws: { "\($0)".contains("current") }
     }
 
+    @Test func anUnchangedFileIsLinkedNotCopiedAndAChangedOneIsNot() throws {
+        let world = try World(average: 65_536)
+        defer { world.remove() }
+        try world.source.write(Self.random(1 << 20, 11), to: "Levels/same.bin")
+        try world.source.write(Self.random(1 << 20, 12), to: "Levels/tampered.bin")
+        try world.source.write(Self.random(300_000, 13), to: "Levels/changed.bin")
+        try world.source.write(Self.random(1_000, 15), to: "intro.bin")
+        let v1 = try world.build(1)
+        try world.install(v1, from: nil)
+        // The app changes a byte of a file it made writable (same size, other bytes).
+        let tampered = world.root + "/AssetPacks/levels/Levels/tampered.bin"
+        Self.makeWritable(tampered)
+        let fd = open(tampered, O_WRONLY)
+        var byte: UInt8 = 0x33
+        #expect(pwrite(fd, &byte, 1, 10) == 1)
+        close(fd)
+        #expect(chmod(tampered, 0o444) == 0)
+        try world.source.write(Self.random(300_000, 14), to: "Levels/changed.bin")
+        let v2 = try world.build(2)
+        let (plan, _) = try world.install(v2, from: v1)
+        #expect(plan.unchangedFiles.count == 3)
+        // The tampered file comes back as published.
+        #expect(
+            try world.read(world.root + "/AssetPacks/levels/Levels/tampered.bin")
+                == world.read(world.source.path + "/Levels/tampered.bin"))
+        func inode(_ path: String) -> ino_t {
+            var info = stat()
+            return stat(path, &info) == 0 ? info.st_ino : 0
+        }
+        let versions = world.root + "/" + PackInstallation.packsFolder(id: "levels")
+        // The untouched file is the same file in both versions; the tampered one was assembled anew.
+        #expect(inode(versions + "/1/Levels/same.bin") == inode(versions + "/2/Levels/same.bin"))
+        #expect(inode(versions + "/1/Levels/tampered.bin") != inode(versions + "/2/Levels/tampered.bin"))
+        for path in ["Levels/same.bin", "Levels/changed.bin"] {
+            #expect(
+                try world.read(world.root + "/AssetPacks/levels/" + path) == world.read(world.source.path + "/" + path))
+        }
+    }
+
     @Test func aResumeKeepsWhatIsStagedAndFindsDamage() throws {
         let world = try World()
         defer { world.remove() }
