@@ -65,6 +65,17 @@ package final class PackStaging {
     /// Target files hard-linked from the installed version (``PackPlan/unchangedFiles``, checked
     /// whole first): complete, read-only and durable already, never opened for writing.
     private var linked: Set<Int> = []
+    /// Each file's SHA-256 as its chunks are placed in order (a chunk placed ahead is read back
+    /// when the ones before it are in), so ``finish()`` need not read a freshly assembled file
+    /// again: by file index, the hasher, how many of its chunks it has taken, which are placed.
+    private var hashers: [Int: SHA256Hasher] = [:]
+    private var hashedChunks: [Int: Int] = [:]
+    private var placedChunks: [Int: [Bool]] = [:]
+    /// Each file's chunk positions by offset.
+    private let positions: [[Int64: Int]]
+    /// Files found with bytes in place when staging was prepared (a resume), which ``finish()``
+    /// reads whole: their chunks were not placed in order here.
+    private var checkWhole: Set<Int> = []
     private var installedFiles: [String: Descriptor] = [:]
     private static let openLimit = 64
 
@@ -88,6 +99,15 @@ package final class PackStaging {
         }
         self.root = root
         self.plan = plan
+        self.positions = plan.target.files.map { file in
+            var offset: Int64 = 0
+            var positions: [Int64: Int] = [:]
+            for (position, chunk) in file.chunks.enumerated() {
+                positions[offset] = positions[offset] ?? position
+                offset += Int64(chunk.length)
+            }
+            return positions
+        }
         self.paths = paths
         self.files = Set(plan.target.files.map(\.path))
         self.folders = folders
@@ -111,6 +131,10 @@ package final class PackStaging {
     package func prepare() throws(PackError) -> Set<String> {
         stagingFiles = [:]
         installedFiles = [:]
+        hashers = [:]
+        hashedChunks = [:]
+        placedChunks = [:]
+        checkWhole = []
         let packs = try PackInstallation.openPacks(root: root, id: id, create: true)
         self.packs = packs
         if !repair,
@@ -253,7 +277,16 @@ package final class PackStaging {
                 let descriptor = try PackFileSystem.openFile(
                     String(paths[index].last!), in: parent, flags: O_RDONLY, display: display)
             else { throw PackError("\(display) is missing") }
-            guard try Self.matches(descriptor, file, display: display) else {
+            // A file hashed in order as it was assembled is not read again; its size is checked.
+            var info = stat()
+            let hashed = hashedWhole(index)
+            let right =
+                if let hashed {
+                    hashed && fstat(descriptor.fd, &info) == 0 && Int64(info.st_size) == file.size
+                } else {
+                    try Self.matches(descriptor, file, display: display)
+                }
+            guard right else {
                 throw PackError("\(display) does not match its size and SHA-256 in the index; prepare() again")
             }
             guard fchmod(descriptor.fd, mode_t(file.mode & 0o555)) == 0 else {
@@ -356,13 +389,17 @@ package final class PackStaging {
                 }
                 if !right {
                     bad.append(placement)
-                } else if good == nil {
-                    good = Array(buffer[0..<length])
+                } else {
+                    checkWhole.insert(placement.file)
+                    if good == nil { good = Array(buffer[0..<length]) }
                 }
             }
             if let good {
                 bytesPresent += Int64(length) * Int64(item.placements.count)
-                for placement in bad { try write(good, at: placement) }
+                for placement in bad {
+                    try write(good, at: placement)
+                    checkWhole.insert(placement.file)
+                }
             } else if bad.isEmpty {
                 // Every place it goes is in a linked file.
                 bytesPresent += Int64(length) * Int64(item.placements.count)
@@ -379,10 +416,56 @@ package final class PackStaging {
             let display = stagingDisplay + "/" + plan.target.files[placement.file].path
             try PackFileSystem.writeFully(
                 try stagingFile(placement.file), bytes, at: placement.offset, display: display)
+            try hash(bytes, placedAt: placement)
         }
         if needed.remove(item.chunk.sha256) != nil {
             bytesPresent += Int64(item.chunk.length) * Int64(item.placements.count)
         }
+    }
+
+    /// Feeds file `placement.file`'s hasher: `bytes` if they are its next chunk, then every
+    /// chunk after it that is placed already (read back from staging).
+    private func hash(_ bytes: UnsafeRawBufferPointer, placedAt placement: PackPlan.Placement) throws(PackError) {
+        let index = placement.file
+        guard !checkWhole.contains(index), let position = positions[index][placement.offset] else { return }
+        let chunks = plan.target.files[index].chunks
+        if placedChunks[index] == nil {
+            placedChunks[index] = [Bool](repeating: false, count: chunks.count)
+            hashers[index] = SHA256Hasher()
+            hashedChunks[index] = 0
+        }
+        guard let hasher = hashers[index], var next = hashedChunks[index] else { return }
+        placedChunks[index]?[position] = true
+        guard position == next else { return }
+        hasher.update(bytes)
+        next += 1
+        var offset = placement.offset + Int64(bytes.count)
+        while next < chunks.count, placedChunks[index]?[next] == true {
+            let length = chunks[next].length
+            var buffer = [UInt8](repeating: 0, count: length)
+            let display = stagingDisplay + "/" + plan.target.files[index].path
+            let file = try stagingFile(index)
+            let read = try buffer.withMutableBytes { whole throws(PackError) -> Bool in
+                try PackFileSystem.readFully(file, into: whole, at: offset, display: display)
+            }
+            guard read else {
+                checkWhole.insert(index)
+                return
+            }
+            buffer.withUnsafeBytes { hasher.update($0) }
+            offset += Int64(length)
+            next += 1
+        }
+        hashedChunks[index] = next
+    }
+
+    /// Whether file `index` was hashed whole as it was assembled, with the index's SHA-256.
+    private func hashedWhole(_ index: Int) -> Bool? {
+        let file = plan.target.files[index]
+        guard !checkWhole.contains(index) else { return nil }
+        if file.chunks.isEmpty { return nil }
+        guard hashedChunks[index] == file.chunks.count, let hasher = hashers[index] else { return nil }
+        return hasher.finalizeHex() == file.sha256
     }
 
     private func write(_ bytes: [UInt8], at placement: PackPlan.Placement) throws(PackError) {
