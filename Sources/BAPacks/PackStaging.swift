@@ -417,6 +417,7 @@ package final class PackStaging {
             try PackFileSystem.writeFully(
                 try stagingFile(placement.file), bytes, at: placement.offset, display: display)
             try hash(bytes, placedAt: placement)
+            startWriteback(placement.file, after: bytes.count)
         }
         if needed.remove(item.chunk.sha256) != nil {
             bytesPresent += Int64(item.chunk.length) * Int64(item.placements.count)
@@ -457,6 +458,26 @@ package final class PackStaging {
             next += 1
         }
         hashedChunks[index] = next
+        // A complete file goes to the disk now, not all at once in finish()'s fsyncs.
+        if next == chunks.count, let file = stagingFiles[index] {
+            ba_sys_start_writeback(file.fd, 0, 0)
+            unflushed[index] = 0
+        }
+    }
+
+    /// Bytes written to each staging file since its writeback was last started.
+    private var unflushed: [Int: Int] = [:]
+
+    /// Starts the kernel's writeback of a staging file every 8 MiB written to it, so the fsync
+    /// in ``finish()`` has little left to flush (the flush overlaps the download).
+    private func startWriteback(_ index: Int, after count: Int) {
+        let total = unflushed[index, default: 0] + count
+        guard total >= 8 << 20, let file = stagingFiles[index] else {
+            unflushed[index] = total
+            return
+        }
+        ba_sys_start_writeback(file.fd, 0, 0)
+        unflushed[index] = 0
     }
 
     /// Whether file `index` was hashed whole as it was assembled, with the index's SHA-256.
