@@ -1,4 +1,5 @@
 import BADownloadEngine
+import BATestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -440,7 +441,7 @@ struct PackAssemblyTests {
         ]
         let output = Pipe()
         child.standardOutput = output
-        try child.run()
+        try ChildProcess.launching.withLock { try child.run() }
         defer {
             if child.isRunning {
                 kill(child.processIdentifier, SIGKILL)

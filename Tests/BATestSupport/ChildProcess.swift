@@ -102,7 +102,7 @@ package final class ChildProcess: @unchecked Sendable {
                 ? .signalled(process.terminationStatus) : .exited(process.terminationStatus)
             self?.change { $0.termination = ended }
         }
-        try process.run()
+        try ChildProcess.launching.withLock { try process.run() }
         childPID = process.processIdentifier
         read(outputPipe.fileHandleForReading, isOutput: true)
         read(errorPipe.fileHandleForReading, isOutput: false)
@@ -362,4 +362,11 @@ package func runProcessBlocking(
     let child = try ChildProcess(path, arguments, environment: environment, currentDirectory: currentDirectory)
     let status = child.waitForExit(timeout: nil) ?? -1
     return ProcessOutput(status: status, stdout: child.stdout, stderr: child.stderr)
+}
+
+extension ChildProcess {
+    /// Held around every `Process.run()` of the tests: swift-corelibs-foundation's `run()` is not
+    /// safe to call from several threads at once (a full run crashed in its `memmove` with many
+    /// `runProcess` calls under way; issue 21's tests start hundreds of `ba` processes).
+    package static let launching = NSLock()
 }
