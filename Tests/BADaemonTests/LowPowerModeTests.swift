@@ -112,4 +112,40 @@ struct LowPowerModeTests {
                 rows.contains { $0["identifier"] as? String == "level-1" && $0["state"] as? String == "finished" }
             })
     }
+
+    @Test("in power-saver a prefetch pack waits, saying so, while an essential one installs; balanced, it goes on")
+    func packsFollowThePowerProfile() async throws {
+        let fixture = try await PackFixture.make()
+        defer { fixture.remove() }
+        let base = PackFixture.random(300_000, seed: 41)
+        let levels = PackFixture.random(2 << 20, seed: 42)
+        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["a.bin": base])
+        try fixture.write(pack: "levels", policy: PackFixture.prefetch, files: ["b.bin": levels])
+        try await fixture.publish(["base", "levels"], version: 1)
+        let directory = try TemporaryDirectory()
+        let profile = try directory.write("profile", "power-saver\n")
+        try FileManager.default.createDirectory(atPath: directory.path + "/state", withIntermediateDirectories: true)
+        try Data(#"{"periodicMinimumIntervalSeconds": 1, "periodicBaseIntervalSeconds": 600}"#.utf8)
+            .write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
+        let daemon = try await DaemonProcess.start(
+            directory: directory, environment: ["BASD_POWER_PROFILE_FILE": profile])
+        defer { daemon.kill() }
+        _ = try await CLIQueries.poll(
+            "basd to see the power-saver profile", daemon, timeout: 20, read: { daemon.standardError },
+            until: { $0.contains("Low Power Mode is on") })
+
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
+        #expect(AssetPackTests.same(PackFixture.packPath(daemon, "base") + "/base/a.bin", base))
+        let waiting = try await fixture.waitForPacks(daemon, "levels to wait for Low Power Mode") {
+            $0["levels"]?["waitingFor"] as? String == "lowPowerMode"
+        }
+        #expect(waiting["levels"]?["localVersion"] == nil, "\(waiting)")
+
+        try Data("balanced\n".utf8).write(to: URL(fileURLWithPath: profile))
+        _ = try await fixture.waitForPacks(daemon, "levels after Low Power Mode") {
+            $0["levels"]?["localVersion"] as? Int == 1
+        }
+        #expect(AssetPackTests.same(PackFixture.packPath(daemon, "levels") + "/levels/b.bin", levels))
+    }
 }

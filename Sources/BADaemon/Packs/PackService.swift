@@ -8,13 +8,17 @@ import Foundation
 /// What the pack service needs of the transfers: files fetched through the download engine
 /// (the ``TransferCoordinator``).
 protocol PackTransfers: AnyObject {
+    /// Whether background transfers are held (Low Power Mode): a pack that is not essential waits.
+    var holdsBackground: Bool { get }
     func fetchPackFile(
         _ fetch: TransferCoordinator.PackFetch, for app: StoredApp,
         done: @escaping (Result<String, TransferCoordinator.PackFetchFailure>) -> Void)
     func cancelPackFetch(_ id: String)
 }
 
-extension TransferCoordinator: PackTransfers {}
+extension TransferCoordinator: PackTransfers {
+    var holdsBackground: Bool { window.backgroundHeld }
+}
 
 /// Who hears what happens to packs (``BasdServices``, which hands the events to the CLI observers).
 protocol PackServiceDelegate: AnyObject {
@@ -544,7 +548,7 @@ final class PackService: @unchecked Sendable {
                 info.bytesFetched = job.bytesFetched
                 info.bytesToFetch = job.bytesToFetch
                 info.bytesReused = job.bytesReused
-                info.waitingFor = job.waitingFor
+                info.waitingFor = job.waitingFor ?? (!job.essential && transfers.holdsBackground ? "lowPowerMode" : nil)
                 info.essential = job.essential
             } else if row.failure != nil {
                 words.append("failed")
