@@ -90,7 +90,7 @@ with open(f"{root}/v1/data/big.bin", "wb") as f:
 with open(f"{root}/v2/data/big.bin", "wb") as f:
     f.write(data[: big // 2] + b"x" + data[big // 2 :])
 PY
-dir_bytes() { find "$1" -type f -printf '%s\n' | awk '{s+=$1} END {print s+0}'; }
+dir_bytes() { find "$1" -type f -printf '%s\n' | awk '{s+=$1} END {printf "%.0f\n", s}'; }
 v1_bytes=$(dir_bytes "$work/v1/data")
 v2_bytes=$(dir_bytes "$work/v2/data")
 changed_bytes=$((changed * changed_size))
@@ -142,7 +142,7 @@ log="$work/nginx/access.log"
 # log_mark: the access log's line count now. log_bytes MARK / log_requests MARK [PATTERN]: bytes
 # sent and requests since MARK (whose request line matches PATTERN).
 log_mark() { wc -l < "$log"; }
-log_bytes() { tail -n +$(($1 + 1)) "$log" | awk -v p="${2:-}" '$0 ~ p {s += $1} END {print s + 0}'; }
+log_bytes() { tail -n +$(($1 + 1)) "$log" | awk -v p="${2:-}" '$0 ~ p {s += $1} END {printf "%.0f\n", s}'; }
 log_requests() { tail -n +$(($1 + 1)) "$log" | awk -v p="${2:-}" '$0 ~ p {n++} END {print n + 0}'; }
 now() { date +%s.%N; }
 # timed OUT_VAR COMMAND...: runs the command after a sync, its seconds into OUT_VAR.
