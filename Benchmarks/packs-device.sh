@@ -13,15 +13,18 @@
 #               the manifest (returns once the pack is local), then v2 published and
 #               ba packs ensure --latest (returns once v2 is local); basd's CPU time and peak RSS.
 # Every result is compared with its source tree (diff -r). Nothing but the fetch is timed; before
-# each timed step the page cache's dirty pages are written back (sync), so that no tool pays for
-# the one before. curl | tar and casync do not fsync (basd does); "; sync" is curl | tar with a
+# each timed step the files nginx will serve are read into the page cache and the dirty pages are
+# written back (sync), so that no tool pays for the one before. No result is deleted before the
+# end: on ext4, creating files soon after deleting thousands makes the inode allocator scan the
+# recently deleted ones, which would tax whichever tool runs next (20 GB on the disk at 100 %). curl | tar and casync do not fsync (basd does); "; sync" is curl | tar with a
 # sync after it, what durable files cost. curl | tar runs PACKS_TAR_RUNS times (default 3; the
 # median), casync and ba once each.
 # Usage: Benchmarks/packs-device.sh [SCALE_PERCENT=100] [BUILD_DIR]
 #   SCALE_PERCENT scales every size (not the file count): 10 is 107 MB.
 #   An empty BUILD_DIR builds ba and basd in release.
 # Environment: PACKS_KEEP=1 keeps the temporary folder (basd's log, nginx's log, basd's CPU and RSS
-# sampled every 0.5 s during each ba phase in ba1.samples and ba2.samples).
+# sampled every 0.5 s during each ba phase in ba1.samples and ba2.samples); PACKS_PERF=1 also
+# records basd with perf during each ba phase (ba1.perf.txt, ba2.perf.txt: where its CPU went).
 set -euo pipefail
 scale=${1:-100}
 build=${2:-}
@@ -155,6 +158,9 @@ timed() {
     end=$(now)
     printf -v "$var" '%s' "$(calc "$end - $start")"
 }
+# warm PATH...: reads the files into the page cache, so that nginx serves every tool from memory
+# (a CDN's hot cache) however much the run wrote since.
+warm() { find "$@" -type f -exec cat {} + >/dev/null; }
 same() { # same EXPECTED ACTUAL LABEL: the trees are equal, or the run stops
     diff -rq "$1" "$2" >"$work/diff.out" 2>&1 || { echo "$3 differs from its source:" >&2; head "$work/diff.out" >&2; exit 1; }
 }
@@ -168,12 +174,13 @@ tar_runs=${PACKS_TAR_RUNS:-3}
 # NAME_s the median seconds, NAME_all every run's, NAME_bytes the bytes of one run. The first run's
 # result is compared with its source.
 curl_tar() {
-    local name=$1 version=$2 after=${3:-} i m one runs=()
+    local name=$1 version=$2 after=${3:-} i m one out runs=()
     m=$(log_mark)
     for i in $(seq 1 "$tar_runs"); do
-        timed one bash -c "set -o pipefail; mkdir '$work/out/tar' && curl -sf '$base/v$version.tar.zst' | tar --zstd -xf - -C '$work/out/tar' $after"
-        [ "$i" -eq 1 ] && same "$work/v$version/data" "$work/out/tar" "curl | tar of v$version"
-        rm -rf "$work/out/tar"
+        out="$work/out/$name-$i"
+        warm "$srv/v$version.tar.zst"
+        timed one bash -c "set -o pipefail; mkdir '$out' && curl -sf '$base/v$version.tar.zst' | tar --zstd -xf - -C '$out' $after"
+        [ "$i" -eq 1 ] && same "$work/v$version/data" "$out" "curl | tar of v$version"
         runs+=("$one")
     done
     printf -v "${name}_s" '%s' "$(printf '%s\n' "${runs[@]}" | median)"
@@ -186,17 +193,18 @@ curl_tar tar2 2
 
 # casync
 m=$(log_mark)
+warm "$srv/v1.caidx" "$srv/store"
 timed ca1_s casync extract --store="$base/store" "$base/v1.caidx" "$work/out/ca1/"
 ca1_bytes=$(log_bytes "$m")
 ca1_requests=$(log_requests "$m")
 same "$work/v1/data" "$work/out/ca1" "casync extract of v1"
 m=$(log_mark)
+warm "$srv/v2.caidx" "$srv/store"
 timed ca2_s casync extract --store="$base/store" --seed="$work/out/ca1/" "$base/v2.caidx" "$work/out/ca2/"
 ca2_bytes=$(log_bytes "$m")
 ca2_requests=$(log_requests "$m")
 same "$work/v2/data" "$work/out/ca2" "casync extract of v2"
 ca_index=$(stat -c %s "$srv/v2.caidx")
-rm -rf "$work/out/ca1" "$work/out/ca2"
 
 # ba: one essential pack, "game", its files under data/, published to srv/pub.
 app=com.example.bench.packs
@@ -256,17 +264,28 @@ pack="$work/state/groups/$group/AssetPacks/game"
 # NAME_index_bytes (the download manifest and indexes), NAME_cpu, NAME_peak, NAME_read and
 # NAME_written (MB through system calls).
 ba_phase() {
-    local name=$1 cpu0 cpu1 io0 io1 m sampler seconds
+    local name=$1 cpu0 cpu1 io0 io1 m sampler seconds perf=""
     shift
     basd_reset_peak
+    warm "$srv/pub"
     sync
     cpu0=$(basd_cpu)
     io0=$(basd_io)
     m=$(log_mark)
     basd_sample > "$work/$name.samples" &
     sampler=$!
+    if [ -n "${PACKS_PERF:-}" ]; then
+        # System-wide, then basd's samples: perf -p misses the threads basd starts later.
+        perf record -q -F 499 -g -a -o "$work/$name.perf.data" 2>/dev/null &
+        perf=$!
+    fi
     timed seconds "$@"
     kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null || true
+    if [ -n "$perf" ]; then
+        kill -INT "$perf"; wait "$perf" 2>/dev/null || true
+        perf report -i "$work/$name.perf.data" --pid "$basd_pid" --stdio --no-children --percent-limit 1 2>/dev/null \
+            | grep -v '^$' > "$work/$name.perf.txt" || true
+    fi
     cpu1=$(basd_cpu)
     io1=$(basd_io)
     printf -v "${name}_read" '%s' "$(calc "(${io1% *} - ${io0% *}) / 1e6")"
