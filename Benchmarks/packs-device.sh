@@ -169,32 +169,39 @@ same() { # same EXPECTED ACTUAL LABEL: the trees are equal, or the run stops
 echo "== $v1_files files, $v1_bytes bytes (v1); v2 rewrites $changed files ($changed_bytes bytes) and inserts 1 byte into the $big-byte file"
 echo "   load before the runs: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 
-# curl | tar, the median of PACKS_TAR_RUNS runs (cheap, and the yardstick of both targets).
+# curl | tar, the median of PACKS_TAR_RUNS runs (cheap, and the yardstick of both targets), v1,
+# v2 and v1 with a sync taking turns so that a drift of the machine touches each alike.
 tar_runs=${PACKS_TAR_RUNS:-3}
-# curl_tar NAME VERSION [AFTER]: curl | tar of vVERSION into a fresh folder, then AFTER (e.g. "&& sync");
-# NAME_s the median seconds, NAME_all every run's, NAME_bytes the bytes of one run. The first run's
+# curl_tar NAME VERSION RUN [AFTER]: curl | tar of vVERSION into a fresh folder, then AFTER (e.g.
+# "&& sync"); appends the seconds to NAME_all and adds the bytes to NAME_bytes. The first run's
 # result is compared with its source.
 curl_tar() {
-    local name=$1 version=$2 after=${3:-} i m one out runs=()
+    local name=$1 version=$2 run=$3 after=${4:-} m one out="$work/out/tar-$1-$3" all bytes
     m=$(log_mark)
-    for i in $(seq 1 "$tar_runs"); do
-        out="$work/out/$name-$i"
-        warm "$srv/v$version.tar.zst"
-        timed one bash -c "set -o pipefail; mkdir '$out' && curl -sf '$base/v$version.tar.zst' | tar --zstd -xf - -C '$out' $after"
-        [ "$i" -eq 1 ] && same "$work/v$version/data" "$out" "curl | tar of v$version"
-        runs+=("$one")
-    done
-    printf -v "${name}_s" '%s' "$(printf '%s\n' "${runs[@]}" | median)"
-    printf -v "${name}_all" '%s' "$(printf '%.2f ' "${runs[@]}")"
-    printf -v "${name}_bytes" '%s' "$(($(log_bytes "$m") / tar_runs))"
+    warm "$srv/v$version.tar.zst"
+    timed one bash -c "set -o pipefail; mkdir '$out' && curl -sf '$base/v$version.tar.zst' | tar --zstd -xf - -C '$out' $after"
+    [ "$run" -eq 1 ] && same "$work/v$version/data" "$out" "curl | tar of v$version"
+    all="${name}_all"
+    bytes="${name}_bytes"
+    printf -v "$all" '%s' "${!all:-}$one "
+    printf -v "$bytes" '%s' "$((${!bytes:-0} + $(log_bytes "$m")))"
 }
-curl_tar tar1 1
-curl_tar tar1sync 1 "&& sync"
-curl_tar tar2 2
+for run in $(seq 1 "$tar_runs"); do
+    curl_tar tar1 1 "$run"
+    curl_tar tar2 2 "$run"
+    curl_tar tar1sync 1 "$run" "&& sync"
+done
+for name in tar1 tar2 tar1sync; do
+    all="${name}_all"
+    bytes="${name}_bytes"
+    printf -v "${name}_s" '%s' "$(printf '%s\n' ${!all} | median)"
+    printf -v "$all" '%s' "$(printf '%.2f ' ${!all})"
+    printf -v "$bytes" '%s' "$((${!bytes} / tar_runs))"
+done
 # Their results go now (kept, they would make the page cache evict what the others need), then
 # nothing is created for a minute: when ext4 allocates an inode it skips, reading its block, one
 # deleted less than 60 s ago (its inode table written back; 300 s if not).
-rm -rf "$work/out"/tar*
+rm -rf "$work/out"/tar-*
 sync
 deleted_at=$(date +%s)
 
