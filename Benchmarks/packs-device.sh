@@ -4,7 +4,8 @@
 # run. Bytes per phase are nginx's $body_bytes_sent summed over that phase's access-log lines.
 #   v1: 1,161 files of 750 kB and one of 200 MB, random bytes (as compressed game assets are),
 #       1.07 GB in all;
-#   v2: 58 of the files rewritten (45.2 MB in all) and one byte inserted in the middle of the big one.
+#   v2: 58 of the files rewritten (779 kB each, 45.2 MB in all) and one byte inserted in the middle
+#       of the big one.
 #   curl | tar: v1.tar.zst (zstd's default level) piped into tar --zstd -x; also v2 whole, which
 #               is what starting over costs (an update must never be slower);
 #   casync:     casync make of v1 and v2 into one store; casync extract of v1, then of v2 with
@@ -17,9 +18,10 @@
 # written back (sync), so that no tool pays for the one before. Results are kept, but for
 # curl | tar's, which go a minute before casync starts: on ext4, creating files soon after
 # deleting thousands makes the inode allocator read past the recently deleted ones, which taxes
-# whichever tool runs next (0.56 s of basd's first install when they were deleted just before). curl | tar and casync do not fsync (basd does); "; sync" is curl | tar with a
-# sync after it, what durable files cost. curl | tar runs PACKS_TAR_RUNS times (default 3; the
-# median), casync and ba once each.
+# whichever tool runs next (0.56 s of basd's first install when they were deleted just before).
+# curl | tar and casync do not fsync (basd does); "; sync" is curl | tar with a sync after it,
+# what durable files cost. curl | tar runs PACKS_TAR_RUNS times (default 3; the median), casync
+# and ba once each.
 # Usage: Benchmarks/packs-device.sh [SCALE_PERCENT=100] [BUILD_DIR]
 #   SCALE_PERCENT scales every size (not the file count): 10 is 107 MB.
 #   An empty BUILD_DIR builds ba and basd in release.
@@ -51,13 +53,11 @@ fi
 . "$(dirname "$0")/common.sh"
 
 work="$(mktemp -d /tmp/ba-bench-packs-device.XXXXXX)"
-# nginx's workers run as another user when it is started as root: they must read the tree.
-chmod 755 "$work"
 nginx_pid=""
 basd_pid=""
 cleanup() {
-    [ -n "$basd_pid" ] && kill "$basd_pid" 2>/dev/null && wait "$basd_pid" 2>/dev/null
-    [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null
+    if [ -n "$basd_pid" ]; then kill "$basd_pid" 2>/dev/null || true; wait "$basd_pid" 2>/dev/null || true; fi
+    if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null || true; wait "$nginx_pid" 2>/dev/null || true; fi
     if [ -n "${PACKS_KEEP:-}" ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -112,6 +112,8 @@ casync make --store="$srv/store" "$srv/v2.caidx" "$work/v2/data/" >/dev/null
 # nginx on a free loopback port, its own config, in the foreground of a background job.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
+# Its workers run as the user who starts it (root's would otherwise be nobody, who cannot read
+# the temporary folder); a user other than root is told the directive is ignored, in error.log.
 cat > "$work/nginx/nginx.conf" <<CONF
 user $(id -un) $(id -gn);
 worker_processes auto;
