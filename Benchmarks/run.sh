@@ -4,7 +4,10 @@
 #   Benchmarks/run.sh [calls] [downloads] [queued] [events]
 # then the download engine against curl and aria2c (Benchmarks/downloads.sh), then basd at scale
 # against curl (Benchmarks/basd.sh: an app's 5,000 small files, N queued, idle basd, and EVENTS
-# small files returned by the extension of an app that is not running, to the last event's call).
+# small files returned by the extension of an app that is not running, to the last event's call),
+# then asset packs on the device against casync and curl | tar, served by nginx
+# (Benchmarks/packs-device.sh: a first install of 1.07 GB and a delta update; PACKS_SCALE, a
+# percentage, default 100, shrinks it for a quicker run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -21,3 +24,5 @@ echo
 "$(dirname "$0")/downloads.sh" 5 "$build"
 echo
 "$(dirname "$0")/basd.sh" 3 "$build" "${3:-100000}" "${4:-5000}"
+echo
+"$(dirname "$0")/packs-device.sh" "${PACKS_SCALE:-100}" "$build"
