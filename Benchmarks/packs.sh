@@ -36,7 +36,7 @@ cat > "$work/Manifest.json" <<'JSON'
 JSON
 echo "== v1 $((total >> 20)) MiB in $((files + 1)) files; v2 rewrites $changed files ($((changed * size_kib)) KiB) and inserts 1 byte into the $big_mib MiB file"
 printf '  %-18s %12s %12s %14s %10s %10s\n' "tool, average" "v1 chunks" "v2 new" "v2 new bytes" "ratio*" "build s"
-dir_bytes() { find "$1" -type f -printf '%s\n' | awk '{s+=$1} END {print s+0}'; }
+dir_bytes() { find "$1" -type f -printf '%s\n' | awk '{s+=$1} END {printf "%.0f\n", s}'; }
 for average in 16384 32768 65536 131072 262144; do
     out="$work/public-$average"
     start=$(date +%s.%N)
