@@ -468,6 +468,43 @@ struct AssetPackTests {
             "the damaged copy to go", daemon, timeout: 40, read: { FileManager.default.fileExists(atPath: replaced) },
             until: { !$0 })
     }
+
+    @Test(
+        "a lying CDN: an index other than the manifest's is refused, and so is a signed-off index whose paths leave the pack"
+    )
+    func lyingIndexes() async throws {
+        let fixture = try await PackFixture.make()
+        defer { fixture.remove() }
+        try fixture.write(
+            pack: "base", policy: PackFixture.essential, files: ["a.bin": PackFixture.random(50_000, seed: 51)])
+        try await fixture.publish(["base"], version: 1)
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+        // The CDN serves an index that is not the one the manifest names.
+        let indexPath = fixture.publish + "/packs/base/1.json"
+        let original = try Data(contentsOf: URL(fileURLWithPath: indexPath))
+        try (original + Data(" ".utf8)).write(to: URL(fileURLWithPath: indexPath))
+        let swapped = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(swapped.status == 20, "\(swapped.stdout)\(swapped.stderr)")
+        #expect(
+            swapped.stderr.contains("not the") && swapped.stderr.contains("the manifest gives"), "\(swapped.stderr)")
+
+        // A publisher's index (its SHA-256 in the manifest) whose file path climbs out of the pack.
+        let hostile = String(decoding: original, as: UTF8.self).replacingOccurrences(
+            of: "\"base/a.bin\"", with: "\"../../../escaped.bin\"")
+        #expect(hostile.contains("escaped.bin"))
+        try Data(hostile.utf8).write(to: URL(fileURLWithPath: indexPath))
+        try await fixture.publish([], version: 0)
+        let climbing = try await runProcess(
+            ba, ["packs", "ensure", PackFixture.app, "base", "--latest", "--socket", daemon.socketPath])
+        #expect(climbing.status == 20, "\(climbing.stdout)\(climbing.stderr)")
+        #expect(climbing.stderr.contains("cannot prepare version 1"), "\(climbing.stderr)")
+        let escaped = try FileManager.default.subpathsOfDirectory(atPath: daemon.stateDirectory).filter {
+            $0.hasSuffix("escaped.bin")
+        }
+        #expect(escaped.isEmpty, "\(escaped)")
+        #expect(!FileManager.default.fileExists(atPath: daemon.stateDirectory + "/escaped.bin"))
+    }
 }
 
 /// Reads a pack's files a round at a time through one directory descriptor opened on the link
