@@ -23,6 +23,9 @@ package struct PackPlan: Sendable, Hashable {
         /// Read from the installed version: its file at `path` (as in its index), at `offset`
         /// (the first place the chunk occurs in that version).
         case installed(path: String, offset: Int64)
+        /// Read from another pack's local version (a chunk two packs share): pack `pack`,
+        /// version `version`, its file at `path`, at `offset`.
+        case otherPack(pack: String, version: Int, path: String, offset: Int64)
         /// Downloaded (one zstd frame from the chunk store).
         case fetch
     }
@@ -60,7 +63,22 @@ package struct PackPlan: Sendable, Hashable {
     ///
     /// A chunk counts as in the installed version only with the same SHA-256 and length. The
     /// indexes are not checked here (``PackIndex/checkInstallable()`` does that).
-    package init(target: PackIndex, installed: PackIndex?) {
+    ///
+    /// `others` are the local versions of the app's other packs: a chunk the installed version
+    /// lacks is taken from one of them if it has it (packs often share files).
+    package init(target: PackIndex, installed: PackIndex?, others: [PackIndex] = []) {
+        var inOthers: [String: (pack: String, version: Int, path: String, offset: Int64, length: Int)] = [:]
+        for other in others where other.id != target.id {
+            for file in other.files {
+                var offset: Int64 = 0
+                for chunk in file.chunks {
+                    if inOthers[chunk.sha256] == nil {
+                        inOthers[chunk.sha256] = (other.id, other.version, file.path, offset, chunk.length)
+                    }
+                    offset += Int64(chunk.length)
+                }
+            }
+        }
         var firstInInstalled: [String: (path: String, offset: Int64, length: Int)] = [:]
         for file in installed?.files ?? [] {
             var offset: Int64 = 0
@@ -90,6 +108,9 @@ package struct PackPlan: Sendable, Hashable {
                     var source = Source.fetch
                     if let found = firstInInstalled[chunk.sha256], found.length == chunk.length {
                         source = .installed(path: found.path, offset: found.offset)
+                    } else if let found = inOthers[chunk.sha256], found.length == chunk.length {
+                        source = .otherPack(
+                            pack: found.pack, version: found.version, path: found.path, offset: found.offset)
                     }
                     itemBySHA256[chunk.sha256] = items.count
                     items.append(Item(chunk: chunk, placements: [placement], source: source))

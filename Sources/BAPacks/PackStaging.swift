@@ -95,7 +95,13 @@ package final class PackStaging {
             }
         }
         for item in plan.items {
-            if case .installed(let path, _) = item.source { _ = try PackIndex.checkPath(path, in: plan.target.id) }
+            switch item.source {
+            case .installed(let path, _): _ = try PackIndex.checkPath(path, in: plan.target.id)
+            case .otherPack(let pack, _, let path, _):
+                guard PackManifest.isValidID(pack) else { throw PackError("\(pack) is not a pack id") }
+                _ = try PackIndex.checkPath(path, in: pack)
+            case .fetch: break
+            }
         }
         self.root = root
         self.plan = plan
@@ -216,8 +222,15 @@ package final class PackStaging {
             }
             guard needed.contains(sha256) else { continue }
             let item = plan.items[index]
-            guard case .installed(let path, let offset) = item.source,
-                let bytes = readInstalled(path: path, offset: offset, length: item.chunk.length),
+            let read: [UInt8]? =
+                switch item.source {
+                case .installed(let path, let offset):
+                    readInstalled(path: path, offset: offset, length: item.chunk.length)
+                case .otherPack(let pack, let version, let path, let offset):
+                    readOtherPack(pack, version: version, path: path, offset: offset, length: item.chunk.length)
+                case .fetch: nil
+                }
+            guard let bytes = read,
                 bytes.withUnsafeBytes({ SHA256Hasher.hex(of: $0) }) == sha256
             else {
                 left.insert(sha256)
@@ -571,6 +584,23 @@ package final class PackStaging {
         var bytes = [UInt8](repeating: 0, count: length)
         let read = bytes.withUnsafeMutableBytes { bytes in
             (try? PackFileSystem.readFully(file, into: bytes, at: offset, display: display)) ?? false
+        }
+        return read ? bytes : nil
+    }
+
+    /// `length` bytes of another pack's local file (a chunk the packs share), or nil if they
+    /// cannot be read; every component is opened without following links, like the rest.
+    private func readOtherPack(_ pack: String, version: Int, path: String, offset: Int64, length: Int) -> [UInt8]? {
+        guard
+            let packs = try? PackInstallation.openPacks(root: root, id: pack, create: false),
+            let parent = try? PackFileSystem.openFolders(
+                ["\(version)"] + path.split(separator: "/").dropLast(), in: packs, display: root),
+            let file = try? PackFileSystem.openFile(
+                String(path.split(separator: "/").last!), in: parent, flags: O_RDONLY, display: root + "/" + path)
+        else { return nil }
+        var bytes = [UInt8](repeating: 0, count: length)
+        let read = bytes.withUnsafeMutableBytes { bytes in
+            (try? PackFileSystem.readFully(file, into: bytes, at: offset, display: root + "/" + path)) ?? false
         }
         return read ? bytes : nil
     }

@@ -393,11 +393,16 @@ struct AssetPackTests {
             onPackEvent: { events.append($0) })
         defer { observer.close() }
         _ = try observer.call(.subscribeEvents)
+        let before = fixture.server.requests.count
         let ensure = try await runProcess(
             ba, ["packs", "ensure", PackFixture.app, "extras", "--socket", daemon.socketPath])
         #expect(ensure.status == 0, "\(ensure.stdout)\(ensure.stderr)")
         #expect(Self.same(PackFixture.packPath(daemon, "base") + "/base/shared.bin", shared))
         #expect(Self.same(PackFixture.packPath(daemon, "extras") + "/extras/shared.bin", shared))
+        // The shared file's chunks came from the local base pack: only own.bin's were fetched.
+        let fetched = fixture.chunkBytes(from: before)
+        #expect(fetched.bytes <= 100_000 + 256 * 1024 && fetched.bytes >= 100_000, "\(fetched)")
+        #expect(!fixture.server.requests.dropFirst(before).contains { $0.path.hasSuffix(".bundle") })
         let heard = try await CLIQueries.poll(
             "the pack's finished event", daemon, timeout: 30, read: { events.all.map(\.kind) },
             until: { $0.contains("finished") })

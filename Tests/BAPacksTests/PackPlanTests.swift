@@ -35,6 +35,23 @@ struct PackPlanTests {
         #expect(plan.installedVersion == 1)
     }
 
+    @Test func aChunkAnotherLocalPackHasIsCopiedFromItAndTheInstalledVersionComesFirst() throws {
+        var other = try Self.index([("shared", "xa")])
+        other.id = "extras"
+        other.version = 3
+        let installed = try Self.index([("old", "a")])
+        let target = try Self.index(version: 2, [("new", "axz")])
+        let plan = PackPlan(target: target, installed: installed, others: [other])
+        #expect(plan.item(Self.sha("a"))?.source == .installed(path: "old", offset: 0))
+        #expect(plan.item(Self.sha("x"))?.source == .otherPack(pack: "extras", version: 3, path: "shared", offset: 0))
+        #expect(plan.fetch.map(\.sha256) == [Self.sha("z")])
+        #expect(plan.reusedBytes == 20)
+        // A pack is never its own other.
+        var same = other
+        same.id = "levels"
+        #expect(PackPlan(target: target, installed: nil, others: [same]).fetch.count == 3)
+    }
+
     @Test func aFreshInstallFetchesEverything() throws {
         let plan = PackPlan(target: try Self.index([("a", "ab"), ("dir/b", "c")]), installed: nil)
         #expect(plan.fetch.map(\.sha256) == [Self.sha("a"), Self.sha("b"), Self.sha("c")])

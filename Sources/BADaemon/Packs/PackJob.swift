@@ -213,8 +213,14 @@ extension PackService {
     /// the job's queue), then checks the space the rest needs.
     private func prepare(_ job: PackJob, index: PackIndex) {
         let root = containers.packRoot(app: job.key.app)
-        let local = (try? store.packs(app: job.key.app))?.first { $0.packID == job.key.pack }?.localVersion
+        let rows = (try? store.packs(app: job.key.app)) ?? []
+        let local = rows.first { $0.packID == job.key.pack }?.localVersion
         let installedIndexPath = local.map { indexPath(app: job.key.app, pack: job.key.pack, version: $0) }
+        // The app's other local packs: a chunk they share with this one is copied, not fetched.
+        let otherIndexPaths = rows.compactMap { row in
+            row.packID == job.key.pack
+                ? nil : row.localVersion.map { indexPath(app: job.key.app, pack: row.packID, version: $0) }
+        }
         job.queue.async { [self] in
             let installed: PackIndex? = installedIndexPath.flatMap { path in
                 (try? RegularFile.read(path, limit: 256 << 20)).flatMap {
@@ -223,7 +229,12 @@ extension PackService {
             }
             let result: Result<(PackJob.StagingBox, Set<String>, PackPlan), PackError>
             do throws(PackError) {
-                let plan = PackPlan(target: index, installed: installed)
+                let others: [PackIndex] = otherIndexPaths.compactMap { path in
+                    (try? RegularFile.read(path, limit: 256 << 20)).flatMap {
+                        try? JSONDecoder().decode(PackIndex.self, from: Data($0))
+                    }
+                }
+                let plan = PackPlan(target: index, installed: installed, others: others)
                 let staging = try PackStaging(root: root, plan: plan)
                 staging.repair = job.repair
                 var needed = try staging.prepare()
