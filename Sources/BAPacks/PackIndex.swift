@@ -1,4 +1,5 @@
 import BACore
+import Foundation
 
 /// One version of one pack, as published: every file with its SHA-256 and its chunks in order
 /// (`PUBLISH_DIR/packs/ID/VERSION.json`, immutable once published).
@@ -99,5 +100,25 @@ package struct PackIndex: Sendable, Hashable, Codable {
     package static func chunkPath(_ sha256: String) -> String { "chunks/\(sha256.prefix(2))/\(sha256)" }
     package static func bundlePath(id: String, version: Int, number: Int) -> String {
         "packs/\(id)/\(version)-\(number).bundle"
+    }
+}
+
+extension PackIndex {
+    /// The largest index a device reads (far above any real one: 1.8 MB holds 15,000 chunks).
+    package static let maximumSize = 256 << 20
+
+    /// The index in the file at `path`, decoded (not checked: ``checkInstallable()`` does that).
+    package static func read(_ path: String) throws(PackError) -> PackIndex {
+        let bytes: [UInt8]
+        do {
+            bytes = try RegularFile.read(path, limit: maximumSize)
+        } catch {
+            throw PackError("cannot read the index \(path): \(error)")
+        }
+        do {
+            return try JSONCoding.decoder.decode(PackIndex.self, from: Data(bytes))
+        } catch {
+            throw PackError("\(path) is not a pack index: \(JSONCoding.describe(error))")
+        }
     }
 }

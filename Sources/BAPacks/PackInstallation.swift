@@ -128,6 +128,33 @@ package enum PackInstallation {
     }
 
     /// Removes the staging folder of version `version` of pack `id` (absent is fine).
+    /// What in version `index.version` of pack `index.id` under `root` differs from `index`, one
+    /// line per file (`ba packs verify`): a file that cannot be opened (every component opened
+    /// without following links), has another size, or another SHA-256. Empty when all match.
+    package static func problems(root: String, index: PackIndex) -> [String] {
+        let display = root + "/" + packsFolder(id: index.id) + "/\(index.version)"
+        guard let packs = try? openPacks(root: root, id: index.id, create: false) else {
+            return ["version \(index.version) is not on disk (\(display))"]
+        }
+        var problems: [String] = []
+        for file in index.files {
+            guard
+                let opened = PackStaging.openVersionFile(
+                    file.path, version: index.version, in: packs, display: display + "/" + file.path)?.file
+            else {
+                problems.append("\(file.path): cannot be opened (missing, or a link)")
+                continue
+            }
+            var info = stat()
+            if fstat(opened.fd, &info) != 0 || Int64(info.st_size) != file.size {
+                problems.append("\(file.path): \(info.st_size) bytes, not \(file.size)")
+            } else if (try? PackStaging.matches(opened, file, display: display + "/" + file.path)) != true {
+                problems.append("\(file.path): its SHA-256 does not match the index (changed on disk)")
+            }
+        }
+        return problems
+    }
+
     /// Removes `N.replaced`, the damaged copy a repair swapped out (``PackStaging/repair``).
     package static func removeReplaced(root: String, id: String, version: Int) throws(PackError) {
         try checkID(id)

@@ -540,11 +540,7 @@ package final class PackStaging {
         guard let installed = plan.installedVersion, let packs else { return false }
         let file = plan.target.files[index]
         let display = packsDisplay + "/\(installed)/" + path
-        guard
-            let sourceParent = try? PackFileSystem.openFolders(
-                ["\(installed)"] + path.split(separator: "/").dropLast(), in: packs, display: packsDisplay),
-            let source = try? PackFileSystem.openFile(
-                String(path.split(separator: "/").last!), in: sourceParent, flags: O_RDONLY, display: display)
+        guard let (sourceParent, source) = Self.openVersionFile(path, version: installed, in: packs, display: display)
         else { return false }
         var sourceInfo = stat()
         guard fstat(source.fd, &sourceInfo) == 0, sourceInfo.st_mode & 0o222 == 0 else { return false }
@@ -571,16 +567,31 @@ package final class PackStaging {
         if let open = installedFiles[path] {
             file = open
         } else {
-            guard
-                let parent = try? PackFileSystem.openFolders(
-                    ["\(installed)"] + path.split(separator: "/").dropLast(), in: packs, display: packsDisplay),
-                let opened = try? PackFileSystem.openFile(
-                    String(path.split(separator: "/").last!), in: parent, flags: O_RDONLY, display: display)
+            guard let opened = Self.openVersionFile(path, version: installed, in: packs, display: display)?.file
             else { return nil }
             if installedFiles.count >= Self.openLimit { installedFiles = [:] }
             installedFiles[path] = opened
             file = opened
         }
+        return Self.read(file, at: offset, length: length, display: display)
+    }
+
+    /// File `path` of version `version` in a pack's folder of versions (`packs`), and the folder
+    /// holding it, each component opened without following links; nil if it cannot be opened.
+    static func openVersionFile(
+        _ path: String, version: Int, in packs: Descriptor, display: String
+    ) -> (parent: Descriptor, file: Descriptor)? {
+        let components = path.split(separator: "/")
+        guard let name = components.last,
+            let parent = try? PackFileSystem.openFolders(
+                ["\(version)"] + components.dropLast(), in: packs, display: display),
+            let file = try? PackFileSystem.openFile(String(name), in: parent, flags: O_RDONLY, display: display)
+        else { return nil }
+        return (parent, file)
+    }
+
+    /// Exactly `length` bytes of `file` at `offset`, or nil (short, or an I/O error).
+    private static func read(_ file: Descriptor, at offset: Int64, length: Int, display: String) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: length)
         let read = bytes.withUnsafeMutableBytes { bytes in
             (try? PackFileSystem.readFully(file, into: bytes, at: offset, display: display)) ?? false
@@ -591,18 +602,11 @@ package final class PackStaging {
     /// `length` bytes of another pack's local file (a chunk the packs share), or nil if they
     /// cannot be read; every component is opened without following links, like the rest.
     private func readOtherPack(_ pack: String, version: Int, path: String, offset: Int64, length: Int) -> [UInt8]? {
-        guard
-            let packs = try? PackInstallation.openPacks(root: root, id: pack, create: false),
-            let parent = try? PackFileSystem.openFolders(
-                ["\(version)"] + path.split(separator: "/").dropLast(), in: packs, display: root),
-            let file = try? PackFileSystem.openFile(
-                String(path.split(separator: "/").last!), in: parent, flags: O_RDONLY, display: root + "/" + path)
+        let display = root + "/" + PackInstallation.packsFolder(id: pack) + "/\(version)/" + path
+        guard let packs = try? PackInstallation.openPacks(root: root, id: pack, create: false),
+            let file = Self.openVersionFile(path, version: version, in: packs, display: display)?.file
         else { return nil }
-        var bytes = [UInt8](repeating: 0, count: length)
-        let read = bytes.withUnsafeMutableBytes { bytes in
-            (try? PackFileSystem.readFully(file, into: bytes, at: offset, display: root + "/" + path)) ?? false
-        }
-        return read ? bytes : nil
+        return Self.read(file, at: offset, length: length, display: display)
     }
 
     /// Whether version `N`'s folder holds every file of the index with its size and SHA-256.

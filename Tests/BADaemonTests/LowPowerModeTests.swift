@@ -42,18 +42,24 @@ struct LowPowerModeTests {
         #expect(LowPowerMode.fromEnvironment(["BASD_POWER_PROFILE_FILE": saver]).sources == [saver])
     }
 
-    @Test("in power-saver no extension runs and background downloads wait; back to balanced they go on")
-    func basdFollowsThePowerProfile() async throws {
-        let server = try await AssetServer.start()
-        defer { Task { try? await server.shutdown() } }
+    /// A basd reading its power profile from a file that says power-saver, with a quick scheduler
+    /// tick (a quarter of the minimum interval) that reads it; the file, to change the profile.
+    static func daemonInPowerSaver() async throws -> (DaemonProcess, profile: String) {
         let directory = try TemporaryDirectory()
         let profile = try directory.write("profile", "power-saver\n")
         try FileManager.default.createDirectory(atPath: directory.path + "/state", withIntermediateDirectories: true)
-        // A quick scheduler tick (a quarter of the minimum interval) reads the profile.
         try Data(#"{"periodicMinimumIntervalSeconds": 1, "periodicBaseIntervalSeconds": 600}"#.utf8)
             .write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
         let daemon = try await DaemonProcess.start(
             directory: directory, environment: ["BASD_POWER_PROFILE_FILE": profile])
+        return (daemon, profile)
+    }
+
+    @Test("in power-saver no extension runs and background downloads wait; back to balanced they go on")
+    func basdFollowsThePowerProfile() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let (daemon, profile) = try await Self.daemonInPowerSaver()
         defer { daemon.kill() }
         // Held after its first 64 KiB until the test lets it go: it cannot finish before Low Power
         // Mode holds it, however slow the machine (a trickle raced the scheduler's look).
@@ -122,13 +128,7 @@ struct LowPowerModeTests {
         try fixture.write(pack: "base", policy: PackFixture.essential, files: ["a.bin": base])
         try fixture.write(pack: "levels", policy: PackFixture.prefetch, files: ["b.bin": levels])
         try await fixture.publish(["base", "levels"], version: 1)
-        let directory = try TemporaryDirectory()
-        let profile = try directory.write("profile", "power-saver\n")
-        try FileManager.default.createDirectory(atPath: directory.path + "/state", withIntermediateDirectories: true)
-        try Data(#"{"periodicMinimumIntervalSeconds": 1, "periodicBaseIntervalSeconds": 600}"#.utf8)
-            .write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
-        let daemon = try await DaemonProcess.start(
-            directory: directory, environment: ["BASD_POWER_PROFILE_FILE": profile])
+        let (daemon, profile) = try await Self.daemonInPowerSaver()
         defer { daemon.kill() }
         _ = try await CLIQueries.poll(
             "basd to see the power-saver profile", daemon, timeout: 20, read: { daemon.standardError },

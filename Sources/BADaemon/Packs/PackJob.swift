@@ -139,7 +139,7 @@ extension PackService {
     /// The index: kept from an earlier attempt if its SHA-256 is right, else fetched and checked.
     private func fetchIndex(_ job: PackJob) {
         let path = indexPath(app: job.key.app, pack: job.key.pack, version: job.entry.version)
-        if let bytes = try? RegularFile.read(path, limit: 256 << 20),
+        if let bytes = try? RegularFile.read(path, limit: PackIndex.maximumSize),
             bytes.withUnsafeBytes({ SHA256Hasher.hex(of: $0) }) == job.entry.indexSHA256
         {
             readIndex(job, bytes: bytes)
@@ -155,7 +155,7 @@ extension PackService {
         transfers.fetchPackFile(
             .init(
                 id: "\(job.key.app)/index/\(fetchSequence)", url: job.entry.indexURL, destination: destination,
-                byteLimit: 256 << 20, essential: true), for: job.app
+                byteLimit: Int64(PackIndex.maximumSize), essential: true), for: job.app
         ) { [self] result in
             guard live(job) else {
                 unlink(destination)
@@ -166,7 +166,7 @@ extension PackService {
                 fail(job, "cannot fetch the pack's index \(job.entry.indexURL): \(failure.message)")
             case .success(let fetched):
                 defer { unlink(fetched) }
-                guard let bytes = try? RegularFile.read(fetched, limit: 256 << 20) else {
+                guard let bytes = try? RegularFile.read(fetched, limit: PackIndex.maximumSize) else {
                     fail(job, "cannot read the fetched index")
                     return
                 }
@@ -222,18 +222,10 @@ extension PackService {
                 ? nil : row.localVersion.map { indexPath(app: job.key.app, pack: row.packID, version: $0) }
         }
         job.queue.async { [self] in
-            let installed: PackIndex? = installedIndexPath.flatMap { path in
-                (try? RegularFile.read(path, limit: 256 << 20)).flatMap {
-                    try? JSONDecoder().decode(PackIndex.self, from: Data($0))
-                }
-            }
+            let installed: PackIndex? = installedIndexPath.flatMap { path in try? PackIndex.read(path) }
             let result: Result<(PackJob.StagingBox, Set<String>, PackPlan), PackError>
             do throws(PackError) {
-                let others: [PackIndex] = otherIndexPaths.compactMap { path in
-                    (try? RegularFile.read(path, limit: 256 << 20)).flatMap {
-                        try? JSONDecoder().decode(PackIndex.self, from: Data($0))
-                    }
-                }
+                let others: [PackIndex] = otherIndexPaths.compactMap { path in try? PackIndex.read(path) }
                 let plan = PackPlan(target: index, installed: installed, others: others)
                 let staging = try PackStaging(root: root, plan: plan)
                 staging.repair = job.repair

@@ -482,7 +482,7 @@ final class PackService: @unchecked Sendable {
             var damaged: [String] = []
             for (pack, version) in local {
                 let found = PackVerification.verify(
-                    root: root, id: pack, version: version, index: indexPath(app: name, pack: pack, version: version))
+                    root: root, index: indexPath(app: name, pack: pack, version: version))
                 if !found.isEmpty { damaged.append(pack) }
                 problems += found.map { "\(pack) \(version): \($0)" }
             }

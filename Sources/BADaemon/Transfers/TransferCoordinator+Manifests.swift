@@ -56,30 +56,48 @@ extension TransferCoordinator {
         }
         // The engine checks the URL (and the allow-list) before it connects, and every redirect hop.
         let allowList = app.launched ? nil : app.restrictions.domainAllowList
+        let request = DownloadRequest(
+            id: id, url: url, destination: destination, partialPath: destination + ".partial", byteLimit: remaining,
+            priority: 1000, isEssential: true, isForeground: true, allowList: allowList.map(HostAllowList.init),
+            trust: trust)
+        addSideFetch(request) { result in
+            switch result {
+            case .success(let (path, size)):
+                chmod(path, 0o444)
+                done(.success(FetchedManifest(path: path, size: size)))
+            case .failure(let error):
+                unlink(destination)
+                let code = DownloadFailure.stored(error)
+                done(.failure(ManifestFailure("\(code.message) (\(code.domain) \(code.code))")))
+            }
+        }
+    }
+
+    /// Hands `request` (engine id `manifest:…` or `pack:…`) to the engine as a side fetch, not a
+    /// stored download: its end goes to `done`, once, on the executor (a failure's partial file
+    /// and validator removed first); a credential challenge is declined.
+    func addSideFetch(
+        _ request: DownloadRequest, done: @escaping (Result<(path: String, size: Int64), DownloadError>) -> Void
+    ) {
+        let id = request.id
+        let partial = request.partialPath
         sideFetches[id] = { [self] event in
             switch event {
             case .finished(_, let path, let size, _, _):
                 sideFetches[id] = nil
-                chmod(path, 0o444)
-                done(.success(FetchedManifest(path: path, size: size)))
+                done(.success((path, size)))
             case .failed(_, let error):
                 sideFetches[id] = nil
-                unlink(destination)
-                unlink(destination + ".partial")
-                unlink(destination + ".partial.validator")
-                let code = DownloadFailure.stored(error)
-                done(.failure(ManifestFailure("\(code.message) (\(code.domain) \(code.code))")))
+                unlink(partial)
+                unlink(partial + ".validator")
+                done(.failure(error))
             case .needsCredentials:
                 engine.respond(to: id, with: .cancel)
             default:
                 break
             }
         }
-        engine.add(
-            DownloadRequest(
-                id: id, url: url, destination: destination, partialPath: destination + ".partial", byteLimit: remaining,
-                priority: 1000, isEssential: true, isForeground: true, allowList: allowList.map(HostAllowList.init),
-                trust: trust))
+        engine.add(request)
     }
 
     struct ManifestFailure: Error, Sendable {
@@ -113,36 +131,24 @@ extension TransferCoordinator {
     func fetchPackFile(
         _ fetch: PackFetch, for app: StoredApp, done: @escaping (Result<String, PackFetchFailure>) -> Void
     ) {
-        let id = "pack:" + fetch.id
-        let destination = fetch.destination
-        sideFetches[id] = { [self] event in
-            switch event {
-            case .finished(_, let path, _, _, _):
-                sideFetches[id] = nil
+        var request = DownloadRequest(
+            id: "pack:" + fetch.id, url: fetch.url, destination: fetch.destination, expectedSize: fetch.expectedSize,
+            byteLimit: fetch.byteLimit, priority: fetch.essential ? 900 : 100, isEssential: fetch.essential,
+            allowList: app.launched ? nil : app.restrictions.domainAllowList.map(HostAllowList.init), trust: trust)
+        request.durable = false
+        addSideFetch(request) { result in
+            switch result {
+            case .success(let (path, _)):
                 done(.success(path))
-            case .failed(_, let error):
-                sideFetches[id] = nil
-                let partial = DownloadRequest.defaultPartialPath(for: destination)
-                unlink(partial)
-                unlink(partial + ".validator")
+            case .failure(let error):
                 let code = DownloadFailure.stored(error)
                 done(
                     .failure(
                         PackFetchFailure(
                             message: "\(code.message) (\(code.domain) \(code.code))", noSpace: error.code == .noSpace,
                             httpStatus: error.httpStatus)))
-            case .needsCredentials:
-                engine.respond(to: id, with: .cancel)
-            default:
-                break
             }
         }
-        var request = DownloadRequest(
-            id: id, url: fetch.url, destination: destination, expectedSize: fetch.expectedSize,
-            byteLimit: fetch.byteLimit, priority: fetch.essential ? 900 : 100, isEssential: fetch.essential,
-            allowList: app.launched ? nil : app.restrictions.domainAllowList.map(HostAllowList.init), trust: trust)
-        request.durable = false
-        engine.add(request)
     }
 
     /// Stops a pack fetch (its partial file is removed); its `done` is never called.
