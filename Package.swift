@@ -37,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // FilePath and FileDescriptor, Apple's `System` types in AssetPackManager's signatures.
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // C: the extension ABI header, libffi, and Linux calls Swift's Glibc module lacks.
@@ -72,7 +74,7 @@ let package = Package(
             name: "BackgroundAssets",
             dependencies: [
                 "BACore", "BAExtensionABI", "CBAExtension", "BADaemonProtocol", "BAExclusiveControl",
-                "CBAExtensionMain",
+                "CBAExtensionMain", .product(name: "SystemPackage", package: "swift-system"),
             ]),
 
         // The download engine: libcurl multi on one thread, resume, retries, integrity.

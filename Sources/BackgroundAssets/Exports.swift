@@ -5,3 +5,7 @@
 #if canImport(FoundationNetworking)
     @_exported import FoundationNetworking
 #endif
+
+// Apple's asset-pack API takes and returns `FilePath` and `FileDescriptor` (Apple's `System`
+// module); here they are swift-system's, visible through `import BackgroundAssets` alone.
+@_exported import SystemPackage
