@@ -135,7 +135,9 @@ public actor AssetPackManager {
     /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)``; `CancellationError`
     ///   when the download's `Progress` was cancelled; else an error in `BAManagedErrorDomain`
     ///   saying why the download failed (the pack is then not guaranteed to be local).
-    public func ensureLocalAvailability(of assetPack: AssetPack, requireLatestVersion shouldUpdate: Bool = false)
+    public func ensureLocalAvailability(
+        of assetPack: AssetPack, requireLatestVersion shouldUpdate: Bool = false
+    )
         async throws
     {
         let connection = self.connection
@@ -183,7 +185,9 @@ public actor AssetPackManager {
     ///
     /// - Throws: ``LocalAvailabilityError`` with the packs that became local and why the others
     ///   did not.
-    public func ensureLocalAvailability(of assetPacks: Set<AssetPack>, requireLatestVersions shouldUpdate: Bool = false)
+    public func ensureLocalAvailability(
+        of assetPacks: Set<AssetPack>, requireLatestVersions shouldUpdate: Bool = false
+    )
         async throws
     {
         let outcomes = await withTaskGroup(of: (AssetPack, (any Error)?).self) { group in

@@ -23,7 +23,8 @@ enum PackFiles {
         for id in packs {
             let candidate = folder + "/" + id + "/" + path.string
             var isFolder: ObjCBool = false
-            if FileManager.default.fileExists(atPath: candidate, isDirectory: &isFolder), !(files && isFolder.boolValue) {
+            if FileManager.default.fileExists(atPath: candidate, isDirectory: &isFolder), !(files && isFolder.boolValue)
+            {
                 return candidate
             }
         }
@@ -72,7 +73,9 @@ enum PackFiles {
         let now = Dictionary(after.map { ($0.assetPackID, $0) }, uniquingKeysWith: { first, _ in first })
         var updating: Set<String> = []
         for info in after {
-            if let local = info.localVersion, let server = info.serverVersion, server > local { updating.insert(info.assetPackID) }
+            if let local = info.localVersion, let server = info.serverVersion, server > local {
+                updating.insert(info.assetPackID)
+            }
         }
         var removed: Set<String> = []
         for info in before where info.localVersion != nil {

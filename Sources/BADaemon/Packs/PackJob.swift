@@ -274,7 +274,9 @@ extension PackService {
         if job.waitingFor != nil {
             job.waitingFor = nil
             // Going on after a pause is `began` again (Apple's DownloadStatusUpdate).
-            send(PackEvent(kind: "began", appIdentifier: job.key.app, assetPackID: job.key.pack, version: job.entry.version))
+            send(
+                PackEvent(
+                    kind: "began", appIdentifier: job.key.app, assetPackID: job.key.pack, version: job.entry.version))
         }
         fillWindow(job)
     }
