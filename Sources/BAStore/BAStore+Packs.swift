@@ -10,11 +10,16 @@ extension BAStore {
         try write("recording the asset packs of \(app.appIdentifier)") { db in
             try db.executeCached(
                 sql: """
-                    INSERT INTO pack_app (app_id, public_key, checked_at, check_error) VALUES (?, ?, ?, ?)
+                    INSERT INTO pack_app (app_id, public_key, checked_at, check_error, opted_in_by_use)
+                    VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (app_id) DO UPDATE SET public_key = excluded.public_key,
-                        checked_at = excluded.checked_at, check_error = excluded.check_error
+                        checked_at = excluded.checked_at, check_error = excluded.check_error,
+                        opted_in_by_use = excluded.opted_in_by_use
                     """,
-                arguments: [app.appIdentifier, app.publicKey, app.checkedAt.map(StoreTime.init), app.checkError])
+                arguments: [
+                    app.appIdentifier, app.publicKey, app.checkedAt.map(StoreTime.init), app.checkError,
+                    app.optedInByUse,
+                ])
         }
     }
 
@@ -22,11 +27,12 @@ extension BAStore {
     package func packApps() throws(BAStoreError) -> [StoredPackApp] {
         try read("reading the apps with asset packs") { db in
             try Row.fetchAllCached(
-                db, sql: "SELECT app_id, public_key, checked_at, check_error FROM pack_app ORDER BY app_id"
+                db,
+                sql: "SELECT app_id, public_key, checked_at, check_error, opted_in_by_use FROM pack_app ORDER BY app_id"
             ).map { row in
                 StoredPackApp(
                     appIdentifier: row["app_id"], publicKey: row["public_key"], checkedAt: row["checked_at"],
-                    checkError: row["check_error"])
+                    checkError: row["check_error"], optedInByUse: row["opted_in_by_use"])
             }
         }
     }

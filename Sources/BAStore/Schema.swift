@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 5
+    static let currentVersion = 6
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -33,6 +33,10 @@ enum Schema {
         migrator.registerMigration("v5") { db in
             try db.execute(sql: v5)
             try db.execute(sql: "PRAGMA user_version = 5")
+        }
+        migrator.registerMigration("v6") { db in
+            try db.execute(sql: v6)
+            try db.execute(sql: "PRAGMA user_version = 6")
         }
         return migrator
     }
@@ -210,5 +214,12 @@ extension Schema {
             updated_at           TEXT    NOT NULL,
             PRIMARY KEY (app_id, pack_id)
         );
+        """
+
+    /// Version 6 (issue 22): an app that never declared `BAHasManagedAssetPacks` but used
+    /// `AssetPackManager` opted into managed asset packs; remembered, so that its next update
+    /// keeps them.
+    static let v6 = """
+        ALTER TABLE pack_app ADD COLUMN opted_in_by_use INTEGER NOT NULL DEFAULT 0;
         """
 }

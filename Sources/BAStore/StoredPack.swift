@@ -43,11 +43,18 @@ package struct StoredPackApp: Sendable, Hashable {
     /// When the download manifest was last read, and why that failed if it did.
     package var checkedAt: Date?
     package var checkError: String?
+    /// It never declared `BAHasManagedAssetPacks` but used `AssetPackManager` (schema v6): it
+    /// keeps its packs when an update's Info.plist does not declare them either.
+    package var optedInByUse: Bool
 
-    package init(appIdentifier: String, publicKey: String?, checkedAt: Date? = nil, checkError: String? = nil) {
+    package init(
+        appIdentifier: String, publicKey: String?, checkedAt: Date? = nil, checkError: String? = nil,
+        optedInByUse: Bool = false
+    ) {
         self.appIdentifier = appIdentifier
         self.publicKey = publicKey
         self.checkedAt = checkedAt
         self.checkError = checkError
+        self.optedInByUse = optedInByUse
     }
 }

@@ -161,3 +161,50 @@ struct AssetPackManagerTests {
         #expect(try await app.run("local big")["available"] as? Bool == false)
     }
 }
+
+extension AssetPackManagerTests {
+    /// The app's Info.plist, with or without `BAHasManagedAssetPacks`.
+    static func writeInfo(_ fixture: PackFixture, version: String, declaresPacks: Bool) throws {
+        var info: [String: Any] = [
+            "CFBundleIdentifier": PackFixture.app, "CFBundleShortVersionString": version,
+            "BAAppGroupID": PackFixture.group, "BAManifestURL": fixture.server.url("/manifest.json"),
+        ]
+        if declaresPacks { info["BAHasManagedAssetPacks"] = true }
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
+            .write(to: URL(fileURLWithPath: fixture.appDirectory + "/Info.plist"))
+    }
+
+    @Test("the first use of the manager opts an app into managed packs, and its next update keeps them")
+    func firstUseOptsIn() async throws {
+        let fixture = try await PackFixture.make()
+        defer { fixture.remove() }
+        let config = PackFixture.random(50_000, seed: 31)
+        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["config.bin": config])
+        try fixture.write(pack: "extras", policy: PackFixture.onDemand, files: ["x.bin": [7, 7, 7]])
+        try await fixture.publish(["base", "extras"], version: 1)
+        try Self.writeInfo(fixture, version: "1.0", declaresPacks: false)
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        #expect(try await fixture.packs(daemon).isEmpty, "no packs before the app opts in")
+
+        let app = try TestApp(
+            socketPath: daemon.socketPath, bundleIdentifier: PackFixture.app, group: PackFixture.group)
+        defer { app.kill() }
+        let all = try await app.run("apacks")
+        #expect((all["packs"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["base", "extras"])
+        // The first installation's policies now apply: the essential pack comes without asking.
+        _ = try await fixture.waitForPacks(daemon, "base to be local") { $0["base"]?["localVersion"] as? Int == 1 }
+        #expect(try await app.run("read base/config.bin").string("sha256") == Self.sha256(config))
+        #expect(daemon.standardError.contains("opted into managed asset packs by using AssetPackManager"))
+
+        // An update whose Info.plist still does not declare packs keeps them.
+        try Self.writeInfo(fixture, version: "1.1", declaresPacks: false)
+        let update = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(update.status == 0, "\(update.stdout)\(update.stderr)")
+        let after = try await fixture.packs(daemon)
+        #expect(after["base"]?["localVersion"] as? Int == 1, "\(after)")
+        #expect(try await app.run("local base")["available"] as? Bool == true)
+    }
+}

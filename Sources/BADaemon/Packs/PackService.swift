@@ -101,8 +101,10 @@ final class PackService: @unchecked Sendable {
         done: @escaping @Sendable (String?) -> Void
     ) {
         do {
-            guard hasPacks else {
-                if try store.packApps().contains(where: { $0.appIdentifier == app.bundleIdentifier }) {
+            let existing = try store.packApps().first { $0.appIdentifier == app.bundleIdentifier }
+            let optedIn = existing?.optedInByUse == true && app.manifestURL != nil
+            guard hasPacks || optedIn else {
+                if existing != nil {
                     log("\(app.bundleIdentifier) no longer declares BAHasManagedAssetPacks: its packs are removed")
                     uninstall(app.bundleIdentifier)
                 }
@@ -112,12 +114,34 @@ final class PackService: @unchecked Sendable {
             try store.setPackApp(
                 StoredPackApp(
                     appIdentifier: app.bundleIdentifier,
-                    publicKey: publicKey.map { Data($0).base64EncodedString() }))
+                    publicKey: publicKey.map { Data($0).base64EncodedString() }, optedInByUse: !hasPacks))
         } catch {
             done("basd could not record the app's asset packs: \(error)")
             return
         }
         check(app, trigger: .installation(event), done: done)
+    }
+
+    /// `app` used `AssetPackManager` without declaring `BAHasManagedAssetPacks`: as Apple's first
+    /// use of the manager does, that opts it into managed packs (if it has a `BAManifestURL`):
+    /// recorded, so that its updates keep them, and its manifest read with the first
+    /// installation's policies. `done` gets nil, or why that could not be done.
+    func optIn(_ app: StoredApp, publicKey: [UInt8]?, done: @escaping @Sendable (String?) -> Void) {
+        guard !hasPacks(app.bundleIdentifier), app.manifestURL != nil else {
+            done(nil)
+            return
+        }
+        do {
+            try store.setPackApp(
+                StoredPackApp(
+                    appIdentifier: app.bundleIdentifier, publicKey: publicKey.map { Data($0).base64EncodedString() },
+                    optedInByUse: true))
+        } catch {
+            done("basd could not record the app's asset packs: \(error)")
+            return
+        }
+        log("\(app.bundleIdentifier) opted into managed asset packs by using AssetPackManager")
+        check(app, trigger: .installation(.firstInstallation), done: done)
     }
 
     /// Removes everything of `app`'s packs: jobs, files, rows (`ba uninstall`).
@@ -297,10 +321,11 @@ final class PackService: @unchecked Sendable {
                 row.entry = nil
                 try store.savePack(row)
             }
+            let optedIn = try store.packApps().first { $0.appIdentifier == name }?.optedInByUse ?? false
             try store.setPackApp(
                 StoredPackApp(
                     appIdentifier: name, publicKey: publicKey.map { Data($0).base64EncodedString() },
-                    checkedAt: clock.now, checkError: nil))
+                    checkedAt: clock.now, checkError: nil, optedInByUse: optedIn))
         } catch {
             finishCheck(name, failure: "basd could not record the download manifest: \(error)")
             return

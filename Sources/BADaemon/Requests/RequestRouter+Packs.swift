@@ -1,10 +1,12 @@
+import BAAppBundle
 import BADaemonProtocol
 import Foundation
 
 // `ba packs …` and an app's AssetPackManager (executor).
 extension RequestRouter {
     func servePacks(
-        _ command: PackCommand, session: Session, reply: @escaping @Sendable (ServerMessage.Result) -> Void
+        _ command: PackCommand, from client: ClientInfo, session: Session,
+        reply: @escaping @Sendable (ServerMessage.Result) -> Void
     ) {
         func need(_ value: String?, _ what: String) -> String? {
             if value == nil || value?.isEmpty == true {
@@ -30,9 +32,20 @@ extension RequestRouter {
             guard let app = need(command.app, "an app"), let pack = need(command.pack, "a pack id") else { return }
             reply(packs.remove(app: app, pack: pack))
         case .follow:
-            guard let app = need(command.app, "an app") else { return }
-            delivery.followPacks(session, app: app)
-            reply(.packs(PackReport(packs: packs.listing(app: app))))
+            guard let name = need(command.app, "an app") else { return }
+            delivery.followPacks(session, app: name)
+            // An app's first use of AssetPackManager opts it into managed packs (Apple's rule).
+            guard client.role == .app, !packs.hasPacks(name), let app = try? store.app(name), app.manifestURL != nil
+            else {
+                reply(.packs(PackReport(packs: packs.listing(app: name))))
+                return
+            }
+            let publicKey = (try? AppBundle.load(directory: app.appDirectory))?.assetPackPublicKey
+            packs.optIn(app, publicKey: publicKey) { [self] failure in
+                executor.async { [self] in
+                    reply(.packs(PackReport(packs: packs.listing(app: name), problems: failure.map { [$0] } ?? [])))
+                }
+            }
         case .cancel:
             guard let app = need(command.app, "an app"), let pack = need(command.pack, "a pack id") else { return }
             reply(packs.cancel(app: app, pack: pack))

@@ -133,7 +133,7 @@ final class RequestRouter: @unchecked Sendable {
                         throw Refusal(.callerConnectionInvalid, "`packs verify` is for ba (ba packs verify)")
                     }
                 }
-                servePacks(command, session: session, reply: reply)
+                servePacks(command, from: client, session: session, reply: reply)
                 return nil
             case .purge(let dryRun):
                 // Walks the containers off the executor: answered later.
