@@ -106,6 +106,20 @@ import Testing
         #expect(demo.stderr.contains("interrupted (SIGINT); stopping basd and removing"), "\(demo.stderr)")
     }
 
+    @Test("Ctrl-C while `ba pack build` publishes levels: the build is stopped too, folder removed, exit 21")
+    func interruptedWhilePublishing() async throws {
+        let demo = try ChildProcess(ba, ["demo"])
+        defer { demo.killGroup() }
+        // The build of levels (48 MiB) takes a while: the interruption comes while it runs.
+        _ = try demo.waitForOutput(containing: "$ ba pack build Examples/SampleApp/packs/levels.json")
+        demo.signalGroup(SIGINT)
+        #expect(demo.waitForExit() == 21, "\(demo.stdout)\(demo.stderr)")
+        let folder = try #require(demo.stdout.firstMatch(of: /served from (\/\S+)\/public\)/), "\(demo.stdout)").1
+        #expect(!FileManager.default.fileExists(atPath: String(folder)), "\(folder) was left behind: \(demo.stderr)")
+        #expect(processesMentioning(String(folder)).isEmpty, "\(processesMentioning(String(folder)))")
+        #expect(demo.stderr.contains("interrupted (SIGINT)"), "\(demo.stderr)")
+    }
+
     @Test("SIGTERM to ba alone while the app runs: the same clean end as Ctrl-C")
     func terminatedInStepFive() async throws {
         let demo = try ChildProcess(ba, ["demo"])
