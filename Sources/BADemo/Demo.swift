@@ -5,8 +5,8 @@ import BADaemonProtocol
 import BADownloadEngine
 import Foundation
 
-/// `ba demo`: the whole system at work on a loopback asset server, with the sample app and its
-/// extension, in a temporary folder that is removed afterwards.
+/// `ba demo`: the whole system at work on a loopback asset server, with the sample app, its
+/// extension and its asset packs, in a temporary folder that is removed afterwards.
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show the whole system: the sample app and its asset packs, installed on a loopback server.",
