@@ -137,7 +137,8 @@ let package = Package(
         .target(
             name: "BADemo",
             dependencies: [
-                "BACommands", "BADaemonProtocol", "BADownloadEngine", "BAAssetServer", "BASampleAssets", "CBASystem",
+                "BACommands", "BADaemonProtocol", "BADownloadEngine", "BAAssetServer", "BASampleAssets", "BAPacks",
+                "CBASystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BACore
 import BAPacks
 import Foundation
 
@@ -222,11 +223,14 @@ struct PackPublish: ParsableCommand {
         discussion: """
             Lists the newest version of every pack in the folder with its download size, policy, userInfo, and \
             its index's URL (under --base-url, where the folder is served) and SHA-256. The app's BAManifestURL \
-            is BASE_URL/manifest.json.
+            is BASE_URL/manifest.json. An app with its own extension too is handed that same document: \
+            --merge adds the top-level keys of a JSON file (the extension's own manifest) to it; each side \
+            ignores the other's keys, and the signature covers both.
 
             Examples:
               ba pack publish public --base-url https://cdn.example.com/game
               ba pack publish public --base-url https://cdn.example.com/game --key pack-signing.key
+              ba pack publish public --base-url https://cdn.example.com/game --merge extension-manifest.json
             """)
 
     @Argument(help: "The publish folder.")
@@ -238,7 +242,25 @@ struct PackPublish: ParsableCommand {
     @Option(help: "The private key (from `ba pack keygen`) to sign the manifest with.")
     var key: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "A JSON object whose top-level keys are added to manifest.json (an extension's own manifest).",
+            valueName: "file"))
+    var merge: String?
+
     func run() throws {
+        var merged: [String: JSONValue] = [:]
+        if let merge {
+            guard let data = FileManager.default.contents(atPath: merge) else {
+                printError("cannot read \(merge) (--merge)")
+                throw ExitCode(BAExitCode.noInput.rawValue)
+            }
+            guard case .object(let keys) = try? JSONDecoder().decode(JSONValue.self, from: data) else {
+                printError("\(merge) (--merge) is not a JSON object: give a file whose top level is {...}")
+                throw ExitCode(BAExitCode.packInvalid.rawValue)
+            }
+            merged = keys
+        }
         var keyText: String?
         if let key {
             guard let text = try? String(contentsOfFile: key, encoding: .utf8) else {
@@ -249,7 +271,8 @@ struct PackPublish: ParsableCommand {
         }
         do throws(PackError) {
             let seed = try keyText.map { text throws(PackError) in try PackSigning.key(base64: text, what: key ?? "") }
-            let manifest = try PackPublisher.publish(folder, baseURL: baseURL, signingKey: seed)
+            let manifest = try PackPublisher.publish(
+                folder, baseURL: baseURL, signingKey: seed, mergingKeys: merged)
             for entry in manifest.assetPacks {
                 print(
                     "\(entry.assetPackID) version \(entry.version): \(HumanReadable.bytes(entry.downloadSize)) at \(entry.indexURL)"

@@ -5,24 +5,29 @@ import BADaemonProtocol
 import BADownloadEngine
 import Foundation
 
-/// `ba demo`: the whole system at work on a loopback asset server, with the sample app and its
-/// extension, in a temporary folder that is removed afterwards.
+/// `ba demo`: the whole system at work on a loopback asset server, with the sample app, its
+/// extension and its asset packs, in a temporary folder that is removed afterwards.
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show the whole system: the sample app installed, downloaded and launched on a loopback server.",
+        abstract: "Show the whole system: the sample app and its asset packs, installed on a loopback server.",
         discussion: """
-            In a temporary folder: serves Examples/SampleApp's assets on a loopback HTTP server, starts \
-            basd, installs the sample app (its essential downloads with a progress bar), lets the rest \
-            download in the background (the extension schedules the catalog's assets when the catalog \
-            arrives), launches the sample app (which promotes what is still downloading to the \
-            foreground and moves finished files under exclusive control), then prints where every \
-            asset is, verified by SHA-256, and removes the folder. Needs `swift build` first: it runs \
-            the basd, ba-extension-runner, SampleApp and libSampleSwiftExtension.so built next to this ba.
+            In a temporary folder: serves Examples/SampleApp's assets on a loopback HTTP server, publishes \
+            its asset packs there with `ba pack keygen`, `build` and `publish --key` (base essential, levels \
+            prefetch, extras on demand), starts basd, installs the sample app (its essential downloads with a \
+            progress bar, and the essential pack before `ba install` returns), lets the rest download in the \
+            background (the extension schedules the catalog's assets when the catalog arrives; levels is \
+            prefetched), launches the sample app (which promotes what is still downloading to the \
+            foreground and moves finished files under exclusive control), asks basd for the on-demand pack \
+            (as `ba packs ensure` does), publishes version 2 of levels and has basd check for it (as a \
+            periodic run does), showing what the delta fetched and reused, then prints where every asset \
+            and pack file is, verified by SHA-256 (the packs by basd against their indexes, as `ba packs \
+            verify` does), and removes the folder. Needs `swift build` first: it runs the basd, \
+            ba-extension-runner, SampleApp and libSampleSwiftExtension.so built next to this ba.
 
-            Exit codes: 0 every asset verified; 42 a step failed or an asset is missing or wrong (the \
-            folder is kept for a look); 66 the build products or Examples/ are missing; 21 interrupted \
-            (SIGINT, SIGTERM, SIGHUP, or its output closed): basd and the app stopped, the folder removed. \
-            basd and the app also get SIGTERM if ba dies any other way, even SIGKILL.
+            Exit codes: 0 every asset and pack file verified; 42 a step failed or an asset or pack file is \
+            missing or wrong (the folder is kept for a look); 66 the build products or Examples/ are missing; \
+            21 interrupted (SIGINT, SIGTERM, SIGHUP, or its output closed): basd and the app stopped, the \
+            folder removed. basd and the app also get SIGTERM if ba dies any other way, even SIGKILL.
 
             Examples:
               ba demo

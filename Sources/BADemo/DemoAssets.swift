@@ -36,7 +36,8 @@ struct DemoAssets {
     static let baseURLPlaceholder = "{{BASE_URL}}"
 
     let assets: [Asset]
-    /// The manifest with the placeholder replaced, served at `/manifest.json`.
+    /// The manifest with the placeholder replaced: merged into the packs' download manifest
+    /// (`ba pack publish --merge`), which is served at `/manifest.json`.
     let manifest: [UInt8]
 
     /// Reads the sample app's asset set from `appDirectory` (`Examples/SampleApp`) for a server at `baseURL`.

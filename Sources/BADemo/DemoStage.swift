@@ -20,7 +20,7 @@ final class DemoStage: Sendable {
 
     static let bundleIdentifier = "com.example.ba.sample"
     static let appGroupIdentifier = "group.com.example.ba.sample"
-    static let steps = 6
+    static let steps = 9
 
     /// Who ends the demo: its steps (they ended, well or not) or an interruption, whichever
     /// claims it first; the other stands down, so a run ends in exactly one way.
@@ -59,25 +59,34 @@ final class DemoStage: Sendable {
 
     func run() async throws {
         let (server, assets) = try await serve()
+        let packs = try await publishPacks(server: server, assets: assets)
         try await startBasd()
-        try await install(server: server)
+        try await install(server: server, publicKey: packs.publicKey)
         let underway = try await waitForTheCatalog(assets)
         try await launchTheApp(underway, server: server, assets: assets)
-        try verify(assets)
+        let events = PackEventLog()
+        let subscription = try subscribeToPackEvents(events)
+        defer { subscription.close() }
+        try await ensureOnDemand(events)
+        let delta = try await updateLevels(server: server, published: packs, events: events)
+        try verify(assets, delta: delta)
     }
 
-    /// Step 1: the loopback asset server, with the manifest made for its port.
+    /// Step 1: the loopback asset server: the extension's assets from memory, and the packs'
+    /// publish folder (step 2 fills it) from disk, with the download manifest.
     private func serve() async throws -> (AssetServer, DemoAssets) {
         let server: AssetServer
         let assets: DemoAssets
         do {
-            server = try await AssetServer.start()
+            try inFolder {
+                try FileManager.default.createDirectory(atPath: publishFolder, withIntermediateDirectories: true)
+            }
+            server = try await AssetServer.start(root: URL(fileURLWithPath: publishFolder))
             parts.withLock { $0.server = server }
             assets = try DemoAssets(appDirectory: products.examples + "/SampleApp", baseURL: server.baseURL)
         } catch {
             throw DemoFailure(message: "cannot serve the sample app's assets: \(error)")
         }
-        server.setFile("/manifest.json", contents: assets.manifest)
         for asset in assets.assets {
             server.setFile(asset.path, contents: asset.bytes)
             if !asset.essential { server.setBehavior(.trickle(bytesPerSecond: rate), for: asset.path) }
@@ -123,21 +132,23 @@ final class DemoStage: Sendable {
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        step(2, "basd is running (pid \(basd.pid))")
+        step(3, "basd is running (pid \(basd.pid))")
         note("state: \(stateDirectory)/state.sqlite, settings: \(stateDirectory)/config.json, log: \(basdLog)")
         note(
             "config.json: one background transfer at a time, so there is a queue to promote from; "
                 + "downloads from this machine only (allowedHosts)")
     }
 
-    /// Step 3: `ba install` of a copy of the sample app whose manifest URL points at the server.
-    private func install(server: AssetServer) async throws {
+    /// Step 4: `ba install` of a copy of the sample app whose manifest URL points at the server,
+    /// with the packs' public key; its essential pack comes before `ba install` returns.
+    private func install(server: AssetServer, publicKey: String) async throws {
         let source = URL(fileURLWithPath: products.examples + "/SampleApp/Info.plist")
         guard
             var info = try PropertyListSerialization.propertyList(from: Data(contentsOf: source), format: nil)
                 as? [String: Any]
         else { throw DemoFailure(message: "\(source.path) is not a dictionary") }
         info["BAManifestURL"] = server.url("/manifest.json")
+        info["BAAssetPackPublicKey"] = publicKey
         let plist = try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
         try inFolder {
             let manager = FileManager.default
@@ -147,16 +158,26 @@ final class DemoStage: Sendable {
                 atPath: appDirectory + "/lib/libSampleSwiftExtension.so", withDestinationPath: products.sampleExtension)
         }
 
-        step(3, "ba install \(appDirectory)")
-        note("basd fetches the manifest, runs the extension's downloads(for: .install) in a runner process,")
-        note("and ba waits for the essential downloads:")
+        step(4, "ba install \(appDirectory)")
+        note("basd fetches the manifest (signed: BAAssetPackPublicKey), starts the essential pack base and the")
+        note("prefetch pack levels, runs the extension's downloads(for: .install) in a runner process, and ba")
+        note("waits for the essential downloads and the essential pack:")
         let install = try await spawn(products.ba, ["install", appDirectory, "--socket", socketPath])
         guard let status = await install.wait(seconds: 120), status == 0 else {
             throw DemoFailure(message: "ba install failed; basd's log: \(basdLog)")
         }
+        let packs = try packs()
+        // Apple's rule for an essential pack: local before the install returns.
+        guard packs.first(where: { $0.assetPackID == "base" })?.localVersion != nil else {
+            throw DemoFailure(
+                message: "the essential pack base was not local when ba install returned; basd's log: \(basdLog)")
+        }
+        note("the app's asset packs now: base came before ba install returned, levels goes on in the background,")
+        note("extras waits to be asked for:")
+        printPacks(packs)
     }
 
-    /// Step 4: the catalog finished while no app was running, so basd woke the extension, which
+    /// Step 5: the catalog finished while no app was running, so basd woke the extension, which
     /// read it under exclusive control and scheduled the catalog's assets. Then, so that the app
     /// promotes a transfer under way, until a background download has some bytes on disk.
     private func waitForTheCatalog(_ assets: DemoAssets) async throws -> Underway? {
@@ -173,7 +194,7 @@ final class DemoStage: Sendable {
             try await Task.sleep(for: .milliseconds(50))
             rows = try downloads()
         }
-        step(4, "The catalog arrived; basd woke the extension, which scheduled the catalog's assets")
+        step(5, "The catalog arrived; basd woke the extension, which scheduled the catalog's assets")
         note("the extension's calls since the install, from basd's log:")
         for line in extensionLog().dropFirst() { note("  " + line) }
         let underway = try await waitForBytesInTheBackground(assets)
@@ -267,9 +288,9 @@ final class DemoStage: Sendable {
         }
     }
 
-    /// Step 5: the sample app, which promotes and collects.
+    /// Step 6: the sample app, which promotes and collects.
     private func launchTheApp(_ underway: Underway?, server: AssetServer, assets: DemoAssets) async throws {
-        step(5, "Launching the sample app (\(products.sampleApp))")
+        step(6, "Launching the sample app (\(products.sampleApp))")
         if let underway {
             let progress = Self.bytes(underway.bytes, of: underway.total)
             note("\(underway.identifier) is under way in the background (\(progress)); promoted, it goes on from there")
@@ -297,10 +318,11 @@ final class DemoStage: Sendable {
         HumanReadable.bytes(bytes) + " of " + (total.map(HumanReadable.bytes) ?? "?")
     }
 
-    /// Step 6: every asset in the app group container, checked against what the server sent.
-    private func verify(_ assets: DemoAssets) throws {
+    /// Step 9: every asset in the app group container, checked against what the server sent, and
+    /// every pack file against its index (basd's `packs verify`).
+    private func verify(_ assets: DemoAssets, delta: Delta) throws {
         let container = stateDirectory + "/groups/" + Self.appGroupIdentifier
-        step(6, "Where everything is: \(container)")
+        step(9, "Where everything is: \(container)")
         var table = TextTable(["FILE", "SIZE", "SHA-256", "CHECK"])
         var problems: [String] = []
         for asset in assets.assets {
@@ -319,10 +341,14 @@ final class DemoStage: Sendable {
             if !good { problems.append("\(relative) differs from what the server sent") }
         }
         say(table.render().split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+        note("the asset packs, read by basd against their indexes (what `ba packs verify` asks):")
+        let packs = try verifyPacks()
+        problems += packs.problems
         guard problems.isEmpty else { throw DemoFailure(message: problems.joined(separator: "; ")) }
         let seconds = String(format: "%.1f", Date().timeIntervalSince(started))
         say(
-            "\n\(assets.assets.count) of \(assets.assets.count) assets verified by SHA-256 in the app group container "
+            "\n\(assets.assets.count) of \(assets.assets.count) assets and \(packs.files) of \(packs.files) pack files "
+                + "(\(Self.packIDs.count) packs) verified by SHA-256 in the app group container; \(delta.line) "
                 + "(\(seconds) s).")
     }
 
@@ -330,7 +356,7 @@ final class DemoStage: Sendable {
 
     /// Starts a child; refused once the demo is interrupted (the interruption stops the children it
     /// knows of, so none may start after it).
-    private func spawn(
+    func spawn(
         _ path: String, _ arguments: [String], environment: [String: String] = [:], output: Int32 = 1,
         isBasd: Bool = false
     ) async throws -> DemoChild {
@@ -350,19 +376,19 @@ final class DemoStage: Sendable {
 
     /// Runs `body`, which writes in the folder, unless the demo is interrupted: the interruption
     /// waits for it before removing the folder, so nothing is written there afterwards.
-    private func inFolder<T>(_ body: () throws -> T) throws -> T {
+    func inFolder<T>(_ body: () throws -> T) throws -> T {
         try parts.withLock { parts in
             guard !parts.interrupted else { throw DemoFailure(message: "interrupted") }
             return try body()
         }
     }
 
-    private func connect() throws -> DaemonSession {
+    func connect() throws -> DaemonSession {
         DaemonSession(
             client: try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid())))
     }
 
-    private func downloads() throws -> [DownloadRow] {
+    func downloads() throws -> [DownloadRow] {
         do {
             let session = try connect()
             defer { session.client.close() }
@@ -388,12 +414,12 @@ final class DemoStage: Sendable {
         say(table.render().split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
     }
 
-    private func step(_ number: Int, _ title: String) {
+    func step(_ number: Int, _ title: String) {
         let seconds = String(format: "%5.1f s", Date().timeIntervalSince(started))
         say("\n==> \(number)/\(Self.steps) \(title)   [\(seconds)]")
     }
 
-    private func note(_ line: String) { say("    " + line) }
+    func note(_ line: String) { say("    " + line) }
 
     /// Writes a line to stdout at once (unbuffered), so the demo's lines and its children's, which
     /// share the terminal or pipe, come out in the order they happen. Nothing once interrupted; a

@@ -26,10 +26,25 @@ package enum PackPublisher {
         package var assetPacks: [Entry]
     }
 
+    /// The download manifest's own keys, which ``publish(_:baseURL:signingKey:mergingKeys:)`` refuses to merge.
+    package static let ownKeys: Set<String> = ["formatVersion", "assetPacks"]
+
     /// Writes `manifest.json` (and `manifest.json.sig` with `signingKey`) into `publishDirectory`.
+    ///
+    /// - Parameter mergingKeys: Other top-level keys to write into `manifest.json` beside the
+    ///   manifest's own (`ba pack publish --merge`). An app that has packs *and* its own extension
+    ///   is handed one document at `BAManifestURL`: the pack service reads `formatVersion` and
+    ///   `assetPacks`, the extension its own keys (the sample app's `assets`), each ignoring the
+    ///   other's. The signature covers the merged bytes. A key of the manifest's own is refused.
     package static func publish(
-        _ publishDirectory: String, baseURL: String, signingKey: [UInt8]? = nil
+        _ publishDirectory: String, baseURL: String, signingKey: [UInt8]? = nil,
+        mergingKeys: [String: JSONValue] = [:]
     ) throws(PackError) -> DownloadManifest {
+        if let clash = mergingKeys.keys.filter(ownKeys.contains).sorted().first {
+            throw PackError(
+                "the keys to merge into the download manifest include \"\(clash)\", which is the manifest's own: "
+                    + "rename or remove it in the merged file")
+        }
         guard let url = URL(string: baseURL), let scheme = url.scheme?.lowercased(),
             scheme == "https" || scheme == "http",
             url.host?.isEmpty == false
@@ -67,9 +82,15 @@ package enum PackPublisher {
             throw PackError("\(packs) holds no pack indexes: run `ba pack build` first")
         }
         let manifest = DownloadManifest(formatVersion: 1, assetPacks: entries)
-        let bytes: [UInt8]
+        var bytes: [UInt8]
         do {
             bytes = Array(try JSONCoding.encoder.encode(manifest))
+            if !mergingKeys.isEmpty,
+                case .object(let own) = try JSONCoding.decoder.decode(JSONValue.self, from: Data(bytes))
+            {
+                bytes = Array(
+                    try JSONCoding.encoder.encode(JSONValue.object(own.merging(mergingKeys) { own, _ in own })))
+            }
         } catch {
             throw PackError("cannot encode the download manifest: \(error)")
         }

@@ -64,6 +64,8 @@ struct SampleAppFixture {
         var info = try #require(
             try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any])
         info["BAManifestURL"] = server.url("/manifest.json")
+        // The extension's tests serve only its manifest: no asset packs (ba demo has them).
+        info["BAHasManagedAssetPacks"] = nil
         plist(&info)
         try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
             .write(to: URL(fileURLWithPath: appDirectory + "/Info.plist"))

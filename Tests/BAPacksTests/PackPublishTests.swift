@@ -1,3 +1,4 @@
+import BACore
 import BADownloadEngine
 import Foundation
 import Testing
@@ -78,5 +79,47 @@ struct PackPublishTests {
         #expect(
             String(decoding: try JSONCoding.encoder.encode(PackManifest.DownloadPolicy.onDemand), as: UTF8.self)
                 == #"{"onDemand":{}}"#)
+    }
+
+    /// `--merge`: an app with its own extension is handed the same document at `BAManifestURL`;
+    /// the merged keys sit beside the manifest's, the signature covers them, and a key of the
+    /// manifest's own is refused.
+    @Test func mergedKeysAreSignedAndTheManifestsOwnAreRefused() throws {
+        let root = try PackBuildTests.Folder()
+        let publish = try PackBuildTests.Folder()
+        defer {
+            root.remove()
+            publish.remove()
+        }
+        try root.write(ContentDefinedChunkerTests.randomBytes(20_000, seed: 7), to: "Levels/a.bin")
+        try root.write([1], to: "intro.bin")
+        _ = try PackBuilder(parameters: try .init(average: 4096)).build(
+            try PackBuildTests.manifest(), root: root.path, version: 1, publishDirectory: publish.path)
+        let pair = try PackSigning.generateKeyPair()
+        let extensionKeys: [String: JSONValue] = [
+            "applicationGroupIdentifier": .string("group.example"),
+            "assets": .array([.object(["identifier": .string("catalog"), "fileSize": .integer(809)])]),
+        ]
+        let manifest = try PackPublisher.publish(
+            publish.path, baseURL: "http://127.0.0.1:8000", signingKey: pair.privateKey, mergingKeys: extensionKeys)
+        let written = try Data(contentsOf: URL(fileURLWithPath: publish.path + "/manifest.json"))
+        // Each reader finds its own keys: the pack service's type, and the extension's.
+        #expect(try JSONDecoder().decode(PackPublisher.DownloadManifest.self, from: written) == manifest)
+        guard case .object(let document) = try JSONDecoder().decode(JSONValue.self, from: written) else {
+            Issue.record("manifest.json is not an object")
+            return
+        }
+        #expect(document["applicationGroupIdentifier"] == .string("group.example"))
+        #expect(document["assets"] == extensionKeys["assets"])
+        #expect(document["formatVersion"] == .integer(1))
+        let signatureText = try String(contentsOfFile: publish.path + "/manifest.json.sig", encoding: .utf8)
+        let signature = try #require(Data(base64Encoded: signatureText))
+        #expect(PackSigning.verify(Array(written), signature: Array(signature), publicKey: pair.publicKey))
+        #expect {
+            try PackPublisher.publish(
+                publish.path, baseURL: "http://127.0.0.1:8000", mergingKeys: ["assetPacks": .array([])])
+        } throws: { "\($0)".contains("\"assetPacks\", which is the manifest's own") }
+        // Refused before anything is written: the signed manifest is still there.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: publish.path + "/manifest.json")) == written)
     }
 }

@@ -9,14 +9,24 @@ import Testing
 @Suite(.serialized) struct DemoTests {
     let ba = BuildProducts.executable("ba")
 
-    @Test("ba demo installs, downloads, promotes and verifies every asset, then removes its folder")
+    @Test(
+        "ba demo installs, downloads, promotes, gets every asset pack (a delta too) and verifies it all, then removes its folder"
+    )
     func demoEndsWithTheVerifiedSummary() async throws {
         let run = try await runProcess(ba, ["demo"])
         let output = run.stdout + run.stderr
         #expect(run.status == 0, "\(output)")
-        for step in 1...6 { #expect(output.contains("==> \(step)/6 "), "step \(step): \(output)") }
-        // The essentials came with `ba install`'s progress (a pipe: a line per quarter).
+        for step in 1...9 { #expect(output.contains("==> \(step)/9 "), "step \(step): \(output)") }
+        // The essentials came with `ba install`'s progress (a pipe: a line per quarter), and the
+        // essential pack before `ba install` returned (the listing is made after it returned);
+        // the on-demand one waits to be asked for.
         #expect(output.contains("essential downloads: 100%"), "\(output)")
+        let installed = try #require(
+            output.components(separatedBy: "==> 4/9 ").last?.components(separatedBy: "==> 5/9 ").first)
+        #expect(installed.firstMatch(of: /\n\s+base\s+essential\s+1\s+1\s+downloaded/) != nil, "\(installed)")
+        #expect(installed.firstMatch(of: /\n\s+extras\s+onDemand\s+-\s+1\s+downloadAvailable/) != nil, "\(installed)")
+        // The packs were published with the real `ba pack` commands, signed.
+        #expect(output.contains("$ ba pack keygen") && output.contains("manifest.json.sig"), "\(output)")
         // The extension read the catalog and scheduled its assets; the app promoted what was still
         // waiting or running, and moved what finished.
         #expect(output.contains("scheduled") && output.contains("from the catalog"), "\(output)")
@@ -33,13 +43,34 @@ import Testing
                 output.firstMatch(of: /was promoted at .*\(Range: bytes=(\d+)-\)/), "\(output)")
             #expect(Int(promoted.1) ?? 0 > 0, "\(output)")
         }
-        // The verified summary: every asset checked, none missing or wrong.
-        let summary = try #require(output.components(separatedBy: "==> 6/6 ").last)
+        // The on-demand pack came only when asked for, in step 7.
+        let beforeAsking = try #require(output.components(separatedBy: "==> 7/9 ").first)
+        #expect(!beforeAsking.contains("extras 1 is local"), "\(output)")
+        let onDemand = try #require(
+            output.components(separatedBy: "==> 7/9 ").last?.components(separatedBy: "==> 8/9 ").first)
+        #expect(onDemand.contains("extras until now: downloadAvailable"), "\(onDemand)")
+        #expect(onDemand.contains("extras 1 is local"), "\(onDemand)")
+        // levels 2, published mid-demo, came as a delta: basd's own numbers, most bytes reused.
+        let delta = try #require(
+            output.firstMatch(of: /levels 1 → 2: fetched ([\d.]+) (B|KiB|MiB) of ([\d.]+) MiB \((\d+) % reused\)/),
+            "\(output)")
+        #expect(Int(delta.4) ?? 0 > 80, "\(delta.0)")
+        #expect(Double(delta.3) ?? 0 > 40, "\(delta.0)")
+        // The verified summary: every asset and pack file checked, none missing or wrong.
+        let summary = try #require(output.components(separatedBy: "==> 9/9 ").last)
         #expect(!summary.contains("MISSING") && !summary.contains("WRONG"), "\(summary)")
         #expect(summary.contains(" ok"), "\(summary)")
         let verified = try #require(
-            summary.firstMatch(of: /(\d+) of (\d+) assets verified by SHA-256/), "\(summary)")
+            summary.firstMatch(
+                of: /(\d+) of (\d+) assets and (\d+) of (\d+) pack files \(3 packs\) verified by SHA-256/),
+            "\(summary)")
         #expect(verified.1 == verified.2 && Int(verified.1) ?? 0 >= 5, "\(summary)")
+        #expect(verified.3 == verified.4 && Int(verified.3) ?? 0 >= 3, "\(summary)")
+        // The three packs are local at the end, levels at version 2.
+        for file in ["AssetPacks/base/Base/shaders.bin", "AssetPacks/extras/Extras/remix.m4a"] {
+            #expect(summary.contains(file), "\(file): \(summary)")
+        }
+        #expect(summary.firstMatch(of: /AssetPacks\/levels\/Levels\/level-07\.pak\s+2\s/) != nil, "\(summary)")
         // The temporary folder (basd's state, the container) is gone.
         let folder = try #require(output.firstMatch(of: /ba install (\/\S+)\/SampleApp/)).1
         #expect(!FileManager.default.fileExists(atPath: String(folder)), "\(folder) was left behind")
@@ -69,17 +100,31 @@ import Testing
     func interruptedInStepFive() async throws {
         let demo = try ChildProcess(ba, ["demo"])
         defer { demo.killGroup() }
-        let output = try demo.waitForOutput(containing: "==> 5/6 ")
+        let output = try demo.waitForOutput(containing: "==> 6/9 ")
         demo.signalGroup(SIGINT)
         try Self.expectCleanInterruption(demo, output)
         #expect(demo.stderr.contains("interrupted (SIGINT); stopping basd and removing"), "\(demo.stderr)")
+    }
+
+    @Test("Ctrl-C while `ba pack build` publishes levels: the build is stopped too, folder removed, exit 21")
+    func interruptedWhilePublishing() async throws {
+        let demo = try ChildProcess(ba, ["demo"])
+        defer { demo.killGroup() }
+        // The build of levels (48 MiB) takes a while: the interruption comes while it runs.
+        _ = try demo.waitForOutput(containing: "$ ba pack build Examples/SampleApp/packs/levels.json")
+        demo.signalGroup(SIGINT)
+        #expect(demo.waitForExit() == 21, "\(demo.stdout)\(demo.stderr)")
+        let folder = try #require(demo.stdout.firstMatch(of: /served from (\/\S+)\/public\)/), "\(demo.stdout)").1
+        #expect(!FileManager.default.fileExists(atPath: String(folder)), "\(folder) was left behind: \(demo.stderr)")
+        #expect(processesMentioning(String(folder)).isEmpty, "\(processesMentioning(String(folder)))")
+        #expect(demo.stderr.contains("interrupted (SIGINT)"), "\(demo.stderr)")
     }
 
     @Test("SIGTERM to ba alone while the app runs: the same clean end as Ctrl-C")
     func terminatedInStepFive() async throws {
         let demo = try ChildProcess(ba, ["demo"])
         defer { demo.killGroup() }
-        let output = try demo.waitForOutput(containing: "==> 5/6 ")
+        let output = try demo.waitForOutput(containing: "==> 6/9 ")
         demo.signal(SIGTERM)
         try Self.expectCleanInterruption(demo, output)
         #expect(demo.stderr.contains("interrupted (SIGTERM)"), "\(demo.stderr)")
@@ -99,7 +144,7 @@ import Testing
     func killedBa() async throws {
         let demo = try ChildProcess(ba, ["demo"])
         defer { demo.killGroup() }
-        let output = try demo.waitForOutput(containing: "==> 5/6 ")
+        let output = try demo.waitForOutput(containing: "==> 6/9 ")
         let (folder, _) = try Self.folderAndBasd(output)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         #expect(!processesMentioning(folder).isEmpty)

@@ -46,6 +46,12 @@ struct SampleApp {
         }
         let library = AssetLibrary(bundle: bundle, assetsFolder: container.appendingPathComponent("Assets"))
         let ready = await library.makeEverythingAvailable(deadline: Date(timeIntervalSinceNow: seconds))
+        // TODO(issue 22, lead): the app's asset packs (Examples/SampleApp/packs: base essential,
+        // levels prefetch, extras on demand) through AssetPackManager once it exists, as Apple's
+        // sample does: `try await AssetPackManager.shared.ensureLocalAvailability(of:
+        // AssetPackManager.shared.assetPack(withID: "base"))`, then `contents(at: "Base/strings.bin")`
+        // (a pack's paths are those of its manifest's selectors). Until then `ba demo` reads them
+        // at CONTAINER/AssetPacks/ID/ and asks basd for `extras` itself (a packs request).
         exit(ready ? 0 : 1)
     }
 
