@@ -101,8 +101,14 @@ import Testing
         try await run("README.md", timeout: .seconds(120))
     }
 
+    @Test(.enabled(if: builtWhereTheDocsSay, "the docs use $BA/.build/debug"))
+    func assetPackGuide() async throws {
+        try await run("docs/packs.md", timeout: .seconds(300))
+    }
+
     static let runDocuments: Set<String> = [
         "docs/writing-an-extension-swift.md", "docs/writing-an-extension-c.md", "docs/cli.md", "README.md",
+        "docs/packs.md",
     ]
 
     /// Every doc's fences follow the convention, only the docs run above have commands to run, and no
