@@ -127,7 +127,6 @@ package enum PackInstallation {
         try PackFileSystem.sync(packs, display: root + "/" + packsFolder(id: id))
     }
 
-    /// Removes the staging folder of version `version` of pack `id` (absent is fine).
     /// What in version `index.version` of pack `index.id` under `root` differs from `index`, one
     /// line per file (`ba packs verify`): a file that cannot be opened (every component opened
     /// without following links), has another size, or another SHA-256. Empty when all match.
@@ -163,6 +162,28 @@ package enum PackInstallation {
             "\(version).replaced", in: packs, display: root + "/" + packsFolder(id: id) + "/\(version).replaced")
     }
 
+    /// Moves version `version` of pack `id` (no longer linked) aside to `N.replaced`, so that its
+    /// name is free at once for a new copy of that version (a pack removed and asked for again
+    /// before nothing held the old copy); ``removeReplaced(root:id:version:)`` removes it once
+    /// nothing does. A copy left there before is removed first. Absent is fine.
+    ///
+    /// - Throws: ``PackError`` if it is the current version, or on an I/O error.
+    package static func retire(root: String, id: String, version: Int) throws(PackError) {
+        try checkID(id)
+        if try current(root: root, id: id) == version {
+            throw PackError("version \(version) of pack \(id) is current; remove the link first")
+        }
+        guard let packs = try openPacksIfPresent(root: root, id: id) else { return }
+        let display = root + "/" + packsFolder(id: id)
+        let aside = "\(version).replaced"
+        try PackFileSystem.removeTree(aside, in: packs, display: display + "/" + aside)
+        guard renameat(packs.fd, "\(version)", packs.fd, aside) == 0 || errno == ENOENT else {
+            throw PackError("cannot move \(display)/\(version) aside: \(PackFileSystem.reason())")
+        }
+        try PackFileSystem.sync(packs, display: display)
+    }
+
+    /// Removes the staging folder of version `version` of pack `id` (absent is fine).
     package static func removeStaging(root: String, id: String, version: Int) throws(PackError) {
         try checkID(id)
         guard let packs = try openPacksIfPresent(root: root, id: id) else { return }

@@ -33,8 +33,9 @@ public actor AssetPackManager {
     private nonisolated let connection: PackConnection
 
     /// An asynchronous sequence of download-status updates for all asset packs. It never
-    /// finishes; each `for await` loop gets the updates from when it starts.
-    public nonisolated let statusUpdates: some Sendable & AsyncSequence<DownloadStatusUpdate, Never> =
+    /// finishes; each `for await` loop gets the updates from when it starts. As on Apple's system
+    /// it is the actor's (`for await update in await AssetPackManager.shared.statusUpdates`).
+    public let statusUpdates: some Sendable & AsyncSequence<DownloadStatusUpdate, Never> =
         StatusUpdateSequence(connection: .shared, pack: nil)
 
     init(connection: PackConnection) {

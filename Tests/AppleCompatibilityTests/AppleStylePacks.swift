@@ -70,6 +70,8 @@ enum TutorialAssets {
                 return nil
             case .fileNotFound(at: _):
                 throw error
+            @unknown default:
+                throw error
             }
         }
         let configURL = try manager.url(for: FilePath(relativeConfigPath))
@@ -79,5 +81,32 @@ enum TutorialAssets {
         let descriptor = try manager.descriptor(for: FilePath(relativeConfigPath), searchingInAssetPackWithID: nil)
         try descriptor.close()
         return configURL
+    }
+}
+
+/// A model that follows a pack's download, as apps write it (a third-party pattern).
+enum ModelAssets {
+    static func ensureModelIsAvailable(onProgress: @escaping @Sendable (Double) -> Void) async throws {
+        let manager = AssetPackManager.shared
+        let assetPack = try await manager.assetPack(withID: "Model")
+        let progressTask = Task {
+            for await update in manager.statusUpdates(forAssetPackWithID: assetPack.id) {
+                switch update {
+                case .began:
+                    onProgress(0)
+                case .downloading(_, let progress):
+                    onProgress(progress.fractionCompleted)
+                case .finished:
+                    onProgress(1)
+                case .paused, .failed:
+                    continue
+                @unknown default:
+                    continue
+                }
+            }
+        }
+        defer { progressTask.cancel() }
+        try await manager.ensureLocalAvailability(of: assetPack)
+        for await update in await manager.statusUpdates where update.description.isEmpty { break }
     }
 }

@@ -58,6 +58,7 @@ struct AssetPackManagerTests {
 
         // ensureLocalAvailability of the on-demand pack, its status updates in order.
         #expect(try await app.run("follow extras").bool("ok") == true)
+        #expect(try await app.run("follow *").bool("ok") == true)
         let ensured = try await app.run("ensure extras")
         #expect(ensured.bool("ok") == true, "\(ensured.object)\n\(daemon.standardError)")
         #expect(ensured.bool("available") == true)
@@ -66,6 +67,10 @@ struct AssetPackManagerTests {
         #expect(kinds.first == "began", "\(kinds)")
         #expect(kinds.suffix(2) == ["finished", "end"], "\(kinds)")
         #expect(Set(kinds).isSubset(of: ["began", "downloading", "finished", "end"]), "\(kinds)")
+        // The sequence of all packs saw it too (and goes on).
+        try await app.wait("the all-packs sequence to see extras finish") {
+            $0.string("follower") == "*" && $0.string("update") == "finished" && $0.string("pack") == "extras"
+        }
         let progress = Self.updates(app, "extras").filter { $0.string("update") == "downloading" }
         #expect(progress.allSatisfy { ($0.int("completed") ?? -1) <= ($0.int("total") ?? 0) })
 
@@ -91,11 +96,16 @@ struct AssetPackManagerTests {
         let unknown = try await app.run("apack nosuchpack")
         #expect(unknown.errorCode == 0, "\(unknown.object)")
 
-        // remove: the files go, the pack stays available to download.
+        // remove: the files go, the pack stays available to download. A process still reading
+        // the removed version does not stop it from being downloaded again at once.
+        let held = try #require(FileHandle(forReadingAtPath: PackFixture.packPath(daemon, "extras") + "/extras/x.bin"))
+        defer { try? held.close() }
         #expect(try await app.run("removepack extras").bool("ok") == true)
         #expect(try await app.run("local extras")["available"] as? Bool == false)
-        #expect(try await app.run("ensure extras").bool("ok") == true)
+        let again = try await app.run("ensure extras")
+        #expect(again.bool("ok") == true, "\(again.object)\n\(daemon.standardError)")
         #expect(try await app.run("read extras/x.bin").string("sha256") == Self.sha256(extra))
+        #expect(try held.readToEnd().map { [UInt8]($0) } == extra)
 
         // checkForUpdates: levels has a version 2, extras is no longer published.
         level = PackFixture.random(700_000, seed: 120)

@@ -68,9 +68,8 @@ func runPackCommand(_ words: [String]) -> Bool {
     case ("follow", 2):
         let id = words[1]
         if id == "*" {
-            let updates = manager.statusUpdates
             Task {
-                for await update in updates { emit(describe(update, follower: id)) }
+                for await update in await manager.statusUpdates { emit(describe(update, follower: id)) }
             }
         } else {
             // Made here, before the task runs: it has every update from this moment.

@@ -514,7 +514,16 @@ final class PackService: @unchecked Sendable {
         if let target = row.target.flatMap(Self.decodeEntry) {
             io.async { try? PackInstallation.removeStaging(root: root, id: key.pack, version: target.version) }
         }
-        if let local { removeWhenFree(key, version: local) }
+        if let local {
+            // Moved aside now, so that asking for the pack again can assemble that version anew.
+            do throws(PackError) {
+                try PackInstallation.retire(root: root, id: key.pack, version: local)
+                removeWhenFree(key, version: local, replaced: true)
+            } catch {
+                log("asset pack \(key): \(error)")
+                removeWhenFree(key, version: local)
+            }
+        }
     }
 
     /// `ba packs verify`: reads every local file of `app`'s packs against its index.
@@ -679,6 +688,8 @@ final class PackService: @unchecked Sendable {
             let directory =
                 root + "/" + PackInstallation.packsFolder(id: key.pack) + "/\(version)" + (replaced ? ".replaced" : "")
             guard FileManager.default.fileExists(atPath: directory) else { return }
+            // That version may be current again (assembled anew since): it stays.
+            if !replaced, (try? PackInstallation.current(root: root, id: key.pack)) == version { return }
             let holders = PackInstallation.holders(of: directory)
             if holders.isEmpty {
                 do throws(PackError) {
@@ -687,7 +698,7 @@ final class PackService: @unchecked Sendable {
                     } else {
                         try PackInstallation.remove(root: root, id: key.pack, version: version)
                     }
-                    log("asset pack \(key): removed \(replaced ? "the damaged copy of " : "")version \(version)")
+                    log("asset pack \(key): removed \(replaced ? "the old copy of " : "")version \(version)")
                 } catch {
                     log("asset pack \(key): cannot remove version \(version): \(error)")
                 }
