@@ -21,6 +21,8 @@ import Testing
         let files = [
             BuildProducts.source("Tests/AppleCompatibilityExtension/AppleStyleDownloader.swift"),
             BuildProducts.source("Tests/AppleCompatibilityTests/AppleStyleApp.swift"),
+            // Apple's ManagedDownloaderExtension snippet, with `import ExtensionFoundation`.
+            BuildProducts.source("Tests/AppleCompatibilityManagedExtension/DownloaderExtension.swift"),
         ]
         for file in files {
             let output = try await runProcess(
