@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 5
+    static let currentVersion = 6
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -33,6 +33,10 @@ enum Schema {
         migrator.registerMigration("v5") { db in
             try db.execute(sql: v5)
             try db.execute(sql: "PRAGMA user_version = 5")
+        }
+        migrator.registerMigration("v6") { db in
+            try db.execute(sql: v6)
+            try db.execute(sql: "PRAGMA user_version = 6")
         }
         return migrator
     }
@@ -210,5 +214,31 @@ extension Schema {
             updated_at           TEXT    NOT NULL,
             PRIMARY KEY (app_id, pack_id)
         );
+        """
+}
+
+extension Schema {
+    /// Version 6 (issue 22, `ManagedDownloaderExtension`): an extension's `shouldDownload(_:)` is
+    /// a call of its own in `extension_run` (a rebuild: the `event` check is a constraint), and a
+    /// pack it declined for an install or update is marked `declined` (1), so that neither that
+    /// event nor a periodic check downloads it until the app asks for it or the next install or
+    /// update asks the extension again.
+    static let v6 = """
+        CREATE TABLE extension_run_v6 (
+            id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+            app_id               TEXT    NOT NULL REFERENCES app (bundle_identifier) ON DELETE CASCADE,
+            event                TEXT    NOT NULL
+                CHECK (event IN ('install', 'update', 'periodic', 'languageChange', 'finished', 'failed', 'challenge',
+                                 'shouldDownload')),
+            verdict              TEXT    NOT NULL,
+            detail               TEXT,
+            started_at           TEXT    NOT NULL,
+            duration_ms          INTEGER NOT NULL CHECK (duration_ms >= 0)
+        );
+        INSERT INTO extension_run_v6 SELECT * FROM extension_run;
+        DROP TABLE extension_run;
+        ALTER TABLE extension_run_v6 RENAME TO extension_run;
+        CREATE INDEX extension_run_app ON extension_run (app_id, started_at);
+        ALTER TABLE asset_pack ADD COLUMN declined INTEGER NOT NULL DEFAULT 0 CHECK (declined IN (0, 1));
         """
 }
