@@ -16,10 +16,12 @@ struct PackDecisionTests {
         var server: Int?
         var local: Int?
         var requested = false
+        var declined = false
         var trigger: PackDecision.Trigger
         var expected: PackDecision.Action
         var description: String {
             "\(policy.map { "\($0)" } ?? "unlisted") server \(server ?? -1) local \(local ?? -1) \(trigger)"
+                + (declined ? " declined" : "")
         }
     }
 
@@ -78,13 +80,31 @@ struct PackDecisionTests {
         // No longer listed: a local version is obsolete; nothing local, the row goes.
         Row(policy: nil, server: nil, local: 4, trigger: .periodic, expected: .removeObsolete),
         Row(policy: nil, server: nil, local: nil, trigger: .installation(.subsequentUpdate), expected: .forget),
+        // Declined by the extension (shouldDownload): not by the event, not retried periodically,
+        // but a request downloads it, and a requested pack is kept as requested.
+        Row(
+            policy: .essential(both), server: 1, local: nil, declined: true, trigger: .installation(.firstInstallation),
+            expected: .none),
+        Row(
+            policy: .prefetch(first), server: 1, local: nil, declined: true, trigger: .installation(.firstInstallation),
+            expected: .none),
+        Row(
+            policy: .essential(both), server: 2, local: 1, declined: true, trigger: .installation(.subsequentUpdate),
+            expected: .none),
+        Row(policy: .prefetch(first), server: 1, local: nil, declined: true, trigger: .periodic, expected: .none),
+        Row(
+            policy: .prefetch(first), server: 1, local: nil, requested: true, declined: true, trigger: .periodic,
+            expected: .download(essential: false)),
+        Row(
+            policy: .essential(both), server: 1, local: nil, declined: true, trigger: .ensure(requireLatest: false),
+            expected: .download(essential: true)),
     ]
 
     @Test("each policy and trigger", arguments: rows)
     func decide(_ row: Row) {
         let action = PackDecision.action(
             policy: row.policy, serverVersion: row.server, localVersion: row.local, requested: row.requested,
-            trigger: row.trigger)
+            trigger: row.trigger, declined: row.declined)
         #expect(action == row.expected, "\(row)")
     }
 }
