@@ -76,17 +76,29 @@ struct ShouldDownloadTests {
         #expect(asked.count == 1 && asked.first?["verdict"] as? String == "ok", "\(asked)")
         #expect(daemon.standardError.contains("its extension declined extras"), "\(daemon.standardError)")
 
+        // Kept across a restart, and a periodic check (which retries install-time packs that
+        // never arrived) leaves it alone.
+        let restarted = try await daemon.restarted()
+        defer { restarted.kill() }
+        let check = try await runProcess(ba, ["packs", "check", PackFixture.app, "--socket", restarted.socketPath])
+        #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+        let checked = try await fixture.packs(restarted)
+        #expect(checked["extras"]?["declined"] as? Bool == true, "\(checked)")
+        #expect(checked["extras"]?["localVersion"] == nil, "\(checked)")
+        #expect(checked["extras"]?["status"] as? String == "downloadAvailable", "\(checked)")
+        #expect(fixture.server.requests(for: "/packs/extras/1.json").isEmpty)
+
         // The app can still ask for it.
         let ensure = try await runProcess(
-            ba, ["packs", "ensure", PackFixture.app, "extras", "--socket", daemon.socketPath])
+            ba, ["packs", "ensure", PackFixture.app, "extras", "--socket", restarted.socketPath])
         #expect(ensure.status == 0, "\(ensure.stdout)\(ensure.stderr)")
-        let after = try await fixture.waitForPacks(daemon, "extras to be local") {
+        let after = try await fixture.waitForPacks(restarted, "extras to be local") {
             $0["extras"]?["localVersion"] as? Int == 1
         }
         #expect(after["extras"]?["declined"] == nil, "\(after)")
         #expect(
             AssetPackTests.same(
-                PackFixture.packPath(daemon, "extras") + "/extras/x.bin", PackFixture.random(100_000, seed: 3)))
+                PackFixture.packPath(restarted, "extras") + "/extras/x.bin", PackFixture.random(100_000, seed: 3)))
     }
 
     @Test("a shouldDownload that crashes declines nothing: every pack downloads, the crash is recorded")
