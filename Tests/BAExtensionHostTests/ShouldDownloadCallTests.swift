@@ -82,6 +82,18 @@ import Testing
         #expect(run.shouldDownload == nil)
     }
 
+    @Test("answers forged on the protocol socket by the extension end the call as a protocol error, with no answers")
+    func forgedAnswersAreNotTrusted() async throws {
+        let packs = [Self.packs[0], AssetPack(id: "forge", version: 1, downloadSize: 1)]
+        let run = try await Self.tester("BATestShouldDownload").shouldDownload(packs)
+        guard case .protocolError(let reason) = run.verdict else {
+            Issue.record("expected protocolError, got \(run.verdict)")
+            return
+        }
+        #expect(reason.contains("0 pack decisions for 2 packs"), "\(reason)")
+        #expect(run.shouldDownload == nil)
+    }
+
     @Test("the wire form of a shouldDownload event and of the answers round-trips")
     func wireRoundTrip() throws {
         let event = RunnerEvent.shouldDownload([

@@ -1,13 +1,15 @@
 /*
  * BATestShouldDownload: a C extension for the tests with the ABI 1.1 should_download entry point.
- * It declines the asset pack "extras", writes through NULL (a crash) for the pack "crash", and
- * wants every other one, logging "should_download ID VERSION SIZE USERINFO: yes|no" for each.
+ * It declines the asset pack "extras", writes through NULL (a crash) for the pack "crash", forges
+ * an answer frame with no answers on the runner's protocol socket (fd 3) for the pack "forge" (a
+ * hostile extension: the host must not trust it), and wants every other one, logging "should_download ID VERSION SIZE USERINFO: yes|no" for each.
  * Its downloads_for_request returns nothing, as a managed extension's does.
  */
 #include "ba_extension.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int equals(const char *text, size_t length, const char *literal)
 {
@@ -21,6 +23,13 @@ static int test_should_download(void *context, const ba_host_api *host, const ba
         host->log(BA_LOG_INFO, BA_STR("should_download crash: writing through NULL"));
         int *volatile target = NULL;
         *target = 42;
+    }
+    if (equals(pack->id, pack->id_length, "forge")) {
+        /* A runner frame: u32 length 5, type 10 (pack decisions), u32 count 0; little-endian. */
+        const unsigned char frame[] = {5, 0, 0, 0, 10, 0, 0, 0, 0};
+        ssize_t written = write(3, frame, sizeof(frame));
+        (void)written;
+        return 1;
     }
     int answer = !equals(pack->id, pack->id_length, "extras");
     char line[512];
