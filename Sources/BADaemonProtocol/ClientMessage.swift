@@ -190,8 +190,8 @@ package enum Request: Sendable, Hashable {
     /// resuming from its partial file where it is still valid; an active one waiting out a backoff
     /// (or for disk space) starts at once. Answered with `ok`.
     case retryDownload(uniqueIdentifier: String)
-    /// Lists, ensures, removes, verifies or checks asset packs (CLI only; `ba packs`): answered
-    /// with ``ServerMessage/Result/packs(_:)``.
+    /// Lists, ensures, removes, verifies, checks, follows or cancels asset packs (`ba packs`; an
+    /// app for its own packs): answered with ``ServerMessage/Result/packs(_:)``.
     case packs(PackCommand)
 
     /// The wire name (`type`) of the request.

@@ -1,6 +1,8 @@
 import BACore
 
-/// A `packs` request (CLI only; `ba packs …`): what to do with an app's asset packs.
+/// A `packs` request (`ba packs …`, and an app's `AssetPackManager`): what to do with an app's
+/// asset packs. An app's connection acts on its own app only (`app` is ignored), and may `list`,
+/// `ensure`, `remove`, `check`, `follow` and `cancel`.
 ///
 /// On the wire: `{"id": 7, "type": "packs", "packs": {"action": "ensure", "app": "…", "pack": "…"}}`.
 /// Answered with ``ServerMessage/Result/packs(_:)``: the packs concerned, as they stand after the
@@ -21,6 +23,12 @@ package struct PackCommand: Sendable, Hashable, Codable {
         case verify
         /// Read `app`'s download manifest again and update what changed (what a periodic run does).
         case check
+        /// Send this connection `app`'s pack events (``PackEvent``) from now on (`AssetPackManager`'s
+        /// status updates).
+        case follow
+        /// Stop downloading `pack` (an app cancelled its `Progress`): the download ends with a
+        /// `failed` event saying so; what is verified in staging is kept for the next attempt.
+        case cancel
     }
 
     package var action: Action
@@ -92,6 +100,8 @@ package struct PackInfo: Sendable, Hashable, Codable {
     /// (`ManagedDownloaderExtension.shouldDownload(_:)`) and it is not local: it is not downloaded
     /// until the app asks for it (`ensureLocalAvailability`, `ba packs ensure`). Nil otherwise.
     package var declined: Bool?
+    /// The manifest's `userInfo` for the server version, as JSON text.
+    package var userInfo: String?
 
     package init(appIdentifier: String, assetPackID: String, status: String) {
         self.appIdentifier = appIdentifier
@@ -100,10 +110,11 @@ package struct PackInfo: Sendable, Hashable, Codable {
     }
 }
 
-/// Something that happened to an asset pack (CLI observers; `ba events --follow`). Not kept:
-/// ``PackInfo`` in a listing says where a pack stands.
+/// Something that happened to an asset pack (CLI observers, `ba events --follow`; an app's
+/// connection that asked to `follow`). Not kept: ``PackInfo`` in a listing says where a pack stands.
 package struct PackEvent: Sendable, Hashable, Codable {
-    /// `began`, `progress`, `finished`, `failed`, `removed`, `obsolete`.
+    /// `began` (also: going on after a pause), `progress`, `paused` (waiting, e.g. for disk space),
+    /// `finished`, `failed`, `removed`, `obsolete`.
     package var kind: String
     package var appIdentifier: String
     package var assetPackID: String
@@ -113,6 +124,11 @@ package struct PackEvent: Sendable, Hashable, Codable {
     package var bytesFetched: Int64?
     package var bytesReused: Int64?
     package var message: String?
+    /// The version's download size and the manifest's `userInfo` (JSON text), while downloading.
+    package var downloadSize: Int64?
+    package var userInfo: String?
+    /// Why it is paused (`space`, …).
+    package var waitingFor: String?
 
     package init(kind: String, appIdentifier: String, assetPackID: String, version: Int? = nil) {
         self.kind = kind

@@ -21,6 +21,7 @@ import Testing
         let files = [
             BuildProducts.source("Tests/AppleCompatibilityExtension/AppleStyleDownloader.swift"),
             BuildProducts.source("Tests/AppleCompatibilityTests/AppleStyleApp.swift"),
+            BuildProducts.source("Tests/AppleCompatibilityTests/AppleStylePacks.swift"),
             // Apple's ManagedDownloaderExtension snippet, with `import ExtensionFoundation`.
             BuildProducts.source("Tests/AppleCompatibilityManagedExtension/DownloaderExtension.swift"),
         ]
@@ -32,6 +33,7 @@ import Testing
                     "-I", build + "/Modules",
                     "-Xcc",
                     "-fmodule-map-file=" + BuildProducts.source("Sources/CBAExtension/include/module.modulemap"),
+                    "-Xcc", "-fmodule-map-file=" + BuildProducts.systemModuleMap,
                     file,
                 ])
             #expect(output.status == 0, "Swift \(mode), \(file):\n\(output.stderr)")
@@ -47,6 +49,7 @@ import Testing
             ["swiftc", "-parse-as-library", "-swift-version", "6"] + arguments + [
                 "-I", build + "/Modules",
                 "-Xcc", "-fmodule-map-file=" + BuildProducts.source("Sources/CBAExtension/include/module.modulemap"),
+                "-Xcc", "-fmodule-map-file=" + BuildProducts.systemModuleMap,
                 "-L", build, "-lBackgroundAssets", "-los", "-Xlinker", "-rpath", "-Xlinker", build,
             ])
     }

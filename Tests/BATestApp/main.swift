@@ -11,6 +11,7 @@
 //   alock HOLD_MS FILE                             try await withExclusiveControl { … } (async form)
 //   trylock                                        withExclusiveControl(beforeDate: Date()) (try once)
 //   container GROUP                                FileManager.containerURL(forSecurityApplicationGroupIdentifier:)
+//   (asset packs: AssetPackManager; see Packs.swift)
 //   quit
 //
 // While it holds the lock it appends "enter PID" and, HOLD_MS later, "leave PID" to FILE, so a
@@ -232,6 +233,7 @@ func run(_ words: [String]) -> Bool {
     case ("quit", _):
         return false
     default:
+        if runPackCommand(words) { break }
         emit(["command": command, "ok": false, "error": ["reason": "unknown command or wrong arguments"]])
     }
     return true

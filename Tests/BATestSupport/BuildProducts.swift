@@ -30,6 +30,20 @@ package enum BuildProducts {
         return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
     }()
 
+    /// The clang module map of swift-system's `CSystem`, which a `swiftc` build outside SwiftPM
+    /// that imports `BackgroundAssets` needs (it re-exports swift-system's `SystemPackage`): in
+    /// the `checkouts` folder of the build folder or one above it.
+    package static let systemModuleMap: String = {
+        var url = directory
+        while url.path != "/" {
+            let candidate = url.appendingPathComponent(
+                "checkouts/swift-system/Sources/CSystem/include/module.modulemap")
+            if FileManager.default.fileExists(atPath: candidate.path) { return candidate.path }
+            url.deleteLastPathComponent()
+        }
+        return source(".build/checkouts/swift-system/Sources/CSystem/include/module.modulemap")
+    }()
+
     /// A file of the package, e.g. `Examples/Manifests/sample-manifest.json`.
     package static func source(_ relativePath: String) -> String {
         packageRoot.appendingPathComponent(relativePath).path

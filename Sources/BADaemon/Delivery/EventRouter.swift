@@ -33,6 +33,8 @@ final class EventRouter: @unchecked Sendable {
     var subscribers: [String: [ObjectIdentifier: Session]] = [:]
     /// CLI connections that follow every event (`ba events --follow`).
     var observers: [ObjectIdentifier: Session] = [:]
+    /// App connections that follow their app's pack events, by app.
+    var packFollowers: [String: [ObjectIdentifier: Session]] = [:]
     /// One delivery state machine per app that has anything going on.
     var machines: [String: AppDeliveryStateMachine] = [:]
     /// Content requests that asked for an app's extension, until they hold it.
@@ -134,8 +136,18 @@ final class EventRouter: @unchecked Sendable {
         }
     }
 
+    /// `session` gets `app`'s pack events from now on (a `packs follow` request).
+    func followPacks(_ session: Session, app: String) {
+        session.followedPacksOf = app
+        packFollowers[app, default: [:]][session.id] = session
+    }
+
     func sessionClosed(_ session: Session) {
         observers[session.id] = nil
+        if let app = session.followedPacksOf {
+            packFollowers[app]?[session.id] = nil
+            if packFollowers[app]?.isEmpty == true { packFollowers[app] = nil }
+        }
         // The app the session subscribed for, kept by the session itself: the handshake state is
         // gone once the connection closes.
         guard let app = session.subscribedApp, subscribers[app]?.removeValue(forKey: session.id) != nil else { return }
@@ -187,12 +199,15 @@ final class EventRouter: @unchecked Sendable {
         }
     }
 
-    /// An asset pack's event: to the CLI observers (`ba events --follow`), never stored.
+    /// An asset pack's event: to the CLI observers (`ba events --follow`) and the app's
+    /// connections that follow its packs (AssetPackManager), never stored.
     func sendPackEvent(_ event: PackEvent) {
-        guard !observers.isEmpty else { return }
+        let followers = packFollowers[event.appIdentifier]?.values
+        guard !observers.isEmpty || followers != nil else { return }
         do {
             let frame = try DaemonProtocol.encode(ServerMessage.packEvent(event))
             for session in observers.values { session.send(frame: frame) }
+            for session in followers ?? [:].values { session.send(frame: frame) }
         } catch {
             log("could not encode a pack event of \(event.assetPackID): \(error.message)")
         }

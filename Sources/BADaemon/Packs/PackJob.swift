@@ -266,21 +266,38 @@ extension PackService {
         if missing > 0, let free = try? freeSpace(root), free < missing {
             if job.waitingFor != "space" {
                 log("asset pack \(job.key): waiting for \(missing - free) more bytes of free space in \(root)")
+                paused(job, waitingFor: "space")
             }
-            job.waitingFor = "space"
             executor.after(retryInterval) { [self] in checkSpaceThenFetch(job) }
             return
         }
-        job.waitingFor = nil
+        if job.waitingFor != nil {
+            job.waitingFor = nil
+            // Going on after a pause is `began` again (Apple's DownloadStatusUpdate).
+            send(
+                PackEvent(
+                    kind: "began", appIdentifier: job.key.app, assetPackID: job.key.pack, version: job.entry.version))
+        }
         fillWindow(job)
     }
 
     /// Waits for space, then fetches `unit` again (the disk filled up while it was in flight).
     private func waitForSpace(_ job: PackJob, refetch unit: PackJob.Unit) {
         job.units.append(unit)
-        if job.waitingFor != "space" { log("asset pack \(job.key): the disk is full; waiting for space") }
-        job.waitingFor = "space"
+        if job.waitingFor != "space" {
+            log("asset pack \(job.key): the disk is full; waiting for space")
+            paused(job, waitingFor: "space")
+        }
         executor.after(retryInterval) { [self] in checkSpaceThenFetch(job) }
+    }
+
+    /// The job waits (for `reason`): a `paused` event says so, once.
+    private func paused(_ job: PackJob, waitingFor reason: String) {
+        job.waitingFor = reason
+        var event = PackEvent(
+            kind: "paused", appIdentifier: job.key.app, assetPackID: job.key.pack, version: job.entry.version)
+        event.waitingFor = reason
+        send(event)
     }
 
     /// The publish folder's URL (the index's, less `packs/ID/N.json`), ending in `/`.

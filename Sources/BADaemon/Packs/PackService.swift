@@ -455,6 +455,29 @@ final class PackService: @unchecked Sendable {
         return .packs(PackReport(packs: listing(app: name).filter { $0.assetPackID == pack }))
     }
 
+    /// An app cancelled a pack's download (its `Progress`): the job stops (what is verified in
+    /// staging stays), the request is forgotten, and a `failed` event says so.
+    func cancel(app name: String, pack: String) -> ServerMessage.Result {
+        guard var row = (try? store.packs(app: name))?.first(where: { $0.packID == pack }) else {
+            return Refusal(.invalidRequest, "\(name) has no asset pack \"\(pack)\"").result
+        }
+        let key = Key(app: name, pack: pack)
+        if let job = jobs[key] {
+            let version = job.entry.version
+            stopJob(key)
+            log("asset pack \(key): the app cancelled the download of version \(version)")
+            var event = PackEvent(kind: "failed", appIdentifier: name, assetPackID: pack, version: version)
+            event.message = "cancelled"
+            send(event)
+        }
+        if row.requested || row.target != nil {
+            row.requested = false
+            row.target = nil
+            save(row)
+        }
+        return .packs(PackReport(packs: listing(app: name).filter { $0.assetPackID == pack }))
+    }
+
     /// Removes a pack's link and local version (and staging); keeps or forgets its row.
     private func removePack(_ key: Key, row: StoredPack, forget: Bool) {
         let root = containers.packRoot(app: key.app)
@@ -534,6 +557,7 @@ final class PackService: @unchecked Sendable {
             info.localVersion = row.localVersion
             info.serverVersion = entry?.version
             info.downloadSize = entry?.downloadSize
+            info.userInfo = entry?.userInfo.flatMap(Self.userInfoText)
             info.error = row.failure
             if row.declined, row.localVersion == nil, !row.requested { info.declined = true }
             if row.localVersion != nil, let group = groups[row.appIdentifier] ?? nil {
@@ -590,7 +614,20 @@ final class PackService: @unchecked Sendable {
         do { try store.savePack(row) } catch { log("asset pack \(row.packID) of \(row.appIdentifier): \(error)") }
     }
 
-    func send(_ event: PackEvent) { delegate?.packs(self, sent: event) }
+    /// Sends `event`, with the download size and `userInfo` of the version being installed.
+    func send(_ event: PackEvent) {
+        var event = event
+        if let job = jobs[Key(app: event.appIdentifier, pack: event.assetPackID)], job.entry.version == event.version {
+            event.downloadSize = job.entry.downloadSize
+            event.userInfo = job.entry.userInfo.flatMap(Self.userInfoText)
+        }
+        delegate?.packs(self, sent: event)
+    }
+
+    /// The manifest's `userInfo` as JSON text.
+    static func userInfoText(_ value: JSONValue) -> String? {
+        (try? JSONEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) }
+    }
 
     func fetchDirectory(app: String) -> String { containers.packRoot(app: app) + "/.fetch" }
 

@@ -1,9 +1,11 @@
 import BADaemonProtocol
 import Foundation
 
-// `ba packs …` (executor).
+// `ba packs …` and an app's AssetPackManager (executor).
 extension RequestRouter {
-    func servePacks(_ command: PackCommand, reply: @escaping @Sendable (ServerMessage.Result) -> Void) {
+    func servePacks(
+        _ command: PackCommand, session: Session, reply: @escaping @Sendable (ServerMessage.Result) -> Void
+    ) {
         func need(_ value: String?, _ what: String) -> String? {
             if value == nil || value?.isEmpty == true {
                 reply(Refusal(.invalidRequest, "`packs \(command.action.rawValue)` needs \(what)").result)
@@ -27,6 +29,13 @@ extension RequestRouter {
         case .remove:
             guard let app = need(command.app, "an app"), let pack = need(command.pack, "a pack id") else { return }
             reply(packs.remove(app: app, pack: pack))
+        case .follow:
+            guard let app = need(command.app, "an app") else { return }
+            delivery.followPacks(session, app: app)
+            reply(.packs(PackReport(packs: packs.listing(app: app))))
+        case .cancel:
+            guard let app = need(command.app, "an app"), let pack = need(command.pack, "a pack id") else { return }
+            reply(packs.cancel(app: app, pack: pack))
         case .verify:
             guard let app = need(command.app, "an app") else { return }
             packs.verify(app: app, repair: command.repair ?? false, reply: reply)

@@ -125,9 +125,15 @@ final class RequestRouter: @unchecked Sendable {
                 try require(.cli, client, request)
                 installer.uninstall(app, keepData: keepData, why: "ba uninstall", reply: reply)
                 return nil
-            case .packs(let command):
-                try require(.cli, client, request)
-                servePacks(command, reply: reply)
+            case .packs(var command):
+                if client.role != .cli {
+                    // An app (AssetPackManager) acts on its own packs only.
+                    command.app = try appOf(client, request).bundleIdentifier
+                    guard command.action != .verify else {
+                        throw Refusal(.callerConnectionInvalid, "`packs verify` is for ba (ba packs verify)")
+                    }
+                }
+                servePacks(command, session: session, reply: reply)
                 return nil
             case .purge(let dryRun):
                 // Walks the containers off the executor: answered later.

@@ -23,6 +23,8 @@ final class Session: @unchecked Sendable {
     /// The app whose events it subscribed to (executor only); kept here because the handshake
     /// state is gone once the connection closes.
     var subscribedApp: String?
+    /// The app whose pack events it follows (`packs follow`), kept for when it closes.
+    var followedPacksOf: String?
 
     init(channel: any Channel, services: BasdServices) {
         self.channel = channel

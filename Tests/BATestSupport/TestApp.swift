@@ -1,4 +1,3 @@
-import BATestSupport
 import Foundation
 
 #if canImport(Glibc)
@@ -6,29 +5,31 @@ import Foundation
 #endif
 
 /// One JSON line of BATestApp, parsed.
-struct AppLine: @unchecked Sendable {
-    let object: [String: Any]
-    init?(_ line: String) {
+package struct AppLine: @unchecked Sendable {
+    package let object: [String: Any]
+    package init?(_ line: String) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
             return nil
         }
         self.object = object
     }
-    subscript(key: String) -> Any? { object[key] }
-    func string(_ key: String) -> String? { object[key] as? String }
-    func int(_ key: String) -> Int? { (object[key] as? NSNumber)?.intValue }
-    func bool(_ key: String) -> Bool? { (object[key] as? NSNumber)?.boolValue }
-    var errorCode: Int? { ((object["error"] as? [String: Any])?["code"] as? NSNumber)?.intValue }
-    var errorReason: String? { (object["error"] as? [String: Any])?["reason"] as? String }
-    var callback: String? { string("callback") }
-    var command: String? { string("command") }
+    package subscript(key: String) -> Any? { object[key] }
+    package func string(_ key: String) -> String? { object[key] as? String }
+    package func int(_ key: String) -> Int? { (object[key] as? NSNumber)?.intValue }
+    package func bool(_ key: String) -> Bool? { (object[key] as? NSNumber)?.boolValue }
+    package var errorCode: Int? { ((object["error"] as? [String: Any])?["code"] as? NSNumber)?.intValue }
+    package var errorReason: String? { (object["error"] as? [String: Any])?["reason"] as? String }
+    package var callback: String? { string("callback") }
+    package var command: String? { string("command") }
 }
 
 /// BATestApp, driven over stdin.
-final class TestApp: @unchecked Sendable {
-    let child: ChildProcess
+package final class TestApp: @unchecked Sendable {
+    package let child: ChildProcess
 
-    init(socketPath: String, bundleIdentifier: String, group: String, environment: [String: String] = [:]) throws {
+    package init(
+        socketPath: String, bundleIdentifier: String, group: String, environment: [String: String] = [:]
+    ) throws {
         var env = environment
         env["BA_SOCKET"] = socketPath
         env["BA_BUNDLE_IDENTIFIER"] = bundleIdentifier
@@ -42,30 +43,30 @@ final class TestApp: @unchecked Sendable {
         }
     }
 
-    var pid: Int32 { child.pid }
+    package var pid: Int32 { child.pid }
 
-    func send(_ line: String) { child.send(line) }
+    package func send(_ line: String) { child.send(line) }
 
     /// The parsed lines so far.
-    var lines: [AppLine] { child.stdoutLines.compactMap(AppLine.init) }
+    package var lines: [AppLine] { child.stdoutLines.compactMap(AppLine.init) }
 
     /// Waits until `count` lines match `predicate`; returns the matching ones. The wait is on a
     /// thread of its own, not on the concurrency pool (``offThePool(_:)``).
     @discardableResult
-    func wait(
+    package func wait(
         timeout: Double = 30, _ what: String, count: Int = 1, where predicate: @escaping (AppLine) -> Bool
     ) async throws -> [AppLine] {
         try await offThePool { try self.waitBlocking(timeout: timeout, what, count: count, where: predicate) }
     }
 
     /// Sends a command and returns its result line, waiting off the concurrency pool.
-    func run(_ line: String, timeout: Double = 30) async throws -> AppLine {
+    package func run(_ line: String, timeout: Double = 30) async throws -> AppLine {
         try await offThePool { try self.runBlocking(line, timeout: timeout) }
     }
 
     /// ``wait(timeout:_:count:where:)`` on the calling thread.
     @discardableResult
-    func waitBlocking(
+    package func waitBlocking(
         timeout: Double = 30, _ what: String, count: Int = 1, where predicate: @escaping (AppLine) -> Bool
     ) throws -> [AppLine] {
         try child.wait(what, timeout: timeout) { child in
@@ -75,7 +76,7 @@ final class TestApp: @unchecked Sendable {
     }
 
     /// Sends a command and returns its result line (the `count`-th result of that command so far).
-    func runBlocking(_ line: String, timeout: Double = 30) throws -> AppLine {
+    package func runBlocking(_ line: String, timeout: Double = 30) throws -> AppLine {
         let command = String(line.split(separator: " ").first ?? "")
         let before = lines.filter { $0.command == command && $0["event"] == nil }.count
         send(line)
@@ -84,5 +85,5 @@ final class TestApp: @unchecked Sendable {
         }[before]
     }
 
-    func kill() { child.kill() }
+    package func kill() { child.kill() }
 }

@@ -1,0 +1,403 @@
+internal import BADaemonProtocol
+import Foundation
+
+/// An actor that manages the app's asset packs (Apple's managed Background Assets, OS 26).
+///
+/// basd downloads and updates the packs the app's download manifest (`BAManifestURL`, written by
+/// `ba pack publish`) lists, as their download policies say: essential packs before
+/// `ba install` returns, prefetch packs in the background, on-demand packs when asked. The
+/// manager asks basd for them and reads their files: every local pack is one folder tree
+/// under the app group container (`AssetPacks/ID/…`), and all of them share one namespace.
+///
+/// ```swift
+/// let assetPack = try await AssetPackManager.shared.assetPack(withID: "Tutorial")
+/// let statusUpdates = AssetPackManager.shared.statusUpdates(forAssetPackWithID: "Tutorial")
+/// Task {
+///     for await statusUpdate in statusUpdates {
+///         if case .downloading(_, let progress) = statusUpdate { print(progress.fractionCompleted) }
+///     }
+/// }
+/// try await AssetPackManager.shared.ensureLocalAvailability(of: assetPack)
+/// let videoData = try AssetPackManager.shared.contents(at: "Videos/Introduction.m4v")
+/// ```
+///
+/// The app needs `BAHasManagedAssetPacks`, `BAManifestURL` and `BAAppGroupID` in its
+/// `Info.plist` (docs/info-plist.md), and basd running. Calls that need basd and cannot reach
+/// it throw ``BAError`` 55 naming its socket. A pack is local only once a
+/// ``DownloadStatusUpdate/finished(_:)`` update was posted for it; ``ensureLocalAvailability(of:)``
+/// never checks for updates unless asked to.
+public actor AssetPackManager {
+    /// The shared manager.
+    public static let shared = AssetPackManager(connection: .shared)
+
+    private nonisolated let connection: PackConnection
+
+    /// An asynchronous sequence of download-status updates for all asset packs. It never
+    /// finishes; each `for await` loop gets the updates from when it starts.
+    public nonisolated let statusUpdates: some Sendable & AsyncSequence<DownloadStatusUpdate, Never> =
+        StatusUpdateSequence(connection: .shared, pack: nil)
+
+    init(connection: PackConnection) {
+        self.connection = connection
+    }
+
+    // MARK: Tracking downloads
+
+    /// Returns an asynchronous sequence of download-status updates for the asset pack with the
+    /// specified ID, from the moment of this call. It finishes after yielding
+    /// ``DownloadStatusUpdate/finished(_:)`` or ``DownloadStatusUpdate/failed(_:_:)``.
+    public nonisolated func statusUpdates(
+        forAssetPackWithID assetPackID: String
+    ) -> some Sendable & AsyncSequence<DownloadStatusUpdate, Never> {
+        StatusUpdateSequence(connection: connection, pack: assetPackID, startNow: true)
+    }
+
+    // MARK: Accessing asset packs
+
+    /// The asset packs that are available to download: those the app's download manifest lists.
+    public var allAssetPacks: Set<AssetPack> {
+        get async throws {
+            let infos = try await call(PackCommand(action: .list))
+            return Set(infos.filter { $0.serverVersion != nil }.compactMap(PackEventHub.assetPack))
+        }
+    }
+
+    /// Returns the asset pack with the given ID.
+    ///
+    /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` when neither the
+    ///   download manifest nor the device has it (after reading the manifest again).
+    public func assetPack(withID assetPackID: String) async throws -> AssetPack {
+        if let pack = try await describe(assetPackID) { return pack }
+        _ = try? await call(PackCommand(action: .check))
+        guard let pack = try await describe(assetPackID) else {
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: assetPackID)
+        }
+        return pack
+    }
+
+    // MARK: Accessing asset contents
+
+    /// Returns the contents of an asset file at the specified relative path.
+    ///
+    /// All local asset packs share one namespace: `path` is looked for in each (in the order of
+    /// their IDs), or only in `assetPackID`'s when given.
+    /// - Throws: ``ManagedBackgroundAssetsError/fileNotFound(at:)`` when no local pack has it;
+    ///   ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` when `assetPackID` is not local.
+    public nonisolated func contents(
+        at path: FilePath, searchingInAssetPackWithID assetPackID: String? = nil, options: Data.ReadingOptions = []
+    ) throws -> Data {
+        let file = try PackFiles.locate(path, in: try connection.packsFolder(), pack: assetPackID, files: true)
+        return try Data(contentsOf: URL(fileURLWithPath: file), options: options)
+    }
+
+    /// Opens and returns a file descriptor (read-only, close-on-exec) for an asset file at the
+    /// specified relative path. Close it when you are done (`try descriptor.close()`).
+    ///
+    /// Looks `path` up as ``contents(at:searchingInAssetPackWithID:options:)`` does.
+    public nonisolated func descriptor(
+        for path: FilePath, searchingInAssetPackWithID assetPackID: String? = nil
+    ) throws -> FileDescriptor {
+        let file = try PackFiles.locate(path, in: try connection.packsFolder(), pack: assetPackID, files: true)
+        return try FileDescriptor.open(FilePath(file), .readOnly, options: [.closeOnExec])
+    }
+
+    /// Returns a URL for the specified relative path (a file or a folder) in the local asset
+    /// packs' shared namespace: the first pack, in the order of their IDs, that has it.
+    public nonisolated func url(for path: FilePath) throws -> URL {
+        let item = try PackFiles.locate(path, in: try connection.packsFolder(), pack: nil, files: false)
+        return URL(fileURLWithPath: item)
+    }
+
+    // MARK: Managing asset packs
+
+    /// Reads the download manifest again, updates local packs that are out of date (in the
+    /// background) and removes obsolete ones.
+    ///
+    /// - Returns: The IDs of the packs being updated, and of those removed.
+    @discardableResult
+    public func checkForUpdates() async throws -> (updatingIDs: Set<String>, removedIDs: Set<String>) {
+        let before = try await call(PackCommand(action: .list))
+        let after = try await call(PackCommand(action: .check))
+        return PackFiles.changes(before: before, after: after)
+    }
+
+    /// Ensures that the specified asset pack is available locally, downloading it if necessary,
+    /// and waits until it is. Never checks for updates.
+    public func ensureLocalAvailability(of assetPack: AssetPack) async throws {
+        try await ensureLocalAvailability(of: assetPack, requireLatestVersion: false)
+    }
+
+    /// Ensures that an asset pack is available locally, downloading it if necessary.
+    ///
+    /// - Parameter shouldUpdate: With `true`, also waits for the latest version the download
+    ///   manifest lists (read again first); with `false`, any local version will do and no update
+    ///   is looked for.
+    /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)``; `CancellationError`
+    ///   when the download's `Progress` was cancelled; else an error in `BAManagedErrorDomain`
+    ///   saying why the download failed (the pack is then not guaranteed to be local).
+    public func ensureLocalAvailability(
+        of assetPack: AssetPack, requireLatestVersion shouldUpdate: Bool = false
+    )
+        async throws
+    {
+        let connection = self.connection
+        let id = assetPack.id
+        // A lost connection (basd restarted) asks again; a finished download is checked again.
+        for _ in 0..<8 {
+            let box = OutcomeBox()
+            let waiter = connection.hub.wait(for: id) { box.resolve($0) }
+            let infos: [PackInfo]
+            do {
+                infos = try await call(PackCommand(action: .ensure, pack: id, requireLatest: shouldUpdate))
+            } catch {
+                connection.hub.stopWaiting(waiter, with: .connectionLost)
+                if let error = error as? BAError, error.code == .callerConnectionInvalid,
+                    try await describe(id) == nil
+                {
+                    throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
+                }
+                throw error
+            }
+            guard let info = infos.first(where: { $0.assetPackID == id }) else {
+                connection.hub.stopWaiting(waiter, with: .connectionLost)
+                throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
+            }
+            if PackFiles.isSatisfied(info, requireLatest: shouldUpdate) {
+                connection.hub.stopWaiting(waiter, with: .finished)
+                return
+            }
+            guard info.status.split(separator: ",").contains("downloading") else {
+                connection.hub.stopWaiting(waiter, with: .connectionLost)
+                throw PackEventHub.failure(pack: id, message: info.error ?? "basd did not start downloading it")
+            }
+            switch await box.value {
+            case .finished, .connectionLost:
+                continue
+            case .failed(let message):
+                throw PackEventHub.failure(pack: id, message: message)
+            }
+        }
+        throw PackEventHub.failure(pack: id, message: "it did not become local after several attempts")
+    }
+
+    /// Ensures the specified asset packs are available locally, downloading them at once if
+    /// necessary.
+    ///
+    /// - Throws: ``LocalAvailabilityError`` with the packs that became local and why the others
+    ///   did not.
+    public func ensureLocalAvailability(
+        of assetPacks: Set<AssetPack>, requireLatestVersions shouldUpdate: Bool = false
+    )
+        async throws
+    {
+        let outcomes = await withTaskGroup(of: (AssetPack, (any Error)?).self) { group in
+            for pack in assetPacks {
+                group.addTask {
+                    do {
+                        try await self.ensureLocalAvailability(of: pack, requireLatestVersion: shouldUpdate)
+                        return (pack, nil)
+                    } catch {
+                        return (pack, error)
+                    }
+                }
+            }
+            var outcomes: [(AssetPack, (any Error)?)] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        var failures: [AssetPack: any Error] = [:]
+        for case (let pack, let error?) in outcomes { failures[pack] = error }
+        guard failures.isEmpty else {
+            throw LocalAvailabilityError(
+                successes: Set(outcomes.filter { $0.1 == nil }.map(\.0)), failures: failures)
+        }
+    }
+
+    /// Checks whether an asset pack is available locally (its files are in place; no basd call
+    /// beyond the first connection).
+    public nonisolated func assetPackIsAvailableLocally(withID assetPackID: String) -> Bool {
+        guard let folder = try? connection.packsFolder() else { return false }
+        return PackFiles.isLocal(assetPackID, in: folder)
+    }
+
+    /// Checks the current status relative to a particular asset pack: whether the local version
+    /// (if any) is the one `assetPack` describes.
+    public func status(relativeTo assetPack: AssetPack) async throws -> AssetPack.Status {
+        let info = try await call(PackCommand(action: .list)).first { $0.assetPackID == assetPack.id }
+        guard let info else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: assetPack.id) }
+        return PackFiles.status(info, relativeTo: assetPack.version)
+    }
+
+    /// Checks an asset pack's local status, as basd last knew the server's version (no
+    /// network). Without basd: `downloaded` if its files are in place, else empty.
+    public func localStatus(ofAssetPackWithID assetPackID: String) async -> AssetPack.Status {
+        if let infos = try? await call(PackCommand(action: .list)),
+            let info = infos.first(where: { $0.assetPackID == assetPackID })
+        {
+            return PackFiles.status(info, relativeTo: nil)
+        }
+        return assetPackIsAvailableLocally(withID: assetPackID) ? .downloaded : []
+    }
+
+    /// Checks an asset pack's status against the download manifest, read again first.
+    @available(*, deprecated, renamed: "status(relativeTo:)")
+    public func status(ofAssetPackWithID assetPackID: String) async throws -> AssetPack.Status {
+        let infos = try await call(PackCommand(action: .check))
+        guard let info = infos.first(where: { $0.assetPackID == assetPackID }) else {
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: assetPackID)
+        }
+        return PackFiles.status(info, relativeTo: nil)
+    }
+
+    /// Removes the asset pack's files from the device (once no process has one open). It stays
+    /// available to download again.
+    ///
+    /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)``.
+    public func remove(assetPackWithID assetPackID: String) async throws {
+        guard try await describe(assetPackID) != nil else {
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: assetPackID)
+        }
+        _ = try await call(PackCommand(action: .remove, pack: assetPackID))
+    }
+
+    // MARK: Helpers
+
+    /// The pack as basd lists it now, or nil.
+    private func describe(_ id: String) async throws -> AssetPack? {
+        try await call(PackCommand(action: .list)).first { $0.assetPackID == id }.flatMap(PackEventHub.assetPack)
+    }
+
+    /// A `packs` request, off the cooperative pool (the connection blocks).
+    private func call(_ command: PackCommand) async throws -> [PackInfo] {
+        let connection = self.connection
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                do throws(BAError) {
+                    continuation.resume(returning: try connection.call(command))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+}
+
+extension AssetPackManager {
+    /// Statuses of an asset-pack download. A pack is available locally only after a
+    /// ``finished(_:)`` update was posted.
+    public enum DownloadStatusUpdate: Sendable, CustomStringConvertible {
+        /// The download began, or went on after being paused.
+        case began(AssetPack)
+        /// The download is paused (e.g. waiting for disk space).
+        case paused(AssetPack)
+        /// The download is in progress. The same `Progress` comes with every update of one
+        /// download: cancelling it cancels the download (what is verified so far is kept).
+        case downloading(AssetPack, Progress)
+        /// The download finished: the pack is available locally.
+        case finished(AssetPack)
+        /// The download failed.
+        case failed(AssetPack, any Error)
+
+        public var description: String {
+            switch self {
+            case .began(let pack): "began(\(pack.id))"
+            case .paused(let pack): "paused(\(pack.id))"
+            case .downloading(let pack, let progress):
+                "downloading(\(pack.id), \(progress.completedUnitCount)/\(progress.totalUnitCount))"
+            case .finished(let pack): "finished(\(pack.id))"
+            case .failed(let pack, let error): "failed(\(pack.id), \(error))"
+            }
+        }
+    }
+
+    /// An error that says which asset packs became local and which did not, and why.
+    public struct LocalAvailabilityError: Error, CustomNSError, LocalizedError, Sendable {
+        /// The packs that are available locally.
+        public let successes: Set<AssetPack>
+        /// The packs that are not, with why.
+        public let failures: [AssetPack: any Error]
+
+        public static var errorDomain: String { BAManagedErrorDomain }
+        public var errorCode: Int { BAManagedErrorCode.localAvailabilityFailure.rawValue }
+        public var errorDescription: String? {
+            "\(failures.count) of \(failures.count + successes.count) asset packs could not be made local: "
+                + failures.map { "\($0.key.id): \($0.value.localizedDescription)" }.sorted().joined(separator: "; ")
+        }
+    }
+}
+
+/// The outcome of one wait, resolved once from the event thread.
+private final class OutcomeBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var outcome: PackEventHub.Outcome?
+    private var continuation: CheckedContinuation<PackEventHub.Outcome, Never>?
+
+    func resolve(_ value: PackEventHub.Outcome) {
+        let waiting: CheckedContinuation<PackEventHub.Outcome, Never>? = lock.withLock {
+            guard outcome == nil else { return nil }
+            outcome = value
+            defer { continuation = nil }
+            return continuation
+        }
+        waiting?.resume(returning: value)
+    }
+
+    var value: PackEventHub.Outcome {
+        get async {
+            await withCheckedContinuation { continuation in
+                let ready: PackEventHub.Outcome? = lock.withLock {
+                    if let outcome { return outcome }
+                    self.continuation = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        }
+    }
+}
+
+/// The status-update sequences: each `for await` loop listens from when it starts; a per-pack
+/// sequence listens from its creation (so that a loop started in a task after
+/// `ensureLocalAvailability` began misses nothing), once.
+struct StatusUpdateSequence: AsyncSequence, Sendable {
+    typealias Element = AssetPackManager.DownloadStatusUpdate
+    typealias Failure = Never
+
+    private let connection: PackConnection
+    private let pack: String?
+    private let early: EarlyStream
+
+    init(connection: PackConnection, pack: String?, startNow: Bool = false) {
+        self.connection = connection
+        self.pack = pack
+        early = EarlyStream()
+        if startNow {
+            early.stream = connection.hub.listen(pack: pack)
+            connection.connectInBackground()
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncStream<Element>.Iterator {
+        if let stream = early.take() { return stream.makeAsyncIterator() }
+        let stream = connection.hub.listen(pack: pack)
+        connection.connectInBackground()
+        return stream.makeAsyncIterator()
+    }
+
+    /// The stream made at creation, for the first loop only.
+    final class EarlyStream: @unchecked Sendable {
+        private let lock = NSLock()
+        var stream: AsyncStream<Element>? {
+            get { lock.withLock { held } }
+            set { lock.withLock { held = newValue } }
+        }
+        private var held: AsyncStream<Element>?
+
+        func take() -> AsyncStream<Element>? {
+            lock.withLock {
+                defer { held = nil }
+                return held
+            }
+        }
+    }
+}

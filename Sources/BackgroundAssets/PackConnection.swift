@@ -1,0 +1,133 @@
+internal import BADaemonProtocol
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// How ``AssetPackManager`` reaches basd: its own connection (as the app, from the identity
+/// ``BADownloadManager`` resolves), which follows the app's pack events from the moment it is
+/// made and hands them to the ``PackEventHub``.
+///
+/// Connects lazily, on the first call; a call made while disconnected connects again (one
+/// attempt). While something listens to status updates when basd goes away, a background thread
+/// reconnects with a backoff (20 ms doubling to 1 s) for as long as it listens.
+///
+/// Threads: calls block their caller (the manager runs them off the cooperative pool); events
+/// arrive on the client's reader thread.
+final class PackConnection: @unchecked Sendable {
+    static let shared = PackConnection(identity: { () throws(BAError) -> AppIdentity in
+        try AppDaemonConnection.shared.identity()
+    })
+
+    let hub = PackEventHub()
+    private let identity: @Sendable () throws(BAError) -> AppIdentity
+    /// Serializes connecting; never taken while `state` is held.
+    private let connecting = NSLock()
+    private let state = NSLock()
+    private var client: DaemonClient?
+    /// The app group container from basd's welcome (kept across reconnects).
+    private var container: String?
+    private var reconnecting = false
+
+    init(identity: @escaping @Sendable () throws(BAError) -> AppIdentity) {
+        self.identity = identity
+        hub.cancel = { [weak self] pack in
+            // From the Progress's cancellation handler, on whatever thread cancelled it.
+            guard let connection = self else { return }
+            DispatchQueue.global().async { _ = try? connection.call(PackCommand(action: .cancel, pack: pack)) }
+        }
+    }
+
+    /// The live connection, following the app's pack events (a new one if needed: one attempt).
+    func connected() throws(BAError) -> DaemonClient {
+        connecting.lock()
+        defer { connecting.unlock() }
+        if let existing = state.withLock({ client }), !existing.isClosed { return existing }
+        state.withLock { client }?.close()
+        let who = try identity()
+        let live: DaemonClient
+        let listing: ServerMessage.Result
+        do {
+            live = try DaemonClient(
+                socketPath: who.socketPath,
+                client: ClientInfo(role: .app, bundleIdentifier: who.bundleIdentifier, pid: getpid()),
+                onPackEvent: { [hub] event in hub.received(event) },
+                onClose: { [weak self] _ in self?.connectionClosed() })
+            listing = try live.call(.packs(PackCommand(action: .follow)))
+        } catch {
+            throw Self.map(error)
+        }
+        if case .packs(let report) = listing { hub.remember(report.packs) }
+        state.withLock {
+            client = live
+            if let path = live.welcome.appGroupContainer { container = path }
+        }
+        return live
+    }
+
+    /// Sends a `packs` request for this app; its packs as basd answers.
+    func call(_ command: PackCommand) throws(BAError) -> [PackInfo] {
+        var attempt = 0
+        while true {
+            let live = try connected()
+            do {
+                let result = try live.call(.packs(command))
+                guard case .packs(let report) = result else {
+                    throw BAError(.callerConnectionInvalid, reason: "basd answered a packs request with \(result)")
+                }
+                hub.remember(report.packs)
+                return report.packs
+            } catch let error as DaemonClientError {
+                // The connection ended under the call: once more on a new one.
+                if live.isClosed && attempt == 0 {
+                    attempt += 1
+                    continue
+                }
+                throw Self.map(error)
+            } catch {
+                throw error as? BAError ?? BAError(.callerConnectionInvalid, reason: "\(error)")
+            }
+        }
+    }
+
+    /// The folder where the app's local packs are (`CONTAINER/AssetPacks`).
+    func packsFolder() throws(BAError) -> String {
+        if let known = state.withLock({ container }) { return known + "/AssetPacks" }
+        let live = try connected()
+        guard let path = live.welcome.appGroupContainer ?? state.withLock({ container }) else {
+            throw BAError(
+                .callerConnectionNotAccepted,
+                reason: "basd has no app group container for this app: asset packs need BAAppGroupID in its Info.plist")
+        }
+        return path + "/AssetPacks"
+    }
+
+    /// Starts connecting in the background (a listener began; nothing to wait for).
+    func connectInBackground() {
+        DispatchQueue.global().async { [self] in
+            if (try? connected()) == nil { connectionClosed() }
+        }
+    }
+
+    private func connectionClosed() {
+        hub.connectionLost()
+        guard hub.hasInterest else { return }
+        let start = state.withLock {
+            defer { reconnecting = true }
+            return !reconnecting
+        }
+        guard start else { return }
+        Thread.detachNewThread { [self] in
+            var backoff = 0.02
+            while hub.hasInterest {
+                Thread.sleep(forTimeInterval: backoff)
+                if (try? connected()) != nil { break }
+                backoff = min(backoff * 2, 1)
+            }
+            state.withLock { reconnecting = false }
+        }
+    }
+
+    static func map(_ error: DaemonClientError) -> BAError { AppDaemonConnection.map(error) }
+}

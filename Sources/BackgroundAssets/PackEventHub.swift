@@ -1,0 +1,190 @@
+internal import BADaemonProtocol
+import Foundation
+
+/// Where basd's asset-pack events for this app go in the process: the status-update sequences
+/// listening, and the `ensureLocalAvailability` calls waiting for a pack to finish.
+///
+/// Threads: events arrive on the connection's reader thread; sequences and waiters register
+/// from any thread. Everything is under one lock, held briefly; continuations are resumed and
+/// streams fed outside it.
+final class PackEventHub: @unchecked Sendable {
+    /// How a wait for a pack ended.
+    enum Outcome: Sendable {
+        case finished
+        case failed(String)
+        /// The connection to basd ended: ask again on a new one.
+        case connectionLost
+    }
+
+    private struct Listener {
+        var pack: String?
+        var continuation: AsyncStream<AssetPackManager.DownloadStatusUpdate>.Continuation
+    }
+
+    private let lock = NSLock()
+    private var nextID: UInt64 = 0
+    private var listeners: [UInt64: Listener] = [:]
+    private var waiters: [UInt64: (pack: String, resume: @Sendable (Outcome) -> Void)] = [:]
+    /// The latest description of each pack (from listings and events).
+    private var known: [String: AssetPack] = [:]
+    /// The `Progress` of each pack being downloaded: the same object for every update of one
+    /// download, so cancelling it cancels that download.
+    private var progress: [String: Progress] = [:]
+    /// Cancels a pack's download in basd (set by the connection).
+    var cancel: @Sendable (String) -> Void = { _ in }
+
+    /// Whether anything listens or waits (then a lost connection is made again).
+    var hasInterest: Bool { lock.withLock { !listeners.isEmpty || !waiters.isEmpty } }
+
+    // MARK: Listening
+
+    /// A stream of updates (of `pack`, or of every pack), from now on. A per-pack stream finishes
+    /// after `finished` or `failed`.
+    func listen(pack: String?) -> AsyncStream<AssetPackManager.DownloadStatusUpdate> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: AssetPackManager.DownloadStatusUpdate.self, bufferingPolicy: .bufferingNewest(1024))
+        let id = lock.withLock {
+            nextID += 1
+            listeners[nextID] = Listener(pack: pack, continuation: continuation)
+            return nextID
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.lock.withLock { _ = self?.listeners.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Registers a wait for `pack`'s next `finished` or `failed` before the request that may
+    /// cause it is sent, so that no event is missed. Returns its id for ``stopWaiting(_:)``.
+    func wait(for pack: String, resume: @escaping @Sendable (Outcome) -> Void) -> UInt64 {
+        lock.withLock {
+            nextID += 1
+            waiters[nextID] = (pack, resume)
+            return nextID
+        }
+    }
+
+    /// Ends a wait that is no longer needed, resuming it with `outcome` if it was still waiting.
+    func stopWaiting(_ id: UInt64, with outcome: Outcome) {
+        let waiter = lock.withLock { waiters.removeValue(forKey: id) }
+        waiter?.resume(outcome)
+    }
+
+    // MARK: What basd says
+
+    /// A listing's packs: remembered to describe later updates.
+    func remember(_ infos: [PackInfo]) {
+        lock.withLock {
+            for info in infos {
+                if let pack = Self.assetPack(info) { known[info.assetPackID] = pack }
+            }
+        }
+    }
+
+    /// The pack as the manager presents it: the server's version if listed, else the local one.
+    static func assetPack(_ info: PackInfo) -> AssetPack? {
+        guard let version = info.serverVersion ?? info.localVersion else { return nil }
+        return AssetPack(
+            id: info.assetPackID, version: version,
+            downloadSize: info.serverVersion != nil ? Int(info.downloadSize ?? 0) : 0,
+            userInfo: info.userInfo.map { Data($0.utf8) })
+    }
+
+    /// One event from basd.
+    func received(_ event: PackEvent) {
+        var deliveries: [(AsyncStream<AssetPackManager.DownloadStatusUpdate>.Continuation, Bool)] = []
+        var resumes: [@Sendable (Outcome) -> Void] = []
+        var update: AssetPackManager.DownloadStatusUpdate?
+        var outcome: Outcome?
+        lock.lock()
+        let pack = describe(event)
+        switch event.kind {
+        case "began":
+            update = .began(pack)
+        case "paused":
+            update = .paused(pack)
+        case "progress":
+            let progress = progressLocked(of: event.assetPackID)
+            if let total = event.bytesTotal { progress.totalUnitCount = total }
+            if let present = event.bytesPresent { progress.completedUnitCount = present }
+            update = .downloading(pack, progress)
+        case "finished":
+            if let done = progress.removeValue(forKey: event.assetPackID) {
+                done.completedUnitCount = max(done.totalUnitCount, done.completedUnitCount)
+            }
+            update = .finished(pack)
+            outcome = .finished
+        case "failed":
+            progress[event.assetPackID] = nil
+            let message = event.message ?? "the download failed"
+            update = .failed(pack, Self.failure(pack: event.assetPackID, message: message))
+            outcome = .failed(message)
+        default:
+            break  // removed, obsolete: not download updates
+        }
+        if update != nil {
+            let ends = outcome != nil
+            for listener in listeners.values where listener.pack == nil || listener.pack == event.assetPackID {
+                deliveries.append((listener.continuation, ends && listener.pack != nil))
+            }
+        }
+        if outcome != nil {
+            for (id, waiter) in waiters where waiter.pack == event.assetPackID {
+                waiters[id] = nil
+                resumes.append(waiter.resume)
+            }
+        }
+        lock.unlock()
+        if let update {
+            for (continuation, finish) in deliveries {
+                continuation.yield(update)
+                if finish { continuation.finish() }
+            }
+        }
+        if let outcome { for resume in resumes { resume(outcome) } }
+    }
+
+    /// The connection to basd ended: waits end (to be asked again); listeners stay.
+    func connectionLost() {
+        let resumes = lock.withLock {
+            defer { waiters = [:] }
+            return waiters.values.map(\.resume)
+        }
+        for resume in resumes { resume(.connectionLost) }
+    }
+
+    /// The error a failed download reports: `BAManagedErrorDomain`, code 2
+    /// (`localAvailabilityFailure`), with basd's reason.
+    static func failure(pack: String, message: String) -> any Error {
+        if message == "cancelled" { return CancellationError() }
+        return NSError(
+            domain: BAManagedErrorDomain, code: BAManagedErrorCode.localAvailabilityFailure.rawValue,
+            userInfo: [
+                NSLocalizedDescriptionKey: "asset pack \(pack) could not be made local: \(message)",
+                BAAssetPackIdentifierErrorKey: pack,
+            ])
+    }
+
+    /// The pack an event is about (under the lock).
+    private func describe(_ event: PackEvent) -> AssetPack {
+        let earlier = known[event.assetPackID]
+        let pack = AssetPack(
+            id: event.assetPackID, version: event.version ?? earlier?.version ?? 0,
+            downloadSize: event.downloadSize.map { Int($0) } ?? earlier?.downloadSize ?? 0,
+            userInfo: event.userInfo.map { Data($0.utf8) } ?? earlier?.userInfo)
+        if event.downloadSize != nil { known[event.assetPackID] = pack }
+        return pack
+    }
+
+    /// The download's `Progress` (under the lock), made on its first update; cancelling it
+    /// cancels the download.
+    private func progressLocked(of pack: String) -> Progress {
+        if let existing = progress[pack] { return existing }
+        let made = Progress(totalUnitCount: -1)
+        made.isCancellable = true
+        let cancel = self.cancel
+        made.cancellationHandler = { cancel(pack) }
+        progress[pack] = made
+        return made
+    }
+}
