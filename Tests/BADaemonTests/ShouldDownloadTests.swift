@@ -106,6 +106,30 @@ struct ShouldDownloadTests {
                 PackFixture.packPath(restarted, "extras") + "/extras/x.bin", PackFixture.random(100_000, seed: 3)))
     }
 
+    @Test("ba update asks the extension again: the pack it declines again stays declined")
+    func updateAsksAgain() async throws {
+        let fixture = try await Self.fixture(extension: "BATestShouldDownload")
+        defer { fixture.remove() }
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
+        // Version 2 of base and extras (both essential for subsequentUpdate too).
+        try fixture.write(
+            pack: "base", policy: PackFixture.essential, files: ["a.bin": PackFixture.random(200_000, seed: 11)])
+        try fixture.write(
+            pack: "extras", policy: PackFixture.essential, files: ["x.bin": PackFixture.random(100_000, seed: 13)])
+        try await fixture.publish(["base", "extras"], version: 2)
+        let update = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(update.status == 0, "\(update.stdout)\(update.stderr)\n\(daemon.standardError)")
+        let packs = try await fixture.packs(daemon)
+        #expect(packs["base"]?["localVersion"] as? Int == 2, "\(packs)")
+        #expect(packs["extras"]?["localVersion"] == nil && packs["extras"]?["declined"] as? Bool == true, "\(packs)")
+        #expect(fixture.server.requests(for: "/packs/extras/2.json").isEmpty)
+        let asked = try await Self.runs(daemon).filter { $0["event"] as? String == "shouldDownload" }
+        #expect(asked.count == 2, "\(asked)")
+    }
+
     @Test("a shouldDownload that crashes declines nothing: every pack downloads, the crash is recorded")
     func crashDownloadsEverything() async throws {
         // BATestShouldDownload writes through NULL when asked about the pack "crash".
