@@ -5,7 +5,7 @@ import PackageDescription
 let testPlugins = [
     "BATestHang", "BATestCrash", "BATestHog", "BATestWrongABI", "BATestNoDescriptor",
     "BATestFlood", "BATestBadIdentifiers", "BATestHostAPI", "BATestExit", "BATestDescriptors",
-    "BATestEscape", "BATestEvents", "BATestChatty",
+    "BATestEscape", "BATestEvents", "BATestChatty", "BATestShouldDownload", "BATestABI10",
 ]
 
 let package = Package(
@@ -24,12 +24,17 @@ let package = Package(
         // Dynamic, as BackgroundAssets (-los outside SwiftPM); OSLog only re-exports os.
         .library(name: "os", type: .dynamic, targets: ["os"]),
         .library(name: "OSLog", targets: ["OSLog"]),
+        // Empty: lets Apple's `import ExtensionFoundation` compile (see its one source file).
+        .library(name: "ExtensionFoundation", targets: ["ExtensionFoundation"]),
         // Sample and test extensions: a dynamic library product is how SwiftPM writes the .so the runner loads (not API).
         .library(name: "SampleSwiftExtension", type: .dynamic, targets: ["SampleSwiftExtension"]),
         .library(name: "SampleCExtension", type: .dynamic, targets: ["SampleCExtension"]),
         .library(name: "BATestSwiftManager", type: .dynamic, targets: ["BATestSwiftManager"]),
         .library(name: "AppleCompatibilityExtension", type: .dynamic, targets: ["AppleCompatibilityExtension"]),
         .library(name: "BATestAppleSample", type: .dynamic, targets: ["BATestAppleSample"]),
+        .library(name: "BATestManagedExtension", type: .dynamic, targets: ["BATestManagedExtension"]),
+        .library(
+            name: "AppleCompatibilityManagedExtension", type: .dynamic, targets: ["AppleCompatibilityManagedExtension"]),
     ] + testPlugins.map { .library(name: $0, type: .dynamic, targets: [$0]) },
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -149,6 +154,9 @@ let package = Package(
         // No C module: a package built next to `os` may import it (#if canImport(os)), and would not find one.
         .target(name: "os", dependencies: [.product(name: "Logging", package: "swift-log")]),
         .target(name: "OSLog", dependencies: ["os"]),
+        // Apple's extension framework has nothing Linux needs; the module exists so
+        // `import ExtensionFoundation` in Apple's snippets compiles (docs/apple-api-compatibility.md).
+        .target(name: "ExtensionFoundation"),
 
         // Sample extensions.
         .target(name: "SampleSwiftExtension", dependencies: ["BackgroundAssets"], path: "Plugins/SampleSwiftExtension"),
@@ -158,6 +166,10 @@ let package = Package(
         .target(
             name: "BATestSwiftManager", dependencies: ["BackgroundAssets"],
             path: "Plugins/TestPlugins/BATestSwiftManager"),
+        // A ManagedDownloaderExtension that declines the pack "extras".
+        .target(
+            name: "BATestManagedExtension", dependencies: ["BackgroundAssets", "ExtensionFoundation"],
+            path: "Plugins/TestPlugins/BATestManagedExtension"),
         // Apple's sample finished-file handler, unchanged (Swift 5 mode, as Apple's samples are).
         .target(
             name: "BATestAppleSample", dependencies: ["BackgroundAssets", "os"],
@@ -247,6 +259,10 @@ let package = Package(
         .target(
             name: "AppleCompatibilityExtension", dependencies: ["BackgroundAssets", "os"],
             path: "Tests/AppleCompatibilityExtension", swiftSettings: [.swiftLanguageMode(.v5)]),
+        // Apple's managed-extension snippet (`ManagedDownloaderExtension`), unchanged.
+        .target(
+            name: "AppleCompatibilityManagedExtension", dependencies: ["BackgroundAssets", "ExtensionFoundation"],
+            path: "Tests/AppleCompatibilityManagedExtension", swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(
             name: "AppleCompatibilityTests",
             dependencies: ["BackgroundAssetsTesting", "BackgroundAssets", "BATestSupport", "BACore"],

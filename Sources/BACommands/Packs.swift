@@ -225,6 +225,7 @@ enum PackCalls {
                 progress = HumanReadable.bytes(size) + " to download"
             }
             var note = pack.waitingFor.map { "waiting for \($0)" } ?? ""
+            if pack.declined == true { note = "declined by the extension (`ba packs ensure` downloads it)" }
             if let error = pack.error { note = error }
             table.rows.append([
                 pack.appIdentifier, pack.assetPackID, pack.policy ?? "-", pack.localVersion.map(String.init) ?? "-",

@@ -21,11 +21,13 @@ struct RunExtension: AsyncParsableCommand {
               ba run-extension libMyExtension.so --event periodic --manifest manifest.json --json
               ba run-extension libMyExtension.so --event finished \\
                  --download-json '{"identifier":"level-1","url":"https://cdn.example.com/l1.pak"}' --file ./l1.pak
+              ba run-extension libMyExtension.so --event should-download --pack base --pack extras:2:1048576
             """)
 
     enum Event: String, ExpressibleByArgument, CaseIterable {
         case install, update, periodic, finished, failed, terminate
         case languageChange = "language-change"
+        case shouldDownload = "should-download"
     }
 
     @Argument(help: "The extension's shared library (.so); default: the BAExtensionPath of --app's Info.plist.")
@@ -35,7 +37,8 @@ struct RunExtension: AsyncParsableCommand {
         help:
             ArgumentHelp(
                 "The entry point to call: install, update, periodic, language-change (downloads(for:…)), finished, "
-                    + "failed, or terminate (extensionWillTerminate()).")
+                    + "failed, terminate (extensionWillTerminate()), or should-download (shouldDownload(_:), with --pack)."
+            )
     )
     var event: Event
 
@@ -63,6 +66,12 @@ struct RunExtension: AsyncParsableCommand {
             "For finished: the finished file (default: an empty temporary file). The extension should move it; ba says when it did not (basd keeps such a file for the app)."
     )
     var file: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "For should-download: an asset pack to ask about, ID or ID:VERSION:DOWNLOAD-SIZE (default version 1, size 0); repeat for several, asked in order.",
+            valueName: "pack"))
+    var pack: [String] = []
 
     @Option(help: "For failed: the error code (default 102, downloadFailedToStart).")
     var errorCode: Int32 = 102
@@ -139,10 +148,16 @@ struct RunExtension: AsyncParsableCommand {
         switch event {
         case .finished, .failed:
             guard downloadJSON != nil else { throw ValidationError("--event \(event.rawValue) needs --download-json") }
-        case .install, .update, .periodic, .languageChange, .terminate:
+        case .install, .update, .periodic, .languageChange, .terminate, .shouldDownload:
             guard downloadJSON == nil, file == nil else {
                 throw ValidationError("--download-json and --file go with --event finished or failed")
             }
+        }
+        if event == .shouldDownload {
+            guard !pack.isEmpty else { throw ValidationError("--event should-download needs at least one --pack ID") }
+            _ = try packRecords()
+        } else if !pack.isEmpty {
+            throw ValidationError("--pack goes with --event should-download")
         }
     }
 
@@ -172,7 +187,9 @@ struct RunExtension: AsyncParsableCommand {
             FileHandle.standardError.write(Data("ba: \(error)\n".utf8))
             throw ExitCode(BAExitCode.hostFailure.rawValue)
         }
-        let report = RunReport(result, timing: repeatCount > 1 ? CallTiming(durations) : nil)
+        let report = RunReport(
+            result, timing: repeatCount > 1 ? CallTiming(durations) : nil,
+            packs: event == .shouldDownload ? pack.map { String($0.split(separator: ":").first ?? "") } : [])
         print(json ? report.json() : report.table(verbose: verbose))
         if result.verdict == .ok, case .finished(_, let filePath) = invocation.event,
             FileManager.default.fileExists(atPath: filePath)
@@ -207,6 +224,21 @@ struct RunExtension: AsyncParsableCommand {
     }
 
     struct InputError: Error { var message: String }
+
+    /// The `--pack` values as the packs a shouldDownload call is asked about.
+    func packRecords() throws(ValidationError) -> [AssetPackRecord] {
+        try pack.map { (value: String) throws(ValidationError) -> AssetPackRecord in
+            let fields = value.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count == 1 || fields.count == 3, !fields[0].isEmpty,
+                fields.count == 1 || (Int64(fields[1]) != nil && Int64(fields[2]) != nil)
+            else {
+                throw ValidationError("--pack \(value): expected ID or ID:VERSION:DOWNLOAD-SIZE, e.g. extras:2:1048576")
+            }
+            return AssetPackRecord(
+                id: fields[0], version: fields.count == 3 ? Int64(fields[1]) ?? 1 : 1,
+                downloadSize: fields.count == 3 ? Int64(fields[2]) ?? 0 : 0)
+        }
+    }
 
     func makeInvocation(workspace: BAExtensionWorkspace) throws -> BAExtensionInvocation {
         let appBundle = try app.map(Self.loadApp)
@@ -255,6 +287,8 @@ struct RunExtension: AsyncParsableCommand {
                 try download(), ErrorRecord(domain: errorDomain, code: errorCode, message: errorMessage))
         case .terminate:
             event = .willTerminate
+        case .shouldDownload:
+            event = .shouldDownload(try packRecords())
         }
         return BAExtensionInvocation(
             libraryPath: libraryPath, event: event, timeout: .milliseconds(Int64(timeout * 1000)),

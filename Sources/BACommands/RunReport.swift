@@ -7,10 +7,19 @@ struct RunReport {
     let result: BAExtensionRunResult
     /// With `--repeat`: the time of every call, spawn to reap, as the host measured it.
     let timing: CallTiming?
+    /// For a shouldDownload call: the IDs of the packs asked about, in order.
+    let packs: [String]
 
-    init(_ result: BAExtensionRunResult, timing: CallTiming? = nil) {
+    init(_ result: BAExtensionRunResult, timing: CallTiming? = nil, packs: [String] = []) {
         self.result = result
         self.timing = timing
+        self.packs = packs
+    }
+
+    /// For a shouldDownload call that ended ok: each pack asked about and the answer.
+    var packAnswers: [(id: String, download: Bool)] {
+        guard let answers = result.shouldDownload, answers.count == packs.count else { return [] }
+        return Array(zip(packs, answers)).map { (id: $0.0, download: $0.1) }
     }
 
     /// Downloads are a set: listed by identifier so equal sets print equally.
@@ -33,6 +42,10 @@ struct RunReport {
             var level: Int32
             var message: String
         }
+        struct PackAnswer: Encodable {
+            var assetPackID: String
+            var download: Bool
+        }
         var verdict: String
         var verdictDetail: String?
         var signal: Int32?
@@ -43,6 +56,7 @@ struct RunReport {
         var scheduled: [DownloadJSON]
         var cancelled: [String]
         var challengeDisposition: Int32?
+        var shouldDownload: [PackAnswer]?
         var logs: [Log]
         var durationMs: Double
         var peakMemoryBytes: Int64?
@@ -67,6 +81,7 @@ struct RunReport {
             returnedCount: result.returnedCount, scheduled: result.scheduled.map(DownloadJSON.init),
             cancelled: result.cancelled,
             challengeDisposition: result.challengeDisposition,
+            shouldDownload: packs.isEmpty ? nil : packAnswers.map { .init(assetPackID: $0.id, download: $0.download) },
             logs: result.logs.map { .init(level: $0.level, message: $0.message) },
             durationMs: durationMilliseconds, peakMemoryBytes: result.peakMemoryBytes, output: result.output,
             calls: timing?.calls, medianMs: timing?.medianMilliseconds, p99Ms: timing?.p99Milliseconds)
@@ -106,6 +121,13 @@ struct RunReport {
                     ]
                 }
             lines += Self.columns(rows)
+        } else if !packs.isEmpty {
+            if result.verdict == .ok {
+                lines.append("")
+                for answer in packAnswers {
+                    lines.append("  \(answer.id): \(answer.download ? "download" : "declined")")
+                }
+            }
         } else if result.verdict == .ok {
             lines.append("no downloads returned")
         }

@@ -9,7 +9,7 @@
 /// `finished`, and the next call starts right after it; a `failure` ends the process.
 package enum RunnerProtocol {
     /// Bumped on any incompatible change to a message.
-    package static let version: UInt32 = 3
+    package static let version: UInt32 = 4
     /// Largest frame either side accepts.
     package static let maximumFrameLength = 4 << 20
     /// The environment variable in which the runner names the call's app group container to the
@@ -69,6 +69,8 @@ package enum EntryPoint: Int, Sendable, CaseIterable {
     case downloadFailed = 2
     case downloadReceivedChallenge = 3
     case extensionWillTerminate = 4
+    /// ABI 1.1: optional; absent means "download every pack".
+    case shouldDownload = 5
 
     /// The C field name, for messages.
     package var cName: String {
@@ -78,6 +80,7 @@ package enum EntryPoint: Int, Sendable, CaseIterable {
         case .downloadFailed: "download_failed"
         case .downloadReceivedChallenge: "download_received_challenge"
         case .extensionWillTerminate: "extension_will_terminate"
+        case .shouldDownload: "should_download"
         }
     }
 }
@@ -130,6 +133,29 @@ public struct ChallengeRecord: Sendable, Equatable {
     }
 }
 
+/// An asset pack handed to `should_download` (`ManagedDownloaderExtension.shouldDownload(_:)`):
+/// the download manifest's entry for the version that would be downloaded.
+public struct AssetPackRecord: Sendable, Equatable {
+    /// The pack's `assetPackID`.
+    public var id: String
+    public var version: Int64
+    /// Bytes a first download fetches.
+    public var downloadSize: Int64
+    /// The manifest's `userInfo`, as JSON bytes; nil when it has none.
+    public var userInfo: [UInt8]?
+    public init(id: String, version: Int64, downloadSize: Int64, userInfo: [UInt8]? = nil) {
+        self.id = id
+        self.version = version
+        self.downloadSize = downloadSize
+        self.userInfo = userInfo
+    }
+
+    /// Most packs one `shouldDownload` call is asked about.
+    public static let maximumPerCall = 10_000
+    /// Largest `userInfo` carried (a larger one is a malformed manifest entry).
+    public static let maximumUserInfoBytes = 64 * 1024
+}
+
 /// Which entry point to call, with its arguments.
 public enum RunnerEvent: Sendable, Equatable {
     /// `downloads(for:manifestURL:extensionInfo:)`; sizes are -1 for nil.
@@ -140,6 +166,9 @@ public enum RunnerEvent: Sendable, Equatable {
     case failed(DownloadDescription, ErrorRecord)
     case challenge(DownloadDescription, ChallengeRecord)
     case willTerminate
+    /// `shouldDownload(_:)`, once per pack, in order, in one call: the runner answers with
+    /// ``RunnerMessage/packDecisions(_:)`` (all yes when the extension has no `should_download`).
+    case shouldDownload([AssetPackRecord])
 
     package var entryPoint: EntryPoint {
         switch self {
@@ -148,6 +177,7 @@ public enum RunnerEvent: Sendable, Equatable {
         case .failed: .downloadFailed
         case .challenge: .downloadReceivedChallenge
         case .willTerminate: .extensionWillTerminate
+        case .shouldDownload: .shouldDownload
         }
     }
 }
@@ -184,6 +214,16 @@ extension RunnerEvent {
             w.i32(challenge.previousFailureCount)
         case .willTerminate:
             w.u8(4)
+        case .shouldDownload(let packs):
+            w.u8(5)
+            w.u32(UInt32(truncatingIfNeeded: packs.count))
+            for pack in packs {
+                w.string(pack.id)
+                w.i64(pack.version)
+                w.i64(pack.downloadSize)
+                w.bool(pack.userInfo != nil)
+                if let userInfo = pack.userInfo { w.blob(userInfo) }
+            }
         }
     }
 
@@ -207,6 +247,21 @@ extension RunnerEvent {
                     authenticationMethod: try r.string(), previousFailureCount: try r.i32()))
         case 4:
             return .willTerminate
+        case 5:
+            let count = Int(try r.u32())
+            guard count <= AssetPackRecord.maximumPerCall else {
+                throw WireError("\(count) asset packs exceed the limit of \(AssetPackRecord.maximumPerCall)")
+            }
+            var packs: [AssetPackRecord] = []
+            packs.reserveCapacity(count)
+            for _ in 0..<count {
+                let id = try r.string()
+                let version = try r.i64()
+                let size = try r.i64()
+                let userInfo = try r.bool() ? try r.blob() : nil
+                packs.append(AssetPackRecord(id: id, version: version, downloadSize: size, userInfo: userInfo))
+            }
+            return .shouldDownload(packs)
         case let other:
             throw WireError("unknown event kind \(other)")
         }
@@ -320,6 +375,9 @@ package enum RunnerMessage: Sendable, Equatable {
     case credential(user: String, password: String)
     case failure(RunnerFailure)
     case finished(RunnerSummary)
+    /// The answers of a `shouldDownload` call, one per pack in order (true: download it); sent
+    /// just before its `finished`.
+    case packDecisions([Bool])
 
     package func frame() -> [UInt8] {
         var w = ByteWriter()
@@ -370,6 +428,10 @@ package enum RunnerMessage: Sendable, Equatable {
             w.u64(summary.returnedCount)
             w.i64(summary.peakMemoryBytes)
             w.i32(summary.challengeDisposition)
+        case .packDecisions(let answers):
+            w.u8(10)
+            w.u32(UInt32(truncatingIfNeeded: answers.count))
+            for answer in answers { w.bool(answer) }
         }
     }
 
@@ -413,6 +475,15 @@ package enum RunnerMessage: Sendable, Equatable {
             message = .finished(
                 RunnerSummary(
                     returnedCount: try r.u64(), peakMemoryBytes: try r.i64(), challengeDisposition: try r.i32()))
+        case 10:
+            let count = Int(try r.u32())
+            guard count <= AssetPackRecord.maximumPerCall else {
+                throw WireError("\(count) pack decisions exceed the limit of \(AssetPackRecord.maximumPerCall)")
+            }
+            var answers: [Bool] = []
+            answers.reserveCapacity(count)
+            for _ in 0..<count { answers.append(try r.bool()) }
+            message = .packDecisions(answers)
         case let other:
             throw WireError("unknown runner message type \(other)")
         }

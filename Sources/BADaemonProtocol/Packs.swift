@@ -96,6 +96,10 @@ package struct PackInfo: Sendable, Hashable, Codable {
     package var essential: Bool?
     /// Where the local version's files are (`CONTAINER/AssetPacks/ID`).
     package var path: String?
+    /// True when the app's extension declined the pack for the last install or update
+    /// (`ManagedDownloaderExtension.shouldDownload(_:)`) and it is not local: it is not downloaded
+    /// until the app asks for it (`ensureLocalAvailability`, `ba packs ensure`). Nil otherwise.
+    package var declined: Bool?
     /// The manifest's `userInfo` for the server version, as JSON text.
     package var userInfo: String?
 

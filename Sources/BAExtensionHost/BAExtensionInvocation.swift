@@ -100,6 +100,9 @@ public struct BAExtensionRunResult: Sendable {
     public var logs: [BAExtensionLogLine] = []
     /// For a challenge call: the disposition and credential the extension answered with.
     public var challengeDisposition: Int32?
+    /// For a `shouldDownload` call that ended `ok`: one answer per pack, in the order asked
+    /// (true: download it). All true when the extension has no `should_download` entry point.
+    public var shouldDownload: [Bool]?
     public var credential: (user: String, password: String)?
     /// Wall-clock time of the call: from spawn (the first call) or the previous call's return,
     /// to its return (or, for the call that ended the runner, its reap).

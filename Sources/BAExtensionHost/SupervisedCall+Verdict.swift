@@ -81,6 +81,7 @@ extension SupervisedCall {
         guard result.verdict == .ok else {
             result.scheduled = []
             result.cancelled = []
+            result.shouldDownload = nil
             return
         }
         var contentRequest: Int32? = nil

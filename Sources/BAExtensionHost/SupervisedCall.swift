@@ -278,7 +278,7 @@ struct SupervisedCall {
                     break
                 }
                 writes.append(folder)
-            case .failed, .challenge, .willTerminate: break
+            case .failed, .challenge, .willTerminate, .shouldDownload: break
             }
         }
         // Each folder once (the finished files of many events usually share one).
@@ -514,8 +514,20 @@ struct SupervisedCall {
             result.credential = (user, password)
         case .failure(let reported):
             failure = reported
+        case .packDecisions(let answers):
+            guard case .shouldDownload(let packs) = events[callIndex] else {
+                return violate("pack decisions from a call that is not should_download")
+            }
+            guard result.shouldDownload == nil else { return violate("pack decisions sent twice") }
+            guard answers.count == packs.count else {
+                return violate("\(answers.count) pack decisions for \(packs.count) packs")
+            }
+            result.shouldDownload = answers
         case .finished(let finished):
             guard summary == nil else { return violate("a call ended twice") }
+            if case .shouldDownload = events[callIndex], result.shouldDownload == nil {
+                return violate("should_download ended without its answers")
+            }
             if callIndex < events.count - 1 {
                 endCall(finished)
             } else {

@@ -128,6 +128,11 @@ final class Invocation: @unchecked Sendable {
                 BA_ERROR_CALL_FROM_EXTENSION_NOT_ALLOWED,
                 "scheduling through the download manager is refused while downloads(for:) runs; return the download from it instead",
                 codeOut)
+        case .running(.shouldDownload):
+            return fail(
+                BA_ERROR_CALL_NOT_VALID_NOW,
+                "schedule_download is not valid inside should_download: it only answers whether the system downloads a pack",
+                codeOut)
         case .running:
             switch readDownload(download) {
             case .success(let record):
@@ -144,6 +149,12 @@ final class Invocation: @unchecked Sendable {
 
     func cancelDownload(_ identifier: String, _ codeOut: UnsafeMutablePointer<Int32>?) -> Int32 {
         guard phase != .ended else { return fail(BA_ERROR_CALL_NOT_VALID_NOW, "the entry point has returned", codeOut) }
+        guard phase != .running(.shouldDownload) else {
+            return fail(
+                BA_ERROR_CALL_NOT_VALID_NOW,
+                "cancel_download is not valid inside should_download: it only answers whether the system downloads a pack",
+                codeOut)
+        }
         guard request.currentDownloads.contains(where: { $0.identifier == identifier }) else {
             return fail(
                 BA_ERROR_DOWNLOAD_NOT_SCHEDULED, "no download with identifier '\(identifier)' is scheduled", codeOut)

@@ -200,6 +200,9 @@ package enum ExtensionRunner {
         let arena = CArena()
         do {
             let entryPoint = event.entryPoint
+            if case .shouldDownload(let packs) = event {
+                return try shouldDownload(packs, loaded, arena: arena)
+            }
             guard let function = address(of: entryPoint, in: loaded.descriptor) else {
                 let name = loaded.identity.name.isEmpty ? libraryPath : loaded.identity.name
                 return .failure(
@@ -256,6 +259,8 @@ package enum ExtensionRunner {
                 disposition = Int32(truncatingIfNeeded: raw)
             case .willTerminate:
                 _ = try signature(pointers: 2).call(function, [.pointer(context), .pointer(hostPointer)])
+            case .shouldDownload:
+                break  // answered above, by shouldDownload(_:_:arena:)
             }
             invocation.setPhase(.ended)
             return .success(
@@ -267,6 +272,45 @@ package enum ExtensionRunner {
         }
     }
 
+    /// `should_download` once per pack, in order, then the answers (before the call's
+    /// `finished`). An extension without the entry point (or with a 1.0 descriptor) is not
+    /// called: every pack is a yes, the system default.
+    static func shouldDownload(
+        _ packs: [AssetPackRecord], _ loaded: Loaded, arena: CArena
+    ) throws(FFIStatus) -> Result<RunnerSummary, RunnerFailure> {
+        let invocation = loaded.invocation
+        invocation.beginCall(.shouldDownload)
+        var answers = [Bool](repeating: true, count: packs.count)
+        if let function = address(of: .shouldDownload, in: loaded.descriptor) {
+            let context = UnsafeRawPointer(loaded.descriptor.context)
+            let hostPointer = UnsafeRawPointer(loaded.host.table)
+            let signature = try FFISignature(
+                returning: cffi_type_sint32(), arguments: Array(repeating: cffi_type_pointer(), count: 3))
+            let pack = arena.allocate(ba_asset_pack.self)
+            for (index, record) in packs.enumerated() {
+                // A fresh struct for every pack: nothing the extension wrote into the last one
+                // (it is const, but C) reaches the next.
+                let callArena = CArena()
+                pack.pointee = ba_asset_pack()
+                pack.pointee.struct_size = UInt32(MemoryLayout<ba_asset_pack>.size)
+                (pack.pointee.id, pack.pointee.id_length) = callArena.string(record.id)
+                pack.pointee.version = record.version
+                pack.pointee.download_size = record.downloadSize
+                if let userInfo = record.userInfo {
+                    (pack.pointee.user_info, pack.pointee.user_info_length) = callArena.string(
+                        String(decoding: userInfo, as: UTF8.self))
+                }
+                let raw = signature.call(function, [.pointer(context), .pointer(hostPointer), .pointer(pack)])
+                answers[index] = Int32(truncatingIfNeeded: raw) != 0
+            }
+        }
+        invocation.setPhase(.ended)
+        invocation.channel.send(.packDecisions(answers))
+        return .success(
+            RunnerSummary(
+                returnedCount: invocation.returnedCount, peakMemoryBytes: ba_sys_proc_status_bytes("VmHWM")))
+    }
+
     /// A void function taking `pointers` pointers then `sizes` size_t values.
     static func signature(pointers: Int, sizes: Int = 0) throws(FFIStatus) -> FFISignature {
         try FFISignature(
@@ -275,8 +319,12 @@ package enum ExtensionRunner {
                 + Array(repeating: cffi_type_uint64(), count: sizes))
     }
 
-    /// Reads the version fields (which never move) before anything else, then the whole 1.0
-    /// descriptor if the versions are ones this host speaks.
+    /// The size of a 1.0 descriptor: everything before `should_download` (ABI 1.1).
+    static let descriptorSize10 = MemoryLayout<ba_extension_desc>.offset(of: \.should_download)!
+
+    /// Reads the version fields (which never move) before anything else, then the descriptor if
+    /// the versions are ones this host speaks: as many bytes as its `struct_size` says (at least
+    /// 1.0's), the fields it does not cover left NULL, so a 1.0 descriptor has no `should_download`.
     static func checkDescriptor(_ address: UnsafeRawPointer) throws(RunnerFailure) -> ba_extension_desc {
         let size = address.loadUnaligned(as: UInt32.self)
         let major = address.loadUnaligned(fromByteOffset: 4, as: UInt16.self)
@@ -295,14 +343,20 @@ package enum ExtensionRunner {
                 message: "the extension needs C ABI \(major).\(minor), newer than this host's \(ours): update the host",
                 foundMajor: major, foundMinor: minor)
         }
-        guard Int(size) >= MemoryLayout<ba_extension_desc>.size else {
+        guard Int(size) >= descriptorSize10 else {
             throw RunnerFailure(
                 kind: .abiMismatch,
                 message:
-                    "the descriptor's struct_size is \(size) bytes; C ABI \(ours) needs \(MemoryLayout<ba_extension_desc>.size)",
+                    "the descriptor's struct_size is \(size) bytes; C ABI \(major).0 needs at least \(descriptorSize10)",
                 foundMajor: major, foundMinor: minor)
         }
-        return address.assumingMemoryBound(to: ba_extension_desc.self).pointee
+        var descriptor = ba_extension_desc()
+        withUnsafeMutableBytes(of: &descriptor) { target in
+            target.copyMemory(
+                from: UnsafeRawBufferPointer(
+                    start: address, count: min(Int(size), MemoryLayout<ba_extension_desc>.size)))
+        }
+        return descriptor
     }
 
     static func address(of entryPoint: EntryPoint, in descriptor: ba_extension_desc) -> UnsafeRawPointer? {
@@ -313,6 +367,7 @@ package enum ExtensionRunner {
         case .downloadReceivedChallenge:
             unsafeBitCast(descriptor.download_received_challenge, to: UnsafeRawPointer?.self)
         case .extensionWillTerminate: unsafeBitCast(descriptor.extension_will_terminate, to: UnsafeRawPointer?.self)
+        case .shouldDownload: unsafeBitCast(descriptor.should_download, to: UnsafeRawPointer?.self)
         }
     }
 

@@ -1,9 +1,9 @@
 import Foundation
 internal import GRDB
 
-// Asset packs: one row per app with packs, one per (app, pack) (schema v5).
+// Asset packs: one row per app with packs, one per (app, pack) (schema v5; `declined` v6).
 extension BAStore {
-    static let packColumns = "app_id, pack_id, entry, local_version, target, requested, failure, updated_at"
+    static let packColumns = "app_id, pack_id, entry, local_version, target, requested, failure, declined, updated_at"
 
     /// Records that `app` gets asset packs (or no longer: `publicKey` is kept as given).
     package func setPackApp(_ app: StoredPackApp) throws(BAStoreError) {
@@ -49,10 +49,10 @@ extension BAStore {
     package func savePack(_ pack: StoredPack) throws(BAStoreError) {
         try write("recording asset pack \(pack.packID) of \(pack.appIdentifier)") { db in
             try db.executeCached(
-                sql: "INSERT OR REPLACE INTO asset_pack (\(Self.packColumns)) VALUES (\(Self.placeholders(8)))",
+                sql: "INSERT OR REPLACE INTO asset_pack (\(Self.packColumns)) VALUES (\(Self.placeholders(9)))",
                 arguments: [
                     pack.appIdentifier, pack.packID, pack.entry, pack.localVersion, pack.target, pack.requested,
-                    pack.failure, StoreTime(Date()),
+                    pack.failure, pack.declined, StoreTime(Date()),
                 ])
         }
     }
@@ -81,7 +81,7 @@ extension BAStore {
                 StoredPack(
                     appIdentifier: row["app_id"], packID: row["pack_id"], entry: row["entry"],
                     localVersion: row["local_version"], target: row["target"], requested: row["requested"],
-                    failure: row["failure"], updatedAt: row["updated_at"])
+                    failure: row["failure"], declined: row["declined"], updatedAt: row["updated_at"])
             }
         }
     }

@@ -223,3 +223,29 @@ extension Schema {
         ALTER TABLE pack_app ADD COLUMN opted_in_by_use INTEGER NOT NULL DEFAULT 0;
         """
 }
+
+extension Schema {
+    /// Version 6 (issue 22, `ManagedDownloaderExtension`): an extension's `shouldDownload(_:)` is
+    /// a call of its own in `extension_run` (a rebuild: the `event` check is a constraint), and a
+    /// pack it declined for an install or update is marked `declined` (1), so that neither that
+    /// event nor a periodic check downloads it until the app asks for it or the next install or
+    /// update asks the extension again.
+    static let v6 = """
+        CREATE TABLE extension_run_v6 (
+            id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+            app_id               TEXT    NOT NULL REFERENCES app (bundle_identifier) ON DELETE CASCADE,
+            event                TEXT    NOT NULL
+                CHECK (event IN ('install', 'update', 'periodic', 'languageChange', 'finished', 'failed', 'challenge',
+                                 'shouldDownload')),
+            verdict              TEXT    NOT NULL,
+            detail               TEXT,
+            started_at           TEXT    NOT NULL,
+            duration_ms          INTEGER NOT NULL CHECK (duration_ms >= 0)
+        );
+        INSERT INTO extension_run_v6 SELECT * FROM extension_run;
+        DROP TABLE extension_run;
+        ALTER TABLE extension_run_v6 RENAME TO extension_run;
+        CREATE INDEX extension_run_app ON extension_run (app_id, started_at);
+        ALTER TABLE asset_pack ADD COLUMN declined INTEGER NOT NULL DEFAULT 0 CHECK (declined IN (0, 1));
+        """
+}

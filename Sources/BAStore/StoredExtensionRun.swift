@@ -21,6 +21,8 @@ package struct StoredExtensionRun: Sendable, Hashable {
         case failed
         /// `backgroundDownload(_:didReceive:)`.
         case challenge
+        /// `ManagedDownloaderExtension.shouldDownload(_:)`, for the packs of an install or update (v6).
+        case shouldDownload
     }
 
     /// The row's id (assigned by the store; ignored by ``BAStore/recordExtensionRun(_:)``).

@@ -18,11 +18,15 @@ package struct StoredPack: Sendable, Hashable {
     package var requested: Bool
     /// Why the last attempt failed, if it did.
     package var failure: String?
+    /// The app's extension declined it (`shouldDownload(_:)`) for the last install or update:
+    /// neither that event nor a periodic check downloads it; a request still does.
+    package var declined: Bool
     package var updatedAt: Date
 
     package init(
         appIdentifier: String, packID: String, entry: String? = nil, localVersion: Int? = nil, target: String? = nil,
-        requested: Bool = false, failure: String? = nil, updatedAt: Date = Date(timeIntervalSince1970: 0)
+        requested: Bool = false, failure: String? = nil, declined: Bool = false,
+        updatedAt: Date = Date(timeIntervalSince1970: 0)
     ) {
         self.appIdentifier = appIdentifier
         self.packID = packID
@@ -31,6 +35,7 @@ package struct StoredPack: Sendable, Hashable {
         self.target = target
         self.requested = requested
         self.failure = failure
+        self.declined = declined
         self.updatedAt = updatedAt
     }
 }

@@ -62,6 +62,9 @@ enum ExportedExtensions {
             value.download_failed = downloadFailedThunk
             value.download_received_challenge = challengeThunk
             value.extension_will_terminate = willTerminateThunk
+            // ABI 1.1: only a managed extension answers should_download (the host downloads
+            // every pack for one without it).
+            if type is any ManagedDownloaderExtension.Type { value.should_download = shouldDownloadThunk }
             descriptor.initialize(to: value)
             _ = Unmanaged.passRetained(arena)
             let address = UInt(bitPattern: descriptor)
@@ -203,6 +206,22 @@ private let challengeThunk: ba_download_challenge_fn = { context, host, download
             try? ExtensionHostConnection(host: host).useCredential(user: user, password: credential.password ?? "")
         }
         return Int32(result.disposition.rawValue)
+    }
+}
+
+private let shouldDownloadThunk: ba_should_download_fn = { context, host, pack in
+    // A pack that cannot be read is not the extension's to decline: download it.
+    guard let host, let pack, let instance = ExportedExtensions.instance(context) as? any ManagedDownloaderExtension
+    else { return 1 }
+    return ExtensionHostConnection.with(host) {
+        let value = pack.pointee
+        let userInfo =
+            value.user_info_length > 0 && value.user_info != nil
+            ? Data(bytes: value.user_info, count: value.user_info_length) : nil
+        let assetPack = AssetPack(
+            id: ExportedExtensions.string(value.id, value.id_length), version: Int(value.version),
+            downloadSize: Int(value.download_size), userInfo: userInfo)
+        return instance.shouldDownload(assetPack) ? 1 : 0
     }
 }
 

@@ -77,6 +77,19 @@ public struct BAExtensionTester: Sendable {
         return try await run(BAExtensionInvocation(libraryPath: libraryPath, event: .failed(download.record, record)))
     }
 
+    /// Calls `shouldDownload(_:)` of a ``ManagedDownloaderExtension`` (`should_download` in C)
+    /// once per pack, in one process, as basd does before an install's or update's packs. The
+    /// result's `shouldDownload` holds the answers in order (all true for an extension without
+    /// the entry point).
+    public func shouldDownload(_ packs: [AssetPack]) async throws -> BAExtensionRunResult {
+        let records = packs.map {
+            AssetPackRecord(
+                id: $0.id, version: Int64($0.version), downloadSize: Int64($0.downloadSize),
+                userInfo: $0.userInfo.map(Array.init))
+        }
+        return try await run(BAExtensionInvocation(libraryPath: libraryPath, event: .shouldDownload(records)))
+    }
+
     private func run(_ invocation: BAExtensionInvocation) async throws -> BAExtensionRunResult {
         var invocation = invocation
         invocation.timeout = timeout

@@ -27,9 +27,16 @@ BA_ASSERT_SIZE(ba_auth_challenge, 80);
 BA_ASSERT_SIZE(ba_host_api, 80);
 BA_ASSERT_OFFSET(ba_host_api, log, 8);
 BA_ASSERT_OFFSET(ba_host_api, last_error_message, 72);
-BA_ASSERT_SIZE(ba_extension_desc, 88);
+/* 1.0 ended at 88 bytes; 1.1 appended should_download there. */
+BA_ASSERT_SIZE(ba_extension_desc, 96);
 BA_ASSERT_OFFSET(ba_extension_desc, abi_major, 4);
 BA_ASSERT_OFFSET(ba_extension_desc, abi_minor, 6);
 BA_ASSERT_OFFSET(ba_extension_desc, context, 40);
 BA_ASSERT_OFFSET(ba_extension_desc, downloads_for_request, 48);
 BA_ASSERT_OFFSET(ba_extension_desc, extension_will_terminate, 80);
+BA_ASSERT_OFFSET(ba_extension_desc, should_download, 88);
+BA_ASSERT_SIZE(ba_asset_pack, 56);
+BA_ASSERT_OFFSET(ba_asset_pack, id, 8);
+BA_ASSERT_OFFSET(ba_asset_pack, version, 24);
+BA_ASSERT_OFFSET(ba_asset_pack, download_size, 32);
+BA_ASSERT_OFFSET(ba_asset_pack, user_info, 40);

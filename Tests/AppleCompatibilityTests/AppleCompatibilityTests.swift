@@ -22,6 +22,8 @@ import Testing
             BuildProducts.source("Tests/AppleCompatibilityExtension/AppleStyleDownloader.swift"),
             BuildProducts.source("Tests/AppleCompatibilityTests/AppleStyleApp.swift"),
             BuildProducts.source("Tests/AppleCompatibilityTests/AppleStylePacks.swift"),
+            // Apple's ManagedDownloaderExtension snippet, with `import ExtensionFoundation`.
+            BuildProducts.source("Tests/AppleCompatibilityManagedExtension/DownloaderExtension.swift"),
         ]
         for file in files {
             let output = try await runProcess(

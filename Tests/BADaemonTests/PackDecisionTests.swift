@@ -1,3 +1,4 @@
+import BACore
 import BAPacks
 import BAStore
 import Foundation
@@ -16,10 +17,12 @@ struct PackDecisionTests {
         var server: Int?
         var local: Int?
         var requested = false
+        var declined = false
         var trigger: PackDecision.Trigger
         var expected: PackDecision.Action
         var description: String {
             "\(policy.map { "\($0)" } ?? "unlisted") server \(server ?? -1) local \(local ?? -1) \(trigger)"
+                + (declined ? " declined" : "")
         }
     }
 
@@ -78,13 +81,31 @@ struct PackDecisionTests {
         // No longer listed: a local version is obsolete; nothing local, the row goes.
         Row(policy: nil, server: nil, local: 4, trigger: .periodic, expected: .removeObsolete),
         Row(policy: nil, server: nil, local: nil, trigger: .installation(.subsequentUpdate), expected: .forget),
+        // Declined by the extension (shouldDownload): not by the event, not retried periodically,
+        // but a request downloads it, and a requested pack is kept as requested.
+        Row(
+            policy: .essential(both), server: 1, local: nil, declined: true, trigger: .installation(.firstInstallation),
+            expected: .none),
+        Row(
+            policy: .prefetch(first), server: 1, local: nil, declined: true, trigger: .installation(.firstInstallation),
+            expected: .none),
+        Row(
+            policy: .essential(both), server: 2, local: 1, declined: true, trigger: .installation(.subsequentUpdate),
+            expected: .none),
+        Row(policy: .prefetch(first), server: 1, local: nil, declined: true, trigger: .periodic, expected: .none),
+        Row(
+            policy: .prefetch(first), server: 1, local: nil, requested: true, declined: true, trigger: .periodic,
+            expected: .download(essential: false)),
+        Row(
+            policy: .essential(both), server: 1, local: nil, declined: true, trigger: .ensure(requireLatest: false),
+            expected: .download(essential: true)),
     ]
 
     @Test("each policy and trigger", arguments: rows)
     func decide(_ row: Row) {
         let action = PackDecision.action(
             policy: row.policy, serverVersion: row.server, localVersion: row.local, requested: row.requested,
-            trigger: row.trigger)
+            trigger: row.trigger, declined: row.declined)
         #expect(action == row.expected, "\(row)")
     }
 }
@@ -107,5 +128,54 @@ final class NoPackTransfers: PackTransfers {
         PackService(
             store: store, containers: AppContainers(stateDirectory: directory), configuration: configuration,
             executor: executor, transfers: NoPackTransfers(), log: { _ in })
+    }
+}
+
+/// Which packs an install or update asks the extension about (`PackService.candidate`): the
+/// essential and prefetch packs of the event that it would download, with the manifest's fields.
+@Suite("asset packs the extension is asked about")
+struct ShouldDownloadCandidateTests {
+    typealias Policy = PackManifest.DownloadPolicy
+
+    /// A row whose entry is the download manifest's JSON, as `ba pack publish` writes it.
+    static func row(_ policy: Policy, server: Int, local: Int?, userInfo: JSONValue? = nil) throws -> StoredPack {
+        let encoder = JSONEncoder()
+        let policyText = String(decoding: try encoder.encode(policy), as: UTF8.self)
+        let userInfoText = try userInfo.map { String(decoding: try encoder.encode($0), as: UTF8.self) } ?? "null"
+        let entry = """
+            {"assetPackID": "p", "version": \(server), "downloadSize": 1234, "downloadPolicy": \(policyText),
+             "userInfo": \(userInfoText), "indexURL": "http://127.0.0.1/packs/p/\(server).json",
+             "indexSHA256": "\(String(repeating: "0", count: 64))"}
+            """
+        return StoredPack(appIdentifier: "app", packID: "p", entry: entry, localVersion: local)
+    }
+
+    static let both: Set<PackManifest.InstallationEvent> = [.firstInstallation, .subsequentUpdate]
+
+    @Test("the event's essential and prefetch packs not yet current; never on-demand, another event's, or current")
+    func candidates() throws {
+        let first = PackManifest.InstallationEvent.firstInstallation
+        let update = PackManifest.InstallationEvent.subsequentUpdate
+        #expect(PackService.candidate(try Self.row(.essential(Self.both), server: 1, local: nil), event: first) != nil)
+        #expect(PackService.candidate(try Self.row(.prefetch([first]), server: 1, local: nil), event: first) != nil)
+        #expect(PackService.candidate(try Self.row(.essential(Self.both), server: 2, local: 1), event: update) != nil)
+        #expect(PackService.candidate(try Self.row(.essential(Self.both), server: 2, local: 2), event: update) == nil)
+        #expect(PackService.candidate(try Self.row(.prefetch([update]), server: 1, local: nil), event: first) == nil)
+        // An outdated local pack of another policy updates in the background without asking.
+        #expect(PackService.candidate(try Self.row(.onDemand, server: 2, local: 1), event: update) == nil)
+        #expect(PackService.candidate(try Self.row(.essential([first]), server: 2, local: 1), event: update) == nil)
+    }
+
+    @Test("the pack is handed over with its version, download size and userInfo as JSON")
+    func fields() throws {
+        let row = try Self.row(
+            .essential(Self.both), server: 7, local: nil, userInfo: .object(["tier": .integer(2)]))
+        let record = try #require(PackService.candidate(row, event: .firstInstallation))
+        #expect(record.id == "p" && record.version == 7 && record.downloadSize == 1234)
+        #expect(record.userInfo.map { String(decoding: $0, as: UTF8.self) } == #"{"tier":2}"#)
+        #expect(
+            PackService.candidate(
+                try Self.row(.essential(Self.both), server: 1, local: nil), event: .firstInstallation)?
+                .userInfo == nil)
     }
 }

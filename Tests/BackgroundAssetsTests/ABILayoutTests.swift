@@ -6,12 +6,14 @@ import Testing
 @Suite struct ABILayoutTests {
     @Test func versions() {
         #expect(BA_EXTENSION_ABI_MAJOR == 1)
-        #expect(BA_EXTENSION_ABI_MINOR == 0)
+        #expect(BA_EXTENSION_ABI_MINOR == 1)
         #expect(BA_EXTENSION_DESCRIPTOR_SYMBOL == "ba_extension_descriptor")
     }
 
     @Test func sizesAndOffsets() {
-        #expect(MemoryLayout<ba_extension_desc>.size == 88)
+        // 1.1 appended should_download at 1.0's end (88).
+        #expect(MemoryLayout<ba_extension_desc>.size == 96)
+        #expect(MemoryLayout<ba_extension_desc>.offset(of: \.should_download) == 88)
         #expect(MemoryLayout<ba_extension_desc>.offset(of: \.abi_major) == 4)
         #expect(MemoryLayout<ba_extension_desc>.offset(of: \.abi_minor) == 6)
         #expect(MemoryLayout<ba_extension_desc>.offset(of: \.context) == 40)
@@ -31,5 +33,10 @@ import Testing
         #expect(MemoryLayout<ba_content_request_info>.size == 56)
         #expect(MemoryLayout<ba_content_request_info>.offset(of: \.restricted_download_size_remaining) == 40)
         #expect(MemoryLayout<ba_auth_challenge>.size == 80)
+        #expect(MemoryLayout<ba_asset_pack>.size == 56)
+        #expect(MemoryLayout<ba_asset_pack>.offset(of: \.id) == 8)
+        #expect(MemoryLayout<ba_asset_pack>.offset(of: \.version) == 24)
+        #expect(MemoryLayout<ba_asset_pack>.offset(of: \.download_size) == 32)
+        #expect(MemoryLayout<ba_asset_pack>.offset(of: \.user_info) == 40)
     }
 }

@@ -42,6 +42,24 @@ import Testing
         #expect(table.stdout.contains("soundtrack"))
     }
 
+    @Test(
+        "--event should-download asks a Swift and a C managed extension about each --pack and prints the answers",
+        arguments: ["BATestManagedExtension", "BATestShouldDownload"])
+    func shouldDownload(library: String) async throws {
+        let output = try await run([
+            BuildProducts.library(library), "--event", "should-download", "--pack", "base", "--pack",
+            "extras:2:1048576", "--json",
+        ])
+        #expect(output.status == 0, "\(output.stderr)\(output.stdout)")
+        let answers = try #require(try json(output)["shouldDownload"] as? [[String: Any]], "\(output.stdout)")
+        #expect(answers.compactMap { $0["assetPackID"] as? String } == ["base", "extras"])
+        #expect(answers.compactMap { $0["download"] as? Bool } == [true, false])
+        let table = try await run([BuildProducts.library(library), "--event", "should-download", "--pack", "extras"])
+        #expect(table.stdout.contains("extras: declined"), "\(table.stdout)")
+        let missing = try await run([BuildProducts.library(library), "--event", "should-download"])
+        #expect(missing.status == 64 && missing.stderr.contains("needs at least one --pack"), "\(missing.stderr)")
+    }
+
     @Test func jsonHasTheDocumentedFields() async throws {
         let output = try await run([
             BuildProducts.library("SampleCExtension"), "--event", "install", "--manifest", manifest, "--json",

@@ -13,6 +13,9 @@ import BAPacks
 /// - **Ensure** (a request): a pack that is not local is downloaded at once; with
 ///   `requireLatest`, a local one the server has another version of too.
 /// - A local pack the manifest no longer lists is **obsolete**: removed once nothing holds it.
+/// - A pack the app's extension **declined** (`shouldDownload(_:)`, asked before an install's or
+///   update's essential and prefetch packs) is not downloaded by that event, nor retried by a
+///   periodic check while it is not local; a request (ensure) downloads it all the same.
 enum PackDecision {
     enum Trigger: Sendable, Hashable {
         case installation(PackManifest.InstallationEvent)
@@ -32,7 +35,7 @@ enum PackDecision {
 
     static func action(
         policy: PackManifest.DownloadPolicy?, serverVersion: Int?, localVersion: Int?, requested: Bool,
-        trigger: Trigger
+        trigger: Trigger, declined: Bool = false
     ) -> Action {
         guard let policy, let serverVersion else {
             return localVersion == nil ? .forget : .removeObsolete
@@ -43,9 +46,9 @@ enum PackDecision {
         case .installation(let event):
             switch policy {
             case .essential(let events) where events.contains(event):
-                return current ? .none : .download(essential: true)
+                return current || declined ? .none : .download(essential: true)
             case .prefetch(let events) where events.contains(event):
-                return current ? .none : .download(essential: false)
+                return current || declined ? .none : .download(essential: false)
             default:
                 return outdated ? .download(essential: false) : .none
             }
@@ -54,7 +57,8 @@ enum PackDecision {
             guard localVersion == nil else { return .none }
             switch policy {
             case .essential(let events), .prefetch(let events):
-                return events.contains(.firstInstallation) || requested ? .download(essential: false) : .none
+                return (events.contains(.firstInstallation) && !declined) || requested
+                    ? .download(essential: false) : .none
             case .onDemand:
                 return requested ? .download(essential: false) : .none
             }

@@ -23,6 +23,12 @@ extension TransferCoordinator: PackTransfers {
 /// Who hears what happens to packs (``BasdServices``, which hands the events to the CLI observers).
 protocol PackServiceDelegate: AnyObject {
     func packs(_ service: PackService, sent event: PackEvent)
+
+    /// Asks `app`'s extension (`shouldDownload(_:)`) about `packs`, once, in one call; `decided`
+    /// gets the IDs it declined, on the executor: none when it cannot be asked or the call fails.
+    func packs(
+        _ service: PackService, askExtensionOf app: StoredApp, about packs: [AssetPackRecord],
+        decided: @escaping (_ declined: Set<String>) -> Void)
 }
 
 /// The owner of every app's asset packs: the download manifest checks, one ``PackJob`` per pack
@@ -209,8 +215,10 @@ final class PackService: @unchecked Sendable {
             checks[name]?.append { [self] failure in
                 guard failure == nil else { return done(failure) }
                 // The manifest is fresh: decide again for this trigger.
-                apply(trigger, to: app)
-                done(nil)
+                askExtension(trigger, app: app) { [self] in
+                    apply(trigger, to: app)
+                    done(nil)
+                }
             }
             return
         }
@@ -338,8 +346,10 @@ final class PackService: @unchecked Sendable {
         } catch {
             log("asset packs of \(name): \(error)")
         }
-        apply(trigger, to: app)
-        finishCheck(name, failure: nil)
+        askExtension(trigger, app: app) { [self] in
+            apply(trigger, to: app)
+            finishCheck(name, failure: nil)
+        }
     }
 
     private func finishCheck(_ app: String, failure: String?) {
@@ -367,7 +377,7 @@ final class PackService: @unchecked Sendable {
         let entry = row.entry.flatMap(Self.decodeEntry)
         let action = PackDecision.action(
             policy: entry?.downloadPolicy, serverVersion: entry?.version, localVersion: row.localVersion,
-            requested: row.requested, trigger: trigger)
+            requested: row.requested, trigger: trigger, declined: row.declined)
         switch action {
         case .none:
             break
@@ -583,6 +593,7 @@ final class PackService: @unchecked Sendable {
             info.downloadSize = entry?.downloadSize
             info.userInfo = entry?.userInfo.flatMap(Self.userInfoText)
             info.error = row.failure
+            if row.declined, row.localVersion == nil, !row.requested { info.declined = true }
             if row.localVersion != nil, let group = groups[row.appIdentifier] ?? nil {
                 info.path = containers.packPath(group: group, id: row.packID)
             }

@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 #define BA_EXTENSION_ABI_MAJOR 1
-#define BA_EXTENSION_ABI_MINOR 0
+#define BA_EXTENSION_ABI_MINOR 1
 
 /* Name of the one symbol an extension exports. */
 #define BA_EXTENSION_DESCRIPTOR_SYMBOL "ba_extension_descriptor"
@@ -187,6 +187,19 @@ typedef struct ba_auth_challenge {
     size_t authentication_method_length;
 } ba_auth_challenge;
 
+/* An asset pack the system is about to download (host -> extension, should_download). ABI 1.1.
+ * Mirrors Swift's AssetPack: the download manifest's entry for one version of one pack. */
+typedef struct ba_asset_pack {
+    uint32_t struct_size;        /* sizeof(ba_asset_pack) of the host */
+    uint32_t reserved;           /* zero */
+    const char *id;              /* the pack's assetPackID */
+    size_t id_length;
+    int64_t version;             /* the version that would be downloaded */
+    int64_t download_size;       /* bytes a first download fetches (the stored chunks) */
+    const char *user_info;       /* the manifest's userInfo as JSON bytes, or NULL with length 0 */
+    size_t user_info_length;
+} ba_asset_pack;
+
 typedef void (*ba_download_visitor)(void *user_data, const ba_download *download);
 
 /* The host-API table passed to every entry point. Constant; only ever grows at its end: check
@@ -255,6 +268,12 @@ typedef ba_challenge_disposition (*ba_download_challenge_fn)(void *context, cons
                                                              const ba_auth_challenge *challenge);
 /* extensionWillTerminate(): the call is about to be ended by the host. Keep it short. */
 typedef void (*ba_extension_will_terminate_fn)(void *context, const ba_host_api *host);
+/* ManagedDownloaderExtension.shouldDownload(_:) (ABI 1.1): called once per candidate pack, all in
+ * one process, before the system downloads the essential and prefetch packs of an install or
+ * update. Return nonzero to download the pack, 0 to leave it (it stays available: the app can
+ * still ask for it). Only log, current_downloads and the exclusive-control functions are valid
+ * inside it. NULL (or a 1.0 descriptor) means "download them all", the system default. */
+typedef int (*ba_should_download_fn)(void *context, const ba_host_api *host, const ba_asset_pack *pack);
 
 /* The descriptor. A NULL entry point is "not implemented". */
 typedef struct ba_extension_desc {
@@ -271,6 +290,8 @@ typedef struct ba_extension_desc {
     ba_download_failed_fn download_failed;
     ba_download_challenge_fn download_received_challenge;
     ba_extension_will_terminate_fn extension_will_terminate;
+    /* ABI 1.1: read only when struct_size covers it (a 1.0 descriptor ends before it). */
+    ba_should_download_fn should_download;
 } ba_extension_desc;
 
 /* The one exported symbol. Called once per process, with no arguments; must not block.
