@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 6
+    static let currentVersion = 7
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -37,6 +37,10 @@ enum Schema {
         migrator.registerMigration("v6") { db in
             try db.execute(sql: v6)
             try db.execute(sql: "PRAGMA user_version = 6")
+        }
+        migrator.registerMigration("v7") { db in
+            try db.execute(sql: v7)
+            try db.execute(sql: "PRAGMA user_version = 7")
         }
         return migrator
     }
@@ -216,10 +220,10 @@ extension Schema {
         );
         """
 
-    /// Version 6 (issue 22): an app that never declared `BAHasManagedAssetPacks` but used
+    /// Version 7 (issue 22): an app that never declared `BAHasManagedAssetPacks` but used
     /// `AssetPackManager` opted into managed asset packs; remembered, so that its next update
     /// keeps them.
-    static let v6 = """
+    static let v7 = """
         ALTER TABLE pack_app ADD COLUMN opted_in_by_use INTEGER NOT NULL DEFAULT 0;
         """
 }
