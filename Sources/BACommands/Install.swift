@@ -166,8 +166,11 @@ struct InstallFlow {
                 // Essential packs of this event (started by the install), and those that failed already.
                 let waiter = PackWaiter(
                     session: session, app: report.bundleIdentifier, json: json, terminal: isatty(STDERR_FILENO) == 1)
-                let outcome = try waiter.wait {
-                    $0.essential == true || ($0.policy == "essential" && $0.localVersion == nil && $0.error != nil)
+                let outcome = try waiter.wait { pack in
+                    if let essential = report.essentialPacks { return essential.contains(pack.assetPackID) }
+                    // An older basd does not say which: those downloading as essential, and failed ones.
+                    return pack.essential == true
+                        || (pack.policy == "essential" && pack.localVersion == nil && pack.error != nil)
                 }
                 if json { Swift.print(jsonLine(PackLine(packs: outcome.packs))) }
                 for failure in outcome.failures { printError(failure) }

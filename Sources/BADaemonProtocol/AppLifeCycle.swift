@@ -66,6 +66,9 @@ package struct ExtensionRunReport: Sendable, Hashable, Codable {
     package var packProblem: String?
     /// The app gets asset packs (`BAHasManagedAssetPacks`): `ba install` waits for the essential ones.
     package var hasPacks: Bool?
+    /// The essential packs of this install's or update's event (less those the extension
+    /// declined): what `ba install` waits for and names.
+    package var essentialPacks: [String]?
     /// The downloads scheduled: essential ones first.
     package var scheduled: [DownloadInfo]
     /// The downloads refused, with Apple's codes (109, 112, 202, …).

@@ -57,9 +57,10 @@ struct ShouldDownloadTests {
 
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
-        // ba install returned with base local (it waits for an essential pack still downloading
-        // when it looks; a small one may be done already), and without extras, essential but
-        // declined: not local, not downloading, not named.
+        // ba install returned with base local and named (basd says which essential packs it
+        // waits for), and without extras, essential but declined: not local, not downloading,
+        // not named.
+        #expect(install.stdout.contains("essential packs local: base\n"), "\(install.stdout)")
         let installed = try await fixture.packs(daemon)
         #expect(installed["base"]?["localVersion"] as? Int == 1, "\(installed)")
         #expect(installed["extras"]?["status"] as? String == "downloadAvailable", "\(installed)")
@@ -143,6 +144,8 @@ struct ShouldDownloadTests {
         // Asked in pack-ID order, the extension crashed at "crash", before "extras" (which it
         // declines): a call that crashed decides nothing, so ba install returned with both
         // essential packs local.
+        #expect(install.stdout.contains("essential packs local: "), "\(install.stdout)")
+        #expect(install.stdout.contains("extras"), "\(install.stdout)")
         let installed = try await fixture.packs(daemon)
         #expect(installed["base"]?["localVersion"] as? Int == 1, "\(installed)")
         #expect(installed["extras"]?["localVersion"] as? Int == 1, "\(installed)")

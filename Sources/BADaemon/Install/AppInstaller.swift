@@ -176,8 +176,11 @@ final class AppInstaller: @unchecked Sendable {
             executor.async { [self] in
                 var report = report
                 report.packProblem = failure
-                if bundle.hasManagedAssetPacks { report.hasPacks = true }
-                guard app.extensionPath != nil || !bundle.hasManagedAssetPacks else {
+                if packs.hasPacks(app.bundleIdentifier) {
+                    report.hasPacks = true
+                    report.essentialPacks = packs.essentialPacks(app: app.bundleIdentifier, event: event)
+                }
+                guard app.extensionPath != nil || report.hasPacks != true else {
                     // An app with packs and no extension: nothing more to call.
                     reply(.extensionRun(report))
                     return

@@ -637,6 +637,16 @@ final class PackService: @unchecked Sendable {
         return errors
     }
 
+    /// The essential packs of `event` for `app` that its extension did not decline, by ID.
+    func essentialPacks(app: String, event: PackManifest.InstallationEvent) -> [String] {
+        ((try? store.packs(app: app)) ?? []).compactMap { row in
+            guard !row.declined, case .essential(let events)? = row.entry.flatMap(Self.decodeEntry)?.downloadPolicy,
+                events.contains(event)
+            else { return nil }
+            return row.packID
+        }.sorted()
+    }
+
     /// Whether `app` gets packs.
     func hasPacks(_ app: String) -> Bool {
         (try? store.packApps())?.contains { $0.appIdentifier == app } ?? false
