@@ -89,10 +89,16 @@ extension DemoStage {
                 "extras until now: \(extras.status)"
                     + (extras.downloadSize.map { ", \(HumanReadable.bytes($0)) to download" } ?? ""))
         }
-        note("what `ba packs ensure` and ensureLocalAvailability(of:) send basd: a packs request, action ensure")
+        note("the sample app asks with AssetPackManager (SampleApp --open-extras): ensureLocalAvailability(of:)")
         let mark = events.count
-        _ = try packCall(PackCommand(action: .ensure, app: Self.bundleIdentifier, pack: "extras"))
+        let app = try await spawn(
+            products.sampleApp, [appDirectory, "--open-extras"], environment: ["BA_SOCKET": socketPath])
         let finished = try await follow("extras", version: nil, events: events, from: mark)
+        guard let status = await app.wait(seconds: 60) else {
+            await app.stop()
+            throw DemoFailure(message: "the sample app did not open the extras within 60 s")
+        }
+        guard status == 0 else { throw DemoFailure(message: "the sample app exited \(status); basd's log: \(basdLog)") }
         note(
             "extras \(finished.version.map(String.init) ?? "?") is local: fetched "
                 + "\(HumanReadable.bytes(finished.bytesFetched ?? 0)) for \(HumanReadable.bytes(finished.bytesTotal ?? 0))"

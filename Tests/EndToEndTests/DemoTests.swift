@@ -50,6 +50,11 @@ import Testing
             output.components(separatedBy: "==> 7/9 ").last?.components(separatedBy: "==> 8/9 ").first)
         #expect(onDemand.contains("extras until now: downloadAvailable"), "\(onDemand)")
         #expect(onDemand.contains("extras 1 is local"), "\(onDemand)")
+        // The sample app asked for it with AssetPackManager, saw its status updates, opened a file.
+        #expect(onDemand.contains("app: status update: began (version 1)"), "\(onDemand)")
+        #expect(onDemand.contains("app: status update: finished"), "\(onDemand)")
+        #expect(onDemand.contains("app: opened Extras/remix.m4a (2097152 bytes) from asset pack extras"), "\(onDemand)")
+        #expect(beforeAsking.contains("app: read Base/strings.bin (65536 bytes) from asset pack base 1"), "\(output)")
         // levels 2, published mid-demo, came as a delta: basd's own numbers, most bytes reused.
         let delta = try #require(
             output.firstMatch(of: /levels 1 → 2: fetched ([\d.]+) (B|KiB|MiB) of ([\d.]+) MiB \((\d+) % reused\)/),

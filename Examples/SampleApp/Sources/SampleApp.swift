@@ -1,13 +1,16 @@
 // The sample app: a command-line app that uses Background Assets the way Apple's sample app does.
 //
 //   SampleApp APP_DIR [--deadline SECONDS]
+//   SampleApp APP_DIR --open-extras
 //
 // It reads its own Info.plist (APP_DIR/Info.plist) for its bundle identifier, app group and
 // manifest URL, then hands over to ``AssetLibrary``: set a delegate, fetch the current downloads,
 // promote them to the foreground, move finished files into the app group container under
 // exclusive control, and download again whatever is still missing. It exits 0 once every asset
-// of the catalog is in `CONTAINER/Assets/`, 1 if one cannot be had or the deadline (default 120 s)
-// passes first, 64 on bad usage.
+// of the catalog is in `CONTAINER/Assets/` and it has read its essential asset pack through
+// AssetPackManager (PackShelf.swift), 1 if one cannot be had or the deadline (default 120 s) passes
+// first, 64 on bad usage. With `--open-extras` it only downloads its on-demand pack `extras` now,
+// showing its status updates, and opens a file of it.
 //
 // Written as for Apple's framework: `import BackgroundAssets` brings Foundation (and, on Linux,
 // FoundationNetworking).
@@ -23,6 +26,8 @@ struct SampleApp {
             seconds = value
             arguments.removeSubrange(flag...flag + 1)
         }
+        let openExtras = arguments.contains("--open-extras")
+        arguments.removeAll { $0 == "--open-extras" }
         guard arguments.count == 1 else { usage() }
         let bundle: AppBundle
         do {
@@ -34,6 +39,16 @@ struct SampleApp {
         // On Apple's systems the bundle identifier comes from the app's own bundle; here the
         // Info.plist sits in the app directory we were given (a Linux addition, docs/app-client.md).
         BADownloadManager.shared.baConfigure(bundleIdentifier: bundle.bundleIdentifier)
+        if openExtras {
+            do {
+                try await PackShelf.openExtras()
+                exit(0)
+            } catch {
+                FileHandle.standardError.write(
+                    Data("SampleApp: asset pack extras: \(error.localizedDescription)\n".utf8))
+                exit(1)
+            }
+        }
         guard
             let container = FileManager.default.containerURL(
                 forSecurityApplicationGroupIdentifier: bundle.appGroupIdentifier)
@@ -46,17 +61,17 @@ struct SampleApp {
         }
         let library = AssetLibrary(bundle: bundle, assetsFolder: container.appendingPathComponent("Assets"))
         let ready = await library.makeEverythingAvailable(deadline: Date(timeIntervalSinceNow: seconds))
-        // TODO(issue 22, lead): the app's asset packs (Examples/SampleApp/packs: base essential,
-        // levels prefetch, extras on demand) through AssetPackManager once it exists, as Apple's
-        // sample does: `try await AssetPackManager.shared.ensureLocalAvailability(of:
-        // AssetPackManager.shared.assetPack(withID: "base"))`, then `contents(at: "Base/strings.bin")`
-        // (a pack's paths are those of its manifest's selectors). Until then `ba demo` reads them
-        // at CONTAINER/AssetPacks/ID/ and asks basd for `extras` itself (a packs request).
+        do {
+            try await PackShelf.openBase()
+        } catch {
+            FileHandle.standardError.write(Data("SampleApp: asset pack base: \(error.localizedDescription)\n".utf8))
+            exit(1)
+        }
         exit(ready ? 0 : 1)
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: SampleApp APP_DIR [--deadline SECONDS]\n".utf8))
+        FileHandle.standardError.write(Data("usage: SampleApp APP_DIR [--deadline SECONDS | --open-extras]\n".utf8))
         exit(64)
     }
 }

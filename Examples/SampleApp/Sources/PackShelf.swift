@@ -1,0 +1,53 @@
+// The sample app's asset packs, through Apple's AssetPackManager (Examples/SampleApp/packs: `base`
+// essential, `levels` prefetch, `extras` on demand), as Apple's documentation writes it: a pack's
+// files are read by their paths (those of its manifest's selectors) in the shared namespace of
+// every local pack.
+import BackgroundAssets
+
+enum PackShelf {
+    /// At launch: the essential pack is local (basd downloaded it before `ba install` returned);
+    /// ensuring it costs nothing then. The prefetch pack may still be arriving.
+    static func openBase() async throws {
+        let manager = AssetPackManager.shared
+        let base = try await manager.assetPack(withID: "base")
+        try await manager.ensureLocalAvailability(of: base)
+        let strings = try manager.contents(at: "Base/strings.bin")
+        say("read Base/strings.bin (\(strings.count) bytes) from asset pack base \(base.version) with AssetPackManager")
+        let levels = manager.assetPackIsAvailableLocally(withID: "levels")
+        say("asset pack levels is \(levels ? "local" : "still arriving in the background (prefetch)")")
+    }
+
+    /// The player opens the extras: the on-demand pack is downloaded now, with its progress from
+    /// the pack's status updates, then read through a file descriptor.
+    static func openExtras() async throws {
+        let manager = AssetPackManager.shared
+        let extras = try await manager.assetPack(withID: "extras")
+        say(
+            "asset pack extras \(extras.version): \(extras.downloadSize) bytes to download; ensureLocalAvailability(of:)"
+        )
+        let updates = manager.statusUpdates(forAssetPackWithID: "extras")
+        let progress = Task {
+            var quarter = 0
+            for await update in updates {
+                switch update {
+                case .began(let pack): say("status update: began (version \(pack.version))")
+                case .paused: say("status update: paused")
+                case .downloading(_, let progress):
+                    let reached = Int(progress.fractionCompleted * 4)
+                    if reached > quarter && reached < 4 {
+                        quarter = reached
+                        say("status update: downloading, \(Int(progress.fractionCompleted * 100)) %")
+                    }
+                case .finished: say("status update: finished")
+                case .failed(_, let error): say("status update: failed: \(error.localizedDescription)")
+                }
+            }
+        }
+        try await manager.ensureLocalAvailability(of: extras)
+        await progress.value
+        let descriptor = try manager.descriptor(for: "Extras/remix.m4a", searchingInAssetPackWithID: "extras")
+        defer { try? descriptor.close() }
+        let size = try descriptor.seek(offset: 0, from: .end)
+        say("opened Extras/remix.m4a (\(size) bytes) from asset pack extras")
+    }
+}
