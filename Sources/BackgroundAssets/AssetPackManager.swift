@@ -143,13 +143,27 @@ public actor AssetPackManager {
     {
         let connection = self.connection
         let id = assetPack.id
-        // A lost connection (basd restarted) asks again; a finished download is checked again.
-        for _ in 0..<8 {
+        // A lost connection (basd restarted) asks again, for as long as basd takes to come back
+        // (at most `reconnectWindow`); a finished download is checked again.
+        var lostAt: ContinuousClock.Instant?
+        var backoff = Duration.milliseconds(20)
+        var attempts = 0
+        while attempts < 8 {
             let box = OutcomeBox()
             let waiter = connection.hub.wait(for: id) { box.resolve($0) }
             let infos: [PackInfo]
             do {
-                infos = try await call(PackCommand(action: .ensure, pack: id, requireLatest: shouldUpdate))
+                infos = try await call(
+                    PackCommand(action: .ensure, pack: id, requireLatest: shouldUpdate), passingLoss: true)
+            } catch let loss as PackConnection.Lost {
+                connection.hub.stopWaiting(waiter, with: .connectionLost)
+                // basd went away (while this waited, or under the call): wait for it to come back,
+                // a while. A process that never reached it is told at once.
+                if lostAt == nil && loss.wasConnected { lostAt = .now }
+                guard let lost = lostAt, ContinuousClock.now - lost < Self.reconnectWindow else { throw loss.error }
+                try await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(1))
+                continue
             } catch {
                 connection.hub.stopWaiting(waiter, with: .connectionLost)
                 if let error = error as? BAError, error.code == .callerConnectionInvalid,
@@ -159,6 +173,9 @@ public actor AssetPackManager {
                 }
                 throw error
             }
+            attempts += 1
+            lostAt = nil
+            backoff = .milliseconds(20)
             guard let info = infos.first(where: { $0.assetPackID == id }) else {
                 connection.hub.stopWaiting(waiter, with: .connectionLost)
                 throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
@@ -172,7 +189,10 @@ public actor AssetPackManager {
                 throw PackEventHub.failure(pack: id, message: info.error ?? "basd did not start downloading it")
             }
             switch await box.value {
-            case .finished, .connectionLost:
+            case .finished:
+                continue
+            case .connectionLost:
+                lostAt = .now
                 continue
             case .failed(let message):
                 throw PackEventHub.failure(pack: id, message: message)
@@ -263,18 +283,24 @@ public actor AssetPackManager {
 
     // MARK: Helpers
 
+    /// How long an `ensureLocalAvailability` that lost basd waits for it to come back.
+    static let reconnectWindow = Duration.seconds(30)
+
     /// The pack as basd lists it now, or nil.
     private func describe(_ id: String) async throws -> AssetPack? {
         try await call(PackCommand(action: .list)).first { $0.assetPackID == id }.flatMap(PackEventHub.assetPack)
     }
 
-    /// A `packs` request, off the cooperative pool (the connection blocks).
-    private func call(_ command: PackCommand) async throws -> [PackInfo] {
+    /// A `packs` request, off the cooperative pool (the connection blocks). A lost connection
+    /// throws its ``BAError`` (55 or 56), or ``PackConnection/Lost`` with `passingLoss`.
+    private func call(_ command: PackCommand, passingLoss: Bool = false) async throws -> [PackInfo] {
         let connection = self.connection
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                do throws(BAError) {
+                do {
                     continuation.resume(returning: try connection.call(command))
+                } catch let loss as PackConnection.Lost {
+                    continuation.resume(throwing: passingLoss ? loss : loss.error)
                 } catch {
                     continuation.resume(throwing: error)
                 }

@@ -43,8 +43,9 @@ final class PackConnection: @unchecked Sendable {
     func connected() throws(BAError) -> DaemonClient {
         connecting.lock()
         defer { connecting.unlock() }
-        if let existing = state.withLock({ client }), !existing.isClosed { return existing }
-        state.withLock { client }?.close()
+        let previous = state.withLock { client }
+        if let previous, !previous.isClosed { return previous }
+        previous?.close()
         let who = try identity()
         let live: DaemonClient
         let listing: ServerMessage.Result
@@ -58,7 +59,11 @@ final class PackConnection: @unchecked Sendable {
         } catch {
             throw Self.map(error)
         }
-        if case .packs(let report) = listing { hub.remember(report.packs) }
+        if case .packs(let report) = listing {
+            hub.remember(report.packs)
+            // After a lost connection: what ended meanwhile.
+            if previous != nil { hub.settle(report.packs) }
+        }
         state.withLock {
             client = live
             if let path = live.welcome.appGroupContainer { container = path }
@@ -66,11 +71,31 @@ final class PackConnection: @unchecked Sendable {
         return live
     }
 
+    /// The connection is gone or could not be made (basd stopped or is not running): not an answer
+    /// of basd's. `error` is what to tell the app.
+    struct Lost: Error {
+        var error: BAError
+        /// This process had reached basd before (so basd is likely restarting, not absent).
+        var wasConnected: Bool
+    }
+
+    /// Whether a connection was ever made.
+    private var everConnected: Bool { state.withLock { client != nil } }
+
     /// Sends a `packs` request for this app; its packs as basd answers.
-    func call(_ command: PackCommand) throws(BAError) -> [PackInfo] {
+    ///
+    /// - Throws: ``Lost`` when basd cannot be reached or the connection broke (after one more
+    ///   attempt on a new connection); ``BAError`` for basd's refusal.
+    func call(_ command: PackCommand) throws -> [PackInfo] {
         var attempt = 0
         while true {
-            let live = try connected()
+            let live: DaemonClient
+            do throws(BAError) {
+                live = try connected()
+            } catch {
+                // Connecting, the handshake or `follow` failed: no answer to this request.
+                throw Lost(error: error, wasConnected: everConnected)
+            }
             do {
                 let result = try live.call(.packs(command))
                 guard case .packs(let report) = result else {
@@ -80,9 +105,12 @@ final class PackConnection: @unchecked Sendable {
                 return report.packs
             } catch let error as DaemonClientError {
                 // The connection ended under the call: once more on a new one.
-                if live.isClosed && attempt == 0 {
-                    attempt += 1
-                    continue
+                if live.isClosed {
+                    guard attempt > 0 else {
+                        attempt += 1
+                        continue
+                    }
+                    throw Lost(error: Self.map(error), wasConnected: true)
                 }
                 throw Self.map(error)
             } catch {

@@ -30,6 +30,8 @@ final class PackEventHub: @unchecked Sendable {
     /// The `Progress` of each pack being downloaded: the same object for every update of one
     /// download, so cancelling it cancels that download.
     private var progress: [String: Progress] = [:]
+    /// Packs whose download this process saw begin and not end (to settle after a reconnect).
+    private var underway: Set<String> = []
     /// Cancels a pack's download in basd (set by the connection).
     var cancel: @Sendable (String) -> Void = { _ in }
 
@@ -99,6 +101,11 @@ final class PackEventHub: @unchecked Sendable {
         lock.lock()
         let pack = describe(event)
         switch event.kind {
+        case "began", "paused", "progress": underway.insert(event.assetPackID)
+        case "finished", "failed": underway.remove(event.assetPackID)
+        default: break
+        }
+        switch event.kind {
         case "began":
             update = .began(pack)
         case "paused":
@@ -142,6 +149,25 @@ final class PackEventHub: @unchecked Sendable {
             }
         }
         if let outcome { for resume in resumes { resume(outcome) } }
+    }
+
+    /// A new connection's listing, after one was lost: a download seen under way that is no longer
+    /// downloading ended while no connection was there to hear it (basd restarted, and finished or
+    /// gave up on it): its `finished` or `failed` is posted now, so that no sequence waits forever.
+    func settle(_ infos: [PackInfo]) {
+        let ended: [PackEvent] = lock.withLock {
+            infos.compactMap { info in
+                guard underway.contains(info.assetPackID), !info.status.split(separator: ",").contains("downloading")
+                else { return nil }
+                var event = PackEvent(
+                    kind: info.localVersion != nil && info.error == nil ? "finished" : "failed",
+                    appIdentifier: info.appIdentifier, assetPackID: info.assetPackID,
+                    version: info.localVersion ?? info.serverVersion)
+                if event.kind == "failed" { event.message = info.error ?? "basd stopped while downloading it" }
+                return event
+            }
+        }
+        for event in ended { received(event) }
     }
 
     /// The connection to basd ended: waits end (to be asked again); listeners stay.

@@ -218,3 +218,46 @@ extension AssetPackManagerTests {
         #expect(try await app.run("local base")["available"] as? Bool == true)
     }
 }
+
+extension AssetPackManagerTests {
+    @Test(
+        "basd killed (SIGKILL) during an app's ensureLocalAvailability: it reconnects, asks again and returns once the pack is local"
+    )
+    func ensureSurvivesABasdRestart() async throws {
+        let fixture = try await PackFixture.make()
+        defer { fixture.remove() }
+        let big = PackFixture.random(3 << 20, seed: 41)
+        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["c.bin": [1, 2, 3]])
+        try fixture.write(pack: "big", policy: PackFixture.onDemand, files: ["big.bin": big])
+        try await fixture.publish(["base", "big"], version: 1, bundleSize: 0)
+        let index =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: fixture.publish + "/packs/big/1.json"))) as? [String: Any]
+        let files = try #require(index?["files"] as? [[String: Any]])
+        let stalled = files.flatMap { ($0["chunks"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String } }
+            .dropFirst(3).map { "/chunks/\($0.prefix(2))/\($0)" }
+        for path in stalled { fixture.server.setBehavior(.stall(afterBytes: 0), for: path) }
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        let app = try TestApp(
+            socketPath: daemon.socketPath, bundleIdentifier: PackFixture.app, group: PackFixture.group)
+        defer { app.kill() }
+
+        #expect(try await app.run("follow big").bool("ok") == true)
+        app.send("ensure big")
+        try await app.wait("a progress update of big", where: { $0.string("update") == "downloading" })
+        // basd dies mid-download; the CDN recovers; a new basd starts on the same state.
+        daemon.stop()
+        for path in stalled { fixture.server.setBehavior(nil, for: path) }
+        let again = try await daemon.restarted()
+        defer { again.kill() }
+        let ensured = try await app.wait(timeout: 60, "ensure's result", where: { $0.command == "ensure" })
+        #expect(ensured.first?.bool("ok") == true, "\(ensured.first?.object ?? [:])\n\(app.child.stderrLines)")
+        #expect(try await app.run("read big/big.bin").string("sha256") == Self.sha256(big))
+        // The per-pack sequence went on across the new connection and ended with the download.
+        try await app.wait("the updates of big to end", where: { $0.string("update") == "end" })
+        #expect(Self.updates(app, "big").compactMap { $0.string("update") }.suffix(2) == ["finished", "end"])
+    }
+}
