@@ -261,3 +261,29 @@ extension AssetPackManagerTests {
         #expect(Self.updates(app, "big").compactMap { $0.string("update") }.suffix(2) == ["finished", "end"])
     }
 }
+
+extension AssetPackManagerTests {
+    @Test("no opt-in when the app's BAManifestURL is not a download manifest of packs: its updates still succeed")
+    func noOptInWithoutAPackManifest() async throws {
+        let fixture = try await PackFixture.make()
+        defer { fixture.remove() }
+        // An extension's manifest (not packs) at BAManifestURL.
+        try Data(#"{"assets": []}"#.utf8).write(to: URL(fileURLWithPath: fixture.publish + "/manifest.json"))
+        try Self.writeInfo(fixture, version: "1.0", declaresPacks: false)
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        let app = try TestApp(
+            socketPath: daemon.socketPath, bundleIdentifier: PackFixture.app, group: PackFixture.group)
+        defer { app.kill() }
+        let all = try await app.run("apacks")
+        #expect(all.bool("ok") == true && (all["packs"] as? [Any])?.isEmpty == true, "\(all.object)")
+        #expect(try await app.run("apack base").errorCode == 0)
+        #expect(daemon.standardError.contains("does not get managed asset packs after all"))
+        try Self.writeInfo(fixture, version: "1.1", declaresPacks: false)
+        let update = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(update.status == 0, "\(update.stdout)\(update.stderr)")
+        #expect(try await fixture.packs(daemon).isEmpty)
+    }
+}

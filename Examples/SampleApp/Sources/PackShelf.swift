@@ -9,7 +9,15 @@ enum PackShelf {
     /// ensuring it costs nothing then. The prefetch pack may still be arriving.
     static func openBase() async throws {
         let manager = AssetPackManager.shared
-        let base = try await manager.assetPack(withID: "base")
+        let base: AssetPack
+        do {
+            base = try await manager.assetPack(withID: "base")
+        } catch ManagedBackgroundAssetsError.assetPackNotFound {
+            // Installed without its packs (its Info.plist without BAHasManagedAssetPacks, and a
+            // manifest that lists none): the catalog's assets are all it has.
+            say("no asset pack base: this copy of the app was installed without asset packs")
+            return
+        }
         try await manager.ensureLocalAvailability(of: base)
         let strings = try manager.contents(at: "Base/strings.bin")
         say("read Base/strings.bin (\(strings.count) bytes) from asset pack base \(base.version) with AssetPackManager")

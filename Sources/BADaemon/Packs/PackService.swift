@@ -147,7 +147,16 @@ final class PackService: @unchecked Sendable {
             return
         }
         log("\(app.bundleIdentifier) opted into managed asset packs by using AssetPackManager")
-        check(app, trigger: .installation(.firstInstallation), done: done)
+        check(app, trigger: .installation(.firstInstallation)) { [self] failure in
+            guard let failure else { return done(nil) }
+            // Its BAManifestURL is not a download manifest of packs (an extension's own, say): no
+            // opt-in, so that its updates and periodic runs do not fail on packs it never had.
+            executor.async { [self] in
+                log("\(app.bundleIdentifier) does not get managed asset packs after all: \(failure)")
+                uninstall(app.bundleIdentifier)
+                done(failure)
+            }
+        }
     }
 
     /// Removes everything of `app`'s packs: jobs, files, rows (`ba uninstall`).
