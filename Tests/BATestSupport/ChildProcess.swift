@@ -101,6 +101,8 @@ package final class ChildProcess: @unchecked Sendable {
                 process.terminationReason == .uncaughtSignal
                 ? .signalled(process.terminationStatus) : .exited(process.terminationStatus)
             self?.change { $0.termination = ended }
+            // Its standard input is nobody's now: the write end goes too (see `read`).
+            try? self?.input?.fileHandleForWriting.close()
         }
         try ChildProcess.launching.withLock { try process.run() }
         childPID = process.processIdentifier
@@ -167,7 +169,10 @@ package final class ChildProcess: @unchecked Sendable {
                     isOutput ? child.output.append(data) : child.errors.append(data)
                     return false
                 }
-                if closing { try? handle.close() }
+                // Closed at once, not when the handle is freed: a test process that keeps a thousand
+                // read ends open trips swift-corelibs-foundation 6.3's Process.run, which reads past
+                // readdir's buffer while listing /proc/self/fd (a crash once the list passes ~1,300).
+                if closing || data.isEmpty { try? handle.close() }
                 if data.isEmpty || closing { break }
             }
             change { $0.openPipes -= 1 }
