@@ -97,7 +97,21 @@ struct InstallFlow {
             throw ExitCode(BAExitCode.noInput.rawValue)
         }
         let watcher = EssentialWatcher(json: json, terminal: isatty(STDERR_FILENO) == 1)
-        let session = try daemon.connect(onEvent: { watcher.received($0) }, onClose: { watcher.lost($0) })
+        let session: DaemonSession
+        do {
+            session = try daemon.tryConnect(onEvent: { watcher.received($0) }, onClose: { watcher.lost($0) })
+        } catch {
+            if getuid() == 0 && ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] == nil {
+                // A package's maintainer script: root, no user session, no basd of its own.
+                printError(
+                    "\(error.message)\nba: run as root without a user session (a package's post-install script?): "
+                        + "basd is per user, so install the app's registration instead: put its directory, or a "
+                        + "symlink to it, at /usr/share/background-assets/apps/NAME; every user's basd installs it "
+                        + "(and uninstalls it when it goes). See docs/operations.md.")
+                throw ExitCode(BAExitCode.daemonUnavailable.rawValue)
+            }
+            throw DaemonSession.unavailable(error)
+        }
         // Subscribed before the install, so no event of its downloads can be missed.
         let subscribed = try session.call(.subscribeEvents)
         guard case .ok = subscribed else { throw session.unexpected(subscribed, to: .subscribeEvents) }

@@ -120,9 +120,13 @@ final class DemoStage: Sendable {
         }
         defer { try? log.close() }
         let basd = try await spawn(
-            // --config: this file, never the user's (BA_CONFIG, ~/.config/background-assets).
+            // --config: this file, never the user's (BA_CONFIG, ~/.config/background-assets); and
+            // not the apps registered in the user's drop-in folders.
             products.basd,
-            ["--state-dir", stateDirectory, "--socket", socketPath, "--config", stateDirectory + "/config.json"],
+            [
+                "--state-dir", stateDirectory, "--socket", socketPath, "--config", stateDirectory + "/config.json",
+                "--no-app-discovery",
+            ],
             output: log.fileDescriptor, isBasd: true)
         // Bounded: basd either answers, exits, or is given up on after 20 s.
         let deadline = Date(timeIntervalSinceNow: 20)

@@ -18,6 +18,10 @@ struct Basd: AsyncParsableCommand {
             basd serves on the listening unix socket passed as fd 3 instead of binding --socket, and leaves \
             the socket file to systemd. `ba service install` writes the units (docs/operations.md).
 
+            Apps are found, as .desktop files are, in background-assets/apps/ of $XDG_DATA_HOME and \
+            $XDG_DATA_DIRS (an app directory or a symlink to one per name): a new registration is installed, \
+            a changed Info.plist updated, a removed one uninstalled (--no-app-discovery turns it off).
+
             Examples:
               basd
               basd --state-dir /srv/assets/state --socket /run/user/1000/ba.sock
@@ -44,6 +48,13 @@ struct Basd: AsyncParsableCommand {
             "basd's settings file (env BA_CONFIG; default $XDG_CONFIG_HOME/background-assets/config.json, or STATE_DIR/config.json where one is left from an older basd)."
     )
     var settingsPath: String?
+
+    @Flag(
+        name: .customLong("no-app-discovery"),
+        help:
+            "Do not install apps registered in the drop-in folders background-assets/apps of $XDG_DATA_HOME and $XDG_DATA_DIRS (docs/operations.md)."
+    )
+    var noAppDiscovery = false
 
     /// How much basd logs.
     enum LogLevel: String, ExpressibleByArgument, CaseIterable {
@@ -76,6 +87,7 @@ struct Basd: AsyncParsableCommand {
             socketPath: socketPath ?? DaemonProtocol.defaultSocketPath(environment))
         configuration.settingsPath = settingsPath ?? environment["BA_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.traceTransfers = logLevel == .debug
+        if noAppDiscovery { configuration.appDiscoveryFolders = [] }
         if logLevel == .warning { configuration.log = DaemonServer.log(level: .warning) }
         let server: DaemonServer
         do {

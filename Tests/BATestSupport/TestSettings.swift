@@ -24,6 +24,10 @@ package enum TestSettings {
             environment["XDG_CONFIG_HOME"]
             ?? ((stateDirectory as NSString).deletingLastPathComponent as NSString).appendingPathComponent("config")
         environment["XDG_CONFIG_HOME"] = configHome
+        // The apps registered in this machine's drop-in folders are not this basd's to install.
+        let parent = (stateDirectory as NSString).deletingLastPathComponent
+        environment["XDG_DATA_HOME"] = environment["XDG_DATA_HOME"] ?? parent + "/data-home"
+        environment["XDG_DATA_DIRS"] = environment["XDG_DATA_DIRS"] ?? parent + "/data-dirs"
         let old = (stateDirectory as NSString).appendingPathComponent("config.json")
         let path: String
         if let chosen = environment["BA_CONFIG"], !chosen.isEmpty {

@@ -21,6 +21,7 @@ import Foundation
 /// | ``PeriodicScheduler`` | the scheduler's timer, per-app scheduling state, the call gates |
 /// | ``PurgeService`` | purgeable finished files, the free-space check |
 /// | ``PackService`` | asset packs: manifest checks, pack jobs, the switch to a new version, the `asset_pack` rows |
+/// | ``AppDiscovery`` | the app-registration drop-in folders it watches and what it last saw there |
 /// | ``SettingsService`` | basd's settings file |
 ///
 /// All of them run on one serial ``ServiceExecutor`` and read time from one ``ServiceClock``.
@@ -60,6 +61,9 @@ final class BasdServices: @unchecked Sendable {
         var currentDownloadsLimit = 10_000
         /// Chunk fetches each asset pack being installed keeps in flight.
         var packFetchWindow = 16
+        /// The drop-in folders apps are registered in (``AppDiscovery``), in precedence order;
+        /// empty (the default here, and in tests that build services in process): none.
+        var appDiscoveryFolders: [String] = []
     }
 
     let executor = ServiceExecutor()
@@ -120,6 +124,9 @@ final class BasdServices: @unchecked Sendable {
         settings: { [unowned self] in self.settings.current },
         refreshSettings: { [unowned self] in self.settings.refresh(because: .schedulerLook) }, extensions: extensions,
         delivery: delivery, purge: purge, transfers: transfers, installer: installer, packs: packs, log: log)
+    private(set) lazy var discovery = AppDiscovery(
+        folders: configuration.appDiscoveryFolders, store: store, executor: executor, installer: installer,
+        clock: clock, log: log)
     private(set) lazy var purge = PurgeService(
         store: store, containers: containers, configuration: configuration, executor: executor,
         settings: { [unowned self] in self.settings.current }, log: log)
@@ -155,6 +162,7 @@ final class BasdServices: @unchecked Sendable {
             _ = self.scheduler
             _ = self.purge
             _ = self.requests
+            _ = self.discovery
         }
     }
 
@@ -175,6 +183,7 @@ final class BasdServices: @unchecked Sendable {
             }
             packs.resume()
             scheduler.start()
+            if !discovery.folders.isEmpty { discovery.start() }
         }
     }
 
@@ -189,6 +198,7 @@ final class BasdServices: @unchecked Sendable {
         executor.sync {
             scheduler.stop()
             settings.stop()
+            discovery.stop()
         }
         transfers.shutdown()
         // What was queued meanwhile runs; nothing posted later does (a late engine event, a timer).

@@ -47,6 +47,9 @@ package final class DaemonServer: Sendable {
         package var settingsPath: String?
         /// libcurl's trace of every request on standard error (`--log-level debug`).
         package var traceTransfers = false
+        /// The drop-in folders apps are registered in (``AppDiscovery``); nil: from the
+        /// environment (`$XDG_DATA_HOME`, `$XDG_DATA_DIRS`); empty: no discovery (`--no-app-discovery`).
+        package var appDiscoveryFolders: [String]?
 
         /// Creates a configuration.
         package init(
@@ -144,6 +147,8 @@ package final class DaemonServer: Sendable {
                 stateDirectory: configuration.stateDirectory, daemonVersion: configuration.daemonVersion)
             serviceConfiguration.runnerPath = configuration.runnerPath
             serviceConfiguration.engine.verbose = configuration.traceTransfers
+            serviceConfiguration.appDiscoveryFolders =
+                configuration.appDiscoveryFolders ?? AppDiscovery.folders(ProcessInfo.processInfo.environment)
             let service = BasdServices(
                 store: store, configuration: serviceConfiguration, settings: settings, log: configuration.log,
                 connectionCount: { context.connectionCount })
