@@ -196,8 +196,8 @@ final class PeriodicScheduler: @unchecked Sendable {
 
     /// Starts the timer on the executor, first firing at once. After each look it is armed for
     /// the next thing due (a periodic run, a free-space check, events held back), and, while apps
-    /// with extensions are registered, at most ``minimumWait`` later (the power profile and the
-    /// apps' directories are polled); a basd with nothing registered looks once a minute.
+    /// with extensions are registered or Low Power Mode is on, at most ``minimumWait`` later (the
+    /// power profile and the apps' directories are polled); otherwise it looks once a minute.
     func start() {
         running = true
         schedule(in: 0.05)
@@ -248,6 +248,9 @@ final class PeriodicScheduler: @unchecked Sendable {
             }
         }
         if delivery.hasHeldBackEvents { next = min(next, now.addingTimeInterval(minimumWait)) }
+        // In Low Power Mode something waits for it to end (a background download, an app's
+        // prefetch pack, with or without an extension): the profile is looked at as often.
+        if lowPowerMode != nil { next = min(next, now.addingTimeInterval(minimumWait)) }
         if let check = purge.nextCheck { next = min(next, check) }
         schedule(in: max(minimumWait, next.timeIntervalSince(now)))
     }
