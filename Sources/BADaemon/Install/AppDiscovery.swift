@@ -218,7 +218,8 @@ final class AppDiscovery: @unchecked Sendable {
                 log("app discovery: \(path): \(report.bundleIdentifier) \(report.version) \(what)")
             }
         case .error(_, let message):
-            // Not remembered: looked at again on the next change or rescan.
+            // Remembered: tried again when its Info.plist changes (or basd restarts), not every minute.
+            seen[path] = stamp
             log("app discovery: \(path) cannot be installed: \(message)")
         default:
             seen[path] = stamp
