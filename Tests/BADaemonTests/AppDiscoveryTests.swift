@@ -79,6 +79,43 @@ struct AppDiscoveryTests {
         #expect(daemon.standardError.contains("is gone: uninstalling \(PackFixture.app)"))
     }
 
+    @Test(
+        "a registration whose Info.plist is wrong is logged and not installed; one of the same name in XDG_DATA_HOME hides it and is installed"
+    )
+    func badRegistrationThenFixed() async throws {
+        let fixture = try await PackFixture.make()
+        defer { fixture.remove() }
+        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["c.bin": [1, 2, 3]])
+        try await fixture.publish(["base"], version: 1)
+        let share = fixture.directory.path + "/share"
+        let home = fixture.directory.path + "/home-share"
+        for base in [share, home] {
+            try FileManager.default.createDirectory(
+                atPath: base + "/background-assets/apps", withIntermediateDirectories: true)
+        }
+        // The system's registration is broken; the user's, of the same name, is the app.
+        let broken = fixture.directory.path + "/Broken"
+        try FileManager.default.createDirectory(atPath: broken, withIntermediateDirectories: true)
+        try Data("not a plist".utf8).write(to: URL(fileURLWithPath: broken + "/Info.plist"))
+        try FileManager.default.createSymbolicLink(
+            atPath: share + "/background-assets/apps/game", withDestinationPath: broken)
+        try FileManager.default.createSymbolicLink(
+            atPath: share + "/background-assets/apps/other", withDestinationPath: broken)
+        let daemon = try await DaemonProcess.start(environment: ["XDG_DATA_DIRS": share, "XDG_DATA_HOME": home])
+        defer { daemon.kill() }
+        _ = try await CLIQueries.poll(
+            "basd to log the broken registration", daemon, timeout: 30, read: { daemon.standardError },
+            until: { $0.contains("/apps/other cannot be installed") })
+        #expect(try await Self.apps(daemon).isEmpty)
+
+        try FileManager.default.createSymbolicLink(
+            atPath: home + "/background-assets/apps/game", withDestinationPath: fixture.appDirectory)
+        let installed = try await CLIQueries.poll(
+            "the user's registration to be installed", daemon, timeout: 30, read: { try await Self.apps(daemon) },
+            until: { $0[PackFixture.app] != nil })
+        #expect(installed[PackFixture.app]?["appDirectory"] as? String == home + "/background-assets/apps/game")
+    }
+
     @Test("the drop-in folders: XDG_DATA_HOME first, then XDG_DATA_DIRS, with their defaults; relative entries ignored")
     func folders() {
         let table: [([String: String], [String])] = [
