@@ -315,7 +315,7 @@ extension AssetPackManager {
     public enum DownloadStatusUpdate: Sendable, CustomStringConvertible {
         /// The download began, or went on after being paused.
         case began(AssetPack)
-        /// The download is paused (e.g. waiting for disk space).
+        /// The download is paused: waiting for disk space, or for Low Power Mode to end.
         case paused(AssetPack)
         /// The download is in progress. The same `Progress` comes with every update of one
         /// download: cancelling it cancels the download (what is verified so far is kept).

@@ -134,18 +134,41 @@ struct LowPowerModeTests {
             "basd to see the power-saver profile", daemon, timeout: 20, read: { daemon.standardError },
             until: { $0.contains("Low Power Mode is on") })
 
+        let events = try ChildProcess(ba, ["events", "--follow", "--json", "--socket", daemon.socketPath])
+        defer { events.kill() }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
         #expect(AssetPackTests.same(PackFixture.packPath(daemon, "base") + "/base/a.bin", base))
+        // The prefetch pack began and was paused at once, saying why.
+        try await offThePool {
+            try events.wait("levels paused for Low Power Mode", timeout: 30) { child in
+                child.stdoutLines.contains {
+                    $0.contains(#""assetPackID":"levels""#) && $0.contains(#""kind":"paused""#)
+                        && $0.contains(#""waitingFor":"lowPowerMode""#)
+                }
+            }
+        }
         let waiting = try await fixture.waitForPacks(daemon, "levels to wait for Low Power Mode") {
             $0["levels"]?["waitingFor"] as? String == "lowPowerMode"
         }
         #expect(waiting["levels"]?["localVersion"] == nil, "\(waiting)")
+
+        // An app following the pack sees it paused, then going on once Low Power Mode ends.
+        let app = try TestApp(
+            socketPath: daemon.socketPath, bundleIdentifier: PackFixture.app, group: PackFixture.group)
+        defer { app.kill() }
+        #expect(try await app.run("follow levels").bool("ok") == true)
+        // (It was paused before the app followed; the listing says so.)
+        #expect(try await app.run("local levels")["status"] as? Int == (1 << 0 | 1 << 5))  // available, downloading
 
         try Data("balanced\n".utf8).write(to: URL(fileURLWithPath: profile))
         _ = try await fixture.waitForPacks(daemon, "levels after Low Power Mode") {
             $0["levels"]?["localVersion"] as? Int == 1
         }
         #expect(AssetPackTests.same(PackFixture.packPath(daemon, "levels") + "/levels/b.bin", levels))
+        try await app.wait("the updates of levels to end", where: { $0.string("update") == "end" })
+        let kinds = app.lines.filter { $0.string("follower") == "levels" }.compactMap { $0.string("update") }
+        #expect(kinds.first == "began", "\(kinds)")  // going on after the pause
+        #expect(kinds.suffix(2) == ["finished", "end"], "\(kinds)")
     }
 }

@@ -646,6 +646,18 @@ final class PackService: @unchecked Sendable {
         return errors
     }
 
+    /// Low Power Mode went on or off: each pack download it holds (not essential) says so, with a
+    /// `paused` event (waiting for `lowPowerMode`) or a `began` one (going on).
+    func lowPowerModeChanged(on: Bool) {
+        for job in jobs.values where !job.essential && job.waitingFor == nil {
+            var event = PackEvent(
+                kind: on ? "paused" : "began", appIdentifier: job.key.app, assetPackID: job.key.pack,
+                version: job.entry.version)
+            if on { event.waitingFor = "lowPowerMode" }
+            send(event)
+        }
+    }
+
     /// The essential packs of `event` for `app` that its extension did not decline, by ID.
     func essentialPacks(app: String, event: PackManifest.InstallationEvent) -> [String] {
         ((try? store.packs(app: app)) ?? []).compactMap { row in

@@ -268,6 +268,7 @@ final class PeriodicScheduler: @unchecked Sendable {
             log("Low Power Mode is off: extensions may run and background downloads go on")
         }
         transfers.holdBackground(reason != nil)
+        packs.lowPowerModeChanged(on: reason != nil)
         return reason
     }
 
