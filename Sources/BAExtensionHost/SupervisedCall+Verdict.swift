@@ -21,7 +21,16 @@ extension SupervisedCall {
         let exitCode = (status >> 8) & 0xff
         if let failure {
             switch failure.kind {
-            case .notALibrary: return .notALibrary(reason: failure.message)
+            case .notALibrary:
+                // A dependency the loader could not open inside the sandbox may be right there
+                // outside it (a RUNPATH into a toolchain's folder): say so, and how to fix it.
+                if let (name, found) = ELFRunPath.missingDependency(in: failure.message, library: libraryPath) {
+                    return .notALibrary(
+                        reason: failure.message + "; \(name) is at \(found), which the extension's RUNPATH names but "
+                            + "the sandbox does not let it read: ship \(name) in the extension's folder, or build against "
+                            + "the runtime under /usr (docs/writing-an-extension-swift.md)")
+                }
+                return .notALibrary(reason: failure.message)
             case .missingEntryPoint: return .missingEntryPoint(reason: failure.message)
             case .abiMismatch:
                 return .abiMismatch(

@@ -84,6 +84,58 @@ import Testing
         #expect(reason.contains("libFake.so"))
     }
 
+    @Test(
+        "a dependency the sandbox hides, named by the extension's RUNPATH: notALibrary says where it is and what to do")
+    func aDependencyOutsideTheSandboxIsNamed() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // libdep.so in a folder of its own (not the extension's, not /usr: the sandbox hides it),
+        // and an extension that needs it, found through its RUNPATH.
+        let dependencies = directory.path + "/deps"
+        let extensionFolder = directory.path + "/extension"
+        for folder in [dependencies, extensionFolder] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+        let dependencySource = try directory.write("dep.c", "int ba_test_dep(void) { return 7; }\n")
+        let extensionSource = try directory.write(
+            "ext.c",
+            """
+            #include "ba_extension.h"
+            int ba_test_dep(void);
+            static void downloads(void *context, const ba_host_api *host, const ba_content_request_info *request) {
+                (void)context; (void)host; (void)request; (void)ba_test_dep();
+            }
+            BA_EXTENSION_DEFINE("com.example.dep", "1.0", .downloads_for_request = downloads)
+
+            """)
+        let cc = "/usr/bin/cc"
+        let dep = try await runProcess(
+            cc, ["-shared", "-fPIC", "-o", dependencies + "/libdep.so", dependencySource])
+        try #require(dep.status == 0, "\(dep.stderr)")
+        let library = extensionFolder + "/libNeedsDep.so"
+        let ext = try await runProcess(
+            cc,
+            [
+                "-shared", "-fPIC", "-I", BuildProducts.source("Sources/CBAExtension/include"), "-o", library,
+                extensionSource, "-L", dependencies, "-ldep", "-Wl,-rpath," + dependencies, "-Wl,--enable-new-dtags",
+            ])
+        try #require(ext.status == 0, "\(ext.stderr)")
+        #expect(ELFRunPath.folders(of: library) == [dependencies])
+        let manifest = try directory.write("manifest.json", "{}")
+        let result = try await supervisor.run(.contentRequest(.install, libraryPath: library, manifestPath: manifest))
+        guard case .notALibrary(let reason) = result.verdict else {
+            Issue.record("expected notALibrary, got \(result.verdict): \(result.output)")
+            return
+        }
+        #expect(reason.contains("libdep.so is at \(dependencies)/libdep.so"), "\(reason)")
+        #expect(reason.contains("the sandbox does not let it read"), "\(reason)")
+        // Without the sandbox it loads and runs.
+        let unsandboxed = try BAExtensionSupervisor(
+            runnerPath: BuildProducts.executable("ba-extension-runner"), sandbox: .disabled)
+        let free = try await unsandboxed.run(.contentRequest(.install, libraryPath: library, manifestPath: manifest))
+        #expect(free.verdict == .ok, "\(free.verdict)")
+    }
+
     @Test func aRelativePathMeansTheCurrentDirectory() {
         #expect(SupervisedCall.resolvedLibraryPath("libX.so", currentDirectory: "/work") == "/work/libX.so")
         #expect(SupervisedCall.resolvedLibraryPath("lib/libX.so", currentDirectory: "/work/") == "/work/lib/libX.so")
