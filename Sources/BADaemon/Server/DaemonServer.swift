@@ -124,7 +124,7 @@ package final class DaemonServer: Sendable {
                     path: configuration.storePath,
                     vet: { contents throws(BAStoreError) in
                         try Setup.vetStore(contents, path: configuration.storePath, groupsDirectory: groups)
-                    })
+                    }, log: { [log = configuration.log] in log("store: \($0)") })
             } catch  where error.code == .corrupt || error.code == .stateLost {
                 // The message names the file and the ways out; SQLite's own words add nothing.
                 throw DaemonError(.store, "cannot start: \(error.message)")
