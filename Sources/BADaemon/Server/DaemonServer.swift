@@ -1,4 +1,5 @@
 import BADaemonProtocol
+import BADownloadEngine
 import BAExclusiveControl
 import BAScheduling
 import BASettings
@@ -156,6 +157,17 @@ package final class DaemonServer: Sendable {
                 try? store.close()
                 throw error
             }
+            let settingsExist = (try? FileStatus.of(settingsPath).get()) != nil
+            let trust = DownloadRequest.Trust(
+                caFile: settings.settings.caFile, pinnedPublicKey: settings.settings.pinnedPublicKey,
+                caDirectory: settings.settings.caDirectory)
+            configuration.log(
+                StartupLine(
+                    version: configuration.daemonVersion, stateDirectory: configuration.stateDirectory,
+                    socketPath: configuration.socketPath, isSocketActivated: configuration.activatedSocket != nil,
+                    settingsPath: settingsPath, settingsExist: settingsExist,
+                    trust: trust.source(system: DownloadRequest.Trust.systemDefaults())
+                ).text)
             return DaemonServer(
                 configuration: configuration, lock: lock, context: context, service: service, channel: channel)
         } catch {
