@@ -26,7 +26,7 @@ extension TransferCoordinator {
             case .began(let id, _, _):
                 perform(window.handle(.began(id)))
             case .retrying(let id, let attempt, let delay, let reason):
-                log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(delay)")
+                log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(LogDuration.text(delay))")
                 let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
                 let until = clock.now.addingTimeInterval(seconds)
                 perform(window.handle(.retrying(id, .init(reason: reason, until: until))))
