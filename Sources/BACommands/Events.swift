@@ -268,6 +268,15 @@ final class EventPrinter: @unchecked Sendable {
             return [code, domain].compactMap { $0 }.joined(separator: " ") + message
         case .needsCredentials:
             return event.challenge.map { "challenge: \($0)" } ?? ""
+        case .waiting:
+            // "attempt 3 failed: http://…: Couldn't connect to server; next attempt at 18:02:11.250"
+            let attempt = event.attempt.map { "attempt \($0) failed" } ?? "waiting"
+            let reason = event.reason.map { ": \($0)" } ?? ""
+            let next =
+                event.retryAt.map {
+                    "; next attempt at \(clock.string(from: Date(timeIntervalSince1970: Double($0) / 1000)))"
+                } ?? ""
+            return attempt + reason + next
         }
     }
 }

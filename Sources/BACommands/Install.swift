@@ -332,7 +332,7 @@ final class EssentialWatcher: @unchecked Sendable {
                 .failed(
                     identifier: download.download.identifier,
                     message: event.errorMessage ?? "failed", code: event.errorCode))
-        case .needsCredentials:
+        case .needsCredentials, .waiting:
             break
         }
         draw(force: outcome != nil)

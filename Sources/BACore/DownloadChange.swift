@@ -18,10 +18,15 @@ package enum DownloadChange: Sendable, Hashable, Codable {
     case failed(domain: String, code: Int, message: String)
     /// The server asked for credentials (`download(_:didReceive:)`): the `WWW-Authenticate` value.
     case needsCredentials(challenge: String)
+    /// Attempt `attempt` failed for `reason` (e.g. "Couldn't connect to server") and the next one
+    /// is due at `retryAt` (Unix time, milliseconds). Transient: never stored, sent only to CLI
+    /// observers (`ba events`), never to an app (Apple's delegate has no such callback; the
+    /// download stays begun while it waits).
+    case waiting(reason: String, retryAt: Int64, attempt: Int)
 
     /// The kinds of change, by their names in the store and the protocol.
     package enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
-        case began, paused, progress, finished, failed, needsCredentials
+        case began, paused, progress, finished, failed, needsCredentials, waiting
     }
 
     /// This change's kind.
@@ -33,12 +38,13 @@ package enum DownloadChange: Sendable, Hashable, Codable {
         case .finished: .finished
         case .failed: .failed
         case .needsCredentials: .needsCredentials
+        case .waiting: .waiting
         }
     }
 
     private enum CodingKeys: String, CodingKey {
         case kind, offset, isForeground, bytesOnDisk, bytesWritten, totalBytes, destination, size
-        case domain, code, message, challenge
+        case domain, code, message, challenge, reason, retryAt, attempt
     }
 
     /// Decodes a change from an object with its `kind` and the fields of that kind (other keys
@@ -73,6 +79,11 @@ package enum DownloadChange: Sendable, Hashable, Codable {
                 message: try container.decode(String.self, forKey: .message))
         case .needsCredentials:
             self = .needsCredentials(challenge: try container.decode(String.self, forKey: .challenge))
+        case .waiting:
+            self = .waiting(
+                reason: try container.decode(String.self, forKey: .reason),
+                retryAt: try container.decode(Int64.self, forKey: .retryAt),
+                attempt: try container.decode(Int.self, forKey: .attempt))
         }
     }
 
@@ -101,6 +112,10 @@ package enum DownloadChange: Sendable, Hashable, Codable {
             try container.encode(message, forKey: .message)
         case .needsCredentials(let challenge):
             try container.encode(challenge, forKey: .challenge)
+        case .waiting(let reason, let retryAt, let attempt):
+            try container.encode(reason, forKey: .reason)
+            try container.encode(retryAt, forKey: .retryAt)
+            try container.encode(attempt, forKey: .attempt)
         }
     }
 }

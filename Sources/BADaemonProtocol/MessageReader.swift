@@ -251,7 +251,7 @@ package enum MessageReader {
     private static let eventKeys: [StaticString] = [
         "sequence", "appIdentifier", "download", "downloadUniqueIdentifier", "identifier", "parked", "kind",
         "errorDomain", "errorCode", "errorMessage", "offset", "isForeground", "bytesOnDisk", "bytesWritten",
-        "totalBytes", "destination", "size", "challenge",
+        "totalBytes", "destination", "size", "challenge", "reason", "retryAt", "attempt",
     ]
 
     /// A ``DownloadEvent`` as its `Codable` conformance reads it: the keys of its kind are
@@ -275,6 +275,9 @@ package enum MessageReader {
         var destination: String?
         var size: Int64?
         var challenge: String?
+        var reason: String?
+        var retryAt: Int64?
+        var attempt: Int?
         try json.beginObject()
         var first = true
         var seen: UInt64 = 0
@@ -304,6 +307,9 @@ package enum MessageReader {
             case 15: destination = try json.null() ? nil : json.string()
             case 16: size = try json.null() ? nil : json.int64()
             case 17: challenge = try json.null() ? nil : json.string()
+            case 18: reason = try json.null() ? nil : json.string()
+            case 19: retryAt = try json.null() ? nil : json.int64()
+            case 20: attempt = try json.null() ? nil : json.int()
             default: try json.skipValue()
             }
         }
@@ -328,6 +334,9 @@ package enum MessageReader {
         case .needsCredentials:
             guard let challenge else { throw JSONCursor.Invalid() }
             change = .needsCredentials(challenge: challenge)
+        case .waiting:
+            guard let reason, let retryAt, let attempt else { throw JSONCursor.Invalid() }
+            change = .waiting(reason: reason, retryAt: retryAt, attempt: attempt)
         }
         return DownloadEvent(
             sequence: sequence, downloadUniqueIdentifier: downloadUniqueIdentifier, identifier: identifier,

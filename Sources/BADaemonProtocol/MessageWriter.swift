@@ -156,6 +156,8 @@ package enum MessageWriter {
             ]
         case .needsCredentials(let challenge):
             fields.append(("challenge", .string(challenge)))
+        case .waiting(let reason, let retryAt, let attempt):
+            fields += [("reason", .string(reason)), ("retryAt", .int(retryAt)), ("attempt", .int(Int64(attempt)))]
         }
         var out: [UInt8] = []
         object(fields, into: &out)

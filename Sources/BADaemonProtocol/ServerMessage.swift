@@ -350,6 +350,12 @@ extension DownloadEvent {
     package var errorMessage: String? { if case .failed(_, _, let message) = change { message } else { nil } }
     /// `needsCredentials`: the authentication challenge (e.g. the `WWW-Authenticate` value).
     package var challenge: String? { if case .needsCredentials(let challenge) = change { challenge } else { nil } }
+    /// `waiting`: why the last attempt failed.
+    package var reason: String? { if case .waiting(let reason, _, _) = change { reason } else { nil } }
+    /// `waiting`: when the next attempt is due (Unix time, milliseconds).
+    package var retryAt: Int64? { if case .waiting(_, let retryAt, _) = change { retryAt } else { nil } }
+    /// `waiting`: the attempt that failed (from 1).
+    package var attempt: Int? { if case .waiting(_, _, let attempt) = change { attempt } else { nil } }
 }
 
 /// basd's answer to `hello`.

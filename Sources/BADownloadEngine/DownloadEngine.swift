@@ -1,3 +1,4 @@
+import BACore
 internal import CCurl
 import Foundation
 import HeapModule
@@ -268,7 +269,8 @@ final class EngineLoop: @unchecked Sendable {
             emitProgress(transfer, force: true)
             let policy = transfer.machine.isForeground ? configuration.foregroundRetry : configuration.backgroundRetry
             let reason =
-                "\(transfer.machine.currentURL): no data for \(configuration.stallTimeout) after \(transfer.bytesOnDisk) bytes"
+                "\(transfer.machine.currentURL): no data for \(LogDuration.text(configuration.stallTimeout))"
+                + transfer.requestBytesText
             apply(
                 transfer.machine.requestEnded(
                     .retryable(reason: reason, retryAfter: nil, isConnectivity: false), policy: policy, now: now,

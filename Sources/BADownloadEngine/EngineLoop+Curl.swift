@@ -15,6 +15,7 @@ extension EngineLoop {
             }
         }
         transfer.requestOffset = offset
+        transfer.receivedBeforeRequest = transfer.receivedBytes
         transfer.requestValidator = validator
         transfer.head = ResponseHead()
         transfer.decision = nil
@@ -160,7 +161,7 @@ extension EngineLoop {
         if code.isTransient || result == CURLE_OK {
             let what = result == CURLE_OK ? "the server closed the connection" : "\(code)"
             return .retryable(
-                reason: "\(url): \(what) after \(transfer.bytesOnDisk) bytes", retryAfter: nil,
+                reason: "\(url): \(what)\(transfer.requestBytesText)", retryAfter: nil,
                 isConnectivity: code.isConnectivity)
         }
         return .fatal(DownloadError(.network, "\(url): \(code)", curlCode: Int32(result.rawValue)))

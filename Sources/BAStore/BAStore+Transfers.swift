@@ -33,6 +33,23 @@ extension BAStore {
         }
     }
 
+    /// Records that a transfer started its next attempt after a retry wait: as ``recordBegan(uniqueIdentifier:offset:isForeground:partialPath:)``
+    /// (state downloading, one more attempt, `offset` bytes kept) but with no event: the app heard
+    /// `began` when the download began, and a retry is not a new beginning (Apple's delegate has
+    /// no callback for it; `ba events` shows the wait as a transient `waiting` event instead).
+    ///
+    /// - Throws: ``BAStoreError/Code/unknownDownload``, ``BAStoreError/Code/downloadEnded``.
+    package func recordRetryAttempt(uniqueIdentifier: String, offset: Int64, isForeground: Bool) throws(BAStoreError) {
+        try transition(uniqueIdentifier, "recording the next attempt of") { db, download, now in
+            try db.executeCached(
+                sql: """
+                    UPDATE download SET state = 2, bytes_on_disk = ?, foreground = ?, attempts = attempts + 1,
+                        updated_at = ?
+                    WHERE unique_identifier = ?
+                    """, arguments: [offset, isForeground, StoreTime(now), uniqueIdentifier])
+        }
+    }
+
     /// Records that a transfer stopped keeping `bytesOnDisk` bytes (before a promotion, or
     /// paused): state waiting. Appends a `paused` event.
     ///
@@ -236,6 +253,11 @@ enum EventPayload {
             string("message", message)
         case .needsCredentials(let challenge):
             string("challenge", challenge)
+        case .waiting(let reason, let retryAt, let attempt):
+            // Never stored (transient, for CLI observers); encoded like the protocol for completeness.
+            integer("attempt", Int64(attempt))
+            string("reason", reason)
+            integer("retryAt", retryAt)
         }
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)

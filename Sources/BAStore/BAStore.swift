@@ -46,6 +46,8 @@ package final class BAStore: Sendable {
 
     /// fsyncs the `-wal` file after commits, on a thread of its own.
     let logSync: LogSync
+    /// Where the store reports what it cannot fix itself (a checkpoint that failed at close).
+    let log: @Sendable (String) -> Void
 
     private init(
         path: String, pool: DatabasePool, clock: @escaping @Sendable () -> Date,
@@ -55,6 +57,7 @@ package final class BAStore: Sendable {
         self.pool = pool
         self.clock = clock
         self.logSync = LogSync(databasePath: path, log: log)
+        self.log = log
     }
 
     deinit { logSync.stop() }
@@ -125,7 +128,11 @@ package final class BAStore: Sendable {
             if !isClosed.exchange(true, ordering: .acquiringAndReleasing) {
                 logSync.waitUntilSynced()
                 logSync.stop()
-                _ = try? pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+                do {
+                    _ = try pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+                } catch {
+                    log("the checkpoint at close failed, the -wal stays (SQLite applies it at the next open): \(error)")
+                }
             }
             try pool.close()
         } catch {

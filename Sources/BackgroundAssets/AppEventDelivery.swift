@@ -187,7 +187,7 @@ final class AppEventDelivery: @unchecked Sendable {
         download.uniqueIdentifier = event.downloadUniqueIdentifier
         download.state =
             switch event.kind {
-            case .began, .progress, .needsCredentials: .downloading
+            case .began, .progress, .needsCredentials, .waiting: .downloading
             case .paused: .waiting
             case .finished: .finished
             case .failed: .failed

@@ -68,6 +68,9 @@ struct AppEventFilter: Sendable {
                 message: event.errorMessage ?? "the download failed")
         case .needsCredentials:
             return .needsCredentials(challenge: event.challenge ?? "")
+        case .waiting:
+            // basd sends it to CLI observers only; Apple's delegate has no such callback.
+            return .skip
         }
     }
 }

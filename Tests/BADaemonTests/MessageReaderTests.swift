@@ -148,6 +148,7 @@ struct MessageReaderTests {
             #""kind":"finished","destination":"\/d","size":0"#,
             #""kind":"failed","errorDomain":"D","errorCode":-1,"errorMessage":"m","domain":1,"code":"x""#,
             #""kind":"needsCredentials","challenge":"Basic realm=\"r\"""#,
+            #""kind":"waiting","reason":"http:\/\/127.0.0.1:9\/a: Couldn't connect","retryAt":1800000000123,"attempt":2"#,
             // Another kind's fields are not read.
             #""kind":"paused","bytesOnDisk":1,"offset":2,"isForeground":true,"challenge":"c","size":5"#,
         ] {

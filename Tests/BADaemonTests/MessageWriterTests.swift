@@ -19,6 +19,7 @@ struct MessageWriterTests {
         .paused(bytesOnDisk: 77), .progress(bytesWritten: 5, totalBytes: nil),
         .progress(bytesWritten: 5, totalBytes: 1 << 33), .finished(destination: "/c/" + tricky, size: 9),
         .failed(domain: "NSURLErrorDomain", code: -999, message: tricky), .needsCredentials(challenge: tricky),
+        .waiting(reason: tricky, retryAt: 1_800_000_000_123, attempt: 3),
     ]
 
     static var messages: [ServerMessage] {

@@ -73,6 +73,8 @@ struct ServiceTests {
         defer { first.kill() }
         try first.wait("its listening line") { $0.stdout.contains("basd listening on \(socketPath)\n") }
         #expect(first.stdout.contains("--socket \(unused) is not used"), "\(first.stdout)")
+        // The startup line says where basd serves, and that systemd made the socket.
+        #expect(first.stdout.contains("socket \(socketPath) (socket-activated)"), "\(first.stdout)")
         let status = try await runProcess(ba, ["status", "--json", "--socket", socketPath])
         #expect(status.status == 0, "\(status.stderr)")
         let object = try #require(CLICommandTests.json(status.stdout), "\(status.stdout)")

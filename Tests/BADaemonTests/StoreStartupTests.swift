@@ -1,3 +1,5 @@
+import BAAssetServer
+import BACore
 import BADaemonProtocol
 import BAStore
 import BATestSupport
@@ -73,6 +75,50 @@ struct StoreStartupTests {
         let restored = try await DaemonProcess.start(directory: copy)
         defer { restored.kill() }
         #expect(try Self.apps(restored) == [Self.app])
+    }
+
+    /// A clean stop left a 4 MiB `-wal` beside the store: the checkpoint at close did not run or
+    /// did not truncate, so the main file alone was not the whole state.
+    @Test("a clean stop (SIGTERM) checkpoints the store: no -wal left, and the state reopens")
+    func cleanStopCheckpoints() async throws {
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+        let cli = try daemon.cliClient()
+        // Enough commits for a -wal of several MiB-worth of frames before the stop.
+        let apps = (0..<150).map { "com.example.wal\($0)" }
+        for app in apps {
+            _ = try cli.call(
+                .registerApp(
+                    AppRegistration(
+                        bundleIdentifier: app, version: "1.0", appGroupIdentifier: nil,
+                        appDirectory: daemon.directory.path, extensionPath: nil)))
+        }
+        cli.close()
+        // A download under way and a follower of events at the stop, as on a real machine.
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        server.setFile("/slow.bin", contents: [UInt8](repeating: 1, count: 4 << 20))
+        server.setBehavior(.trickle(bytesPerSecond: 256 << 10), for: "/slow.bin")
+        let events = try ChildProcess(
+            BuildProducts.executable("ba"), ["events", "--follow", "--json", "--socket", daemon.socketPath])
+        defer { events.kill() }
+        try events.wait("subscribed") { $0.stderr.contains("following events") }
+        try daemon.register(Self.app, group: Self.group)
+        let app = try daemon.appClient(Self.app)
+        _ = try app.call(.schedule(DownloadDescription(identifier: "slow", url: server.url("/slow.bin"))))
+        try events.wait("the download's progress") { $0.stdout.contains(#""progress""#) }
+        let wal = daemon.stateDirectory + "/state.sqlite-wal"
+        #expect((Self.size(wal) ?? 0) > 0, "the -wal holds the commits while basd runs")
+        daemon.send(SIGTERM)
+        #expect(daemon.waitForExit(timeout: 20) == 0)
+        #expect((Self.size(wal) ?? 0) == 0, "after a clean stop the -wal is absent or empty: \(daemon.standardError)")
+
+        // The main file alone is the state: without any -wal or -shm, it opens with every app.
+        try? FileManager.default.removeItem(atPath: wal)
+        try? FileManager.default.removeItem(atPath: daemon.stateDirectory + "/state.sqlite-shm")
+        let again = try await DaemonProcess.start(directory: daemon.directory)
+        defer { again.kill() }
+        #expect(try Set(Self.apps(again)) == Set(apps + [Self.app]))
     }
 
     @Test("an empty store without containers starts: a first start, an empty groups folder")

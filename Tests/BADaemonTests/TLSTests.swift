@@ -133,6 +133,8 @@ struct TLSTests {
         #expect(
             (failed["errorMessage"] as? String ?? "\(failed)").contains("unable to get local issuer certificate"),
             "\(failed)")
+        // A TLS failure of a download is not retried (docs/operations.md, "TLS and proxies").
+        #expect(!daemon.standardError.contains("retrying in"), "\(daemon.standardError)")
         // Every request names basd and its version.
         let agent = server.requests(for: "/manifest.json").first?.header("user-agent")
         #expect(agent?.hasPrefix("basd/\(ReleaseVersion.string)") == true, "\(agent ?? "none")")
@@ -179,6 +181,8 @@ struct TLSTests {
         #expect(output.contains("unable to get local issuer certificate"), "\(output)")
         #expect(output.contains("caFile"), "\(output)")
         #expect(daemon.standardError.contains("unable to get local issuer certificate"), "\(daemon.standardError)")
+        // A manifest is fetched again by basd, a TLS failure too (docs/operations.md, "TLS and proxies").
+        #expect(output.contains("basd tries again in 5 s by itself"), "\(output)")
     }
 
     @Test("pinnedPublicKey: a server presenting another key fails, naming the setting")

@@ -32,6 +32,7 @@ struct TransferCoordinatorAloneTests {
             totalBytes: Int64?
         ) {}
         func transfers(_ transfers: TransferCoordinator, cancelled event: WireEvent) { cancelled.append(event) }
+        func transfers(_ transfers: TransferCoordinator, waiting event: WireEvent) {}
         func transfersNetworkChanged(_ transfers: TransferCoordinator) { networkChanges += 1 }
     }
 

@@ -95,6 +95,31 @@ extension EngineTests {
         try await finish(server, engine, directory)
     }
 
+    /// The reason said "after 65306361 bytes", the partial file's size, read as this attempt's.
+    @Test func aRetryReasonSaysThisRequestsBytesAndThePartialFilesApart() async throws {
+        let (server, engine, events, directory) = try await fixture()
+        server.setFile("/cut.bin", contents: bytes(10_000, seed: 6))
+        server.setBehavior(.dropAfter(bytes: 3000), for: "/cut.bin")
+        engine.add(DownloadRequest(id: "c", url: server.url("/cut.bin"), destination: destination(directory)))
+        var reasons: [String] = []
+        for attempt in 1...2 {
+            guard case .retrying(_, _, _, let reason) = await nextRetry(events) else {
+                Issue.record("\(events.seen)")
+                return
+            }
+            reasons.append(reason)
+            if attempt == 2 { server.setBehavior(nil, for: "/cut.bin") }
+            retryNow(engine)
+        }
+        #expect(reasons[0].hasSuffix(" after 3000 bytes of this request (partial file: 3000 bytes)"), "\(reasons)")
+        #expect(reasons[1].hasSuffix(" after 3000 bytes of this request (partial file: 6000 bytes)"), "\(reasons)")
+        guard case .finished = await events.end(of: "c") else {
+            Issue.record("\(events.seen)")
+            return
+        }
+        try await finish(server, engine, directory)
+    }
+
     @Test func aStalledTransferIsDetectedAndResumed() async throws {
         let (server, engine, events, directory) = try await fixture { $0.stallTimeout = .seconds(30) }
         let data = bytes(200_000, seed: 4)

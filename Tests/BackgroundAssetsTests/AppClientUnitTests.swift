@@ -131,8 +131,16 @@ import Testing
             case .finished: .finished(destination: "/c/file", size: bytes ?? 0)
             case .failed: .failed(domain: "d", code: 1, message: "m")
             case .needsCredentials: .needsCredentials(challenge: "Basic")
+            case .waiting: .waiting(reason: "Couldn't connect to server", retryAt: 1_800_000_000_000, attempt: 1)
             }
         return DownloadEvent(sequence: sequence, downloadUniqueIdentifier: id, identifier: "x", change: change)
+    }
+
+    /// basd sends `waiting` only to CLI observers; should one reach an app, its delegate hears nothing
+    /// (Apple's delegate has no such callback).
+    @Test func aWaitingEventIsNotForTheDelegate() {
+        var filter = AppEventFilter()
+        #expect(filter.decide(Self.event(0, .waiting)) == .skip)
     }
 
     @Test func durableEventsAreDeliveredOnceInOrder() {

@@ -24,6 +24,10 @@ extension BasdServices: TransferCoordinatorDelegate {
         delivery.tellObservers(event)
     }
 
+    func transfers(_ transfers: TransferCoordinator, waiting event: WireEvent) {
+        delivery.tellObservers(event)
+    }
+
     func transfersNetworkChanged(_ transfers: TransferCoordinator) {
         installer.retryManifestsNow()
     }

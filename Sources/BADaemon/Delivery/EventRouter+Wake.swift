@@ -127,7 +127,7 @@ extension EventRouter {
         case .finished: .finished
         case .failed: .failed
         case .needsCredentials: .challenge
-        case .began, .paused, .progress: nil
+        case .began, .paused, .progress, .waiting: nil
         }
     }
 
@@ -142,7 +142,7 @@ extension EventRouter {
                 record, ErrorRecord(domain: domain, code: Int32(truncatingIfNeeded: code), message: message))
         case .needsCredentials(let challenge):
             return .challenge(record, Self.challengeRecord(url: download.url, challenge: challenge))
-        case .began, .paused, .progress:
+        case .began, .paused, .progress, .waiting:
             return nil
         }
     }

@@ -277,7 +277,7 @@ final class EventRouter: @unchecked Sendable {
                 let events = try store.undeliveredEvents(app: app, limit: 256, includingParked: false)
                 for event in events {
                     switch event.kind {
-                    case .began, .paused, .progress:
+                    case .began, .paused, .progress, .waiting:
                         try store.markDelivered(app: app, through: event.sequence, includingParked: false)
                     case .finished, .failed, .needsCredentials:
                         guard storedApp.extensionPath != nil, extensions.isAvailable else {

@@ -1,4 +1,5 @@
 import BADaemonProtocol
+import BADownloadEngine
 import BAExclusiveControl
 import BAScheduling
 import BASettings
@@ -127,7 +128,7 @@ package final class DaemonServer: Sendable {
                     path: configuration.storePath,
                     vet: { contents throws(BAStoreError) in
                         try Setup.vetStore(contents, path: configuration.storePath, groupsDirectory: groups)
-                    })
+                    }, log: { [log = configuration.log] in log("store: \($0)") })
             } catch  where error.code == .corrupt || error.code == .stateLost {
                 // The message names the file and the ways out; SQLite's own words add nothing.
                 throw DaemonError(.store, "cannot start: \(error.message)")
@@ -161,6 +162,17 @@ package final class DaemonServer: Sendable {
                 try? store.close()
                 throw error
             }
+            let settingsExist = (try? FileStatus.of(settingsPath).get()) != nil
+            let trust = DownloadRequest.Trust(
+                caFile: settings.settings.caFile, pinnedPublicKey: settings.settings.pinnedPublicKey,
+                caDirectory: settings.settings.caDirectory)
+            configuration.log(
+                StartupLine(
+                    version: configuration.daemonVersion, stateDirectory: configuration.stateDirectory,
+                    socketPath: configuration.socketPath, isSocketActivated: configuration.activatedSocket != nil,
+                    settingsPath: settingsPath, settingsExist: settingsExist,
+                    trust: trust.source(system: DownloadRequest.Trust.systemDefaults())
+                ).text)
             return DaemonServer(
                 configuration: configuration, lock: lock, context: context, service: service, channel: channel)
         } catch {

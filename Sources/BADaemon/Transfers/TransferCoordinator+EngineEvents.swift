@@ -15,6 +15,10 @@ extension TransferCoordinator {
         var toStore: [EngineEvent] = []
         // Once a quarter of the window has ended, the next queued downloads go to the engine.
         defer { perform(window.handle(.eventsHandled)) }
+        // Transient `waiting` events go to the observers after the batch's recorded events (its
+        // `began` first), in the order they came.
+        var waitingEvents: [WireEvent] = []
+        defer { for event in waitingEvents { delegate?.transfers(self, waiting: event) } }
         for event in events {
             if event.id.hasPrefix("manifest:") || event.id.hasPrefix("pack:") {
                 sideFetches[event.id]?(event)
@@ -23,13 +27,22 @@ extension TransferCoordinator {
             // What the window learns needs no store write, so it is not held behind events the
             // store could not record yet.
             switch event {
-            case .began(let id, _, _):
+            case .began(let id, let offset, let isForeground):
                 perform(window.handle(.began(id)))
+                if waitingToRetry.remove(id) != nil {
+                    // The next attempt after a retry wait: not a new beginning (no `began` event).
+                    recordRetryAttempt(id, offset: offset, isForeground: isForeground)
+                    continue
+                }
             case .retrying(let id, let attempt, let delay, let reason):
-                log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(delay)")
+                log("download \(id): attempt \(attempt) failed (\(reason)); retrying in \(LogDuration.text(delay))")
                 let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
                 let until = clock.now.addingTimeInterval(seconds)
                 perform(window.handle(.retrying(id, .init(reason: reason, until: until))))
+                waitingToRetry.insert(id)
+                if let event = waitingEvent(id, attempt: attempt, reason: reason, until: until) {
+                    waitingEvents.append(event)
+                }
                 // Nothing to record: the wait shows in listings while it lasts.
                 continue
             case .failed(let id, let error) where error.code == .noSpace:
@@ -38,8 +51,12 @@ extension TransferCoordinator {
                 waitForSpace(id, error)
                 continue
             case .finished(let id, _, _, _, _), .failed(let id, _):
+                waitingToRetry.remove(id)
                 perform(window.handle(.ended(id)))
-            case .paused, .progress, .validator, .needsCredentials:
+            case .paused(let id, _):
+                // Resumed later with a `began` the app hears (Apple's didBegin after didPause).
+                waitingToRetry.remove(id)
+            case .progress, .validator, .needsCredentials:
                 break
             }
             toStore.append(event)
@@ -60,6 +77,32 @@ extension TransferCoordinator {
     }
 
     private struct StoreRefused: Error {}
+
+    /// A transfer's next attempt after a retry wait began: the download's row counts it, and no
+    /// event is appended (its `began` was told when the download began).
+    private func recordRetryAttempt(_ id: String, offset: Int64, isForeground: Bool) {
+        progress[id] = ProgressMark(recordedAt: clock.instant, bytes: offset)
+        do {
+            try store.recordRetryAttempt(uniqueIdentifier: id, offset: offset, isForeground: isForeground)
+        } catch  where error.code == .unknownDownload || error.code == .downloadEnded {
+            // Cancelled or ended meanwhile: nothing to record.
+        } catch {
+            log("recording the next attempt of download \(id) failed: \(error)")
+        }
+    }
+
+    /// The transient `waiting` event of a transfer whose attempt failed, for the CLI observers
+    /// (`ba events`); nil when nobody listens or the download is gone.
+    private func waitingEvent(_ id: String, attempt: Int, reason: String, until: Date) -> WireEvent? {
+        guard delegate?.transfersHaveProgressListeners(self) == true,
+            let download = try? store.download(uniqueIdentifier: id)
+        else { return nil }
+        return WireEvent(
+            sequence: 0, downloadUniqueIdentifier: id, identifier: download.identifier,
+            change: .waiting(
+                reason: reason, retryAt: Int64((until.timeIntervalSince1970 * 1000).rounded()), attempt: attempt),
+            appIdentifier: download.appIdentifier)
+    }
 
     /// Drops the validators and progress of transfers that finish later in the same batch: the
     /// finished record supersedes them (a validator is kept only to resume a partial file, and

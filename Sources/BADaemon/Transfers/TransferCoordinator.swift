@@ -76,6 +76,8 @@ final class TransferCoordinator: @unchecked Sendable {
     var networkMonitor: DescriptorWatcher?
     /// Downloads cancelled lately (their rows are gone): who and when, for a second `ba cancel`.
     var cancelledLately: [String: String] = [:]
+    /// Transfers waiting out a retry's backoff: their next `began` is an attempt, not a beginning.
+    var waitingToRetry: Set<String> = []
     private var eventsTask: Task<Void, Never>?
 
     deinit { networkMonitor?.stop() }
@@ -229,6 +231,7 @@ final class TransferCoordinator: @unchecked Sendable {
                 + "at \(download.bytesOnDisk) bytes")
         noteCancelled(download, by: by)
         progress[download.uniqueIdentifier] = nil
+        waitingToRetry.remove(download.uniqueIdentifier)
         perform(window.handle(.cancelled(download.uniqueIdentifier)), row: download)
     }
 

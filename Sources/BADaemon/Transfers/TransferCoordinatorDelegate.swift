@@ -28,6 +28,10 @@ protocol TransferCoordinatorDelegate: AnyObject {
     /// (NSURLErrorCancelled) for the CLI observers.
     func transfers(_ transfers: TransferCoordinator, cancelled event: WireEvent)
 
+    /// A transfer's attempt failed and it waits to retry: `event` is the transient `waiting` event
+    /// (the reason, the next attempt's time) for the CLI observers; apps never see it.
+    func transfers(_ transfers: TransferCoordinator, waiting event: WireEvent)
+
     /// A link, address or route came or went: what waits for the network may try now (the
     /// transfers waiting to retry are told after this).
     func transfersNetworkChanged(_ transfers: TransferCoordinator)

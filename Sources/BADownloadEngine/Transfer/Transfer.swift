@@ -57,6 +57,17 @@ final class Transfer: @unchecked Sendable {
 
     /// Body bytes received from the network, over all attempts.
     var receivedBytes: Int64 = 0
+    /// ``receivedBytes`` when the current request started.
+    var receivedBeforeRequest: Int64 = 0
+
+    /// How far the current request got, in words for a retry's reason: `""` when it received
+    /// nothing and the partial file is empty, else ` after 1200 bytes of this request (partial
+    /// file: 65306361 bytes)`. The partial file's size alone read as this attempt's count.
+    var requestBytesText: String {
+        let received = receivedBytes - receivedBeforeRequest
+        if received == 0 && bytesOnDisk == 0 { return "" }
+        return " after \(received) bytes of this request (partial file: \(bytesOnDisk) bytes)"
+    }
     /// When progress was last reported (real time: progress is for people, not for logic).
     var lastProgress: ContinuousClock.Instant?
     /// `bytesOnDisk` when progress was last reported.
