@@ -10,7 +10,8 @@ struct Purge: ParsableCommand {
             Finished files that are unmodified since they finished, not open by any process, and delivered \
             to the app are purgeable; basd deletes the least recently used first, only while free space on its \
             state directory's file system is under purgeFreeSpaceThresholdBytes (default 1 GiB). A modified \
-            file is never purged. See docs/purging.md.
+            file is never purged. Nor is one delivered before the app's first launch, or an update's essential \
+            file, until the app launches (status awaitingLaunch). See docs/purging.md.
 
             Examples:
               ba purge --dry-run

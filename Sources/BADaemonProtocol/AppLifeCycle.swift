@@ -167,7 +167,7 @@ package struct PurgeEntry: Sendable, Hashable, Codable {
     package var identifier: String
     package var path: String?
     package var size: Int64
-    /// `purgeable`, `modified`, `inUse`, `pendingDelivery` or `missing`.
+    /// `purgeable`, `modified`, `inUse`, `pendingDelivery`, `awaitingLaunch` or `missing`.
     package var status: String
     package var reason: String
     package var wouldDelete: Bool

@@ -16,6 +16,9 @@ package enum AssetStatus: Sendable, Equatable {
     /// The file is still inside the container's internal `.background-assets` folder (its delivery
     /// path): basd still owes the app this file. Never purged.
     case pendingDelivery(path: String)
+    /// Delivered and unmodified, but the app has not launched since (``LaunchHold``): it may need
+    /// the file to start and has not had the chance to fetch it again. Kept until it launches.
+    case awaitingLaunch(path: String, hold: LaunchHold)
     /// Unmodified, unused, delivered: may be deleted under disk pressure.
     ///
     /// `lastUsed` is the later of the file's access time and when the download finished. Access
@@ -58,19 +61,20 @@ package enum AssetStatus: Sendable, Equatable {
     /// The path the file is at now, when it was found.
     package var path: String? {
         switch self {
-        case .purgeable(let path, _, _), .pendingDelivery(let path): path
+        case .purgeable(let path, _, _), .pendingDelivery(let path), .awaitingLaunch(let path, _): path
         case .missing, .modified, .inUse: nil
         }
     }
 
     /// A short name for the case, as ``PurgeSummary`` prints it: `purgeable`, `modified`, `inUse`,
-    /// `pendingDelivery`, `missing`.
+    /// `pendingDelivery`, `awaitingLaunch`, `missing`.
     package var name: String {
         switch self {
         case .missing: "missing"
         case .modified: "modified"
         case .inUse: "inUse"
         case .pendingDelivery: "pendingDelivery"
+        case .awaitingLaunch: "awaitingLaunch"
         case .purgeable: "purgeable"
         }
     }

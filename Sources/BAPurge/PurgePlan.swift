@@ -16,7 +16,8 @@ package struct PurgePlan: Sendable, Equatable {
         package var size: Int64
         /// Why it is deleted or kept, for a person: "purgeable: unmodified since it finished
         /// 2026-11-20, last used 2026-11-21", "kept: modified (size 10 → 12)", "kept: open by pid
-        /// 1234", "kept: not yet delivered to the app", "gone: no longer in the app group container".
+        /// 1234", "kept: not yet delivered to the app", "kept: the app has not launched yet", "gone: no
+        /// longer in the app group container".
         package var reason: String
         /// Whether the plan deletes it.
         package var willDelete: Bool

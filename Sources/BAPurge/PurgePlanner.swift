@@ -2,8 +2,8 @@ import Foundation
 
 /// Decides which finished assets to delete when free space runs low.
 ///
-/// Under the threshold, it deletes purgeable assets (unmodified, delivered, not open by any
-/// process: see ``AssetStatus``) least recently used first, until the bytes freed bring free space
+/// Under the threshold, it deletes purgeable assets (unmodified, delivered, not held until the
+/// app's next launch, not open by any process: see ``AssetStatus``) least recently used first, until the bytes freed bring free space
 /// back to the threshold or none are left. Over it, it deletes nothing, but still reports every
 /// asset's status (what `ba purge --dry-run` shows).
 ///
@@ -124,6 +124,9 @@ package struct PurgePlanner: Sendable {
                     recordedModificationTimeNanoseconds: asset.modificationTimeNanoseconds,
                     modificationTimeNanoseconds: identity.modificationTimeNanoseconds))
         }
+        // Before the open-file check: a held file is kept whoever has it open, and is not worth
+        // a scan of /proc.
+        if let hold = asset.heldUntilLaunch { return .awaitingLaunch(path: file.path, hold: hold) }
         if !pids.isEmpty { return .inUse(pids: pids) }
         let accessed = PurgeDates.date(nanoseconds: identity.accessTimeNanoseconds)
         return .purgeable(path: file.path, size: identity.size, lastUsed: max(accessed, asset.finishedAt))
@@ -145,6 +148,8 @@ package struct PurgePlanner: Sendable {
             "kept: open by \(pids.count == 1 ? "pid" : "pids") \(pids.map(String.init).joined(separator: ", "))"
         case .pendingDelivery:
             "kept: not yet delivered to the app"
+        case .awaitingLaunch(_, let hold):
+            hold.reason
         case .missing:
             if let entries {
                 "gone or not reached: not found in the first \(entries) entries of the app group containers"

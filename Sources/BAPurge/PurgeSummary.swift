@@ -23,7 +23,7 @@ package struct PurgeSummary: Codable, Sendable, Equatable {
         package var path: String?
         /// Its size now when found, else the recorded size.
         package var size: Int64
-        /// ``AssetStatus/name``: `purgeable`, `modified`, `inUse`, `pendingDelivery` or `missing`.
+        /// ``AssetStatus/name``: `purgeable`, `modified`, `inUse`, `pendingDelivery`, `awaitingLaunch` or `missing`.
         package var status: String
         /// Why it is deleted or kept, for a person.
         package var reason: String

@@ -32,11 +32,15 @@ package struct TrackedAsset: Codable, Sendable, Equatable {
     package var identifier: String
     /// Where basd delivered the file: `STATE/transfers/GROUP/finished/UNIQUEID-IDENTIFIER`.
     package var deliveredPath: String
+    /// Why the file is kept until the app's next launch, or nil when the usual rules apply
+    /// (``LaunchHold/atDelivery(essential:appHasLaunched:)``; a launch releases it).
+    package var heldUntilLaunch: LaunchHold?
 
     /// Creates a record from its parts.
     package init(
         key: FileKey, size: Int64, modificationTimeNanoseconds: Int64, sha256: String, finishedAt: Date,
-        appID: String, downloadUniqueID: String, identifier: String, deliveredPath: String
+        appID: String, downloadUniqueID: String, identifier: String, deliveredPath: String,
+        heldUntilLaunch: LaunchHold? = nil
     ) {
         self.key = key
         self.size = size
@@ -47,14 +51,16 @@ package struct TrackedAsset: Codable, Sendable, Equatable {
         self.downloadUniqueID = downloadUniqueID
         self.identifier = identifier
         self.deliveredPath = deliveredPath
+        self.heldUntilLaunch = heldUntilLaunch
     }
 
     /// Records the regular file at `path` as it is now (with `lstat`), as delivered there.
     ///
+    /// - Parameter heldUntilLaunch: ``LaunchHold/atDelivery(essential:appHasLaunched:)``.
     /// - Throws: ``PurgeError`` when nothing is at `path` or it is not a regular file.
     package init(
         recordingFileAt path: String, sha256: String, finishedAt: Date, appID: String, downloadUniqueID: String,
-        identifier: String
+        identifier: String, heldUntilLaunch: LaunchHold? = nil
     ) throws(PurgeError) {
         guard let identity = try FileIdentity.read(path: path) else {
             throw .system("lstat", path: path, errno: ENOENT)
@@ -62,6 +68,6 @@ package struct TrackedAsset: Codable, Sendable, Equatable {
         self.init(
             key: identity.key, size: identity.size, modificationTimeNanoseconds: identity.modificationTimeNanoseconds,
             sha256: sha256, finishedAt: finishedAt, appID: appID, downloadUniqueID: downloadUniqueID,
-            identifier: identifier, deliveredPath: path)
+            identifier: identifier, deliveredPath: path, heldUntilLaunch: heldUntilLaunch)
     }
 }

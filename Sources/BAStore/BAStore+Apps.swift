@@ -52,6 +52,9 @@ extension BAStore {
     /// it is no longer held to a byte limit or an allow-list, after a restart of basd too (the
     /// caller lifts them from the running transfers).
     ///
+    /// Every launch, the first or not, also releases the app's finished files kept until its next
+    /// launch (``StoredAsset/heldUntilLaunch``): the app can now download them again.
+    ///
     /// - Returns: Whether this was the first launch (false if it had been seen before).
     /// - Throws: ``BAStoreError/Code/unknownApp``.
     @discardableResult
@@ -61,6 +64,9 @@ extension BAStore {
             guard let app = try Self.fetchApp(db, bundleIdentifier) else {
                 throw Self.unknownApp(bundleIdentifier, path: path)
             }
+            try db.executeCached(
+                sql: "UPDATE asset SET held_until_launch = NULL WHERE app_id = ? AND held_until_launch IS NOT NULL",
+                arguments: [bundleIdentifier])
             guard !app.launched else { return false }
             try db.executeCached(
                 sql: "UPDATE app SET launched = 1, updated_at = ? WHERE bundle_identifier = ?",

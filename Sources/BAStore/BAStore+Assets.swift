@@ -3,18 +3,20 @@ internal import GRDB
 
 extension BAStore {
     static let assetColumns = """
-        download_id, app_id, identifier, delivered_path, device, inode, size, mtime_ns, sha256, finished_at
+        download_id, app_id, identifier, delivered_path, device, inode, size, mtime_ns, sha256, finished_at,
+        held_until_launch
         """
 
     /// Starts tracking a finished file (replacing an earlier record of the same download).
     package func recordAsset(_ asset: StoredAsset) throws(BAStoreError) {
         try write("recording the finished file of \(asset.downloadUniqueIdentifier)") { db in
             try db.executeCached(
-                sql: "INSERT OR REPLACE INTO asset (\(Self.assetColumns)) VALUES (\(Self.placeholders(10)))",
+                sql: "INSERT OR REPLACE INTO asset (\(Self.assetColumns)) VALUES (\(Self.placeholders(11)))",
                 arguments: [
                     asset.downloadUniqueIdentifier, asset.appIdentifier, asset.identifier, asset.deliveredPath,
                     Int64(bitPattern: asset.device), Int64(bitPattern: asset.inode), asset.size,
                     asset.modificationTimeNanoseconds, asset.sha256, StoreTime(asset.finishedAt),
+                    asset.heldUntilLaunch,
                 ])
         }
     }
@@ -29,7 +31,7 @@ extension BAStore {
                     device: UInt64(bitPattern: row["device"] as Int64),
                     inode: UInt64(bitPattern: row["inode"] as Int64),
                     size: row["size"], modificationTimeNanoseconds: row["mtime_ns"], sha256: row["sha256"],
-                    finishedAt: row["finished_at"])
+                    finishedAt: row["finished_at"], heldUntilLaunch: row["held_until_launch"])
             }
         }
     }

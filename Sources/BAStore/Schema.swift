@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 7
+    static let currentVersion = 8
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -41,6 +41,10 @@ enum Schema {
         migrator.registerMigration("v7") { db in
             try db.execute(sql: v7)
             try db.execute(sql: "PRAGMA user_version = 7")
+        }
+        migrator.registerMigration("v8") { db in
+            try db.execute(sql: v8)
+            try db.execute(sql: "PRAGMA user_version = 8")
         }
         return migrator
     }
@@ -225,6 +229,18 @@ extension Schema {
     /// keeps them.
     static let v7 = """
         ALTER TABLE pack_app ADD COLUMN opted_in_by_use INTEGER NOT NULL DEFAULT 0;
+        """
+
+    /// Version 8 (issue 23): a finished file kept until the app's next launch, and why
+    /// (`firstLaunch`, `essential`: BAPurge's `LaunchHold`; NULL: the usual purge rules). The files
+    /// of an app that has not launched yet were all delivered before its first launch; which of a
+    /// launched app's files are an essential download not seen by a launch since is not known, so
+    /// they keep the usual rules.
+    static let v8 = """
+        ALTER TABLE asset ADD COLUMN held_until_launch TEXT
+            CHECK (held_until_launch IS NULL OR held_until_launch IN ('firstLaunch', 'essential'));
+        UPDATE asset SET held_until_launch = 'firstLaunch'
+            WHERE app_id IN (SELECT bundle_identifier FROM app WHERE launched = 0);
         """
 }
 

@@ -18,11 +18,15 @@ package struct StoredAsset: Sendable, Hashable {
     package var modificationTimeNanoseconds: Int64
     package var sha256: String
     package var finishedAt: Date
+    /// Why the file is kept until the app's next launch (the raw value of BAPurge's `LaunchHold`:
+    /// `firstLaunch`, `essential`), or nil for the usual purge rules. The app's next launch clears
+    /// it (``BAStore/markLaunched(app:)``).
+    package var heldUntilLaunch: String?
 
     package init(
         downloadUniqueIdentifier: String, appIdentifier: String, identifier: String, deliveredPath: String,
         device: UInt64, inode: UInt64, size: Int64, modificationTimeNanoseconds: Int64, sha256: String,
-        finishedAt: Date
+        finishedAt: Date, heldUntilLaunch: String? = nil
     ) {
         self.downloadUniqueIdentifier = downloadUniqueIdentifier
         self.appIdentifier = appIdentifier
@@ -34,5 +38,6 @@ package struct StoredAsset: Sendable, Hashable {
         self.modificationTimeNanoseconds = modificationTimeNanoseconds
         self.sha256 = sha256
         self.finishedAt = finishedAt
+        self.heldUntilLaunch = heldUntilLaunch
     }
 }

@@ -361,7 +361,13 @@ struct SchedulerServiceTests {
             try await Task.sleep(for: .milliseconds(20))
         }
 
-        // The app takes them (a move keeps the inode) and changes d; last used, oldest first: d, c, a, b.
+        // Delivered before the app's first launch: held until it (issue 23; PurgeServiceAloneTests).
+        #expect(try store.assets().map(\.heldUntilLaunch) == Array(repeating: "firstLaunch", count: names.count))
+
+        // The app launches and takes them (a move keeps the inode) and changes d; last used, oldest
+        // first: d, c, a, b.
+        try harness.launch(Self.app)
+        #expect(try store.assets().allSatisfy { $0.heldUntilLaunch == nil }, "the launch released them")
         let container = stateDirectory + "/groups/\(Self.group)"
         let used: [String: TimeInterval] = ["d": 1, "c": 2, "a": 3, "b": 4]
         for download in finished {

@@ -73,4 +73,66 @@ import Testing
         try test.store.removeApp("com.example.game")
         #expect(try test.store.assets().isEmpty, "removing the app cascades")
     }
+
+    @Test func aLaunchReleasesTheFilesHeldUntilIt() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.registerApp()
+        try test.registerApp("com.example.another")
+        func asset(_ identifier: String, app: String = "com.example.game", held: String?) throws -> StoredAsset {
+            let download = try test.schedule(identifier, app: app)
+            let asset = StoredAsset(
+                downloadUniqueIdentifier: download.uniqueIdentifier, appIdentifier: app, identifier: identifier,
+                deliveredPath: "/tmp/\(identifier)", device: 1, inode: UInt64(identifier.count), size: 1,
+                modificationTimeNanoseconds: 1, sha256: "", finishedAt: test.clock.now, heldUntilLaunch: held)
+            try test.store.recordAsset(asset)
+            return asset
+        }
+        let config = try asset("config", held: "firstLaunch")
+        let level = try asset("level-2", held: nil)
+        let other = try asset("other", app: "com.example.another", held: "firstLaunch")
+        #expect(try test.store.assets().map(\.heldUntilLaunch) == ["firstLaunch", nil, "firstLaunch"])
+
+        // The first launch releases the app's holds, not another app's.
+        #expect(try test.store.markLaunched(app: "com.example.game"))
+        var released = config
+        released.heldUntilLaunch = nil
+        #expect(try test.store.assets() == [released, level, other])
+
+        // An update's essential file, held until the next launch, which is not the first.
+        _ = try asset("config-2", held: "essential")
+        #expect(try test.store.markLaunched(app: "com.example.game") == false)
+        #expect(try test.store.assets().first { $0.identifier == "config-2" }?.heldUntilLaunch == nil)
+        #expect(try test.store.assets().first { $0.identifier == "other" }?.heldUntilLaunch == "firstLaunch")
+
+        // The column takes only the names basd knows.
+        #expect(throws: BAStoreError.self) { _ = try asset("bad", held: "someday") }
+    }
+
+    @Test func migratingToV8HoldsTheFilesOfAnAppNotLaunchedYet() throws {
+        let test = try TestStore()
+        defer { test.remove() }
+        try test.registerApp()
+        try test.registerApp("com.example.launched")
+        try test.store.markLaunched(app: "com.example.launched")
+        for (identifier, app) in [("config", "com.example.game"), ("level-1", "com.example.launched")] {
+            let download = try test.schedule(identifier, app: app)
+            try test.store.recordAsset(
+                StoredAsset(
+                    downloadUniqueIdentifier: download.uniqueIdentifier, appIdentifier: app, identifier: identifier,
+                    deliveredPath: "/tmp/\(identifier)", device: 1, inode: UInt64(identifier.count), size: 1,
+                    modificationTimeNanoseconds: 1, sha256: "", finishedAt: test.clock.now))
+        }
+        try test.store.close()
+        // Back to a version 7 file: no column, no v8 migration.
+        try test.tamper { db in
+            try db.execute(sql: "ALTER TABLE asset DROP COLUMN held_until_launch")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v8'")
+            try db.execute(sql: "PRAGMA user_version = 7")
+        }
+        let reopened = try BAStore.open(path: test.path)
+        defer { try? reopened.close() }
+        let held = Dictionary(uniqueKeysWithValues: try reopened.assets().map { ($0.identifier, $0.heldUntilLaunch) })
+        #expect(held.count == 2 && held["config"] == "firstLaunch" && held["level-1"] == .some(nil), "\(held)")
+    }
 }
