@@ -253,6 +253,7 @@ let package = Package(
             dependencies: [
                 "BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets", "CBASystem",
                 "BAStore", "BAScheduling", "BASettings", "BAExtensionHost", "BACore", "BAPacks", "BATestApp",
+                "BADownloadEngine",
             ]),
         // Apple-style code as Apple developers write it, built in Swift 5 mode (the tests
         // type-check it in Swift 6 mode too): an @main extension and app-side code.
