@@ -136,6 +136,12 @@ struct LowPowerModeTests {
 
         let events = try ChildProcess(ba, ["events", "--follow", "--json", "--socket", daemon.socketPath])
         defer { events.kill() }
+        // Subscribed (it says so on stderr) before anything happens.
+        try await offThePool {
+            try events.wait("ba events to follow", timeout: 30) { child in
+                child.stderrLines.contains { $0.contains("following events from basd") }
+            }
+        }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
         #expect(AssetPackTests.same(PackFixture.packPath(daemon, "base") + "/base/a.bin", base))

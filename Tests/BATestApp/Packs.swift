@@ -69,8 +69,12 @@ func runPackCommand(_ words: [String]) -> Bool {
         let id = words[1]
         if id == "*" {
             Task {
-                for await update in await manager.statusUpdates { emit(describe(update, follower: id)) }
+                // Listening (the iterator made) before the command's result line says so.
+                var updates = await manager.statusUpdates.makeAsyncIterator()
+                emit(["command": command, "ok": true, "follower": id])
+                while let update = await updates.next(isolation: #isolation) { emit(describe(update, follower: id)) }
             }
+            return true
         } else {
             // Made here, before the task runs: it has every update from this moment.
             let updates = manager.statusUpdates(forAssetPackWithID: id)
