@@ -261,7 +261,7 @@ struct PackWaiter {
             let report = try PackCalls.call(session, PackCommand(action: .list, app: app))
             if ids == nil { ids = Set(report.packs.filter(watched).map(\.assetPackID)) }
             let packs = report.packs.filter { ids?.contains($0.assetPackID) == true }
-            let downloading = packs.filter { $0.status.contains("downloading") }
+            let downloading = packs.filter(\.isDownloading)
             if downloading.isEmpty {
                 if drew { FileHandle.standardError.write(Data("\n".utf8)) }
                 let failures = packs.compactMap { pack in

@@ -108,6 +108,12 @@ package struct PackInfo: Sendable, Hashable, Codable {
         self.assetPackID = assetPackID
         self.status = status
     }
+
+    /// The words of ``status``.
+    package var statusWords: Set<Substring> { Set(status.split(separator: ",")) }
+
+    /// basd is downloading it now (``status`` has `downloading`).
+    package var isDownloading: Bool { statusWords.contains("downloading") }
 }
 
 /// Something that happened to an asset pack (CLI observers, `ba events --follow`; an app's

@@ -327,7 +327,7 @@ extension DemoStage {
         while true {
             let info = try packs().first { $0.assetPackID == pack }
             if let info, let local = info.localVersion, local >= version { return info }
-            if let info, let error = info.error, !info.status.contains("downloading") {
+            if let info, let error = info.error, !info.isDownloading {
                 throw DemoFailure(message: "asset pack \(pack) failed: \(error); basd's log: \(basdLog)")
             }
             guard Date() < deadline else {

@@ -184,7 +184,7 @@ public actor AssetPackManager {
                 connection.hub.stopWaiting(waiter, with: .finished)
                 return
             }
-            guard info.status.split(separator: ",").contains("downloading") else {
+            guard info.isDownloading else {
                 connection.hub.stopWaiting(waiter, with: .connectionLost)
                 throw PackEventHub.failure(pack: id, message: info.error ?? "basd did not start downloading it")
             }
@@ -397,28 +397,26 @@ struct StatusUpdateSequence: AsyncSequence, Sendable {
     init(connection: PackConnection, pack: String?, startNow: Bool = false) {
         self.connection = connection
         self.pack = pack
-        early = EarlyStream()
-        if startNow {
-            early.stream = connection.hub.listen(pack: pack)
-            connection.connectInBackground()
-        }
+        early = EarlyStream(startNow ? Self.listen(connection, pack) : nil)
     }
 
     func makeAsyncIterator() -> AsyncStream<Element>.Iterator {
-        if let stream = early.take() { return stream.makeAsyncIterator() }
+        (early.take() ?? Self.listen(connection, pack)).makeAsyncIterator()
+    }
+
+    /// A stream of updates from now on, with the connection that brings them on its way.
+    private static func listen(_ connection: PackConnection, _ pack: String?) -> AsyncStream<Element> {
         let stream = connection.hub.listen(pack: pack)
         connection.connectInBackground()
-        return stream.makeAsyncIterator()
+        return stream
     }
 
     /// The stream made at creation, for the first loop only.
     final class EarlyStream: @unchecked Sendable {
         private let lock = NSLock()
-        var stream: AsyncStream<Element>? {
-            get { lock.withLock { held } }
-            set { lock.withLock { held = newValue } }
-        }
         private var held: AsyncStream<Element>?
+
+        init(_ stream: AsyncStream<Element>?) { held = stream }
 
         func take() -> AsyncStream<Element>? {
             lock.withLock {

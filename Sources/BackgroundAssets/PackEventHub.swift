@@ -157,7 +157,7 @@ final class PackEventHub: @unchecked Sendable {
     func settle(_ infos: [PackInfo]) {
         let ended: [PackEvent] = lock.withLock {
             infos.compactMap { info in
-                guard underway.contains(info.assetPackID), !info.status.split(separator: ",").contains("downloading")
+                guard underway.contains(info.assetPackID), !info.isDownloading
                 else { return nil }
                 var event = PackEvent(
                     kind: info.localVersion != nil && info.error == nil ? "finished" : "failed",

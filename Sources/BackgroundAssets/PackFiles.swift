@@ -48,9 +48,8 @@ enum PackFiles {
     /// Apple's status flags for a listed pack: against `version` when given, else against the
     /// version the download manifest lists.
     static func status(_ info: PackInfo, relativeTo version: Int?) -> AssetPack.Status {
-        let words = Set(info.status.split(separator: ",").map(String.init))
         var status: AssetPack.Status = []
-        if words.contains("downloading") { status.insert(.downloading) }
+        if info.isDownloading { status.insert(.downloading) }
         guard let local = info.localVersion else {
             if info.serverVersion != nil { status.insert(.downloadAvailable) }
             return status

@@ -1,4 +1,6 @@
 import BAAssetServer
+import BADownloadEngine
+import BAPacks
 import BATestSupport
 import Foundation
 import Testing
@@ -9,12 +11,25 @@ import Testing
 struct AssetPackManagerTests {
     let ba = BuildProducts.executable("ba")
 
-    static func sha256(_ bytes: [UInt8]) -> String {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("sha-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: file) }
-        try? Data(bytes).write(to: file)
-        let output = (try? runProcessBlocking("/usr/bin/sha256sum", [file.path]))?.stdout ?? ""
-        return String(output.prefix(64))
+    static func sha256(_ bytes: [UInt8]) -> String { SHA256Hasher.hex(of: bytes) }
+
+    /// Publishes an essential `base` and an on-demand `big` (3 MiB, single chunks only) whose
+    /// chunks all stall but the first three, so that its download stays in progress; returns its
+    /// bytes and the stalled paths.
+    static func publishStalledBigPack(
+        _ fixture: PackFixture, seed: UInt64
+    ) async throws -> (
+        big: [UInt8], stalled: [String]
+    ) {
+        let big = PackFixture.random(3 << 20, seed: seed)
+        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["c.bin": [1, 2, 3]])
+        try fixture.write(pack: "big", policy: PackFixture.onDemand, files: ["big.bin": big])
+        try await fixture.publish(["base", "big"], version: 1, bundleSize: 0)
+        let chunks = try fixture.chunks(pack: "big", version: 1)
+        #expect(chunks.count > 8)
+        let stalled = chunks.dropFirst(3).map { "/" + PackIndex.chunkPath($0) }
+        for path in stalled { fixture.server.setBehavior(.stall(afterBytes: 0), for: path) }
+        return (big, stalled)
     }
 
     /// The follower lines of `pack` so far.
@@ -132,20 +147,7 @@ struct AssetPackManagerTests {
     func cancelThroughProgress() async throws {
         let fixture = try await PackFixture.make()
         defer { fixture.remove() }
-        let big = PackFixture.random(3 << 20, seed: 21)
-        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["c.bin": [1, 2, 3]])
-        try fixture.write(pack: "big", policy: PackFixture.onDemand, files: ["big.bin": big])
-        try await fixture.publish(["base", "big"], version: 1, bundleSize: 0)
-        // The first three chunks of big come; the rest stall, so the download stays in progress.
-        let index =
-            try JSONSerialization.jsonObject(
-                with: Data(contentsOf: URL(fileURLWithPath: fixture.publish + "/packs/big/1.json"))) as? [String: Any]
-        let files = try #require(index?["files"] as? [[String: Any]])
-        let chunks = files.flatMap { ($0["chunks"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String } }
-        #expect(chunks.count > 8)
-        for chunk in chunks.dropFirst(3) {
-            fixture.server.setBehavior(.stall(afterBytes: 0), for: "/chunks/\(chunk.prefix(2))/\(chunk)")
-        }
+        _ = try await Self.publishStalledBigPack(fixture, seed: 21)
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
@@ -226,17 +228,7 @@ extension AssetPackManagerTests {
     func ensureSurvivesABasdRestart() async throws {
         let fixture = try await PackFixture.make()
         defer { fixture.remove() }
-        let big = PackFixture.random(3 << 20, seed: 41)
-        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["c.bin": [1, 2, 3]])
-        try fixture.write(pack: "big", policy: PackFixture.onDemand, files: ["big.bin": big])
-        try await fixture.publish(["base", "big"], version: 1, bundleSize: 0)
-        let index =
-            try JSONSerialization.jsonObject(
-                with: Data(contentsOf: URL(fileURLWithPath: fixture.publish + "/packs/big/1.json"))) as? [String: Any]
-        let files = try #require(index?["files"] as? [[String: Any]])
-        let stalled = files.flatMap { ($0["chunks"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String } }
-            .dropFirst(3).map { "/chunks/\($0.prefix(2))/\($0)" }
-        for path in stalled { fixture.server.setBehavior(.stall(afterBytes: 0), for: path) }
+        let (big, stalled) = try await Self.publishStalledBigPack(fixture, seed: 41)
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])

@@ -101,10 +101,15 @@ struct PackFixture {
 
     /// The chunk names (SHA-256) of one published version.
     func chunkNames(pack: String, version: Int) throws -> Set<String> {
+        Set(try chunks(pack: pack, version: version))
+    }
+
+    /// The chunk names (SHA-256) of one published version, in index order.
+    func chunks(pack: String, version: Int) throws -> [String] {
         let data = try Data(contentsOf: URL(fileURLWithPath: publish + "/packs/\(pack)/\(version).json"))
         let index = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let files = try #require(index["files"] as? [[String: Any]])
-        return Set(files.flatMap { ($0["chunks"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String } })
+        return files.flatMap { ($0["chunks"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String } }
     }
 
     /// Bytes the server sent for chunk requests (each chunk file's size), from request `from` on.

@@ -19,20 +19,9 @@ import Foundation
 final class AppDiscovery: @unchecked Sendable {
     /// What was last seen of a registration: its `Info.plist`'s change time, size and inode.
     struct Stamp: Hashable {
-        var changed: timespec
+        var changedNanoseconds: Int64
         var size: Int64
         var inode: UInt64
-
-        static func == (a: Stamp, b: Stamp) -> Bool {
-            a.changed.tv_sec == b.changed.tv_sec && a.changed.tv_nsec == b.changed.tv_nsec && a.size == b.size
-                && a.inode == b.inode
-        }
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(changed.tv_sec)
-            hasher.combine(changed.tv_nsec)
-            hasher.combine(size)
-            hasher.combine(inode)
-        }
     }
 
     /// At most this many registrations are looked at per folder (a folder of junk costs little).
@@ -50,6 +39,8 @@ final class AppDiscovery: @unchecked Sendable {
     private let clock: ServiceClock
     private let log: @Sendable (String) -> Void
 
+    /// Where the folders are read, one look at a time.
+    private let reading = DispatchQueue(label: "basd-app-discovery", qos: .utility)
     private var seen: [String: Stamp] = [:]
     private var missingSince: [String: ContinuousClock.Instant] = [:]
     private var busy: Set<String> = []
@@ -160,7 +151,9 @@ final class AppDiscovery: @unchecked Sendable {
                 // Follows a symlink: the app's directory, wherever the package put it.
                 guard stat(path + "/Info.plist", &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
                 names.insert(name)
-                found[path] = Stamp(changed: info.st_ctim, size: Int64(info.st_size), inode: UInt64(info.st_ino))
+                found[path] = Stamp(
+                    changedNanoseconds: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec),
+                    size: Int64(info.st_size), inode: UInt64(info.st_ino))
             }
         }
         return found
@@ -173,10 +166,21 @@ final class AppDiscovery: @unchecked Sendable {
         }
     }
 
-    /// Installs, updates and uninstalls as the folders say (executor).
+    /// Looks at the folders on a queue of its own (the paths are the packages': a slow file
+    /// system must not stop basd serving everyone else, as for `ba install`), then acts on what
+    /// it saw on the executor, in the order the looks were made.
     func scan() {
         guard !stopped else { return }
-        let now = registrations()
+        reading.async { [weak self] in
+            guard let self else { return }
+            let now = self.registrations()
+            self.executor.async { [weak self] in self?.apply(now) }
+        }
+    }
+
+    /// Installs, updates and uninstalls as the folders say (executor).
+    private func apply(_ now: [String: Stamp]) {
+        guard !stopped else { return }
         watch(Array(now.keys))
         for (path, stamp) in now.sorted(by: { $0.key < $1.key }) where seen[path] != stamp && !busy.contains(path) {
             busy.insert(path)

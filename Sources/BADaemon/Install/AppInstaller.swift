@@ -91,15 +91,23 @@ final class AppInstaller: @unchecked Sendable {
     /// user's, and a slow file system must not stop basd serving everyone else (a FIFO or a
     /// device is refused without blocking at all).
     func install(_ request: InstallRequest, reply: @escaping @Sendable (ServerMessage.Result) -> Void) {
-        let executor = self.executor
-        let thread = Thread { [self] in
-            let loaded = Result { () throws(AppBundleError) in try AppBundle.load(directory: request.appDirectory) }
-            executor.async { [self] in
-                switch loaded {
-                case .success(let bundle): install(bundle, mode: request.mode, reply: reply)
-                case .failure(let error): reply(Refusal(.invalidApp, error.description).result)
-                }
+        loadBundle(request.appDirectory) { [self] loaded in
+            switch loaded {
+            case .success(let bundle): install(bundle, mode: request.mode, reply: reply)
+            case .failure(let error): reply(Refusal(.invalidApp, error.description).result)
             }
+        }
+    }
+
+    /// Reads `directory/Info.plist` on a thread of its own, then calls `then` on the executor
+    /// with the app or why it could not be read.
+    func loadBundle(
+        _ directory: String, then: @escaping @Sendable (Result<AppBundle, AppBundleError>) -> Void
+    ) {
+        let executor = self.executor
+        let thread = Thread {
+            let loaded = Result { () throws(AppBundleError) in try AppBundle.load(directory: directory) }
+            executor.async { then(loaded) }
         }
         thread.name = "basd-read-app"
         thread.start()

@@ -1,4 +1,3 @@
-import BAAppBundle
 import BADaemonProtocol
 import Foundation
 
@@ -40,10 +39,13 @@ extension RequestRouter {
                 reply(.packs(PackReport(packs: packs.listing(app: name))))
                 return
             }
-            let publicKey = (try? AppBundle.load(directory: app.appDirectory))?.assetPackPublicKey
-            packs.optIn(app, publicKey: publicKey) { [self] failure in
-                executor.async { [self] in
-                    reply(.packs(PackReport(packs: packs.listing(app: name), problems: failure.map { [$0] } ?? [])))
+            // Its signing key, if it names one, from the Info.plist (read off the executor).
+            installer.loadBundle(app.appDirectory) { [self] loaded in
+                let publicKey = (try? loaded.get())?.assetPackPublicKey
+                packs.optIn(app, publicKey: publicKey) { [self] failure in
+                    executor.async { [self] in
+                        reply(.packs(PackReport(packs: packs.listing(app: name), problems: failure.map { [$0] } ?? [])))
+                    }
                 }
             }
         case .cancel:
