@@ -27,8 +27,9 @@ extension SupervisedCall {
                 if let (name, found) = ELFRunPath.missingDependency(in: failure.message, library: libraryPath) {
                     return .notALibrary(
                         reason: failure.message + "; \(name) is at \(found), which the extension's RUNPATH names but "
-                            + "the sandbox does not let it read: ship \(name) in the extension's folder, or build against "
-                            + "the runtime under /usr (docs/writing-an-extension-swift.md)")
+                            + "the sandbox does not let it read: build with -no-toolchain-stdlib-rpath and an rpath to the "
+                            + "installed runtime (docs/building-against-the-package.md), or ship \(name) in the extension's "
+                            + "folder")
                 }
                 return .notALibrary(reason: failure.message)
             case .missingEntryPoint: return .missingEntryPoint(reason: failure.message)

@@ -71,15 +71,11 @@ struct Jail {
                     context.assumingMemoryBound(to: [String].self).pointee.append(String(cString: directory))
                 }, pointer)
         }
-        // The runner's own folder: where an installation (or a build) keeps libBackgroundAssets.so,
-        // which a Swift extension built outside the package loads through its rpath. An
-        // extension's rpath itself is not trusted: it names whatever folder the author likes.
-        var executable = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/self/exe", &executable, executable.count - 1)
-        if length > 0 {
-            let path = String(decoding: executable[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if let slash = path.lastIndex(of: "/") { loaded.append(String(path[..<slash])) }
-        }
+        // The runner's own folder and its prefix's lib folder: where a build or an installation
+        // keeps libBackgroundAssets.so, which a Swift extension built outside the package loads
+        // through its rpath. An extension's rpath itself is not trusted: it names whatever folder
+        // the author likes.
+        loaded += Installation.libraryDirectories()
         for directory in loaded where !reads.contains(directory) { reads.append(directory) }
         var writes = writePaths
         if let temporaryDirectory { writes.append(temporaryDirectory) }

@@ -30,16 +30,13 @@ enum Zygote {
         _exit(status == 0 ? 0 : ExtensionRunner.ExitStatus.zygoteUnavailable.rawValue)
     }
 
-    /// Loads the BackgroundAssets library next to this executable, if there is one; without it
-    /// the zygote still saves the exec and the runner's own start.
+    /// Loads the BackgroundAssets library of this installation (next to the executable in a
+    /// build, in `../lib` when installed), if there is one; without it the zygote still saves the
+    /// exec and the runner's own start.
     static func preloadBackgroundAssets() {
-        var executable = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/self/exe", &executable, executable.count - 1)
-        guard length > 0 else { return }
-        let path = String(decoding: executable[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard let slash = path.lastIndex(of: "/") else { return }
-        let library = path[..<slash] + "/libBackgroundAssets.so"
-        // RTLD_NODELETE as for extensions: a Swift library must never be unmapped.
-        _ = dlopen(String(library), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)
+        for directory in Installation.libraryDirectories() {
+            // RTLD_NODELETE as for extensions: a Swift library must never be unmapped.
+            if dlopen(directory + "/libBackgroundAssets.so", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE) != nil { return }
+        }
     }
 }
