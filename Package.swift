@@ -123,11 +123,13 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        .executableTarget(
-            name: "basd",
+        // basd's command line; `ba` runs it too when started as `basd` (one binary in the package).
+        .target(
+            name: "BADaemonCommand",
             dependencies: [
                 "BADaemon", "BADaemonProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
+        .executableTarget(name: "basd", dependencies: ["BADaemonCommand"]),
 
         // Command line.
         .target(
@@ -148,7 +150,10 @@ let package = Package(
             ]),
         .executableTarget(
             name: "ba",
-            dependencies: ["BACommands", "BADemo", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+            dependencies: [
+                "BACommands", "BADemo", "BADaemonCommand",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
 
         // Apple's logging API for code written for Apple's systems: `os` over swift-log, `OSLog` re-exports it.
         // No C module: a package built next to `os` may import it (#if canImport(os)), and would not find one.

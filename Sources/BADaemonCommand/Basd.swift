@@ -4,10 +4,11 @@ import BADaemonProtocol
 import Dispatch
 import Foundation
 
-/// `basd`: parses flags, starts ``DaemonServer``, and shuts it down on SIGTERM or SIGINT.
-@main
-struct Basd: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+/// `basd`: parses flags, starts ``DaemonServer``, and shuts it down on SIGTERM or SIGINT. The `basd`
+/// executable runs it, and so does `ba` when started as `basd` (the package installs one binary
+/// for both: scripts/install.sh).
+package struct Basd: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
         commandName: "basd",
         abstract: "The Background Assets daemon (one per user).",
         discussion: """
@@ -78,7 +79,9 @@ struct Basd: AsyncParsableCommand {
             ).standardizedFileURL.path
     }
 
-    func run() async throws {
+    package init() {}
+
+    package func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         var configuration = DaemonServer.Configuration(
             // Absolute, so the paths basd reports (containers, lock files, finished files) do not

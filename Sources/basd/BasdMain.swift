@@ -1,0 +1,8 @@
+import BADaemonCommand
+
+@main
+enum BasdMain {
+    static func main() async {
+        await Basd.main()
+    }
+}
