@@ -28,6 +28,7 @@ package final class DaemonProcess: @unchecked Sendable {
     private let descriptorLimit: Int?
     private let arguments: [String]
     private let launcher: [String]
+    private let executable: String
 
     /// Starts basd and returns once it printed its listening line (at most `timeout` seconds).
     ///
@@ -39,20 +40,22 @@ package final class DaemonProcess: @unchecked Sendable {
     ///   - descriptorLimit: basd runs under `ulimit -n` of that many.
     ///   - arguments: more arguments after `--state-dir` and `--socket` (e.g. `--log-level debug`).
     ///   - launcher: a command that execs the rest (e.g. `unshare … --`), so that ``pid`` is basd's.
+    ///   - executable: the basd to run (default: this build's).
     /// - Throws: ``HarnessError`` when basd exits or prints something else first, or after `timeout`.
     package init(
         directory: TemporaryDirectory? = nil, environment: [String: String] = [:], timeout: Double = 20,
-        descriptorLimit: Int? = nil, arguments: [String] = [], launcher: [String] = []
+        descriptorLimit: Int? = nil, arguments: [String] = [], launcher: [String] = [],
+        executable: String = BuildProducts.executable("basd")
     ) throws {
         self.directory = try directory ?? TemporaryDirectory()
         stateDirectory = self.directory.path + "/state"
         socketPath = self.directory.path + "/run/basd.sock"
-        (self.environment, self.descriptorLimit, self.arguments, self.launcher) =
-            (environment, descriptorLimit, arguments, launcher)
+        (self.environment, self.descriptorLimit, self.arguments, self.launcher, self.executable) =
+            (environment, descriptorLimit, arguments, launcher, executable)
         var command = launcher
         if let descriptorLimit { command += ["/bin/sh", "-c", "ulimit -n \(descriptorLimit) && exec \"$0\" \"$@\""] }
         command +=
-            [BuildProducts.executable("basd"), "--state-dir", stateDirectory, "--socket", socketPath] + arguments
+            [executable, "--state-dir", stateDirectory, "--socket", socketPath] + arguments
         // Its own settings folder (never the developer's), downloads to loopback only.
         let environment = try TestSettings.prepare(stateDirectory: stateDirectory, environment: environment)
         child = try ChildProcess(command[0], Array(command.dropFirst()), environment: environment)
@@ -69,16 +72,17 @@ package final class DaemonProcess: @unchecked Sendable {
         }
     }
 
-    /// Starts basd as ``init(directory:environment:timeout:descriptorLimit:arguments:launcher:)``
+    /// Starts basd as ``init(directory:environment:timeout:descriptorLimit:arguments:launcher:executable:)``
     /// does, waiting for its listening line on a thread of its own rather than on the concurrency pool.
     package static func start(
         directory: TemporaryDirectory? = nil, environment: [String: String] = [:], timeout: Double = 20,
-        descriptorLimit: Int? = nil, arguments: [String] = [], launcher: [String] = []
+        descriptorLimit: Int? = nil, arguments: [String] = [], launcher: [String] = [],
+        executable: String = BuildProducts.executable("basd")
     ) async throws -> DaemonProcess {
         try await offThePool {
             try DaemonProcess(
                 directory: directory, environment: environment, timeout: timeout, descriptorLimit: descriptorLimit,
-                arguments: arguments, launcher: launcher)
+                arguments: arguments, launcher: launcher, executable: executable)
         }
     }
 
@@ -115,7 +119,7 @@ package final class DaemonProcess: @unchecked Sendable {
         stop()
         return try await Self.start(
             directory: directory, environment: environment, timeout: timeout, descriptorLimit: descriptorLimit,
-            arguments: arguments, launcher: launcher)
+            arguments: arguments, launcher: launcher, executable: executable)
     }
 
     // MARK: - What most tests do first
