@@ -233,7 +233,7 @@ let package = Package(
             name: "BAExtensionHostTests",
             dependencies: [
                 "BAExtensionHost", "BackgroundAssetsTesting", "BATestSupport", "BackgroundAssets", "BAExclusiveControl",
-                "BACore",
+                "BACore", "BAExtensionRunner",
             ]),
         .testTarget(name: "EndToEndTests", dependencies: ["BATestSupport", "BAAssetServer"]),
         .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer", "BAHTTP", "BATestSupport"]),

@@ -3,11 +3,12 @@
 #endif
 
 /// Where the installation this runner belongs to keeps `libBackgroundAssets.so`: next to the
-/// runner in a build folder (`.build/debug`), in `../lib` of an installed prefix
-/// (`PREFIX/bin/ba-extension-runner`, `PREFIX/lib/libBackgroundAssets.so`; scripts/install.sh).
+/// runner in a build folder (`.build/debug`); in `PREFIX/lib/swift-background-assets` of an
+/// installed prefix (`PREFIX/bin/ba-extension-runner`; scripts/install.sh), or `PREFIX/lib` (an
+/// older layout).
 enum Installation {
-    /// The runner's own folder, then the prefix's `lib` folder; empty when `/proc/self/exe`
-    /// cannot be read.
+    /// The runner's own folder, then the prefix's private and `lib` folders; empty when
+    /// `/proc/self/exe` cannot be read.
     static func libraryDirectories() -> [String] {
         var executable = [CChar](repeating: 0, count: 4096)
         let length = readlink("/proc/self/exe", &executable, executable.count - 1)
@@ -22,6 +23,6 @@ enum Installation {
         let folder = String(path[..<slash])
         guard let parentSlash = folder.lastIndex(of: "/") else { return [folder] }
         let prefix = folder[..<parentSlash]
-        return [folder, prefix + "/lib"]
+        return [folder, prefix + "/lib/swift-background-assets", prefix + "/lib"]
     }
 }
