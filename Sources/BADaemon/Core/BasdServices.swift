@@ -64,6 +64,9 @@ final class BasdServices: @unchecked Sendable {
         /// The drop-in folders apps are registered in (``AppDiscovery``), in precedence order;
         /// empty (the default here, and in tests that build services in process): none.
         var appDiscoveryFolders: [String] = []
+        /// The D-Bus buses of the desktop (``DesktopIntegration``); none by default here (and in
+        /// tests that build services in process).
+        var desktopBuses = DesktopBusAddresses.none
     }
 
     let executor = ServiceExecutor()
@@ -134,6 +137,8 @@ final class BasdServices: @unchecked Sendable {
         store: store, containers: containers, configuration: configuration, executor: executor, transfers: transfers,
         delivery: delivery, installer: installer, scheduler: scheduler, purge: purge, packs: packs,
         releaseMemorySoon: { [unowned self] in self.releaseMemorySoon() }, log: log)
+    /// The desktop's D-Bus buses (none when the configuration names none).
+    let desktop: DesktopIntegration
     private let initialSettings: SettingsFile
 
     /// The executor (tests run their checks on it with `queue.sync`).
@@ -152,6 +157,10 @@ final class BasdServices: @unchecked Sendable {
         self.containers = AppContainers(stateDirectory: configuration.stateDirectory)
         self.initialSettings = settings
         self.startedAt = configuration.clock.instant
+        let log = self.log
+        self.desktop =
+            configuration.desktopBuses == .none
+            ? DesktopIntegration() : DesktopIntegration(addresses: configuration.desktopBuses, log: log)
         executor.sync {
             _ = self.settings
             _ = self.transfers
@@ -201,6 +210,7 @@ final class BasdServices: @unchecked Sendable {
             discovery.stop()
         }
         transfers.shutdown()
+        desktop.stop()
         // What was queued meanwhile runs; nothing posted later does (a late engine event, a timer).
         executor.sync { executor.stop() }
     }

@@ -1,0 +1,57 @@
+import BADesktopBus
+import Foundation
+
+/// basd's part in the Linux desktop, over D-Bus (`docs/operations.md`): install progress on the
+/// launcher (session bus, ``LauncherProgress``), and NetworkManager's metered state and
+/// power-profiles-daemon's profile (system bus).
+///
+/// Each bus is one ``DesktopBus`` connection with a thread of its own. A bus that is not there (a
+/// container, CI, a server, `basd --no-desktop-bus`) is one log line, never an error: its features
+/// keep today's behaviour (no launcher progress; downloads do not wait for a metered network; Low
+/// Power Mode read from the power-profile file).
+final class DesktopIntegration: Sendable {
+    /// The user's session bus, when there is one.
+    let session: DesktopBus?
+    /// The system bus, when there is one.
+    let system: DesktopBus?
+
+    /// Connects to the buses `addresses` names, logging one line for each (connected, or why not
+    /// and what basd does without it).
+    init(addresses: DesktopBusAddresses, log: @escaping @Sendable (String) -> Void) {
+        session = Self.connect(
+            .session, address: addresses.session, without: "launcher progress is not shown", log: log)
+        system = Self.connect(
+            .system, address: addresses.system,
+            without: "metered networks are not waited for; Low Power Mode is read from the power-profile file",
+            log: log)
+    }
+
+    /// No buses (services built in process by tests).
+    init() {
+        session = nil
+        system = nil
+    }
+
+    private static func connect(
+        _ kind: DesktopBus.Kind, address: String?, without: String, log: @escaping @Sendable (String) -> Void
+    ) -> DesktopBus? {
+        guard let address else {
+            log("desktop: no \(kind.rawValue) bus: \(without)")
+            return nil
+        }
+        do {
+            let bus = try DesktopBus.connect(kind, address: address) { log("desktop: \($0)") }
+            log("desktop: connected to the \(kind.rawValue) bus at \(address)")
+            return bus
+        } catch {
+            log("desktop: no \(kind.rawValue) bus (\(error)): \(without)")
+            return nil
+        }
+    }
+
+    /// Closes both connections (sends posted before go out first).
+    func stop() {
+        session?.close()
+        system?.close()
+    }
+}
