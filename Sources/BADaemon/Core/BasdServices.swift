@@ -139,6 +139,13 @@ final class BasdServices: @unchecked Sendable {
         releaseMemorySoon: { [unowned self] in self.releaseMemorySoon() }, log: log)
     /// The desktop's D-Bus buses (none when the configuration names none).
     let desktop: DesktopIntegration
+    /// Install progress on the launcher, when there is a session bus.
+    private(set) lazy var launcher: LauncherProgress? = desktop.session.map { bus in
+        LauncherProgress(
+            bus: bus, executor: executor, clock: clock,
+            isRunning: { [unowned self] app in self.delivery.hasAppSession(app) },
+            appDirectory: { [unowned self] app in (try? self.store.app(app))?.appDirectory })
+    }
     private let initialSettings: SettingsFile
 
     /// The executor (tests run their checks on it with `queue.sync`).
@@ -172,6 +179,7 @@ final class BasdServices: @unchecked Sendable {
             _ = self.purge
             _ = self.requests
             _ = self.discovery
+            _ = self.launcher
         }
     }
 

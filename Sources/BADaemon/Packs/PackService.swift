@@ -679,6 +679,9 @@ final class PackService: @unchecked Sendable {
         do { try store.savePack(row) } catch { log("asset pack \(row.packID) of \(row.appIdentifier): \(error)") }
     }
 
+    /// Whether the pack being installed for `app` is essential (installed with the app).
+    func isEssentialJob(app: String, pack: String) -> Bool { jobs[Key(app: app, pack: pack)]?.essential ?? false }
+
     /// Sends `event`, with the download size and `userInfo` of the version being installed.
     func send(_ event: PackEvent) {
         var event = event
