@@ -52,6 +52,7 @@ package final class DownloadEngine: Sendable {
         case liftRestrictions(String)
         case setBackgroundConcurrency(Int)
         case holdBackground(Bool)
+        case holdMetered(Bool)
         case retryNow(String?)
         case shutdown
     }
@@ -119,6 +120,12 @@ package final class DownloadEngine: Sendable {
     /// foreground and essential transfers go on. Let go, they resume with ranged requests.
     package func holdBackground(_ held: Bool) { post(.holdBackground(held)) }
 
+    /// Holds the transfers whose request does not allow a metered network
+    /// (``DownloadRequest/allowsMeteredNetwork`` false), whatever their kind, or lets them go.
+    /// Held, a running one pauses keeping every byte (event `paused`); one that would start waits
+    /// without a request. Let go, they start (or queue) again and resume with ranged requests.
+    package func holdMetered(_ held: Bool) { post(.holdMetered(held)) }
+
     /// Ends the wait of a transfer waiting to retry (`id`), or of every one (nil: the network
     /// changed): it starts now (or queues, if a background slot is not free).
     package func retryNow(_ id: String?) { post(.retryNow(id)) }
@@ -177,6 +184,10 @@ final class EngineLoop: @unchecked Sendable {
     var retryTimes = Heap<RetryEntry>()
     /// Background transfers are held (``DownloadEngine/holdBackground(_:)``).
     var backgroundHeld = false
+    /// Transfers that may not use a metered network are held (``DownloadEngine/holdMetered(_:)``).
+    var meteredHeld = false
+    /// Transfers held for want of an unmetered network, off the queue, by id.
+    var heldForNetwork: [String: Transfer] = [:]
     /// Destination and partial paths in use, to the transfer id using them.
     var destinations: [String: String] = [:]
     /// libcurl's error text of each easy handle in use (`CURLOPT_ERRORBUFFER`, `CURL_ERROR_SIZE`
@@ -372,6 +383,8 @@ final class EngineLoop: @unchecked Sendable {
             configuration.backgroundConcurrency = count
         case .holdBackground(let held):
             holdBackground(held)
+        case .holdMetered(let held):
+            holdMetered(held)
         case .retryNow(let id):
             retryNow(id)
         case .shutdown:
@@ -416,6 +429,12 @@ final class EngineLoop: @unchecked Sendable {
 
     /// Opens the partial file (learning what is on disk) and starts the transfer's request.
     func start(_ transfer: Transfer) {
+        if meteredHeld, !transfer.request.allowsMeteredNetwork {
+            // Waits, holding no descriptor, until the network is not metered.
+            transfer.queueGeneration += 1
+            heldForNetwork[transfer.id] = transfer
+            return
+        }
         do {
             try transfer.openPartialFile()
         } catch {
@@ -467,6 +486,7 @@ final class EngineLoop: @unchecked Sendable {
     /// Drops a transfer that has ended from every index.
     func forget(_ transfer: Transfer) {
         transfers[transfer.id] = nil
+        if heldForNetwork[transfer.id] === transfer { heldForNetwork[transfer.id] = nil }
         destinations[transfer.request.destination] = nil
         destinations[transfer.request.partialPath] = nil
     }

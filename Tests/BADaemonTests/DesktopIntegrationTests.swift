@@ -1,4 +1,6 @@
 import BAAssetServer
+import BACore
+import BADaemonProtocol
 import BATestSupport
 import Foundation
 import Testing
@@ -110,5 +112,109 @@ struct DesktopIntegrationTests {
             updates().contains { $0["progress-visible"] as? Bool == false }
         }
         return updates()
+    }
+
+    /// A basd on a private system bus whose NetworkManager stand-in says `metered` (1 yes, 2 no),
+    /// with `settings` in its config.json, once it has heard NetworkManager.
+    static func daemonOnNetwork(
+        _ system: TestBus, metered: UInt32, settings: String
+    ) async throws -> (DaemonProcess, manager: ChildProcess) {
+        let manager = try system.standIn(BusStandIn.networkManager(metered: metered))
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path + "/state", withIntermediateDirectories: true)
+        try Data(settings.utf8).write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
+        let daemon = try await DaemonProcess.start(directory: directory, environment: system.environment)
+        _ = try await CLIQueries.poll(
+            "basd to hear NetworkManager", daemon, timeout: 20, read: { daemon.standardError },
+            until: { $0.contains("network: \(metered == 1 ? "metered" : "not metered")") })
+        return (daemon, manager)
+    }
+
+    static func setMetered(_ manager: ChildProcess, _ value: UInt32) throws {
+        manager.send(
+            BusStandIn.set(
+                path: "/org/freedesktop/NetworkManager", interface: "org.freedesktop.NetworkManager", name: "Metered",
+                type: "u", value: value))
+    }
+
+    static func row(_ rows: [[String: Any]], _ identifier: String) -> [String: Any]? {
+        rows.first { $0["identifier"] as? String == identifier }
+    }
+
+    @Test("metered: a download whose request disallows expensive networks waits, saying so, and starts once it is not")
+    func meteredNetworkHoldsANonExpensiveDownload() async throws {
+        try #require(TestBus.available, Comment(rawValue: TestBus.unavailableReason ?? ""))
+        let system = try TestBus(.system)
+        defer { system.stop() }
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        server.setFile("/held.bin", contents: SampleAppFixture.bytes(100_000, seed: 1))
+        server.setFile("/free.bin", contents: SampleAppFixture.bytes(100_000, seed: 2))
+        // Background downloads that allow a metered network go on (the setting off): only the
+        // request's own flag holds "held".
+        let (daemon, manager) = try await Self.daemonOnNetwork(
+            system, metered: 1, settings: #"{"waitOnMeteredNetwork": false}"#)
+        defer { daemon.kill() }
+        let app = "com.example.metered"
+        try daemon.register(app, group: "group.com.example.metered")
+        let client = try daemon.appClient(app)
+        defer { client.close() }
+        try client.call(
+            .schedule(
+                DownloadDescription(
+                    identifier: "held", url: server.url("/held.bin"), allowsExpensiveNetworkAccess: false)))
+        try client.call(.schedule(DownloadDescription(identifier: "free", url: server.url("/free.bin"))))
+
+        let waiting = try await CLIQueries.poll(
+            "free to finish while held waits for the metered network", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+            until: { rows in
+                Self.row(rows, "free")?["state"] as? String == "finished"
+                    && Self.row(rows, "held")?["waitingFor"] as? String == "meteredNetwork"
+            })
+        #expect(Self.row(waiting, "held")?["state"] as? String != "finished", "\(waiting)")
+        #expect(Self.row(waiting, "held")?["bytesOnDisk"] as? Int == 0, "\(waiting)")
+        #expect(server.requests.filter { $0.path == "/held.bin" }.isEmpty)
+
+        try Self.setMetered(manager, 2)
+        let done = try await CLIQueries.poll(
+            "held to finish once the network is not metered", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+            until: { Self.row($0, "held")?["state"] as? String == "finished" })
+        #expect(Self.row(done, "held")?["waitingFor"] == nil, "\(done)")
+        #expect(daemon.standardError.contains("network: not metered"), "\(daemon.standardError)")
+    }
+
+    @Test("metered, by default: a background download waits; the setting off, it goes")
+    func meteredNetworkHoldsBackgroundDownloads() async throws {
+        try #require(TestBus.available, Comment(rawValue: TestBus.unavailableReason ?? ""))
+        let system = try TestBus(.system)
+        defer { system.stop() }
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        server.setFile("/a.bin", contents: SampleAppFixture.bytes(50_000, seed: 3))
+        let (daemon, _) = try await Self.daemonOnNetwork(system, metered: 1, settings: "{}")
+        defer { daemon.kill() }
+        let app = "com.example.metered"
+        try daemon.register(app, group: "group.com.example.metered")
+        let client = try daemon.appClient(app)
+        defer { client.close() }
+        try client.call(.schedule(DownloadDescription(identifier: "a", url: server.url("/a.bin"))))
+        _ = try await CLIQueries.poll(
+            "a to wait for the metered network", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+            until: { Self.row($0, "a")?["waitingFor"] as? String == "meteredNetwork" })
+        let text = try await runProcess(ba, ["downloads", "--app", app, "--socket", daemon.socketPath])
+        #expect(text.stdout.contains("waiting for meteredNetwork"), "\(text.stdout)")
+
+        // The setting off (an edit applies at once): it goes.
+        let config = daemon.stateDirectory + "/config.json"
+        try Data(#"{"waitOnMeteredNetwork": false, "allowedHosts": ["127.0.0.1", "localhost", "::1"]}"#.utf8)
+            .write(to: URL(fileURLWithPath: config + ".new"))
+        _ = rename(config + ".new", config)
+        _ = try await CLIQueries.poll(
+            "a to finish with the setting off", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+            until: { Self.row($0, "a")?["state"] as? String == "finished" })
     }
 }

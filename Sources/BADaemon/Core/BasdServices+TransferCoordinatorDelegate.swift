@@ -38,4 +38,8 @@ extension BasdServices: TransferCoordinatorDelegate {
     func transfersNetworkChanged(_ transfers: TransferCoordinator) {
         installer.retryManifestsNow()
     }
+
+    func transfers(_ transfers: TransferCoordinator, backgroundHoldChanged reason: NetworkConditions.Hold?) {
+        packs.backgroundHoldChanged(reason)
+    }
 }

@@ -191,6 +191,11 @@ final class BasdServices: @unchecked Sendable {
         executor.sync {
             settings.watch()
             transfers.watchNetwork()
+            let executor = executor
+            desktop.watchNetworkManager { [weak self] properties in
+                guard let self else { return }
+                executor.async { self.transfers.networkChanged(properties) }
+            }
             transfers.removeLeftoverManifests()
             transfers.resumeActiveDownloads()
             do {

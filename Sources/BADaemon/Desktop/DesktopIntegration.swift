@@ -49,6 +49,14 @@ final class DesktopIntegration: Sendable {
         }
     }
 
+    /// Follows NetworkManager on the system bus: `changed` gets its properties (nil while it is
+    /// not on the bus), on the bus thread.
+    func watchNetworkManager(_ changed: @escaping @Sendable ([String: BusValue]?) -> Void) {
+        system?.watchProperties(
+            service: "org.freedesktop.NetworkManager", path: "/org/freedesktop/NetworkManager",
+            interface: "org.freedesktop.NetworkManager", onChange: changed)
+    }
+
     /// Closes both connections (sends posted before go out first).
     func stop() {
         session?.close()

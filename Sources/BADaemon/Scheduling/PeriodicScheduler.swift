@@ -267,8 +267,8 @@ final class PeriodicScheduler: @unchecked Sendable {
         } else {
             log("Low Power Mode is off: extensions may run and background downloads go on")
         }
+        // The transfers tell the packs (their hold also follows the network).
         transfers.holdBackground(reason != nil)
-        packs.lowPowerModeChanged(on: reason != nil)
         return reason
     }
 
