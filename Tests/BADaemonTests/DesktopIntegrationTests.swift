@@ -217,4 +217,66 @@ struct DesktopIntegrationTests {
             read: { try await CLIQueries.downloadRows(daemon, app: app) },
             until: { Self.row($0, "a")?["state"] as? String == "finished" })
     }
+
+    /// Sets `ActiveProfile` on the stand-in's objects (both names, as power-profiles-daemon's one
+    /// object is under both).
+    static func setProfile(_ standIn: ChildProcess, _ profile: String, legacyOnly: Bool = false) throws {
+        let names =
+            legacyOnly
+            ? ["net.hadess.PowerProfiles"] : ["org.freedesktop.UPower.PowerProfiles", "net.hadess.PowerProfiles"]
+        for name in names {
+            standIn.send(
+                BusStandIn.set(
+                    path: "/" + name.replacingOccurrences(of: ".", with: "/"), interface: name, name: "ActiveProfile",
+                    type: "s", value: profile))
+        }
+    }
+
+    @Test(
+        "power-profiles-daemon's power-saver holds a background download at once, balanced lets it go; over the file",
+        arguments: [false, true])
+    func powerProfileOverTheBus(legacyOnly: Bool) async throws {
+        try #require(TestBus.available, Comment(rawValue: TestBus.unavailableReason ?? ""))
+        let system = try TestBus(.system)
+        defer { system.stop() }
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        // Sent at 200 KiB/s: still going when power-saver comes.
+        server.setFile("/a.bin", contents: SampleAppFixture.bytes(600_000, seed: 5))
+        server.setBehavior(.trickle(bytesPerSecond: 200 << 10), for: "/a.bin")
+        let profiles = try system.standIn(BusStandIn.powerProfiles("balanced", legacyOnly: legacyOnly))
+        // The file says power-saver: the bus decides while power-profiles-daemon is on it.
+        let directory = try TemporaryDirectory()
+        let file = try directory.write("profile", "power-saver\n")
+        let daemon = try await DaemonProcess.start(
+            directory: directory, environment: system.environment.merging(["BASD_POWER_PROFILE_FILE": file]) { $1 })
+        defer { daemon.kill() }
+        let app = "com.example.power"
+        try daemon.register(app, group: "group.com.example.power")
+        let client = try daemon.appClient(app)
+        defer { client.close() }
+        try client.call(.schedule(DownloadDescription(identifier: "a", url: server.url("/a.bin"))))
+        _ = try await CLIQueries.poll(
+            "a to start", daemon, timeout: 30, read: { try await CLIQueries.downloadRows(daemon, app: app) },
+            until: { (Self.row($0, "a")?["bytesOnDisk"] as? Int ?? 0) > 0 })
+        // (Until power-profiles-daemon answered, the file may have said power-saver for a moment.)
+
+        try Self.setProfile(profiles, "power-saver", legacyOnly: legacyOnly)
+        _ = try await CLIQueries.poll(
+            "a to wait for Low Power Mode", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+            until: { Self.row($0, "a")?["waitingFor"] as? String == "lowPowerMode" })
+        #expect(
+            daemon.standardError.contains("Low Power Mode is on (power profile power-saver (power-profiles-daemon))"),
+            "\(daemon.standardError)")
+
+        server.setBehavior(nil, for: "/a.bin")
+        try Self.setProfile(profiles, "balanced", legacyOnly: legacyOnly)
+        let done = try await CLIQueries.poll(
+            "a to finish once balanced", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+            until: { Self.row($0, "a")?["state"] as? String == "finished" })
+        #expect(Self.row(done, "a")?["waitingFor"] == nil, "\(done)")
+        #expect(daemon.standardError.contains("Low Power Mode is off"), "\(daemon.standardError)")
+    }
 }

@@ -196,6 +196,10 @@ final class BasdServices: @unchecked Sendable {
                 guard let self else { return }
                 executor.async { self.transfers.networkChanged(properties) }
             }
+            desktop.watchPowerProfiles { [weak self] profile in
+                guard let self else { return }
+                executor.async { self.scheduler.powerProfileChanged(profile) }
+            }
             transfers.removeLeftoverManifests()
             transfers.resumeActiveDownloads()
             do {

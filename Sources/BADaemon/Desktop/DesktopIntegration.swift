@@ -1,5 +1,6 @@
 import BADesktopBus
 import Foundation
+import Synchronization
 
 /// basd's part in the Linux desktop, over D-Bus (`docs/operations.md`): install progress on the
 /// launcher (session bus, ``LauncherProgress``), and NetworkManager's metered state and
@@ -55,6 +56,44 @@ final class DesktopIntegration: Sendable {
         system?.watchProperties(
             service: "org.freedesktop.NetworkManager", path: "/org/freedesktop/NetworkManager",
             interface: "org.freedesktop.NetworkManager", onChange: changed)
+    }
+
+    /// Follows power-profiles-daemon's `ActiveProfile` on the system bus, under its current name
+    /// (`org.freedesktop.UPower.PowerProfiles`) and its older one (`net.hadess.PowerProfiles`;
+    /// the current one says first when both are there): `changed` gets the profile
+    /// (`power-saver`, `balanced`, `performance`), or nil while neither is on the bus; on the bus
+    /// thread, once per change.
+    func watchPowerProfiles(_ changed: @escaping @Sendable (String?) -> Void) {
+        guard let system else { return }
+        let profiles = PowerProfiles(changed)
+        for name in PowerProfiles.names {
+            let path = "/" + name.replacingOccurrences(of: ".", with: "/")
+            system.watchProperties(service: name, path: path, interface: name) { properties in
+                profiles.set(properties?["ActiveProfile"]?.stringValue, of: name)
+            }
+        }
+    }
+
+    /// The profile each of power-profiles-daemon's names says, and the one in force.
+    private final class PowerProfiles: Sendable {
+        /// The current name first.
+        static let names = ["org.freedesktop.UPower.PowerProfiles", "net.hadess.PowerProfiles"]
+        private let state = Mutex<(byName: [String: String], told: String??)>(([:], nil))
+        private let changed: @Sendable (String?) -> Void
+
+        init(_ changed: @escaping @Sendable (String?) -> Void) { self.changed = changed }
+
+        func set(_ profile: String?, of name: String) {
+            let tell: String?? = state.withLock { state in
+                state.byName[name] = profile
+                let byName = state.byName
+                let now = Self.names.lazy.compactMap { byName[$0] }.first
+                guard state.told != .some(now) else { return .none }
+                state.told = .some(now)
+                return .some(now)
+            }
+            if case .some(let profile) = tell { changed(profile) }
+        }
     }
 
     /// Closes both connections (sends posted before go out first).
