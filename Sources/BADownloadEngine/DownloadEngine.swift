@@ -53,6 +53,7 @@ package final class DownloadEngine: Sendable {
         case setBackgroundConcurrency(Int)
         case holdBackground(Bool)
         case holdMetered(Bool)
+        case suspend(Bool, done: @Sendable () -> Void)
         case retryNow(String?)
         case shutdown
     }
@@ -126,6 +127,13 @@ package final class DownloadEngine: Sendable {
     /// without a request. Let go, they start (or queue) again and resume with ranged requests.
     package func holdMetered(_ held: Bool) { post(.holdMetered(held)) }
 
+    /// Before the machine sleeps (`on`): every running transfer stops keeping its bytes (its
+    /// partial file synced, its validator saved; event `paused`) and none starts until the
+    /// resume; `done` is called on the engine thread once that is so (the caller then lets the
+    /// machine sleep). After it (`on` false): they start again at once, and every wait to retry
+    /// ends (its connection is gone, the network may have changed).
+    package func suspend(_ on: Bool, done: @escaping @Sendable () -> Void = {}) { post(.suspend(on, done: done)) }
+
     /// Ends the wait of a transfer waiting to retry (`id`), or of every one (nil: the network
     /// changed): it starts now (or queues, if a background slot is not free).
     package func retryNow(_ id: String?) { post(.retryNow(id)) }
@@ -186,7 +194,10 @@ final class EngineLoop: @unchecked Sendable {
     var backgroundHeld = false
     /// Transfers that may not use a metered network are held (``DownloadEngine/holdMetered(_:)``).
     var meteredHeld = false
-    /// Transfers held for want of an unmetered network, off the queue, by id.
+    /// The machine is about to sleep: no transfer starts (``DownloadEngine/suspend(_:done:)``).
+    var suspended = false
+    /// Transfers parked (the network is metered and they may not use it, or the machine sleeps),
+    /// off the queue, by id.
     var heldForNetwork: [String: Transfer] = [:]
     /// Destination and partial paths in use, to the transfer id using them.
     var destinations: [String: String] = [:]
@@ -385,6 +396,8 @@ final class EngineLoop: @unchecked Sendable {
             holdBackground(held)
         case .holdMetered(let held):
             holdMetered(held)
+        case .suspend(let on, let done):
+            suspend(on, done: done)
         case .retryNow(let id):
             retryNow(id)
         case .shutdown:
@@ -429,8 +442,8 @@ final class EngineLoop: @unchecked Sendable {
 
     /// Opens the partial file (learning what is on disk) and starts the transfer's request.
     func start(_ transfer: Transfer) {
-        if meteredHeld, !transfer.request.allowsMeteredNetwork {
-            // Waits, holding no descriptor, until the network is not metered.
+        if mustPark(transfer) {
+            // Waits, holding no descriptor, until the network is not metered or the machine woke.
             transfer.queueGeneration += 1
             heldForNetwork[transfer.id] = transfer
             return

@@ -279,4 +279,57 @@ struct DesktopIntegrationTests {
         #expect(Self.row(done, "a")?["waitingFor"] == nil, "\(done)")
         #expect(daemon.standardError.contains("Low Power Mode is off"), "\(daemon.standardError)")
     }
+
+    @Test(
+        "logind: before a suspend the transfers are checkpointed and the delay inhibitor released; after the resume they go on at once"
+    )
+    func suspendAndResume() async throws {
+        try #require(TestBus.available, Comment(rawValue: TestBus.unavailableReason ?? ""))
+        let system = try TestBus(.system)
+        defer { system.stop() }
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let contents = SampleAppFixture.bytes(800_000, seed: 6)
+        server.setFile("/a.bin", contents: contents)
+        server.setBehavior(.trickle(bytesPerSecond: 200 << 10), for: "/a.bin")
+        let logind = try system.standIn(BusStandIn.logind)
+        let daemon = try await DaemonProcess.start(environment: system.environment)
+        defer { daemon.kill() }
+        try await logind.waiting("basd's delay inhibitor", timeout: 20) {
+            $0.stdoutLines.contains("inhibited 1 sleep delay")
+        }
+        let app = "com.example.sleep"
+        try daemon.register(app, group: "group.com.example.sleep")
+        let client = try daemon.appClient(app)
+        defer { client.close() }
+        try client.call(.schedule(DownloadDescription(identifier: "a", url: server.url("/a.bin"))))
+        _ = try await CLIQueries.poll(
+            "a to start", daemon, timeout: 30, read: { try await CLIQueries.downloadRows(daemon, app: app) },
+            until: { (Self.row($0, "a")?["bytesOnDisk"] as? Int ?? 0) > 0 })
+
+        // Suspend: basd checkpoints, then lets go of its inhibitor (logind would wait 5 s at most).
+        logind.send(BusStandIn.sleep(true))
+        try await logind.waiting("basd to release its inhibitor", timeout: 20) {
+            $0.stdoutLines.contains("released 1")
+        }
+        #expect(daemon.standardError.contains("sleep: transfers checkpointed"), "\(daemon.standardError)")
+        let requestsBefore = server.requests(for: "/a.bin").count
+        #expect(requestsBefore == 1)
+
+        // Resume: a new inhibitor, and the download goes on from where it was, at once.
+        server.setBehavior(nil, for: "/a.bin")
+        logind.send(BusStandIn.sleep(false))
+        try await logind.waiting("basd's next inhibitor", timeout: 20) {
+            $0.stdoutLines.contains("inhibited 2 sleep delay")
+        }
+        _ = try await CLIQueries.poll(
+            "a to finish after the resume", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+            until: { Self.row($0, "a")?["state"] as? String == "finished" })
+        let resumed = try #require(server.requests(for: "/a.bin").last)
+        #expect(server.requests(for: "/a.bin").count == requestsBefore + 1)
+        #expect(resumed.header("Range")?.hasPrefix("bytes=") == true, "resumed, not started over")
+        #expect(resumed.header("Range") != "bytes=0-")
+        #expect(daemon.standardError.contains("sleep: the machine woke; transfers go on"), "\(daemon.standardError)")
+    }
 }

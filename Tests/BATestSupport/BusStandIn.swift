@@ -31,6 +31,15 @@ package enum BusStandIn {
         return legacyOnly ? [legacy] : [legacy, current]
     }
 
+    /// logind (`org.freedesktop.login1` at /org/freedesktop/login1): `Manager.Inhibit(ssss) → h`
+    /// hands out a pipe's write end, printing `inhibited N WHAT MODE`, and prints `released N` once
+    /// its holder closed it; `{"sleep": true}` on standard input emits `PrepareForSleep(true)`
+    /// (`false` after a resume), printing `sleep true`.
+    package static let logind = ["--logind"]
+
+    /// The line that makes the logind stand-in announce a suspend (`true`) or a resume (`false`).
+    package static func sleep(_ sleeping: Bool) -> String { #"{"sleep": \#(sleeping)}"# }
+
     /// Prints each signal of `interface` on the bus as a JSON line
     /// (`{"path": …, "member": …, "args": [...]}`).
     package static func listener(interface: String) -> [String] { ["--listen", interface] }
@@ -91,9 +100,40 @@ package enum BusStandIn {
             def PropertiesChanged(self, interface, changed, invalidated):
                 pass
 
+        class Login1(dbus.service.Object):
+            MANAGER = "org.freedesktop.login1.Manager"
+
+            def __init__(self):
+                dbus.service.Object.__init__(self, bus, "/org/freedesktop/login1")
+                self.count = 0
+
+            @dbus.service.method(MANAGER, in_signature="ssss", out_signature="h")
+            def Inhibit(self, what, who, why, mode):
+                import os
+                read_end, write_end = os.pipe()
+                self.count += 1
+                number = self.count
+                def hung_up(source, condition):
+                    print("released %d" % number, flush=True)
+                    os.close(read_end)
+                    return False
+                GLib.io_add_watch(read_end, GLib.PRIORITY_DEFAULT, GLib.IO_HUP | GLib.IO_ERR, hung_up)
+                handed = dbus.types.UnixFd(write_end)
+                os.close(write_end)
+                print("inhibited %d %s %s" % (number, what, mode), flush=True)
+                return handed
+
+            @dbus.service.signal(MANAGER, signature="b")
+            def PrepareForSleep(self, start):
+                pass
+
         objects = {}
         names = []
-        if sys.argv[2] == "--listen":
+        login1 = None
+        if sys.argv[2] == "--logind":
+            login1 = Login1()
+            names.append(dbus.service.BusName("org.freedesktop.login1", bus, do_not_queue=True))
+        elif sys.argv[2] == "--listen":
             interface = sys.argv[3]
             def heard(*args, **keywords):
                 print(json.dumps({"path": keywords["path"], "member": keywords["member"], "args": plain(list(args))}),
@@ -110,6 +150,10 @@ package enum BusStandIn {
                 loop.quit()
                 return False
             order = json.loads(line)
+            if "sleep" in order:
+                login1.PrepareForSleep(dbus.Boolean(order["sleep"]))
+                bus.flush()
+                print("sleep " + ("true" if order["sleep"] else "false"), flush=True)
             if "set" in order:
                 s = order["set"]
                 target = objects[(s["path"], s["interface"])]

@@ -146,6 +146,8 @@ final class BasdServices: @unchecked Sendable {
             isRunning: { [unowned self] app in self.delivery.hasAppSession(app) },
             appDirectory: { [unowned self] app in (try? self.store.app(app))?.appDirectory })
     }
+    /// logind's sleep inhibitor, when there is a system bus (made in ``start()``).
+    private var sleepInhibitor: SleepInhibitor?
     private let initialSettings: SettingsFile
 
     /// The executor (tests run their checks on it with `queue.sync`).
@@ -196,6 +198,14 @@ final class BasdServices: @unchecked Sendable {
                 guard let self else { return }
                 executor.async { self.transfers.networkChanged(properties) }
             }
+            if let system = desktop.system {
+                let inhibitor = SleepInhibitor(bus: system, log: log) { [weak self] sleeping, checkpointed in
+                    guard let self else { return checkpointed() }
+                    executor.async { self.transfers.machineSleeps(sleeping, checkpointed: checkpointed) }
+                }
+                inhibitor.start()
+                sleepInhibitor = inhibitor
+            }
             desktop.watchPowerProfiles { [weak self] profile in
                 guard let self else { return }
                 executor.async { self.scheduler.powerProfileChanged(profile) }
@@ -227,6 +237,7 @@ final class BasdServices: @unchecked Sendable {
             discovery.stop()
         }
         transfers.shutdown()
+        sleepInhibitor?.release()
         desktop.stop()
         // What was queued meanwhile runs; nothing posted later does (a late engine event, a timer).
         executor.sync { executor.stop() }

@@ -56,3 +56,14 @@ extension TransferCoordinator {
         }
     }
 }
+
+// The machine's sleep (executor).
+extension TransferCoordinator {
+    /// The machine is about to sleep (`sleeping`): every transfer stops keeping its bytes, and
+    /// `checkpointed` is called (on the engine's thread) once they have. It woke: they go on at
+    /// once, waits to retry end, and what waits for the network tries now.
+    func machineSleeps(_ sleeping: Bool, checkpointed: @escaping @Sendable () -> Void) {
+        engine.suspend(sleeping, done: checkpointed)
+        if !sleeping { delegate?.transfersNetworkChanged(self) }
+    }
+}
