@@ -288,10 +288,13 @@ final class TransferCoordinator: @unchecked Sendable {
         case .inEngine(_, nil), .unstartable, nil: break
         }
         // Over a retry wait (whose reason and time stay shown): a held transfer does not retry.
-        let transfer = NetworkConditions.Transfer(
-            isUrgent: download.isEssential || download.isForeground,
-            allowsMetered: download.download.allowsExpensiveNetworkAccess)
-        if let hold = hold(of: transfer) { info.waitingFor = hold.rawValue }
+        // (The settings are read only when something holds anything: a listing has many rows.)
+        if lowPowerMode || network.metered || network.connectivity.isRestricted {
+            let transfer = NetworkConditions.Transfer(
+                isUrgent: download.isEssential || download.isForeground,
+                allowsMetered: download.download.allowsExpensiveNetworkAccess)
+            if let hold = hold(of: transfer) { info.waitingFor = hold.rawValue }
+        }
         return info
     }
 
