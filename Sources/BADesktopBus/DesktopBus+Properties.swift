@@ -5,7 +5,7 @@ extension DesktopBus {
     /// name such as `org.freedesktop.NetworkManager`): `onChange` gets them all, at once when the
     /// service runs and again after every change (`PropertiesChanged`, merged) and every restart
     /// of the service (`NameOwnerChanged`: read again with `GetAll`); nil when the service is not
-    /// on the bus or leaves it. Called on the bus thread; hand the work on.
+    /// on the bus or leaves it, or the bus goes away. Called on the bus thread; hand the work on.
     ///
     /// The service is never started for basd (no auto-start).
     package func watchProperties(
@@ -29,6 +29,7 @@ extension DesktopBus {
                 watch.readAll(on: self)
             }
         }
+        onLoss { watch.gone() }
         watch.readAll(on: self)
     }
 

@@ -41,6 +41,8 @@ package final class DesktopBus: Sendable {
         /// The write end of the wake-up pipe; nil once ``close()`` closed it or the thread ended.
         var wake: Int32?
         var ended = false
+        /// Called when the bus goes away (not on ``DesktopBus/close()``).
+        var lost: [@Sendable () -> Void] = []
     }
 
     /// Connects to the bus at `address` and starts its thread (named `basd-dbus-KIND`).
@@ -128,6 +130,11 @@ package final class DesktopBus: Sendable {
         if !posted { reply(.failure(DesktopBusError("calling \(member)", message: "the connection has ended"))) }
     }
 
+    /// Calls `handler` (on the bus thread) if the bus goes away; not on ``close()``.
+    func onLoss(_ handler: @escaping @Sendable () -> Void) {
+        shared.withLock { $0.lost.append(handler) }
+    }
+
     /// Calls `handler` with each signal matching `rule` (a D-Bus match rule, without a `sender`:
     /// sd-bus cannot check a well-known sender name itself), on the bus thread.
     package func subscribe(_ rule: String, handler: @escaping @Sendable (BusMessage) -> Void) {
@@ -137,16 +144,18 @@ package final class DesktopBus: Sendable {
     /// The bus thread: runs the posted work and sd-bus's processing until the pipe's write end is
     /// closed or the bus goes away.
     private func run(_ connection: Connection, woken: Int32) {
+        var lost = false
         defer {
             Glibc.close(woken)
-            let left = shared.withLock { shared in
+            let handlers = shared.withLock { shared in
                 shared.ended = true
                 if let wake = shared.wake { Glibc.close(wake) }
                 shared.wake = nil
-                return shared.commands
+                shared.commands.removeAll()  // Not run: the connection has ended.
+                return shared.lost
             }
-            _ = left  // Not run: the connection has ended.
             connection.close()
+            if lost { for handler in handlers { handler() } }
         }
         var closing = false
         while true {
@@ -157,6 +166,7 @@ package final class DesktopBus: Sendable {
             for command in commands { command(connection) }
             guard connection.process() else {
                 log("the \(kind.rawValue) bus at \(address) went away; basd goes on without it")
+                lost = true
                 return
             }
             if closing { return }

@@ -9,7 +9,10 @@ import Testing
 
 /// basd on the desktop's D-Bus buses (real `dbus-daemon`s, stand-ins in Python: ``TestBus``):
 /// without buses, one line each; launcher progress during `ba install`.
-@Suite("Desktop integration", .timeLimit(.minutes(3)))
+///
+/// One test at a time: each runs its own `dbus-daemon`s, and every `dbus-daemon` takes one of the
+/// user's inotify instances (128 by default), which basds running beside them need too.
+@Suite("Desktop integration", .serialized, .timeLimit(.minutes(3)))
 struct DesktopIntegrationTests {
     let ba = BuildProducts.executable("ba")
 
@@ -241,9 +244,10 @@ struct DesktopIntegrationTests {
         defer { system.stop() }
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
-        // Sent at 200 KiB/s: still going when power-saver comes.
+        // Held after its first 64 KiB until Low Power Mode takes it off the wire: it cannot
+        // finish before, however slow the machine.
         server.setFile("/a.bin", contents: SampleAppFixture.bytes(600_000, seed: 5))
-        server.setBehavior(.trickle(bytesPerSecond: 200 << 10), for: "/a.bin")
+        server.setBehavior(.stall(afterBytes: 64 << 10), for: "/a.bin")
         let profiles = try system.standIn(BusStandIn.powerProfiles("balanced", legacyOnly: legacyOnly))
         // The file says power-saver: the bus decides while power-profiles-daemon is on it.
         let directory = try TemporaryDirectory()
@@ -291,7 +295,8 @@ struct DesktopIntegrationTests {
         defer { Task { try? await server.shutdown() } }
         let contents = SampleAppFixture.bytes(800_000, seed: 6)
         server.setFile("/a.bin", contents: contents)
-        server.setBehavior(.trickle(bytesPerSecond: 200 << 10), for: "/a.bin")
+        // Held after its first 64 KiB until the suspend takes it off the wire.
+        server.setBehavior(.stall(afterBytes: 64 << 10), for: "/a.bin")
         let logind = try system.standIn(BusStandIn.logind)
         let daemon = try await DaemonProcess.start(environment: system.environment)
         defer { daemon.kill() }

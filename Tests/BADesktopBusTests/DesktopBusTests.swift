@@ -5,9 +5,10 @@ import Testing
 
 /// basd's D-Bus layer on real `dbus-daemon`s with stand-ins in Python (``TestBus``): addresses,
 /// a signal sent and heard, properties followed through changes and restarts of their service,
-/// and no bus at all.
+/// and no bus at all. One test at a time: each `dbus-daemon` takes one of the user's inotify
+/// instances.
 @Suite(
-    "Desktop bus", .timeLimit(.minutes(2)),
+    "Desktop bus", .serialized, .timeLimit(.minutes(2)),
     .enabled(if: TestBus.available, Comment(rawValue: TestBus.unavailableReason ?? "")))
 struct DesktopBusTests {
     @Test(
@@ -67,7 +68,9 @@ struct DesktopBusTests {
         #expect(properties["progress-visible"] as? Bool == true)
     }
 
-    @Test("properties are read at once, followed through changes, and told gone and back with their service")
+    @Test(
+        "properties are read at once, followed through changes, told gone and back with their service, and gone with the bus"
+    )
     func propertiesFollowed() throws {
         let system = try TestBus(.system)
         defer { system.stop() }
@@ -92,6 +95,10 @@ struct DesktopBusTests {
         try seen.wait("NetworkManager gone") { $0.last == -1 }
         _ = try system.standIn(BusStandIn.networkManager(metered: 3))
         try seen.wait("NetworkManager back, guessing metered") { $0.last == 3 }
+        // The bus itself goes away: told gone, and the connection ends.
+        system.killDaemon()
+        try seen.wait("the bus gone") { $0.last == -1 }
+        #expect(!bus.isConnected)
     }
 }
 

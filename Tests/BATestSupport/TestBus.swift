@@ -91,6 +91,9 @@ package final class TestBus: @unchecked Sendable {
         return child
     }
 
+    /// Kills `dbus-daemon` alone: the bus goes away under its clients.
+    package func killDaemon() { daemon.kill() }
+
     /// Stops the stand-ins and the bus, and removes the folder.
     package func stop() {
         for child in lock.withLock({ standIns }) { child.kill() }

@@ -3,13 +3,13 @@ import Foundation
 import Synchronization
 
 /// basd's part in the Linux desktop, over D-Bus (`docs/operations.md`): install progress on the
-/// launcher (session bus, ``LauncherProgress``), and NetworkManager's metered state and
-/// power-profiles-daemon's profile (system bus).
+/// launcher (session bus, ``LauncherProgress``); NetworkManager's metered state and connectivity,
+/// power-profiles-daemon's profile and logind's sleep (system bus, ``SleepInhibitor``).
 ///
 /// Each bus is one ``DesktopBus`` connection with a thread of its own. A bus that is not there (a
 /// container, CI, a server, `basd --no-desktop-bus`) is one log line, never an error: its features
 /// keep today's behaviour (no launcher progress; downloads do not wait for a metered network; Low
-/// Power Mode read from the power-profile file).
+/// Power Mode read from the power-profile file; no sleep inhibitor).
 final class DesktopIntegration: Sendable {
     /// The user's session bus, when there is one.
     let session: DesktopBus?
@@ -23,7 +23,9 @@ final class DesktopIntegration: Sendable {
             .session, address: addresses.session, without: "launcher progress is not shown", log: log)
         system = Self.connect(
             .system, address: addresses.system,
-            without: "metered networks are not waited for; Low Power Mode is read from the power-profile file",
+            without:
+                "metered networks are not waited for; Low Power Mode is read from the power-profile file; "
+                + "transfers are not checkpointed before sleep",
             log: log)
     }
 
