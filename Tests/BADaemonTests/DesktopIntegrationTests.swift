@@ -221,6 +221,42 @@ struct DesktopIntegrationTests {
             until: { Self.row($0, "a")?["state"] as? String == "finished" })
     }
 
+    @Test("behind a captive portal a background download waits without burning attempts; full connectivity, it goes")
+    func captivePortal() async throws {
+        try #require(TestBus.available, Comment(rawValue: TestBus.unavailableReason ?? ""))
+        let system = try TestBus(.system)
+        defer { system.stop() }
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        server.setFile("/a.bin", contents: SampleAppFixture.bytes(50_000, seed: 4))
+        let manager = try system.standIn(BusStandIn.networkManager(metered: 2, connectivity: 2))
+        let daemon = try await DaemonProcess.start(environment: system.environment)
+        defer { daemon.kill() }
+        _ = try await CLIQueries.poll(
+            "basd to hear the portal", daemon, timeout: 20, read: { daemon.standardError },
+            until: { $0.contains("connectivity portal") })
+        let app = "com.example.portal"
+        try daemon.register(app, group: "group.com.example.portal")
+        let client = try daemon.appClient(app)
+        defer { client.close() }
+        try client.call(.schedule(DownloadDescription(identifier: "a", url: server.url("/a.bin"))))
+        let waiting = try await CLIQueries.poll(
+            "a to wait for the network", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+            until: { Self.row($0, "a")?["waitingFor"] as? String == "network" })
+        #expect(Self.row(waiting, "a")?["attempts"] as? Int ?? 0 == 0, "\(waiting)")
+        #expect(server.requests(for: "/a.bin").isEmpty)
+
+        manager.send(
+            BusStandIn.set(
+                path: "/org/freedesktop/NetworkManager", interface: "org.freedesktop.NetworkManager",
+                name: "Connectivity", type: "u", value: 4))
+        _ = try await CLIQueries.poll(
+            "a to finish with full connectivity", daemon, timeout: 30,
+            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+            until: { Self.row($0, "a")?["state"] as? String == "finished" })
+    }
+
     /// Sets `ActiveProfile` on the stand-in's objects (both names, as power-profiles-daemon's one
     /// object is under both).
     static func setProfile(_ standIn: ChildProcess, _ profile: String, legacyOnly: Bool = false) throws {
