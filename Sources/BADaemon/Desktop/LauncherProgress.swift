@@ -12,7 +12,8 @@ import Foundation
 ///
 /// Fed on the executor by ``BasdServices`` with the transfers' recorded events and transient
 /// progress. The desktop file id (`BADesktopEntry` in the app's Info.plist, else its bundle
-/// identifier) is read, once per app, on a queue of its own, as are the signals sent in order.
+/// identifier) is read once per app while basd runs (a changed key applies after a restart), on a
+/// queue of its own, where the signals are also sent, in order.
 final class LauncherProgress: @unchecked Sendable {
     static let interface = "com.canonical.Unity.LauncherEntry"
 
@@ -102,11 +103,6 @@ final class LauncherProgress: @unchecked Sendable {
     /// A download was cancelled (its row is gone): it ends its app's set without failing it.
     func cancelled(app: String, uniqueIdentifier: String) {
         feed(.ended(app: app, id: uniqueIdentifier, failed: false))
-    }
-
-    /// Forgets an app's desktop file id (its Info.plist may have changed: an update, an uninstall).
-    func forget(_ app: String) {
-        sending.async { [self] in desktopIDs[app] = nil }
     }
 
     private func feed(_ input: LauncherProgressTracker.Input) {
