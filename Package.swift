@@ -55,6 +55,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+        // sd-bus, basd's D-Bus client (BADesktopBus).
+        .systemLibrary(name: "CSDBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
 
         // Foundation-free: the runner <-> host wire format and the download rules.
         .target(name: "BACore"),
@@ -111,13 +113,17 @@ let package = Package(
         // basd's durable state: apps, downloads, the event log, extension runs (SQLite, docs/state.md).
         .target(name: "BAStore", dependencies: ["BACore", .product(name: "GRDB", package: "GRDB.swift")]),
 
+        // basd's D-Bus connections (session and system bus, sd-bus on a thread of their own):
+        // launcher progress, NetworkManager, power-profiles-daemon (docs/operations.md).
+        .target(name: "BADesktopBus", dependencies: ["CSDBus", "CBASystem"]),
+
         // basd: the client <-> daemon wire protocol (docs/protocol.md), its unix-socket server, the executable.
         .target(name: "BADaemonProtocol", dependencies: ["BACore"]),
         .target(
             name: "BADaemon",
             dependencies: [
                 "BADaemonProtocol", "BAStore", "BAExclusiveControl", "BADownloadEngine", "BAExtensionHost", "CBASystem",
-                "BACore", "BAAppBundle", "BAScheduling", "BASettings", "BAPurge", "BAPacks",
+                "BACore", "BAAppBundle", "BAScheduling", "BASettings", "BAPurge", "BAPacks", "BADesktopBus",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -228,6 +234,8 @@ let package = Package(
         // The scheduling rules, and basd's settings file (BASettings) built on them.
         .testTarget(name: "BASchedulingTests", dependencies: ["BAScheduling", "BASettings"]),
         .testTarget(name: "BAPurgeTests", dependencies: ["BAPurge"]),
+        // The D-Bus layer against real dbus-daemons and Python stand-ins (skipped without them).
+        .testTarget(name: "BADesktopBusTests", dependencies: ["BADesktopBus", "BATestSupport"]),
         .testTarget(name: "BAExclusiveControlTests", dependencies: ["BAExclusiveControl", "BATestSupport"]),
         .testTarget(
             name: "BAExtensionHostTests",
@@ -258,7 +266,7 @@ let package = Package(
             dependencies: [
                 "BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets", "CBASystem",
                 "BAStore", "BAScheduling", "BASettings", "BAExtensionHost", "BACore", "BAPacks", "BATestApp",
-                "BADownloadEngine",
+                "BADownloadEngine", "BADesktopBus",
             ]),
         // Apple-style code as Apple developers write it, built in Swift 5 mode (the tests
         // type-check it in Swift 6 mode too): an @main extension and app-side code.

@@ -53,6 +53,13 @@ package struct AppBundle: Equatable, Sendable {
     /// `BAAssetPackPublicKey`: the Ed25519 public key (32 bytes) the download manifest must be
     /// signed with; nil accepts an unsigned manifest.
     package let assetPackPublicKey: [UInt8]?
+    /// `BADesktopEntry`: the app's desktop file id (`org.example.Game`, `.desktop` left off),
+    /// under which basd shows install progress on the desktop's launcher; nil: the bundle
+    /// identifier (reverse-DNS, the desktop-file convention) (`docs/info-plist.md`).
+    package var desktopEntry: String? = nil
+
+    /// The desktop file id the launcher knows the app by: ``desktopEntry``, else the bundle identifier.
+    package var desktopFileID: String { desktopEntry ?? bundleIdentifier }
 
     /// Largest `Info.plist` read, in bytes: far above any real one, and keeps a hostile file from
     /// filling memory.
@@ -103,6 +110,7 @@ package struct AppBundle: Equatable, Sendable {
         let essentialMaxInstallSize = try reader.optionalSize("BAEssentialMaxInstallSize", in: root)
         let hasManagedAssetPacks = try reader.optionalBool("BAHasManagedAssetPacks", in: root) ?? false
         let assetPackPublicKey = try reader.optionalPublicKey("BAAssetPackPublicKey", in: root)
+        let desktopEntry = try reader.desktopEntry("BADesktopEntry", in: root)
         if hasManagedAssetPacks, manifestURL == nil {
             throw AppBundleError(
                 .missingKey, path: plistPath, key: "BAManifestURL",
@@ -117,6 +125,6 @@ package struct AppBundle: Equatable, Sendable {
             downloadAllowance: downloadAllowance, essentialDownloadAllowance: essentialDownloadAllowance,
             domainAllowList: domainAllowList, maxInstallSize: maxInstallSize,
             essentialMaxInstallSize: essentialMaxInstallSize, hasManagedAssetPacks: hasManagedAssetPacks,
-            assetPackPublicKey: assetPackPublicKey)
+            assetPackPublicKey: assetPackPublicKey, desktopEntry: desktopEntry)
     }
 }

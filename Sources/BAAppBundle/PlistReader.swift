@@ -118,6 +118,27 @@ struct PlistReader {
         return string
     }
 
+    /// An optional desktop file id (`org.example.Game`, or `org.example.Game.desktop`, returned
+    /// without `.desktop`): letters, digits, `-`, `_` and `.`, as the Desktop Entry
+    /// Specification's file ids are.
+    func desktopEntry(_ key: String, in dictionary: [String: Any]) throws(AppBundleError) -> String? {
+        guard var id = try optionalNonEmptyString(key, in: dictionary) else { return nil }
+        if id.hasSuffix(".desktop") { id.removeLast(".desktop".count) }
+        let allowed = id.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-")
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+        guard !id.isEmpty, id.utf8.count <= 255, allowed, !id.hasPrefix(".") else {
+            throw error(
+                .invalidValue, key,
+                "is not a desktop file id: give the name of the app's .desktop file (e.g. org.example.Game), "
+                    + "letters, digits, '-', '_' and '.' only")
+        }
+        return id
+    }
+
     /// An optional https (or loopback http) URL string, checked with `DownloadRules.checkURL`.
     func manifestURL(_ key: String, in dictionary: [String: Any]) throws(AppBundleError) -> String? {
         guard let string = try optionalString(key, in: dictionary) else { return nil }

@@ -32,7 +32,7 @@ public enum DownloadState: Int, Sendable, Hashable, Codable, CaseIterable, Custo
 /// `schedule` and of every listing; basd's store row embeds it. Plain values, no Foundation.
 ///
 /// Its JSON (the daemon protocol) has the fields an app sets; a ``uniqueIdentifier`` not yet
-/// assigned (empty) and an unknown ``fileSize`` (0) are left out, as are ``state`` (a listing
+/// assigned (empty), an unknown ``fileSize`` (0) and ``allowsExpensiveNetworkAccess`` true are left out, as are ``state`` (a listing
 /// carries it beside the description) and ``isWellFormed`` (decoded descriptions are well formed).
 public struct DownloadDescription: Sendable, Hashable, Codable {
     /// One HTTP request header: the one header type of the project (the engine's requests, the
@@ -65,6 +65,10 @@ public struct DownloadDescription: Sendable, Hashable, Codable {
     public var fileSize: Int64
     /// The lowercase hex SHA-256 the finished file must have (a Linux addition).
     public var sha256: String?
+    /// False when the request said the download must not use an expensive network (Apple's
+    /// `URLRequest.allowsExpensiveNetworkAccess`, `allowsConstrainedNetworkAccess` or
+    /// `allowsCellularAccess` false): basd holds it while the network is metered.
+    public var allowsExpensiveNetworkAccess: Bool
     /// Where the download stands.
     public var state: DownloadState
     /// False when a field arrived malformed across the extension boundary (invalid UTF-8, a NULL
@@ -78,8 +82,8 @@ public struct DownloadDescription: Sendable, Hashable, Codable {
     package init(
         identifier: String, uniqueIdentifier: String = "", url: String, headers: [Header] = [],
         applicationGroupIdentifier: String? = nil, priority: Int64 = DownloadRules.defaultPriority,
-        isEssential: Bool = false, fileSize: Int64 = 0, sha256: String? = nil, state: DownloadState = .created,
-        isWellFormed: Bool = true
+        isEssential: Bool = false, fileSize: Int64 = 0, sha256: String? = nil,
+        allowsExpensiveNetworkAccess: Bool = true, state: DownloadState = .created, isWellFormed: Bool = true
     ) {
         self.identifier = identifier
         self.uniqueIdentifier = uniqueIdentifier
@@ -90,13 +94,14 @@ public struct DownloadDescription: Sendable, Hashable, Codable {
         self.isEssential = isEssential
         self.fileSize = fileSize
         self.sha256 = sha256
+        self.allowsExpensiveNetworkAccess = allowsExpensiveNetworkAccess
         self.state = state
         self.isWellFormed = isWellFormed
     }
 
     private enum CodingKeys: String, CodingKey {
         case identifier, uniqueIdentifier, url, headers, applicationGroupIdentifier, priority, isEssential, fileSize
-        case sha256
+        case sha256, allowsExpensiveNetworkAccess
     }
 
     public init(from decoder: any Decoder) throws {
@@ -110,7 +115,10 @@ public struct DownloadDescription: Sendable, Hashable, Codable {
             priority: try container.decode(Int64.self, forKey: .priority),
             isEssential: try container.decode(Bool.self, forKey: .isEssential),
             fileSize: try container.decodeIfPresent(Int64.self, forKey: .fileSize) ?? 0,
-            sha256: try container.decodeIfPresent(String.self, forKey: .sha256))
+            sha256: try container.decodeIfPresent(String.self, forKey: .sha256),
+            allowsExpensiveNetworkAccess: try container.decodeIfPresent(
+                Bool.self, forKey: .allowsExpensiveNetworkAccess)
+                ?? true)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -124,6 +132,7 @@ public struct DownloadDescription: Sendable, Hashable, Codable {
         try container.encode(isEssential, forKey: .isEssential)
         if fileSize != 0 { try container.encode(fileSize, forKey: .fileSize) }
         try container.encodeIfPresent(sha256, forKey: .sha256)
+        if !allowsExpensiveNetworkAccess { try container.encode(false, forKey: .allowsExpensiveNetworkAccess) }
     }
 }
 
@@ -144,6 +153,7 @@ extension DownloadDescription {
             writer.string(header.value)
         }
         writer.optionalString(sha256)
+        writer.bool(allowsExpensiveNetworkAccess)
         writer.bool(isWellFormed)
     }
 
@@ -174,10 +184,12 @@ extension DownloadDescription {
             headers.append(Header(name: name, value: value))
         }
         let sha256: String? = try reader.bool() ? try reader.string(valid: &valid) : nil
+        let allowsExpensive = try reader.bool()
         let senderValid = try reader.bool()
         return DownloadDescription(
             identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: url, headers: headers,
             applicationGroupIdentifier: group, priority: priority, isEssential: essential, fileSize: fileSize,
-            sha256: sha256, state: state, isWellFormed: valid && senderValid)
+            sha256: sha256, allowsExpensiveNetworkAccess: allowsExpensive, state: state,
+            isWellFormed: valid && senderValid)
     }
 }

@@ -57,6 +57,13 @@ package struct Basd: AsyncParsableCommand {
     )
     var noAppDiscovery = false
 
+    @Flag(
+        name: .customLong("no-desktop-bus"),
+        help:
+            "Do not talk to the desktop over D-Bus: no launcher progress, no metered-network or power-profile signals (docs/operations.md)."
+    )
+    var noDesktopBus = false
+
     /// How much basd logs.
     enum LogLevel: String, ExpressibleByArgument, CaseIterable {
         case warning, info, debug
@@ -91,6 +98,7 @@ package struct Basd: AsyncParsableCommand {
         configuration.settingsPath = settingsPath ?? environment["BA_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
         configuration.traceTransfers = logLevel == .debug
         if noAppDiscovery { configuration.appDiscoveryFolders = [] }
+        if noDesktopBus { configuration.desktopBuses = DesktopBusAddresses.none }
         if logLevel == .warning { configuration.log = DaemonServer.log(level: .warning) }
         let server: DaemonServer
         do {

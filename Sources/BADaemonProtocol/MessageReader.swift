@@ -179,7 +179,7 @@ package enum MessageReader {
 
     private static let descriptionKeys: [StaticString] = [
         "identifier", "uniqueIdentifier", "url", "headers", "applicationGroupIdentifier", "priority", "isEssential",
-        "fileSize", "sha256",
+        "fileSize", "sha256", "allowsExpensiveNetworkAccess",
     ]
 
     /// A ``DownloadDescription`` as its `Codable` conformance reads it: `uniqueIdentifier` ("")
@@ -196,6 +196,7 @@ package enum MessageReader {
         var isEssential: Bool?
         var fileSize: Int64?
         var sha256: String?
+        var allowsExpensive: Bool?
         try json.beginObject()
         var first = true
         var seen: UInt64 = 0
@@ -210,6 +211,7 @@ package enum MessageReader {
             case 6: isEssential = try json.null() ? nil : json.bool()
             case 7: fileSize = try json.null() ? nil : json.int64()
             case 8: sha256 = try json.null() ? nil : json.string()
+            case 9: allowsExpensive = try json.null() ? nil : json.bool()
             default: try json.skipValue()
             }
         }
@@ -217,7 +219,7 @@ package enum MessageReader {
         return DownloadDescription(
             identifier: identifier, uniqueIdentifier: uniqueIdentifier ?? "", url: url, headers: headers,
             applicationGroupIdentifier: group, priority: priority, isEssential: isEssential, fileSize: fileSize ?? 0,
-            sha256: sha256)
+            sha256: sha256, allowsExpensiveNetworkAccess: allowsExpensive ?? true)
     }
 
     private static let headerKeys: [StaticString] = ["name", "value"]

@@ -123,6 +123,7 @@ package enum MessageWriter {
         }
         if download.fileSize != 0 { fields.append(("fileSize", .int(download.fileSize))) }
         if let value = download.sha256 { fields.append(("sha256", .string(value))) }
+        if !download.allowsExpensiveNetworkAccess { fields.append(("allowsExpensiveNetworkAccess", .bool(false))) }
         if !download.uniqueIdentifier.isEmpty {
             fields.append(("uniqueIdentifier", .string(download.uniqueIdentifier)))
         }

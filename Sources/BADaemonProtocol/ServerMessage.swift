@@ -212,7 +212,9 @@ package struct DownloadInfo: Sendable, Hashable, Codable {
     /// (the file system is full; it resumes by itself when there is room), `"retry"` (an attempt
     /// failed, or the host could not be reached; ``errorMessage`` says why and ``nextAttemptAt``
     /// when it tries again), `"lowPowerMode"` (a background download while the power profile
-    /// saves power).
+    /// saves power), `"meteredNetwork"` (the network is metered, and the request disallows it or
+    /// the download is a background one), `"network"` (a background download while there is no
+    /// connectivity, a captive portal or limited connectivity).
     package var waitingFor: String?
     /// When a download waiting for a retry tries again (seconds since 1970).
     package var nextAttemptAt: Double?

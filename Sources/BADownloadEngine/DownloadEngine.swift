@@ -52,6 +52,8 @@ package final class DownloadEngine: Sendable {
         case liftRestrictions(String)
         case setBackgroundConcurrency(Int)
         case holdBackground(Bool)
+        case holdMetered(Bool)
+        case suspend(Bool, done: @Sendable () -> Void)
         case retryNow(String?)
         case shutdown
     }
@@ -119,6 +121,19 @@ package final class DownloadEngine: Sendable {
     /// foreground and essential transfers go on. Let go, they resume with ranged requests.
     package func holdBackground(_ held: Bool) { post(.holdBackground(held)) }
 
+    /// Holds the transfers whose request does not allow a metered network
+    /// (``DownloadRequest/allowsMeteredNetwork`` false), whatever their kind, or lets them go.
+    /// Held, a running one pauses keeping every byte (event `paused`); one that would start waits
+    /// without a request. Let go, they start (or queue) again and resume with ranged requests.
+    package func holdMetered(_ held: Bool) { post(.holdMetered(held)) }
+
+    /// Before the machine sleeps (`on`): every running transfer stops keeping its bytes (its
+    /// partial file synced, its validator saved; event `paused`) and none starts until the
+    /// resume; `done` is called on the engine thread once that is so (the caller then lets the
+    /// machine sleep). After it (`on` false): they start again at once, and every wait to retry
+    /// ends (its connection is gone, the network may have changed).
+    package func suspend(_ on: Bool, done: @escaping @Sendable () -> Void = {}) { post(.suspend(on, done: done)) }
+
     /// Ends the wait of a transfer waiting to retry (`id`), or of every one (nil: the network
     /// changed): it starts now (or queues, if a background slot is not free).
     package func retryNow(_ id: String?) { post(.retryNow(id)) }
@@ -177,6 +192,13 @@ final class EngineLoop: @unchecked Sendable {
     var retryTimes = Heap<RetryEntry>()
     /// Background transfers are held (``DownloadEngine/holdBackground(_:)``).
     var backgroundHeld = false
+    /// Transfers that may not use a metered network are held (``DownloadEngine/holdMetered(_:)``).
+    var meteredHeld = false
+    /// The machine is about to sleep: no transfer starts (``DownloadEngine/suspend(_:done:)``).
+    var suspended = false
+    /// Transfers parked (the network is metered and they may not use it, or the machine sleeps),
+    /// off the queue, by id.
+    var heldForNetwork: [String: Transfer] = [:]
     /// Destination and partial paths in use, to the transfer id using them.
     var destinations: [String: String] = [:]
     /// libcurl's error text of each easy handle in use (`CURLOPT_ERRORBUFFER`, `CURL_ERROR_SIZE`
@@ -372,6 +394,10 @@ final class EngineLoop: @unchecked Sendable {
             configuration.backgroundConcurrency = count
         case .holdBackground(let held):
             holdBackground(held)
+        case .holdMetered(let held):
+            holdMetered(held)
+        case .suspend(let on, let done):
+            suspend(on, done: done)
         case .retryNow(let id):
             retryNow(id)
         case .shutdown:
@@ -416,6 +442,12 @@ final class EngineLoop: @unchecked Sendable {
 
     /// Opens the partial file (learning what is on disk) and starts the transfer's request.
     func start(_ transfer: Transfer) {
+        if mustPark(transfer) {
+            // Waits, holding no descriptor, until the network is not metered or the machine woke.
+            transfer.queueGeneration += 1
+            heldForNetwork[transfer.id] = transfer
+            return
+        }
         do {
             try transfer.openPartialFile()
         } catch {
@@ -467,6 +499,7 @@ final class EngineLoop: @unchecked Sendable {
     /// Drops a transfer that has ended from every index.
     func forget(_ transfer: Transfer) {
         transfers[transfer.id] = nil
+        if heldForNetwork[transfer.id] === transfer { heldForNetwork[transfer.id] = nil }
         destinations[transfer.request.destination] = nil
         destinations[transfer.request.partialPath] = nil
     }

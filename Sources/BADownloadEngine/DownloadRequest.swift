@@ -81,12 +81,16 @@ package struct DownloadRequest: Sendable {
     /// ``DownloadEngine/Configuration/durable``). A file its owner checks and copies elsewhere at
     /// once (an asset pack's chunk) need not be.
     package var durable = true
+    /// False when the transfer must not use a metered network: while the engine holds such
+    /// transfers (``DownloadEngine/holdMetered(_:)``) it waits, foreground and essential or not.
+    package var allowsMeteredNetwork = true
 
     package init(
         id: String, url: String, destination: String, partialPath: String? = nil, headers: [Header] = [],
         expectedSize: Int64? = nil, byteLimit: Int64? = nil, sha256: String? = nil, priority: Int64 = 50,
         isEssential: Bool = false, isForeground: Bool = false, allowList: HostAllowList? = nil,
-        credential: Credential? = nil, trust: Trust = Trust(), validator: String? = nil
+        credential: Credential? = nil, trust: Trust = Trust(), validator: String? = nil,
+        allowsMeteredNetwork: Bool = true
     ) {
         self.id = id
         self.url = url
@@ -103,6 +107,7 @@ package struct DownloadRequest: Sendable {
         self.credential = credential
         self.trust = trust
         self.validator = validator
+        self.allowsMeteredNetwork = allowsMeteredNetwork
     }
 }
 

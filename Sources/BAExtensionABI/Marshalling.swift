@@ -198,6 +198,7 @@ extension ByteWriter {
         }
         bool(download.sha256_hex_length > 0)
         if download.sha256_hex_length > 0 { text(download.sha256_hex, download.sha256_hex_length) }
+        bool(true)  // allows expensive networks: the C ABI has no flag for it
         bool(wellFormed)
         return nil
     }

@@ -25,6 +25,7 @@ import Foundation
 /// | `caDirectory` | absolute path of a folder of hashed CA certificates | none (the system's CAs) |
 /// | `pinnedPublicKey` | `sha256//BASE64[;sha256//…]` or a key file's absolute path | none |
 /// | `allowedHosts` | non-empty array of host names, IP addresses or `*.` wildcards | none (every host) |
+/// | `waitOnMeteredNetwork` | boolean | `true` |
 ///
 /// ```json
 /// { "backgroundActivity": false, "dailyRuntimeAllowanceSeconds": 600 }
@@ -84,6 +85,10 @@ package struct BasdSettings: Sendable, Equatable {
     /// host fails at once, before any name lookup. For a kiosk or a company network that may only
     /// reach its own servers. Default none: every host.
     package var allowedHosts: [String]?
+    /// Whether background downloads and non-essential asset packs wait while NetworkManager says
+    /// the network is metered (yes, or guessed yes). Essential and foreground ones go on; a
+    /// download whose request disallows expensive networks waits whatever this says. Default true.
+    package var waitOnMeteredNetwork = true
 
     /// The default settings, with any value overridden.
     package init(
@@ -136,7 +141,7 @@ package struct BasdSettings: Sendable, Equatable {
         "periodicMinimumIntervalSeconds", "periodicMaximumIntervalSeconds", "quarantineThreshold",
         "extensionCallTimeoutSeconds", "purgeFreeSpaceThresholdBytes", "automaticPurge",
         "backgroundDownloadConcurrency", "extensionSandbox", "caFile", "caDirectory", "pinnedPublicKey",
-        "allowedHosts",
+        "allowedHosts", "waitOnMeteredNetwork",
     ]
 
     /// The largest settings file read (1 MiB); anything bigger is not a hand-written config.
@@ -237,6 +242,7 @@ package struct BasdSettings: Sendable, Equatable {
             try reader.integer("backgroundDownloadConcurrency", minimum: 1).map { Int(clamping: $0) }
             ?? settings.backgroundDownloadConcurrency
         settings.extensionSandbox = try reader.bool("extensionSandbox") ?? settings.extensionSandbox
+        settings.waitOnMeteredNetwork = try reader.bool("waitOnMeteredNetwork") ?? settings.waitOnMeteredNetwork
         settings.caFile = try reader.path("caFile", directory: false)
         settings.caDirectory = try reader.path("caDirectory", directory: true)
         if let pin = try reader.string("pinnedPublicKey") {

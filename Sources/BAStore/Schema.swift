@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 8
+    static let currentVersion = 9
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -45,6 +45,10 @@ enum Schema {
         migrator.registerMigration("v8") { db in
             try db.execute(sql: v8)
             try db.execute(sql: "PRAGMA user_version = 8")
+        }
+        migrator.registerMigration("v9") { db in
+            try db.execute(sql: v9)
+            try db.execute(sql: "PRAGMA user_version = 9")
         }
         return migrator
     }
@@ -267,5 +271,11 @@ extension Schema {
         ALTER TABLE extension_run_v6 RENAME TO extension_run;
         CREATE INDEX extension_run_app ON extension_run (app_id, started_at);
         ALTER TABLE asset_pack ADD COLUMN declined INTEGER NOT NULL DEFAULT 0 CHECK (declined IN (0, 1));
+        """
+
+    /// `download.allows_expensive`: 0 when the request must not use an expensive (metered)
+    /// network (`URLRequest.allowsExpensiveNetworkAccess` and its kin false).
+    static let v9 = """
+        ALTER TABLE download ADD COLUMN allows_expensive INTEGER NOT NULL DEFAULT 1 CHECK (allows_expensive IN (0, 1));
         """
 }

@@ -165,11 +165,11 @@ extension BAURLDownload {
     package var record: DownloadDescription {
         DownloadDescription(
             identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: request.url?.absoluteString ?? "",
-            headers: (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map {
-                .init(name: $0.key, value: $0.value)
-            }, applicationGroupIdentifier: applicationGroupIdentifier.isEmpty ? nil : applicationGroupIdentifier,
+            headers: request.baHeaderFields.map { .init(name: $0.name, value: $0.value) },
+            applicationGroupIdentifier: applicationGroupIdentifier.isEmpty ? nil : applicationGroupIdentifier,
             priority: Int64(priority.rawValue), isEssential: isEssential, fileSize: Int64(fileSize),
-            sha256: baExpectedSHA256, state: DownloadState(rawValue: state.rawValue) ?? .created)
+            sha256: baExpectedSHA256, allowsExpensiveNetworkAccess: request.baAllowsMeteredNetwork,
+            state: DownloadState(rawValue: state.rawValue) ?? .created)
     }
 
     /// Rebuilds a download from a boundary record (nil if its URL does not parse).
@@ -177,6 +177,7 @@ extension BAURLDownload {
         guard let url = URL(string: record.url) else { return nil }
         var request = URLRequest(url: url)
         for header in record.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+        if !record.allowsExpensiveNetworkAccess { request.allowsExpensiveNetworkAccess = false }
         self.init(
             identifier: record.identifier,
             uniqueIdentifier: record.uniqueIdentifier.isEmpty ? UUID().uuidString : record.uniqueIdentifier,

@@ -98,3 +98,16 @@ func requeue(_ download: BADownload, manager: DownloadManaging) throws -> BADown
     try manager.scheduleDownload(background)
     return background
 }
+
+/// A large optional download kept off cellular and metered connections, as apps write it for
+/// Apple's framework (on Linux: held while NetworkManager says the network is metered).
+func scheduleOnUnmeteredNetworkOnly(_ url: URL, manager: DownloadManaging) throws {
+    var request = URLRequest(url: url)
+    request.allowsExpensiveNetworkAccess = false
+    request.allowsConstrainedNetworkAccess = false
+    request.allowsCellularAccess = false
+    try manager.scheduleDownload(
+        BAURLDownload(
+            identifier: "hd-textures", request: request, fileSize: 512 * 1024 * 1024,
+            applicationGroupIdentifier: "group.com.example.game"))
+}

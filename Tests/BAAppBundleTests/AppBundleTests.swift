@@ -325,6 +325,24 @@ enum Plist {
         _ = expectError(.invalidValue, key: example.reportedKey, in: app, containing: [example.mentions])
     }
 
+    @Test(
+        "BADesktopEntry: the desktop file id, .desktop dropped; default the bundle identifier; a path is refused",
+        arguments: [
+            ("org.example.Game", "org.example.Game"), ("org.example.Game.desktop", "org.example.Game"),
+            ("game_2-x", "game_2-x"), (nil, "com.example.min"), ("apps/game", nil), (".desktop", nil), ("a b", nil),
+        ] as [(String?, String?)])
+    func desktopEntry(_ value: String?, expected: String?) throws {
+        let app = try TempApp()
+        defer { app.remove() }
+        try app.write(
+            xml: Plist.setting("BADesktopEntry", to: value.map { "<string>\($0)</string>" }, in: Plist.minimal))
+        guard let expected else {
+            _ = expectError(.invalidValue, key: "BADesktopEntry", in: app, containing: ["desktop file id"])
+            return
+        }
+        #expect(try AppBundle.load(directory: app.directory).desktopFileID == expected)
+    }
+
     @Test(arguments: ["../libX.so", "lib/../../libX.so", "lib/../libX.so", "..", "/usr/lib/libX.so", ".", ""])
     func extensionPathMustStayInside(_ path: String) throws {
         let app = try TempApp()

@@ -112,7 +112,7 @@ struct PackDecisionTests {
 
 /// For services tested alone that need a ``PackService`` and use no packs: every fetch fails.
 final class NoPackTransfers: PackTransfers {
-    var holdsBackground: Bool { false }
+    var backgroundHold: NetworkConditions.Hold? { nil }
     func fetchPackFile(
         _ fetch: TransferCoordinator.PackFetch, for app: StoredApp,
         done: @escaping (Result<String, TransferCoordinator.PackFetchFailure>) -> Void

@@ -34,6 +34,7 @@ struct TransferCoordinatorAloneTests {
         func transfers(_ transfers: TransferCoordinator, cancelled event: WireEvent) { cancelled.append(event) }
         func transfers(_ transfers: TransferCoordinator, waiting event: WireEvent) {}
         func transfersNetworkChanged(_ transfers: TransferCoordinator) { networkChanges += 1 }
+        func transfers(_ transfers: TransferCoordinator, backgroundHoldChanged reason: NetworkConditions.Hold?) {}
     }
 
     @Test("a download finishes, another is cancelled, the network changes: each is reported to the delegate")

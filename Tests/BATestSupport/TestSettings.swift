@@ -16,6 +16,8 @@ package enum TestSettings {
     /// test left one there; else `$XDG_CONFIG_HOME/background-assets/config.json`) gets
     /// ``loopbackHosts`` as its `allowedHosts` unless it has that key already; the test's other keys
     /// stay. A file that is not a JSON object (a test of a malformed file) is left as it is.
+    /// `DBUS_SESSION_BUS_ADDRESS` and `DBUS_SYSTEM_BUS_ADDRESS` name sockets that do not exist
+    /// unless the test gives its own buses (``TestBus``).
     @discardableResult
     package static func prepare(stateDirectory: String, environment: [String: String] = [:]) throws -> [String: String]
     {
@@ -28,6 +30,12 @@ package enum TestSettings {
         let parent = (stateDirectory as NSString).deletingLastPathComponent
         environment["XDG_DATA_HOME"] = environment["XDG_DATA_HOME"] ?? parent + "/data-home"
         environment["XDG_DATA_DIRS"] = environment["XDG_DATA_DIRS"] ?? parent + "/data-dirs"
+        // The machine's D-Bus buses are not this basd's: a metered network or a power-saver
+        // profile of the host would change what a test sees. A test gives its own (``TestBus``).
+        environment["DBUS_SESSION_BUS_ADDRESS"] =
+            environment["DBUS_SESSION_BUS_ADDRESS"] ?? "unix:path=\(parent)/no-session-bus"
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] =
+            environment["DBUS_SYSTEM_BUS_ADDRESS"] ?? "unix:path=\(parent)/no-system-bus"
         let old = (stateDirectory as NSString).appendingPathComponent("config.json")
         let path: String
         if let chosen = environment["BA_CONFIG"], !chosen.isEmpty {

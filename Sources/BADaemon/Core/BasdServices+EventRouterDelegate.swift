@@ -10,5 +10,9 @@ extension BasdServices: EventRouterDelegate {
 
 // The pack service's events go to the CLI observers.
 extension BasdServices: PackServiceDelegate {
-    func packs(_ service: PackService, sent event: PackEvent) { delivery.sendPackEvent(event) }
+    func packs(_ service: PackService, sent event: PackEvent) {
+        delivery.sendPackEvent(event)
+        launcher?.packEvent(
+            event, isEssential: service.isEssentialJob(app: event.appIdentifier, pack: event.assetPackID))
+    }
 }

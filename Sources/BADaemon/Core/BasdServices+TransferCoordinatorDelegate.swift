@@ -4,6 +4,7 @@ import BAStore
 extension BasdServices: TransferCoordinatorDelegate {
     func transfers(_ transfers: TransferCoordinator, recorded event: StoredEvent) {
         delivery.recorded(event)
+        launcher?.recorded(event)
     }
 
     func transfers(_ transfers: TransferCoordinator, finished event: StoredEvent, path: String, sha256: String) {
@@ -11,17 +12,23 @@ extension BasdServices: TransferCoordinatorDelegate {
     }
 
     func transfersHaveProgressListeners(_ transfers: TransferCoordinator) -> Bool {
-        delivery.hasListeners
+        delivery.hasListeners || launcher != nil
     }
 
     func transfers(
         _ transfers: TransferCoordinator, progressOf download: StoredDownload, bytesWritten: Int64, totalBytes: Int64?
     ) {
-        delivery.transientProgress(of: download, bytesWritten: bytesWritten, totalBytes: totalBytes)
+        if delivery.hasListeners {
+            delivery.transientProgress(of: download, bytesWritten: bytesWritten, totalBytes: totalBytes)
+        }
+        launcher?.progress(of: download, bytesWritten: bytesWritten, totalBytes: totalBytes)
     }
 
     func transfers(_ transfers: TransferCoordinator, cancelled event: WireEvent) {
         delivery.tellObservers(event)
+        if let app = event.appIdentifier {
+            launcher?.cancelled(app: app, uniqueIdentifier: event.downloadUniqueIdentifier)
+        }
     }
 
     func transfers(_ transfers: TransferCoordinator, waiting event: WireEvent) {
@@ -30,5 +37,9 @@ extension BasdServices: TransferCoordinatorDelegate {
 
     func transfersNetworkChanged(_ transfers: TransferCoordinator) {
         installer.retryManifestsNow()
+    }
+
+    func transfers(_ transfers: TransferCoordinator, backgroundHoldChanged reason: NetworkConditions.Hold?) {
+        packs.backgroundHoldChanged(reason)
     }
 }

@@ -64,6 +64,9 @@ final class BasdServices: @unchecked Sendable {
         /// The drop-in folders apps are registered in (``AppDiscovery``), in precedence order;
         /// empty (the default here, and in tests that build services in process): none.
         var appDiscoveryFolders: [String] = []
+        /// The D-Bus buses of the desktop (``DesktopIntegration``); none by default here (and in
+        /// tests that build services in process).
+        var desktopBuses = DesktopBusAddresses.none
     }
 
     let executor = ServiceExecutor()
@@ -134,6 +137,17 @@ final class BasdServices: @unchecked Sendable {
         store: store, containers: containers, configuration: configuration, executor: executor, transfers: transfers,
         delivery: delivery, installer: installer, scheduler: scheduler, purge: purge, packs: packs,
         releaseMemorySoon: { [unowned self] in self.releaseMemorySoon() }, log: log)
+    /// The desktop's D-Bus buses (none when the configuration names none).
+    let desktop: DesktopIntegration
+    /// Install progress on the launcher, when there is a session bus.
+    private(set) lazy var launcher: LauncherProgress? = desktop.session.map { bus in
+        LauncherProgress(
+            bus: bus, executor: executor, clock: clock,
+            isRunning: { [unowned self] app in self.delivery.hasAppSession(app) },
+            appDirectory: { [unowned self] app in (try? self.store.app(app))?.appDirectory })
+    }
+    /// logind's sleep inhibitor, when there is a system bus (made in ``start()``).
+    private var sleepInhibitor: SleepInhibitor?
     private let initialSettings: SettingsFile
 
     /// The executor (tests run their checks on it with `queue.sync`).
@@ -152,6 +166,10 @@ final class BasdServices: @unchecked Sendable {
         self.containers = AppContainers(stateDirectory: configuration.stateDirectory)
         self.initialSettings = settings
         self.startedAt = configuration.clock.instant
+        let log = self.log
+        self.desktop =
+            configuration.desktopBuses == .none
+            ? DesktopIntegration() : DesktopIntegration(addresses: configuration.desktopBuses, log: log)
         executor.sync {
             _ = self.settings
             _ = self.transfers
@@ -163,6 +181,7 @@ final class BasdServices: @unchecked Sendable {
             _ = self.purge
             _ = self.requests
             _ = self.discovery
+            _ = self.launcher
         }
     }
 
@@ -174,6 +193,23 @@ final class BasdServices: @unchecked Sendable {
         executor.sync {
             settings.watch()
             transfers.watchNetwork()
+            let executor = executor
+            desktop.watchNetworkManager { [weak self] properties in
+                guard let self else { return }
+                executor.async { self.transfers.networkChanged(properties) }
+            }
+            if let system = desktop.system {
+                let inhibitor = SleepInhibitor(bus: system, log: log) { [weak self] sleeping, checkpointed in
+                    guard let self else { return checkpointed() }
+                    executor.async { self.transfers.machineSleeps(sleeping, checkpointed: checkpointed) }
+                }
+                inhibitor.start()
+                sleepInhibitor = inhibitor
+            }
+            desktop.watchPowerProfiles { [weak self] profile in
+                guard let self else { return }
+                executor.async { self.scheduler.powerProfileChanged(profile) }
+            }
             transfers.removeLeftoverManifests()
             transfers.resumeActiveDownloads()
             do {
@@ -201,6 +237,8 @@ final class BasdServices: @unchecked Sendable {
             discovery.stop()
         }
         transfers.shutdown()
+        sleepInhibitor?.release()
+        desktop.stop()
         // What was queued meanwhile runs; nothing posted later does (a late engine event, a timer).
         executor.sync { executor.stop() }
     }

@@ -73,6 +73,9 @@ final class EventRouter: @unchecked Sendable {
     /// Whether some app's events wait for its extension to be allowed again.
     var hasHeldBackEvents: Bool { machines.values.contains { $0.heldBack != nil } }
 
+    /// Whether a session of the app itself is subscribed (the app is running).
+    func hasAppSession(_ app: String) -> Bool { !(subscribers[app]?.isEmpty ?? true) }
+
     /// Whether anyone listens to transient progress.
     var hasListeners: Bool { !observers.isEmpty || !subscribers.isEmpty }
 

@@ -118,11 +118,12 @@ extension PackService {
         let job = PackJob(key: key, app: app, entry: entry, essential: essential, repair: repair)
         jobs[key] = job
         send(PackEvent(kind: "began", appIdentifier: key.app, assetPackID: key.pack, version: entry.version))
-        if !essential && transfers.holdsBackground {
-            // Held by Low Power Mode from the start: paused at once (`began` again when it ends).
+        if !essential, let hold = transfers.backgroundHold {
+            // Held (Low Power Mode, a metered network) from the start: paused at once (`began`
+            // again when it ends).
             var paused = PackEvent(
                 kind: "paused", appIdentifier: key.app, assetPackID: key.pack, version: entry.version)
-            paused.waitingFor = "lowPowerMode"
+            paused.waitingFor = hold.rawValue
             send(paused)
         }
         log("asset pack \(key): installing version \(entry.version)\(essential ? " (essential)" : "")")

@@ -8,8 +8,9 @@ import Foundation
 /// What the pack service needs of the transfers: files fetched through the download engine
 /// (the ``TransferCoordinator``).
 protocol PackTransfers: AnyObject {
-    /// Whether background transfers are held (Low Power Mode): a pack that is not essential waits.
-    var holdsBackground: Bool { get }
+    /// Why background transfers are held (Low Power Mode, a metered network…), or nil: a pack
+    /// that is not essential waits for the same.
+    var backgroundHold: NetworkConditions.Hold? { get }
     func fetchPackFile(
         _ fetch: TransferCoordinator.PackFetch, for app: StoredApp,
         done: @escaping (Result<String, TransferCoordinator.PackFetchFailure>) -> Void)
@@ -17,7 +18,7 @@ protocol PackTransfers: AnyObject {
 }
 
 extension TransferCoordinator: PackTransfers {
-    var holdsBackground: Bool { window.backgroundHeld }
+    var backgroundHold: NetworkConditions.Hold? { window.backgroundHeld ? backgroundHoldReason : nil }
 }
 
 /// Who hears what happens to packs (``BasdServices``, which hands the events to the CLI observers).
@@ -626,7 +627,7 @@ final class PackService: @unchecked Sendable {
                 info.bytesFetched = job.bytesFetched
                 info.bytesToFetch = job.bytesToFetch
                 info.bytesReused = job.bytesReused
-                info.waitingFor = job.waitingFor ?? (!job.essential && transfers.holdsBackground ? "lowPowerMode" : nil)
+                info.waitingFor = job.waitingFor ?? (!job.essential ? transfers.backgroundHold?.rawValue : nil)
                 info.essential = job.essential
             } else if row.failure != nil {
                 words.append("failed")
@@ -646,14 +647,15 @@ final class PackService: @unchecked Sendable {
         return errors
     }
 
-    /// Low Power Mode went on or off: each pack download it holds (not essential) says so, with a
-    /// `paused` event (waiting for `lowPowerMode`) or a `began` one (going on).
-    func lowPowerModeChanged(on: Bool) {
+    /// What holds background transfers changed (Low Power Mode, a metered network, restricted
+    /// connectivity): each pack download held (not essential) says so, with a `paused` event
+    /// (`waitingFor` the reason) or a `began` one (going on).
+    func backgroundHoldChanged(_ reason: NetworkConditions.Hold?) {
         for job in jobs.values where !job.essential && job.waitingFor == nil {
             var event = PackEvent(
-                kind: on ? "paused" : "began", appIdentifier: job.key.app, assetPackID: job.key.pack,
+                kind: reason != nil ? "paused" : "began", appIdentifier: job.key.app, assetPackID: job.key.pack,
                 version: job.entry.version)
-            if on { event.waitingFor = "lowPowerMode" }
+            event.waitingFor = reason?.rawValue
             send(event)
         }
     }
@@ -678,6 +680,9 @@ final class PackService: @unchecked Sendable {
     func save(_ row: StoredPack) {
         do { try store.savePack(row) } catch { log("asset pack \(row.packID) of \(row.appIdentifier): \(error)") }
     }
+
+    /// Whether the pack being installed for `app` is essential (installed with the app).
+    func isEssentialJob(app: String, pack: String) -> Bool { jobs[Key(app: app, pack: pack)]?.essential ?? false }
 
     /// Sends `event`, with the download size and `userInfo` of the version being installed.
     func send(_ event: PackEvent) {

@@ -40,6 +40,9 @@ final class PeriodicScheduler: @unchecked Sendable {
     private var running = false
     /// Why the machine is in Low Power Mode, as last read (nil: it is not).
     private(set) var lowPowerMode: String?
+    /// The power profile power-profiles-daemon says over D-Bus (``DesktopIntegration``), when it
+    /// is on the system bus: it decides, and the profile files are not read.
+    private(set) var busPowerProfile: String?
     var random = SystemRandomNumberGenerator()
 
     init(
@@ -255,11 +258,24 @@ final class PeriodicScheduler: @unchecked Sendable {
         schedule(in: max(minimumWait, next.timeIntervalSince(now)))
     }
 
-    /// Reads the power profile; on a change, holds background transfers (or lets them go) and
-    /// logs it. Returns why Low Power Mode is on, or nil.
+    /// power-profiles-daemon's `ActiveProfile` changed (nil: it left the system bus, and the
+    /// profile files decide again): Low Power Mode follows at once.
+    func powerProfileChanged(_ profile: String?) {
+        busPowerProfile = profile
+        checkLowPowerMode()
+    }
+
+    /// Reads the power profile (power-profiles-daemon's over D-Bus, else the files of
+    /// ``LowPowerMode``); on a change, holds background transfers (or lets them go) and logs it.
+    /// Returns why Low Power Mode is on, or nil.
     @discardableResult
     func checkLowPowerMode() -> String? {
-        let reason = configuration.lowPowerMode.reason()
+        let reason: String?
+        if let profile = busPowerProfile {
+            reason = LowPowerMode.isLowPower(profile) ? "power profile \(profile) (power-profiles-daemon)" : nil
+        } else {
+            reason = configuration.lowPowerMode.reason()
+        }
         guard reason != lowPowerMode else { return reason }
         lowPowerMode = reason
         if let reason {
@@ -267,8 +283,8 @@ final class PeriodicScheduler: @unchecked Sendable {
         } else {
             log("Low Power Mode is off: extensions may run and background downloads go on")
         }
+        // The transfers tell the packs (their hold also follows the network).
         transfers.holdBackground(reason != nil)
-        packs.lowPowerModeChanged(on: reason != nil)
         return reason
     }
 

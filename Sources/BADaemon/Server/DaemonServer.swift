@@ -51,6 +51,9 @@ package final class DaemonServer: Sendable {
         /// The drop-in folders apps are registered in (``AppDiscovery``); nil: from the
         /// environment (`$XDG_DATA_HOME`, `$XDG_DATA_DIRS`); empty: no discovery (`--no-app-discovery`).
         package var appDiscoveryFolders: [String]?
+        /// The D-Bus buses basd talks to the desktop on (``DesktopIntegration``); nil: from the
+        /// environment; ``DesktopBusAddresses/none``: no desktop integration (`--no-desktop-bus`).
+        package var desktopBuses: DesktopBusAddresses?
 
         /// Creates a configuration.
         package init(
@@ -150,6 +153,8 @@ package final class DaemonServer: Sendable {
             serviceConfiguration.engine.verbose = configuration.traceTransfers
             serviceConfiguration.appDiscoveryFolders =
                 configuration.appDiscoveryFolders ?? AppDiscovery.folders(ProcessInfo.processInfo.environment)
+            serviceConfiguration.desktopBuses = configuration.desktopBuses ?? .fromEnvironment()
+            if serviceConfiguration.desktopBuses == .none { configuration.log("desktop: D-Bus integration is off") }
             let service = BasdServices(
                 store: store, configuration: serviceConfiguration, settings: settings, log: configuration.log,
                 connectionCount: { context.connectionCount })

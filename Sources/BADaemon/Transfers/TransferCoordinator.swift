@@ -79,6 +79,14 @@ final class TransferCoordinator: @unchecked Sendable {
     /// Transfers waiting out a retry's backoff: their next `began` is an attempt, not a beginning.
     var waitingToRetry: Set<String> = []
     private var eventsTask: Task<Void, Never>?
+    /// Whether Low Power Mode is on (the scheduler reads the power profile, or power-profiles-daemon tells).
+    var lowPowerMode = false
+    /// What NetworkManager last said (``NetworkConditions/unknown`` without it).
+    var network = NetworkConditions.unknown
+    /// Whether the engine holds transfers that may not use a metered network.
+    var meteredHeld = false
+    /// The background hold last told to the delegate.
+    var reportedBackgroundHold: NetworkConditions.Hold?
 
     deinit { networkMonitor?.stop() }
 
@@ -187,7 +195,7 @@ final class TransferCoordinator: @unchecked Sendable {
             byteLimit: download.restriction?.byteLimit, sha256: download.sha256, priority: download.priority,
             isEssential: download.isEssential, isForeground: download.isForeground,
             allowList: download.restriction?.allowList.map(HostAllowList.init), trust: trust,
-            validator: download.validator)
+            validator: download.validator, allowsMeteredNetwork: download.download.allowsExpensiveNetworkAccess)
     }
 
     /// Which servers manifests and downloads trust, and how: basd's `caFile`, `caDirectory` and
@@ -280,7 +288,13 @@ final class TransferCoordinator: @unchecked Sendable {
         case .inEngine(_, nil), .unstartable, nil: break
         }
         // Over a retry wait (whose reason and time stay shown): a held transfer does not retry.
-        if window.backgroundHeld, !download.isEssential, !download.isForeground { info.waitingFor = "lowPowerMode" }
+        // (The settings are read only when something holds anything: a listing has many rows.)
+        if lowPowerMode || network.metered || network.connectivity.isRestricted {
+            let transfer = NetworkConditions.Transfer(
+                isUrgent: download.isEssential || download.isForeground,
+                allowsMetered: download.download.allowsExpensiveNetworkAccess)
+            if let hold = hold(of: transfer) { info.waitingFor = hold.rawValue }
+        }
         return info
     }
 

@@ -35,4 +35,8 @@ protocol TransferCoordinatorDelegate: AnyObject {
     /// A link, address or route came or went: what waits for the network may try now (the
     /// transfers waiting to retry are told after this).
     func transfersNetworkChanged(_ transfers: TransferCoordinator)
+
+    /// What holds background transfers changed (Low Power Mode, a metered network, restricted
+    /// connectivity; nil: nothing): non-essential asset packs wait for the same.
+    func transfers(_ transfers: TransferCoordinator, backgroundHoldChanged reason: NetworkConditions.Hold?)
 }

@@ -19,8 +19,8 @@ import Foundation
 ///   `spaceRetryInterval` (``Action/armLookAgain``) hands it back once the file system has more
 ///   than ``spaceMargin`` more room than when it stopped. The same look retries a store that could
 ///   not be written.
-/// - Low Power Mode holds background transfers in the engine (the engine pauses them); listings
-///   show them as waiting for it.
+/// - Low Power Mode (or a metered network, or restricted connectivity: ``NetworkConditions``)
+///   holds background transfers in the engine (the engine pauses them); listings show why.
 ///
 /// ```
 /// (a row) ─scheduled (room, urgent or outranking) / admit / queueRead / promoted─▶ inEngine
@@ -105,7 +105,8 @@ struct TransferWindow: Equatable, Sendable {
         case freeSpaceMeasured(Int64)
         /// A link, address or route came or went.
         case networkChanged
-        /// Low Power Mode came (`held`) or went.
+        /// Background transfers are to be held (Low Power Mode, a metered network, restricted
+        /// connectivity: ``NetworkConditions``) or let go.
         case powerModeChanged(held: Bool)
     }
 
