@@ -64,7 +64,7 @@ package enum BusStandIn {
 
     /// The stand-in: `standin.py ADDRESS OBJECT-JSON…` or `standin.py ADDRESS --listen INTERFACE`.
     static let script = #"""
-        import json, sys
+        import json, os, sys
         import dbus, dbus.service, dbus.mainloop.glib
         from gi.repository import GLib
 
@@ -109,7 +109,6 @@ package enum BusStandIn {
 
             @dbus.service.method(MANAGER, in_signature="ssss", out_signature="h")
             def Inhibit(self, what, who, why, mode):
-                import os
                 read_end, write_end = os.pipe()
                 self.count += 1
                 number = self.count
