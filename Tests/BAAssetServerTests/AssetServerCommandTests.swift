@@ -11,9 +11,9 @@ import Testing
     /// The built executable, beside this test binary.
     static let executable = BuildProducts.executable("ba-asset-server")
 
-    /// Starts the server on a port the kernel picks; returns it and its first line.
-    static func start(_ arguments: [String]) async throws -> (ChildProcess, String) {
-        let server = try ChildProcess(executable, arguments + ["--port", "0"])
+    /// Starts the server on a port the kernel picks (or `port`); returns it and its first line.
+    static func start(_ arguments: [String], port: Int = 0) async throws -> (ChildProcess, String) {
+        let server = try ChildProcess(executable, arguments + ["--port", String(port)])
         do {
             // The first line; it is there as soon as the server has written it.
             try await server.waiting("its listening line") { !$0.stdoutLines.isEmpty }
@@ -29,7 +29,17 @@ import Testing
         defer { directory.remove() }
         try directory.write("hello.bin", sampleBytes(5000))
 
-        let (server, text) = try await Self.start(["--root", directory.url.path])
+        // On a port no parallel test's server can take once this one frees it (TestPorts).
+        var started: (ChildProcess, String)?
+        for _ in 0..<50 where started == nil {
+            // A port in use: the server says so and exits (the wait throws); try another.
+            if let (candidate, line) = try? await Self.start(
+                ["--root", directory.url.path], port: TestPorts.belowEphemeralRange())
+            {
+                if line.hasPrefix("listening on") { started = (candidate, line) } else { candidate.kill() }
+            }
+        }
+        let (server, text) = try #require(started)
         defer { server.kill() }
         let prefix = "listening on http://127.0.0.1:"
         #expect(text.hasPrefix(prefix), "\(text)")

@@ -314,20 +314,12 @@ import Testing
         }
     }
 
-    /// A server on a port below the kernel's ephemeral range (`ip_local_port_range`), which no
-    /// server of a parallel test (they bind port 0) can be given once this one frees it: with
-    /// port 0, a test running beside this one took the freed port, and the check that nothing
-    /// listens there any more failed (a red CI run).
+    /// A server on a port no parallel test's server can be given once this one frees it (``TestPorts``).
     static func serverOutsideTheEphemeralRange() async throws -> AssetServer {
-        // Read to the end: /proc files have no size, and String(contentsOfFile:) reads nothing of them.
-        let data = FileHandle(forReadingAtPath: "/proc/sys/net/ipv4/ip_local_port_range")?.readDataToEndOfFile()
-        let range = String(decoding: data ?? Data(), as: UTF8.self)
-        let low = range.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap { Int($0) }
-        let ceiling = min(low ?? 32768, 32768)
-        var lastError: any Error = HarnessError("no port below \(ceiling) was free")
+        var lastError: any Error = HarnessError("no port below the ephemeral range was free")
         for _ in 0..<50 {
             do {
-                return try await AssetServer.start(port: Int.random(in: max(1024, ceiling - 12000)..<ceiling))
+                return try await AssetServer.start(port: TestPorts.belowEphemeralRange())
             } catch {
                 lastError = error
             }
