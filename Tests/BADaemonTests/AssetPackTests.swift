@@ -333,22 +333,34 @@ struct AssetPackTests {
         let v2 = version(2, seed: 200)
         try fixture.write(pack: "levels", policy: PackFixture.essential, files: v2)
         try await fixture.publish(["levels"], version: 2, bundleSize: 1 << 20)
-        // Eight bundles of 1 MiB, four at a time, slow enough that the kill lands mid-update.
-        let v2Bundles = 8
-        fixture.server.setDefaultBehavior(.trickle(bytesPerSecond: 512 * 1024))
+        // Eight bundles of 1 MiB, fetched four at a time. Three of them hang (fewer than the four
+        // fetched at once, so the other five all arrive): the update stops part-way and stays there
+        // for as long as the test needs, however loaded the machine. (A trickle made the window a
+        // few seconds long, and a poll under load missed it: the update had finished.)
+        let v2Names = try FileManager.default.contentsOfDirectory(atPath: fixture.publish + "/packs/levels")
+            .filter { $0.hasPrefix("2-") && $0.hasSuffix(".bundle") }.sorted()
+        let v2Bundles = v2Names.count
+        #expect(v2Bundles == 8, "\(v2Names)")
+        let hanging = v2Names.prefix(3).map { "/packs/levels/" + $0 }
+        for path in hanging { fixture.server.setBehavior(.stall(afterBytes: 0), for: path) }
         let reader = VersionReader(directory: PackFixture.packPath(daemon, "levels") + "/levels", names: names)
         reader.start()
         defer { reader.stop() }
         let before = fixture.server.requests.count
         let check = try await runProcess(ba, ["packs", "check", PackFixture.app, "--socket", daemon.socketPath])
         #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
-        _ = try await fixture.waitForPacks(daemon, "a part of version 2 to be verified") {
-            ($0["levels"]?["bytesFetched"] as? Int ?? 0) >= 1 << 20
+        let arriving = try v2Names.dropFirst(3).reduce(0) { total, name in
+            total
+                + ((try FileManager.default.attributesOfItem(atPath: fixture.publish + "/packs/levels/" + name)[.size]
+                    as? Int) ?? 0)
+        }
+        _ = try await fixture.waitForPacks(daemon, "the five bundles that do not hang to be verified") {
+            ($0["levels"]?["bytesFetched"] as? Int ?? 0) >= arriving
         }
         daemon.send(SIGKILL)
         #expect(daemon.waitForExit(timeout: 20) != nil)
         let firstRun = fixture.server.requests.dropFirst(before).filter { $0.path.hasSuffix(".bundle") }.count
-        fixture.server.setDefaultBehavior(nil)
+        for path in hanging { fixture.server.setBehavior(nil, for: path) }
         let afterKill = fixture.server.requests.count
         running = try await daemon.restarted()
         _ = try await fixture.waitForPacks(running, "version 2 after the restart") {
