@@ -13,7 +13,7 @@ import Testing
 /// basd (and back), never sent as a header.
 @Suite("Network access of a request")
 struct NetworkAccessTests {
-    static let url = URL(string: "https://cdn.example.com/a.bin")!
+    static let url = URL(string: "https://127.0.0.1/a.bin")!
 
     @Test("default true; false survives copies and reaches the download's record, without its header")
     func reachesTheRecord() throws {
