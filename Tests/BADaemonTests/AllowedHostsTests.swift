@@ -130,9 +130,8 @@ struct AllowedHostsTests {
         let client = try daemon.appClient(app)
         defer { client.close() }
         _ = try client.call(.schedule(DownloadDescription(identifier: "far", url: "https://\(Self.farHost)/far.bin")))
-        let rows = try await CLIQueries.poll(
-            "far to fail", daemon, timeout: 30, read: { try await CLIQueries.downloadRows(daemon, app: app) },
-            until: { $0.first?["state"] as? String == "failed" })
+        let rows = try await CLIQueries.pollDownloads(
+            "far to fail", daemon, app: app, timeout: 30, until: { $0.first?["state"] as? String == "failed" })
         let message = rows.first?["errorMessage"] as? String ?? "\(rows)"
         #expect(message.contains("not in the allow-list of basd's allowedHosts setting (127.0.0.1, localhost, ::1)"))
         // The settings were the test's own, in its temporary folder.

@@ -55,4 +55,13 @@ enum CLIQueries {
             try await Task.sleep(for: .milliseconds(20))
         }
     }
+
+    /// ``poll(_:_:timeout:read:until:)`` over the app's rows of `ba downloads --json`.
+    static func pollDownloads(
+        _ what: String, _ daemon: DaemonProcess, app: String, timeout: Double,
+        until condition: ([[String: Any]]) -> Bool
+    ) async throws -> [[String: Any]] {
+        try await poll(
+            what, daemon, timeout: timeout, read: { try await downloadRows(daemon, app: app) }, until: condition)
+    }
 }

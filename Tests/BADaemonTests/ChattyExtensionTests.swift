@@ -46,9 +46,8 @@ struct ChattyExtensionTests {
                 && note.contains("at most 1000 lines and 128 KiB"), "\(note)")
 
         // The downloads were scheduled (and finish).
-        _ = try await CLIQueries.poll(
-            "the three downloads finished", daemon, timeout: 60,
-            read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
+        _ = try await CLIQueries.pollDownloads(
+            "the three downloads finished", daemon, app: SampleAppFixture.bundleIdentifier, timeout: 60,
             until: { rows in
                 Set(rows.filter { $0["state"] as? String == "finished" }.compactMap { $0["identifier"] as? String })
                     == Set(names)

@@ -56,9 +56,8 @@ struct ConfusedDeputyTests {
             "the first finished call", daemon, timeout: 60, read: { daemon.standardError },
             until: { $0.contains("plant-current") })
         server.setBehavior(nil, for: "/second.bin")
-        let rows = try await CLIQueries.poll(
-            "both downloads finished", daemon, timeout: 60,
-            read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
+        let rows = try await CLIQueries.pollDownloads(
+            "both downloads finished", daemon, app: SampleAppFixture.bundleIdentifier, timeout: 60,
             until: { rows in rows.count == 2 && rows.allSatisfy { $0["state"] as? String == "finished" } })
         #expect(rows.count == 2)
         // The second finished call ran too (its file was basd's, not the planted link's target).

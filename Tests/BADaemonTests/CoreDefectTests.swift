@@ -108,9 +108,8 @@ struct CoreDefectTests {
 
         let daemon = try await DaemonProcess.start(directory: directory)
         defer { daemon.kill() }
-        let rows = try await CLIQueries.poll(
-            "both downloads finished", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: Self.app) },
+        let rows = try await CLIQueries.pollDownloads(
+            "both downloads finished", daemon, app: Self.app, timeout: 30,
             until: { $0.count == 2 && $0.allSatisfy { $0["state"] as? String == "finished" } })
         #expect(rows.count == 2)
         #expect(server.requests(for: "/complete.bin").isEmpty, "the complete file was fetched again")

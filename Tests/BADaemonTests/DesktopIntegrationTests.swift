@@ -168,9 +168,8 @@ struct DesktopIntegrationTests {
                     identifier: "held", url: server.url("/held.bin"), allowsExpensiveNetworkAccess: false)))
         try client.call(.schedule(DownloadDescription(identifier: "free", url: server.url("/free.bin"))))
 
-        let waiting = try await CLIQueries.poll(
-            "free to finish while held waits for the metered network", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+        let waiting = try await CLIQueries.pollDownloads(
+            "free to finish while held waits for the metered network", daemon, app: app, timeout: 30,
             until: { rows in
                 Self.row(rows, "free")?["state"] as? String == "finished"
                     && Self.row(rows, "held")?["waitingFor"] as? String == "meteredNetwork"
@@ -180,9 +179,8 @@ struct DesktopIntegrationTests {
         #expect(server.requests.filter { $0.path == "/held.bin" }.isEmpty)
 
         try Self.setMetered(manager, 2)
-        let done = try await CLIQueries.poll(
-            "held to finish once the network is not metered", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+        let done = try await CLIQueries.pollDownloads(
+            "held to finish once the network is not metered", daemon, app: app, timeout: 30,
             until: { Self.row($0, "held")?["state"] as? String == "finished" })
         #expect(Self.row(done, "held")?["waitingFor"] == nil, "\(done)")
         #expect(daemon.standardError.contains("network: not metered"), "\(daemon.standardError)")
@@ -203,9 +201,8 @@ struct DesktopIntegrationTests {
         let client = try daemon.appClient(app)
         defer { client.close() }
         try client.call(.schedule(DownloadDescription(identifier: "a", url: server.url("/a.bin"))))
-        _ = try await CLIQueries.poll(
-            "a to wait for the metered network", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+        _ = try await CLIQueries.pollDownloads(
+            "a to wait for the metered network", daemon, app: app, timeout: 30,
             until: { Self.row($0, "a")?["waitingFor"] as? String == "meteredNetwork" })
         let text = try await runProcess(ba, ["downloads", "--app", app, "--socket", daemon.socketPath])
         #expect(text.stdout.contains("waiting for meteredNetwork"), "\(text.stdout)")
@@ -215,9 +212,8 @@ struct DesktopIntegrationTests {
         try Data(#"{"waitOnMeteredNetwork": false, "allowedHosts": ["127.0.0.1", "localhost", "::1"]}"#.utf8)
             .write(to: URL(fileURLWithPath: config + ".new"))
         _ = rename(config + ".new", config)
-        _ = try await CLIQueries.poll(
-            "a to finish with the setting off", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+        _ = try await CLIQueries.pollDownloads(
+            "a to finish with the setting off", daemon, app: app, timeout: 30,
             until: { Self.row($0, "a")?["state"] as? String == "finished" })
     }
 
@@ -240,9 +236,8 @@ struct DesktopIntegrationTests {
         let client = try daemon.appClient(app)
         defer { client.close() }
         try client.call(.schedule(DownloadDescription(identifier: "a", url: server.url("/a.bin"))))
-        let waiting = try await CLIQueries.poll(
-            "a to wait for the network", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+        let waiting = try await CLIQueries.pollDownloads(
+            "a to wait for the network", daemon, app: app, timeout: 30,
             until: { Self.row($0, "a")?["waitingFor"] as? String == "network" })
         #expect(Self.row(waiting, "a")?["attempts"] as? Int ?? 0 == 0, "\(waiting)")
         #expect(server.requests(for: "/a.bin").isEmpty)
@@ -251,9 +246,8 @@ struct DesktopIntegrationTests {
             BusStandIn.set(
                 path: "/org/freedesktop/NetworkManager", interface: "org.freedesktop.NetworkManager",
                 name: "Connectivity", type: "u", value: 4))
-        _ = try await CLIQueries.poll(
-            "a to finish with full connectivity", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+        _ = try await CLIQueries.pollDownloads(
+            "a to finish with full connectivity", daemon, app: app, timeout: 30,
             until: { Self.row($0, "a")?["state"] as? String == "finished" })
     }
 
@@ -296,15 +290,14 @@ struct DesktopIntegrationTests {
         let client = try daemon.appClient(app)
         defer { client.close() }
         try client.call(.schedule(DownloadDescription(identifier: "a", url: server.url("/a.bin"))))
-        _ = try await CLIQueries.poll(
-            "a to start", daemon, timeout: 30, read: { try await CLIQueries.downloadRows(daemon, app: app) },
-            until: { (Self.row($0, "a")?["bytesOnDisk"] as? Int ?? 0) > 0 })
+        _ = try await CLIQueries.pollDownloads(
+            "a to start", daemon, app: app, timeout: 30, until: { (Self.row($0, "a")?["bytesOnDisk"] as? Int ?? 0) > 0 }
+        )
         // (Until power-profiles-daemon answered, the file may have said power-saver for a moment.)
 
         try Self.setProfile(profiles, "power-saver", legacyOnly: legacyOnly)
-        _ = try await CLIQueries.poll(
-            "a to wait for Low Power Mode", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+        _ = try await CLIQueries.pollDownloads(
+            "a to wait for Low Power Mode", daemon, app: app, timeout: 30,
             until: { Self.row($0, "a")?["waitingFor"] as? String == "lowPowerMode" })
         #expect(
             daemon.standardError.contains("Low Power Mode is on (power profile power-saver (power-profiles-daemon))"),
@@ -312,9 +305,8 @@ struct DesktopIntegrationTests {
 
         server.setBehavior(nil, for: "/a.bin")
         try Self.setProfile(profiles, "balanced", legacyOnly: legacyOnly)
-        let done = try await CLIQueries.poll(
-            "a to finish once balanced", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+        let done = try await CLIQueries.pollDownloads(
+            "a to finish once balanced", daemon, app: app, timeout: 30,
             until: { Self.row($0, "a")?["state"] as? String == "finished" })
         #expect(Self.row(done, "a")?["waitingFor"] == nil, "\(done)")
         #expect(daemon.standardError.contains("Low Power Mode is off"), "\(daemon.standardError)")
@@ -344,9 +336,9 @@ struct DesktopIntegrationTests {
         let client = try daemon.appClient(app)
         defer { client.close() }
         try client.call(.schedule(DownloadDescription(identifier: "a", url: server.url("/a.bin"))))
-        _ = try await CLIQueries.poll(
-            "a to start", daemon, timeout: 30, read: { try await CLIQueries.downloadRows(daemon, app: app) },
-            until: { (Self.row($0, "a")?["bytesOnDisk"] as? Int ?? 0) > 0 })
+        _ = try await CLIQueries.pollDownloads(
+            "a to start", daemon, app: app, timeout: 30, until: { (Self.row($0, "a")?["bytesOnDisk"] as? Int ?? 0) > 0 }
+        )
 
         // Suspend: basd checkpoints, then lets go of its inhibitor (logind would wait 5 s at most).
         logind.send(BusStandIn.sleep(true))
@@ -363,9 +355,8 @@ struct DesktopIntegrationTests {
         try await logind.waiting("basd's next inhibitor", timeout: 20) {
             $0.stdoutLines.contains("inhibited 2 sleep delay")
         }
-        _ = try await CLIQueries.poll(
-            "a to finish after the resume", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: app) },
+        _ = try await CLIQueries.pollDownloads(
+            "a to finish after the resume", daemon, app: app, timeout: 30,
             until: { Self.row($0, "a")?["state"] as? String == "finished" })
         let resumed = try #require(server.requests(for: "/a.bin").last)
         #expect(server.requests(for: "/a.bin").count == requestsBefore + 1)

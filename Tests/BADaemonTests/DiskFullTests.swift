@@ -91,9 +91,8 @@ struct DiskFullTests {
         // The disk fills up under the running transfer (and under basd's own store).
         let filler = state + "/filler"
         try SmallFileSystem.fill(filler)
-        let rows = try await CLIQueries.poll(
-            "the download waiting for space", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: DownloadServiceTests.app) },
+        let rows = try await CLIQueries.pollDownloads(
+            "the download waiting for space", daemon, app: DownloadServiceTests.app, timeout: 30,
             until: { $0.first?["waitingFor"] as? String == "space" })
         #expect(rows.first?["state"] as? String != "failed")
         #expect(daemon.standardError.contains("waits for disk space"), "\(daemon.standardError)")

@@ -85,18 +85,16 @@ struct LowPowerModeTests {
             until: { $0.contains("Low Power Mode is off") })
         let install = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
-        _ = try await CLIQueries.poll(
-            "level-1 to start", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
+        _ = try await CLIQueries.pollDownloads(
+            "level-1 to start", daemon, app: SampleAppFixture.bundleIdentifier, timeout: 30,
             until: { rows in
                 rows.contains { $0["identifier"] as? String == "level-1" && ($0["bytesOnDisk"] as? Int ?? 0) > 0 }
             })
 
         // Power-saver again: the background download waits, saying why.
         try Data("power-saver\n".utf8).write(to: URL(fileURLWithPath: profile))
-        let waiting = try await CLIQueries.poll(
-            "level-1 to wait for Low Power Mode", daemon, timeout: 20,
-            read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
+        let waiting = try await CLIQueries.pollDownloads(
+            "level-1 to wait for Low Power Mode", daemon, app: SampleAppFixture.bundleIdentifier, timeout: 20,
             until: { rows in
                 rows.contains {
                     $0["identifier"] as? String == "level-1" && $0["waitingFor"] as? String == "lowPowerMode"
@@ -111,9 +109,8 @@ struct LowPowerModeTests {
         // Balanced: it resumes (served in full now) and finishes.
         server.setBehavior(nil, for: "/levels/level-1.pak")
         try Data("balanced\n".utf8).write(to: URL(fileURLWithPath: profile))
-        _ = try await CLIQueries.poll(
-            "level-1 to finish", daemon, timeout: 60,
-            read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
+        _ = try await CLIQueries.pollDownloads(
+            "level-1 to finish", daemon, app: SampleAppFixture.bundleIdentifier, timeout: 60,
             until: { rows in
                 rows.contains { $0["identifier"] as? String == "level-1" && $0["state"] as? String == "finished" }
             })

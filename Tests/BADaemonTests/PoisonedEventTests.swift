@@ -91,9 +91,8 @@ struct PoisonedEventTests {
         #expect(finished.map(\.identifier) == ["crash-c"], "\(finished)")
         let sequence = try #require(finished.first?.sequence)
         try client.call(.acknowledgeEvents(throughSequence: sequence))
-        _ = try await CLIQueries.poll(
-            "no parked event left", again, timeout: 30,
-            read: { try await CLIQueries.downloadRows(again, app: Self.app) },
+        _ = try await CLIQueries.pollDownloads(
+            "no parked event left", again, app: Self.app, timeout: 30,
             until: { rows in rows.allSatisfy { $0["parkedEvent"] == nil } })
     }
 }

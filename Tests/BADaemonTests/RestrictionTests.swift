@@ -310,9 +310,8 @@ struct RestrictionTests {
         func isFailedCore(_ row: [String: Any]) -> Bool {
             row["identifier"] as? String == "core" && row["state"] as? String == "failed"
         }
-        let rows = try await CLIQueries.poll(
-            "core to fail", daemon, timeout: 60, read: { try await CLIQueries.downloadRows(daemon, app: Self.app) },
-            until: { $0.contains(where: isFailedCore) })
+        let rows = try await CLIQueries.pollDownloads(
+            "core to fail", daemon, app: Self.app, timeout: 60, until: { $0.contains(where: isFailedCore) })
         let failed = try #require(rows.first(where: isFailedCore))
         #expect(failed["essential"] as? Bool == true, "\(failed)")
         #expect(failed["errorCode"] as? Int == 0, "\(failed)")

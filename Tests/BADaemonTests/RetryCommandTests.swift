@@ -161,9 +161,9 @@ struct RetryCommandTests {
                 ],
             ])
         manifestServer.setFile("/manifest.json", contents: Array(manifest))
-        let rows = try await CLIQueries.poll(
-            "the install to be retried and its catalog to finish", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
+        let rows = try await CLIQueries.pollDownloads(
+            "the install to be retried and its catalog to finish", daemon, app: SampleAppFixture.bundleIdentifier,
+            timeout: 30,
             until: { rows in
                 rows.contains { $0["identifier"] as? String == "catalog" && $0["state"] as? String == "finished" }
             })

@@ -302,9 +302,8 @@ struct SchedulingTests {
         for name in ["a", "b"] {
             _ = try app.call(.schedule(DownloadDescription(identifier: name, url: server.url("/\(name).bin"))))
         }
-        let rows = try await CLIQueries.poll(
-            "both downloads to finish", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: "com.example.purge") },
+        let rows = try await CLIQueries.pollDownloads(
+            "both downloads to finish", daemon, app: "com.example.purge", timeout: 30,
             until: { rows in rows.count == 2 && rows.allSatisfy { $0["state"] as? String == "finished" } })
         app.close()
         let delivered = rows.compactMap { row -> (String, String)? in

@@ -26,9 +26,8 @@ struct UninstallTests {
             ])
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
-        _ = try await CLIQueries.poll(
-            "level-1 to start", daemon, timeout: 30,
-            read: { try await CLIQueries.downloadRows(daemon, app: SampleAppFixture.bundleIdentifier) },
+        _ = try await CLIQueries.pollDownloads(
+            "level-1 to start", daemon, app: SampleAppFixture.bundleIdentifier, timeout: 30,
             until: { rows in
                 rows.contains { $0["identifier"] as? String == "level-1" && ($0["bytesOnDisk"] as? Int ?? 0) > 0 }
             })
