@@ -4,7 +4,7 @@ import Foundation
 /// `ba service`: basd as a systemd user service, started by its socket.
 struct Service: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Install, remove or inspect basd's systemd user units (basd.service, basd.socket).",
+        abstract: "Install, remove or inspect basd's systemd user units (basd.service, basd.socket, basd.timer).",
         discussion: """
             The units go into $XDG_CONFIG_HOME/systemd/user (default ~/.config/systemd/user). basd.socket \
             owns basd's socket (%t/background-assets/basd.sock, the path ba uses by default) and passes it to \
@@ -143,12 +143,12 @@ struct Systemctl {
 struct ServiceInstall: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "install",
-        abstract: "Write basd.service and basd.socket, then enable and start them with systemctl --user.",
+        abstract: "Write basd.service, basd.socket and basd.timer, then enable and start them with systemctl --user.",
         discussion: """
             ExecStart= is the basd next to this ba (or --basd), with --state-dir if given (else basd's default, \
             $XDG_DATA_HOME/background-assets as systemd's user manager sees it). A unit file that ba did not \
             write is never overwritten (exit 40). Then, unless --no-systemctl is given or systemctl is missing, \
-            runs `systemctl --user daemon-reload` and `systemctl --user enable --now basd.socket basd.service`; \
+            runs `systemctl --user daemon-reload` and `systemctl --user enable --now basd.socket basd.timer basd.service`; \
             otherwise prints them. Exit codes: 0 done, 40 a foreign unit file is in the way, 41 systemctl \
             failed (the units are written), 64 usage, 66 no executable basd, 73 the units cannot be written.
 
@@ -217,7 +217,7 @@ struct ServiceInstall: ParsableCommand {
         if changed {
             Swift.print("the units changed: if basd is running, restart it: systemctl --user restart basd.service")
         }
-        let steps = [["daemon-reload"], ["enable", "--now", ServiceUnits.socketName, ServiceUnits.serviceName]]
+        let steps = [["daemon-reload"], ["enable", "--now"] + ServiceUnits.enabled.map(\.0)]
         guard let systemctl = options.systemctl else {
             Swift.print("\(options.whyNoSystemctl); to start basd now and at every login, run:")
             for step in steps { Swift.print("  \(Systemctl.commandLine(step))") }
@@ -236,7 +236,8 @@ struct ServiceInstall: ParsableCommand {
                 throw ExitCode(BAExitCode.systemctlFailed.rawValue)
             }
         }
-        Swift.print("basd.socket and basd.service are enabled and started (check: ba service status, ba status)")
+        Swift.print(
+            "basd.socket, basd.timer and basd.service are enabled and started (check: ba service status, ba status)")
         printLingerHint()
     }
 
@@ -272,8 +273,8 @@ struct ServiceUninstall: ParsableCommand {
         commandName: "uninstall",
         abstract: "Stop and disable basd's units, and remove the unit files ba service install wrote.",
         discussion: """
-            Runs `systemctl --user disable --now basd.socket basd.service` (unless --no-systemctl is given or \
-            systemctl is missing), removes basd.service, basd.socket and their .wants links, then runs \
+            Runs `systemctl --user disable --now basd.socket basd.timer basd.service` (unless --no-systemctl is given or \
+            systemctl is missing), removes basd.service, basd.socket, basd.timer and their .wants links, then runs \
             `systemctl --user daemon-reload`. A unit file without ba's marker line is someone else's: nothing \
             is stopped or removed (exit 40). basd's state directory is kept. Exit codes: 0 done (also when \
             nothing was installed), 40 a foreign unit file, 41 systemctl failed (the files are removed), 64 \
@@ -300,7 +301,7 @@ struct ServiceUninstall: ParsableCommand {
         }
         let systemctl = options.systemctl
         var failed: [[String]] = []
-        let disable = ["disable", "--now", ServiceUnits.socketName, ServiceUnits.serviceName]
+        let disable = ["disable", "--now"] + ServiceUnits.enabled.map(\.0)
         if let systemctl {
             print("running \(Systemctl.commandLine(disable))")
             let result = systemctl.run(disable)
@@ -308,9 +309,7 @@ struct ServiceUninstall: ParsableCommand {
             if result.status != 0 { failed.append(disable) }
         }
         // What `disable` removes; done here too, so no dangling link is left when systemctl was not run.
-        for (target, name) in [
-            ("default.target", ServiceUnits.serviceName), ("sockets.target", ServiceUnits.socketName),
-        ] {
+        for (name, target) in ServiceUnits.enabled {
             let link = "\(options.directory)/\(target).wants/\(name)"
             if let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: link),
                 destination == options.path(of: name)

@@ -1,13 +1,20 @@
+import BADaemonProtocol
 import Foundation
 
 /// The systemd user units `ba service install` writes: `basd.socket` (systemd owns the socket and
-/// starts basd on the first connection) and `basd.service` (basd itself, also started at login).
+/// starts basd on the first connection), `basd.service` (basd itself, also started at login, and
+/// exiting when idle) and `basd.timer` (starts basd again for what is due while it is not running).
 /// Why each directive is there: docs/operations.md.
 struct ServiceUnits {
     /// The unit files' names, service first.
     static let serviceName = "basd.service"
     static let socketName = "basd.socket"
-    static let names = [serviceName, socketName]
+    static let timerName = "basd.timer"
+    static let names = [serviceName, socketName, timerName]
+    /// What `enable --now` and `disable --now` name, and the target whose `.wants` links each.
+    static let enabled = [
+        (socketName, "sockets.target"), (timerName, "timers.target"), (serviceName, "default.target"),
+    ]
 
     /// The line that marks a file as written by `ba service install`: `uninstall` deletes only
     /// files that carry it, and `install` overwrites only those.
@@ -25,12 +32,18 @@ struct ServiceUnits {
 
     /// The contents of the unit file `name` (one of ``names``).
     func contents(of name: String) -> String {
-        name == Self.serviceName ? service : socket
+        switch name {
+        case Self.serviceName: service
+        case Self.socketName: socket
+        default: timer
+        }
     }
 
-    /// `ExecStart=`'s value.
+    /// `ExecStart=`'s value: basd exits after ``DaemonProtocol/idleExitSeconds`` with nothing to do.
     var execStart: String {
-        ([basdPath] + (stateDirectory.map { ["--state-dir", $0] } ?? [])).map(Self.quoted).joined(separator: " ")
+        ([basdPath] + (stateDirectory.map { ["--state-dir", $0] } ?? []) + [
+            "--exit-when-idle", String(DaemonProtocol.idleExitSeconds),
+        ]).map(Self.quoted).joined(separator: " ")
     }
 
     /// `basd.service`.
@@ -45,8 +58,10 @@ struct ServiceUnits {
         After=basd.socket
 
         [Service]
+        # --exit-when-idle: with no client, no download and nothing due before basd.timer's next start,
+        # basd exits (0) after that many seconds; basd.socket starts it for the next client.
         ExecStart=\(execStart)
-        # basd exits 0 after SIGTERM; a failure to start (a bad config.json, a busy state directory) or
+        # basd exits 0 after SIGTERM and when idle; a failure to start (a bad config.json, a busy state directory) or
         # a crash is retried, within systemd's start limit.
         Restart=on-failure
         RestartSec=2s
@@ -86,6 +101,28 @@ struct ServiceUnits {
 
         [Install]
         WantedBy=sockets.target
+
+        """
+    }
+
+    /// `basd.timer`.
+    var timer: String {
+        """
+        \(Self.marker)
+        # It is rewritten by the next `ba service install`. See docs/operations.md.
+        [Unit]
+        Description=Starts basd for what is due while it is not running (basd)
+
+        [Timer]
+        # basd exits when idle (--exit-when-idle in basd.service); this starts it again for periodic
+        # extension runs, asset-pack manifest checks and new app registrations. basd stays running
+        # for anything due sooner than this, and a running basd is left as it is.
+        OnActiveSec=\(DaemonProtocol.wakeTimerSeconds)s
+        OnUnitInactiveSec=\(DaemonProtocol.wakeTimerSeconds)s
+        AccuracySec=1min
+
+        [Install]
+        WantedBy=timers.target
 
         """
     }

@@ -64,6 +64,13 @@ package struct Basd: AsyncParsableCommand {
     )
     var noDesktopBus = false
 
+    @Option(
+        name: .customLong("exit-when-idle"),
+        help: ArgumentHelp(
+            "Socket-activated: exit after SECONDS with nothing to do (no client, no download, nothing due within basd.timer's 15 min); its socket starts basd again. `ba service install` sets 300.",
+            valueName: "SECONDS"))
+    var exitWhenIdle: Double?
+
     /// How much basd logs.
     enum LogLevel: String, ExpressibleByArgument, CaseIterable {
         case warning, info, debug
@@ -99,6 +106,13 @@ package struct Basd: AsyncParsableCommand {
         configuration.traceTransfers = logLevel == .debug
         if noAppDiscovery { configuration.appDiscoveryFolders = [] }
         if noDesktopBus { configuration.desktopBuses = DesktopBusAddresses.none }
+        if let exitWhenIdle {
+            guard exitWhenIdle.isFinite, exitWhenIdle > 0 else {
+                throw ValidationError(
+                    "--exit-when-idle takes a number of seconds above 0 (e.g. 300), not \(exitWhenIdle)")
+            }
+            configuration.exitWhenIdle = exitWhenIdle
+        }
         if logLevel == .warning { configuration.log = DaemonServer.log(level: .warning) }
         let server: DaemonServer
         do {

@@ -22,4 +22,10 @@ package enum DaemonProtocol {
     package static let maximumFrameLength = 1 << 20
     /// The size of the length prefix.
     package static let headerLength = 4
+
+    /// How often `basd.timer` (written by `ba service install`) starts basd when it is not
+    /// running: a basd that exits when idle stays for anything due sooner (docs/operations.md).
+    package static let wakeTimerSeconds = 900
+    /// How long the basd `ba service install` runs (`--exit-when-idle`) stays idle before it exits.
+    package static let idleExitSeconds = 300
 }

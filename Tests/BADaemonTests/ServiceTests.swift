@@ -100,6 +100,73 @@ struct ServiceTests {
         #expect(lstat(socketPath, &info) == 0)
     }
 
+    @Test(
+        "--exit-when-idle: basd stays while a client is connected, exits 0 once idle, and its socket starts it again"
+    )
+    func idleExit() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(
+            atPath: directory.path + "/run", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let socketPath = directory.path + "/run/basd.sock"
+        let listening = try UnixSocket(path: socketPath, listen: true)
+        chmod(socketPath, 0o600)
+        let arguments = ["--state-dir", directory.path + "/state", "--exit-when-idle", "0.5"]
+
+        let first = try DaemonProcess.activated(descriptor: listening.fd, arguments: arguments)
+        defer { first.kill() }
+        try first.wait("its listening line") { $0.stdout.contains("basd listening on \(socketPath)\n") }
+        try first.wait("its idle-exit line") {
+            $0.stdout.contains("idle exit: basd exits after 0.5 s with nothing to do")
+        }
+        // A client keeps it running: for three timeouts (a busy machine only makes this window
+        // catch less, never fail a correct basd), then it still answers.
+        let client = try TestClient(socketPath: socketPath)
+        try client.handshake()
+        let window = Date().addingTimeInterval(1.5)
+        while Date() < window, first.isRunning { usleep(50_000) }
+        #expect(first.isRunning, "\(first.stdout)")
+        #expect(try client.status().pid == first.pid)
+        // The client leaves: basd exits by itself, 0, saying why.
+        client.hangUp()
+        #expect(first.waitForExit(timeout: 60) == 0, "\(first.stdout)")
+        #expect(first.stdout.contains("idle exit: nothing to do for "), "\(first.stdout)")
+        var info = stat()
+        #expect(lstat(socketPath, &info) == 0 && (info.st_mode & S_IFMT) == S_IFSOCK)
+
+        // As systemd does: a client connects while no basd runs; the socket becomes readable, and
+        // the next basd, given the same socket, answers it.
+        let next = try TestClient(socketPath: socketPath)
+        var ready = pollfd(fd: listening.fd, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&ready, 1, 60_000) == 1 && ready.revents & Int16(POLLIN) != 0)
+        let second = try DaemonProcess.activated(descriptor: listening.fd, arguments: arguments)
+        defer { second.kill() }
+        try second.wait("its listening line") { $0.stdout.contains("basd listening on \(socketPath)\n") }
+        try next.handshake()
+        #expect(try next.status().pid == second.pid)
+        next.hangUp()
+        #expect(second.waitForExit(timeout: 60) == 0, "\(second.stdout)")
+
+        // Not socket-activated: nothing would start it again, so it does not exit (one line says so);
+        // a timeout that is not a positive number is a usage error.
+        let plain = try ChildProcess(
+            BuildProducts.executable("basd"),
+            [
+                "--state-dir", directory.path + "/state", "--socket", directory.path + "/plain.sock",
+                "--exit-when-idle", "0.5",
+            ],
+            environment: try TestSettings.prepare(stateDirectory: directory.path + "/state"))
+        defer { plain.kill() }
+        try plain.wait("its listening line") { $0.stdout.contains("basd listening on ") }
+        try plain.wait("the line saying --exit-when-idle is not used") {
+            $0.stderr.contains("--exit-when-idle is not used: basd was not started by its socket")
+        }
+        plain.signal(SIGTERM)
+        #expect(plain.waitForExit(timeout: 20) == 0)
+        let zero = try await runProcess(BuildProducts.executable("basd"), ["--exit-when-idle", "0"])
+        #expect(zero.status == 64 && zero.stderr.contains("--exit-when-idle takes a number of seconds above 0"))
+    }
+
     @Test("socket activation with fd 3 not a listening unix socket: one clear line, exit 1")
     func activationRefused() throws {
         let directory = try TemporaryDirectory()
@@ -164,8 +231,9 @@ struct ServiceTests {
         let printed = try await runProcess(ba, ["service", "install", "--print", "--unit-directory", units])
         #expect(printed.status == 0, "\(printed.stderr)")
         #expect(
-            printed.stdout.contains("# \(units)/basd.service\n") && printed.stdout.contains("# \(units)/basd.socket\n"))
-        #expect(printed.stdout.contains("ExecStart=\(basd)\n"), "\(printed.stdout)")
+            printed.stdout.contains("# \(units)/basd.service\n") && printed.stdout.contains("# \(units)/basd.socket\n")
+                && printed.stdout.contains("# \(units)/basd.timer\n"))
+        #expect(printed.stdout.contains("ExecStart=\(basd) --exit-when-idle 300\n"), "\(printed.stdout)")
         #expect(!FileManager.default.fileExists(atPath: units))
 
         let install = try await runProcess(
@@ -174,13 +242,19 @@ struct ServiceTests {
         #expect(install.status == 0, "\(install.stderr)")
         #expect(install.stdout.contains("systemctl --user daemon-reload\n"))
         #expect(
-            install.stdout.contains("systemctl --user enable --now basd.socket basd.service\n"), "\(install.stdout)")
+            install.stdout.contains("systemctl --user enable --now basd.socket basd.timer basd.service\n"),
+            "\(install.stdout)")
         let service = try String(contentsOfFile: units + "/basd.service", encoding: .utf8)
         let socket = try String(contentsOfFile: units + "/basd.socket", encoding: .utf8)
-        #expect(service.contains("\nExecStart=\(basd) --state-dir \"\(directory.path)/my state\"\n"), "\(service)")
+        #expect(
+            service.contains("\nExecStart=\(basd) --state-dir \"\(directory.path)/my state\" --exit-when-idle 300\n"),
+            "\(service)")
         #expect(service.contains("\nRequires=basd.socket\n") && service.contains("\nNoNewPrivileges=yes\n"))
         #expect(socket.contains("\nListenStream=%t/background-assets/basd.sock\n"))
         #expect(socket.contains("\nSocketMode=0600\n") && socket.contains("\nDirectoryMode=0700\n"))
+        // basd.timer starts basd again (15 min after it exited idle) for what is due.
+        let timer = try String(contentsOfFile: units + "/basd.timer", encoding: .utf8)
+        #expect(timer.contains("\nOnUnitInactiveSec=900s\n") && timer.contains("\nWantedBy=timers.target\n"))
 
         let status = try await runProcess(
             ba, ["service", "status", "--json", "--no-systemctl", "--unit-directory", units])
@@ -189,7 +263,7 @@ struct ServiceTests {
         #expect(report["unitDirectory"] as? String == units)
         #expect(report["systemctl"] as? String == "skipped")
         let states = (report["units"] as? [[String: Any]] ?? []).map { $0["state"] as? String }
-        #expect(states == ["installed", "installed"], "\(status.stdout)")
+        #expect(states == ["installed", "installed", "installed"], "\(status.stdout)")
 
         let uninstall = try await runProcess(ba, ["service", "uninstall", "--unit-directory", units, "--no-systemctl"])
         #expect(uninstall.status == 0, "\(uninstall.stderr)")
@@ -245,7 +319,7 @@ struct ServiceTests {
             """
             #!/bin/sh
             echo "$*" >> '\(log)'
-            if [ "$2" = is-active ]; then echo active; echo inactive; exit 3; fi
+            if [ "$2" = is-active ]; then echo active; echo inactive; echo active; exit 3; fi
             exit ${FAKE_SYSTEMCTL_STATUS:-0}
 
             """)
@@ -263,9 +337,9 @@ struct ServiceTests {
             try String(contentsOfFile: log, encoding: .utf8)
                 == """
                 --user daemon-reload
-                --user enable --now basd.socket basd.service
-                --user is-active basd.service basd.socket
-                --user disable --now basd.socket basd.service
+                --user enable --now basd.socket basd.timer basd.service
+                --user is-active basd.service basd.socket basd.timer
+                --user disable --now basd.socket basd.timer basd.service
                 --user daemon-reload
 
                 """)
@@ -275,7 +349,7 @@ struct ServiceTests {
         let failed = try await runProcess(ba, ["service", "install", "--unit-directory", units], environment: failing)
         #expect(failed.status == 41)
         #expect(failed.stderr.contains("the units are written"), "\(failed.stderr)")
-        #expect(failed.stderr.contains("  systemctl --user enable --now basd.socket basd.service"))
+        #expect(failed.stderr.contains("  systemctl --user enable --now basd.socket basd.timer basd.service"))
         #expect(FileManager.default.fileExists(atPath: units + "/basd.service"))
     }
 }

@@ -44,6 +44,10 @@ package final class TestClient {
 
     deinit { close(fd) }
 
+    /// Ends the connection now (both directions; the descriptor is closed at deinit): basd sees
+    /// the client leave.
+    package func hangUp() { shutdown(fd, Int32(SHUT_RDWR)) }
+
     /// Writes raw bytes; false when the peer already closed (EPIPE/ECONNRESET; no SIGPIPE).
     @discardableResult
     package func sendRaw(_ bytes: [UInt8]) -> Bool {

@@ -90,6 +90,10 @@ struct AppDeliveryStateMachine: Equatable {
         self.attempts = max(1, attempts)
     }
 
+    /// A call running or waiting, or events held back to try again: basd has work for this app
+    /// (``IdleExit``), whether or not the app is connected.
+    var hasWork: Bool { slot != .idle || !waitingCalls.isEmpty || heldBack != nil }
+
     /// Nothing is subscribed, no call runs or waits, no event is held: the router may forget it.
     var isQuiet: Bool { sessions == 0 && slot == .idle && waitingCalls.isEmpty && failures.isEmpty && heldBack == nil }
 

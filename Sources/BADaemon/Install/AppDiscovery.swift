@@ -49,6 +49,8 @@ final class AppDiscovery: @unchecked Sendable {
     private var watches: [String: Int32] = [:]
     private var scanQueued = false
     private var stopped = false
+    /// Looks at the folders not yet acted on.
+    private var looking = 0
 
     init(
         folders: [String], store: BAStore, executor: ServiceExecutor, installer: AppInstaller, clock: ServiceClock,
@@ -171,11 +173,25 @@ final class AppDiscovery: @unchecked Sendable {
     /// it saw on the executor, in the order the looks were made.
     func scan() {
         guard !stopped else { return }
+        looking += 1
         reading.async { [weak self] in
             guard let self else { return }
             let now = self.registrations()
-            self.executor.async { [weak self] in self?.apply(now) }
+            self.executor.async { [weak self] in
+                self?.looking -= 1
+                self?.apply(now)
+            }
         }
+    }
+
+    /// What discovery has under way that basd must stay for (``IdleExit``): a look at the folders,
+    /// a registration being installed or uninstalled, a removal waiting out its grace.
+    var idleBlockers: [String] {
+        var blockers: [String] = []
+        if looking > 0 || scanQueued { blockers.append("app discovery is looking at its folders") }
+        if !busy.isEmpty { blockers.append("app discovery is installing \(busy.sorted().joined(separator: ", "))") }
+        if !missingSince.isEmpty { blockers.append("app discovery waits to uninstall \(missingSince.count) app(s)") }
+        return blockers
     }
 
     /// Installs, updates and uninstalls as the folders say (executor).

@@ -69,3 +69,11 @@ extension AppInstaller {
         }
     }
 }
+
+extension AppInstaller {
+    /// What the installer has under way that basd must stay for (``IdleExit``): manifests to fetch
+    /// again (their timers live in this basd only).
+    var idleBlockers: [String] {
+        manifestRetries.keys.sorted().map { "\($0)'s manifest is to be fetched again" }
+    }
+}

@@ -419,6 +419,15 @@ final class PackService: @unchecked Sendable {
         return action
     }
 
+    /// When the scheduler's tick next checks an app's pack manifest (``checkDue(now:interval:)``),
+    /// or nil when no app has asset packs (``IdleExit``).
+    func nextManifestCheck(interval: TimeInterval) -> Date? {
+        guard let apps = try? store.packApps() else { return nil }
+        let now = clock.now
+        return apps.filter { checks[$0.appIdentifier] == nil }
+            .map { record in record.checkedAt.map { min($0, now).addingTimeInterval(interval) } ?? now }.min()
+    }
+
     /// The scheduler's tick: each app whose manifest was last read `interval` ago or more is
     /// checked again, and local packs the server has new versions of are updated in the background.
     func checkDue(now: Date, interval: TimeInterval) {

@@ -258,6 +258,12 @@ final class PeriodicScheduler: @unchecked Sendable {
         schedule(in: max(minimumWait, next.timeIntervalSince(now)))
     }
 
+    /// The first periodic run due of any app with an extension, or nil (``IdleExit``).
+    var nextPeriodicRun: Date? {
+        ((try? store.apps()) ?? []).filter { $0.extensionPath != nil }
+            .compactMap { schedulingState($0).periodic.nextRun }.min()
+    }
+
     /// power-profiles-daemon's `ActiveProfile` changed (nil: it left the system bus, and the
     /// profile files decide again): Low Power Mode follows at once.
     func powerProfileChanged(_ profile: String?) {

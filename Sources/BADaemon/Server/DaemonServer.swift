@@ -54,6 +54,13 @@ package final class DaemonServer: Sendable {
         /// The D-Bus buses basd talks to the desktop on (``DesktopIntegration``); nil: from the
         /// environment; ``DesktopBusAddresses/none``: no desktop integration (`--no-desktop-bus`).
         package var desktopBuses: DesktopBusAddresses?
+        /// Socket-activated, exit after this many seconds with nothing to do (``IdleExit``);
+        /// nil (the default): never. Ignored, with a log line, when basd was not socket-activated:
+        /// nothing would start it again.
+        package var exitWhenIdle: TimeInterval?
+        /// How often something starts basd again when it is not running (`basd.timer`): what is
+        /// due sooner keeps an idle basd running.
+        package var wakeInterval = TimeInterval(DaemonProtocol.wakeTimerSeconds)
 
         /// Creates a configuration.
         package init(
@@ -92,6 +99,8 @@ package final class DaemonServer: Sendable {
     private let context: DaemonContext
     private let service: BasdServices
     private let channel: any Channel
+    /// Exits basd when idle (``Configuration/exitWhenIdle``), or nil.
+    private let idleMonitor: IdleMonitor?
 
     private init(
         configuration: Configuration, lock: ExclusiveControlLock, context: DaemonContext, service: BasdServices,
@@ -102,6 +111,28 @@ package final class DaemonServer: Sendable {
         self.context = context
         self.service = service
         self.channel = channel
+        self.idleMonitor = Self.idleMonitor(configuration, service: service, channel: channel)
+    }
+
+    /// Starts the ``IdleMonitor`` when basd was socket-activated with ``Configuration/exitWhenIdle``.
+    private static func idleMonitor(
+        _ configuration: Configuration, service: BasdServices, channel: any Channel
+    ) -> IdleMonitor? {
+        guard let timeout = configuration.exitWhenIdle else { return nil }
+        guard configuration.activatedSocket != nil else {
+            configuration.log(
+                "idle exit: --exit-when-idle is not used: basd was not started by its socket, and nothing would start it again (docs/operations.md)"
+            )
+            return nil
+        }
+        let monitor = IdleMonitor(
+            rule: IdleExit(timeout: max(0.1, timeout), wakeInterval: configuration.wakeInterval),
+            executor: service.executor, activity: { service.idleActivity() }, now: { service.clock.now },
+            log: configuration.log,
+            // On the executor, which is also the loop that accepts: no connection slips in between.
+            exit: { _ in channel.close(promise: nil) })
+        service.executor.async { monitor.start() }
+        return monitor
     }
 
     /// Takes the lock, opens the store and binds the socket; returns once clients can connect.
@@ -199,16 +230,18 @@ package final class DaemonServer: Sendable {
             // A client that half-closes still gets the replies to what it sent (see ConnectionHandler).
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
-                PeerCredentials.of(channel).flatMapThrowing { peer in
+                // Counted from the moment it is accepted, on the loop that accepts it (the idle
+                // exit looks at the count on that loop too).
+                guard context.register(channel) else {
+                    channel.close(promise: nil)  // accepted while shutting down
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                }
+                return PeerCredentials.of(channel).flatMapThrowing { peer in
                     guard PeerCredentials.isAllowed(peerUID: peer.uid, daemonUID: daemonUID) else {
                         context.log(
                             "refused a connection from uid \(peer.uid) (pid \(peer.pid)); basd serves uid \(daemonUID) only"
                         )
                         channel.close(promise: nil)
-                        return
-                    }
-                    guard context.register(channel) else {
-                        channel.close(promise: nil)  // accepted while shutting down
                         return
                     }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FrameDecoder()))
@@ -247,6 +280,7 @@ package final class DaemonServer: Sendable {
     /// activated socket's: systemd owns that one), closes the store and releases the lock.
     package func run() async throws {
         try? await channel.closeFuture.get()
+        if let idleMonitor { service.executor.async { idleMonitor.stop() } }
         await context.closeAll()
         // Blocking waits (engine thread, service queue): on a thread of their own, not the pool.
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
