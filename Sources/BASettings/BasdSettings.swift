@@ -26,6 +26,7 @@ import Foundation
 /// | `pinnedPublicKey` | `sha256//BASE64[;sha256//…]` or a key file's absolute path | none |
 /// | `allowedHosts` | non-empty array of host names, IP addresses or `*.` wildcards | none (every host) |
 /// | `waitOnMeteredNetwork` | boolean | `true` |
+/// | `lowPowerModeOnBattery` | boolean | `false` |
 ///
 /// ```json
 /// { "backgroundActivity": false, "dailyRuntimeAllowanceSeconds": 600 }
@@ -89,6 +90,10 @@ package struct BasdSettings: Sendable, Equatable {
     /// the network is metered (yes, or guessed yes). Essential and foreground ones go on; a
     /// download whose request disallows expensive networks waits whatever this says. Default true.
     package var waitOnMeteredNetwork = true
+    /// Whether running on battery (UPower's `OnBattery` on the system bus) puts basd in Low Power
+    /// Mode, as the power-saver profile does: no extension runs, background downloads and
+    /// non-essential asset packs wait. Default false (power-profiles-daemon's profile decides).
+    package var lowPowerModeOnBattery = false
 
     /// The default settings, with any value overridden.
     package init(
@@ -141,7 +146,7 @@ package struct BasdSettings: Sendable, Equatable {
         "periodicMinimumIntervalSeconds", "periodicMaximumIntervalSeconds", "quarantineThreshold",
         "extensionCallTimeoutSeconds", "purgeFreeSpaceThresholdBytes", "automaticPurge",
         "backgroundDownloadConcurrency", "extensionSandbox", "caFile", "caDirectory", "pinnedPublicKey",
-        "allowedHosts", "waitOnMeteredNetwork",
+        "allowedHosts", "waitOnMeteredNetwork", "lowPowerModeOnBattery",
     ]
 
     /// The largest settings file read (1 MiB); anything bigger is not a hand-written config.
@@ -243,6 +248,8 @@ package struct BasdSettings: Sendable, Equatable {
             ?? settings.backgroundDownloadConcurrency
         settings.extensionSandbox = try reader.bool("extensionSandbox") ?? settings.extensionSandbox
         settings.waitOnMeteredNetwork = try reader.bool("waitOnMeteredNetwork") ?? settings.waitOnMeteredNetwork
+        settings.lowPowerModeOnBattery =
+            try reader.bool("lowPowerModeOnBattery") ?? settings.lowPowerModeOnBattery
         settings.caFile = try reader.path("caFile", directory: false)
         settings.caDirectory = try reader.path("caDirectory", directory: true)
         if let pin = try reader.string("pinnedPublicKey") {

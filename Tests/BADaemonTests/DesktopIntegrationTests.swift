@@ -265,6 +265,59 @@ struct DesktopIntegrationTests {
         }
     }
 
+    @Test("lowPowerModeOnBattery: on battery (UPower) a background download waits for Low Power Mode; on AC it goes")
+    func onBattery() async throws {
+        try #require(TestBus.available, Comment(rawValue: TestBus.unavailableReason ?? ""))
+        let system = try TestBus(.system)
+        defer { system.stop() }
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        // Held after its first 64 KiB until Low Power Mode takes it off the wire.
+        server.setFile("/a.bin", contents: SampleAppFixture.bytes(600_000, seed: 6))
+        server.setBehavior(.stall(afterBytes: 64 << 10), for: "/a.bin")
+        let upower = try system.standIn(BusStandIn.upower(onBattery: false))
+        let directory = try TemporaryDirectory()
+        let daemon = try await DaemonProcess.start(directory: directory, environment: system.environment)
+        defer { daemon.kill() }
+        let app = "com.example.battery"
+        try daemon.register(app, group: "group.com.example.battery")
+        let client = try daemon.appClient(app)
+        defer { client.close() }
+        try client.call(.schedule(DownloadDescription(identifier: "a", url: server.url("/a.bin"))))
+        _ = try await CLIQueries.pollDownloads(
+            "a to start", daemon, app: app, timeout: 30, until: { (Self.row($0, "a")?["bytesOnDisk"] as? Int ?? 0) > 0 }
+        )
+        // On battery (without the setting the profile alone decides), then the setting on.
+        upower.send(
+            BusStandIn.set(
+                path: "/org/freedesktop/UPower", interface: "org.freedesktop.UPower", name: "OnBattery", type: "b",
+                value: true))
+        _ = try upower.waitForOutput(containing: "set OnBattery")
+        // The setting on (an edit of the file basd reads applies at once): Low Power Mode.
+        let config = directory.path + "/config/background-assets/config.json"
+        try Data(#"{"lowPowerModeOnBattery": true, "allowedHosts": ["127.0.0.1", "localhost", "::1"]}"#.utf8)
+            .write(to: URL(fileURLWithPath: config + ".new"))
+        _ = rename(config + ".new", config)
+        _ = try await CLIQueries.pollDownloads(
+            "a to wait for Low Power Mode", daemon, app: app, timeout: 30,
+            until: { Self.row($0, "a")?["waitingFor"] as? String == "lowPowerMode" })
+        #expect(
+            daemon.standardError.contains(
+                "Low Power Mode is on (on battery (UPower), with the lowPowerModeOnBattery setting)"),
+            "\(daemon.standardError)")
+
+        // Back on AC: it goes on and finishes.
+        server.setBehavior(nil, for: "/a.bin")
+        upower.send(
+            BusStandIn.set(
+                path: "/org/freedesktop/UPower", interface: "org.freedesktop.UPower", name: "OnBattery", type: "b",
+                value: false))
+        let done = try await CLIQueries.pollDownloads(
+            "a to finish on AC", daemon, app: app, timeout: 30,
+            until: { Self.row($0, "a")?["state"] as? String == "finished" })
+        #expect(Self.row(done, "a")?["waitingFor"] == nil, "\(done)")
+    }
+
     @Test(
         "power-profiles-daemon's power-saver holds a background download at once, balanced lets it go; over the file",
         arguments: [false, true])

@@ -31,6 +31,15 @@ package enum BusStandIn {
         return legacyOnly ? [legacy] : [legacy, current]
     }
 
+    /// UPower (`org.freedesktop.UPower` at /org/freedesktop/UPower), with `OnBattery`.
+    package static func upower(onBattery: Bool) -> [String] {
+        [
+            object(
+                name: "org.freedesktop.UPower", path: "/org/freedesktop/UPower", interface: "org.freedesktop.UPower",
+                properties: ["OnBattery": ("b", onBattery)])
+        ]
+    }
+
     /// logind (`org.freedesktop.login1` at /org/freedesktop/login1): `Manager.Inhibit(ssss) → h`
     /// hands out a pipe's write end, printing `inhibited N WHAT MODE`, and prints `released N` once
     /// its holder closed it; `{"sleep": true}` on standard input emits `PrepareForSleep(true)`

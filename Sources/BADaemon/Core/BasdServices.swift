@@ -210,6 +210,10 @@ final class BasdServices: @unchecked Sendable {
                 guard let self else { return }
                 executor.async { self.scheduler.powerProfileChanged(profile) }
             }
+            desktop.watchBattery { [weak self] onBattery in
+                guard let self else { return }
+                executor.async { self.scheduler.batteryChanged(onBattery) }
+            }
             transfers.removeLeftoverManifests()
             transfers.resumeActiveDownloads()
             do {

@@ -76,6 +76,15 @@ final class DesktopIntegration: Sendable {
         }
     }
 
+    /// Follows UPower's `OnBattery` (`org.freedesktop.UPower` at /org/freedesktop/UPower) on the
+    /// system bus: `changed` gets whether the machine runs on battery, or nil while UPower is not
+    /// on the bus; on the bus thread.
+    func watchBattery(_ changed: @escaping @Sendable (Bool?) -> Void) {
+        system?.watchProperties(
+            service: "org.freedesktop.UPower", path: "/org/freedesktop/UPower", interface: "org.freedesktop.UPower"
+        ) { properties in changed(properties?["OnBattery"]?.boolValue) }
+    }
+
     /// The profile each of power-profiles-daemon's names says, and the one in force.
     private final class PowerProfiles: Sendable {
         /// The current name first.

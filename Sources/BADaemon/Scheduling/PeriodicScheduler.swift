@@ -43,6 +43,9 @@ final class PeriodicScheduler: @unchecked Sendable {
     /// The power profile power-profiles-daemon says over D-Bus (``DesktopIntegration``), when it
     /// is on the system bus: it decides, and the profile files are not read.
     private(set) var busPowerProfile: String?
+    /// Whether UPower says the machine runs on battery (nil: UPower is not on the system bus);
+    /// Low Power Mode when the `lowPowerModeOnBattery` setting is on.
+    private(set) var onBattery: Bool?
     var random = SystemRandomNumberGenerator()
 
     init(
@@ -271,16 +274,27 @@ final class PeriodicScheduler: @unchecked Sendable {
         checkLowPowerMode()
     }
 
+    /// UPower's `OnBattery` changed (nil: UPower left the system bus): Low Power Mode follows at
+    /// once when the `lowPowerModeOnBattery` setting is on.
+    func batteryChanged(_ onBattery: Bool?) {
+        self.onBattery = onBattery
+        checkLowPowerMode()
+    }
+
     /// Reads the power profile (power-profiles-daemon's over D-Bus, else the files of
-    /// ``LowPowerMode``); on a change, holds background transfers (or lets them go) and logs it.
+    /// ``LowPowerMode``), and UPower's `OnBattery` when the `lowPowerModeOnBattery` setting is on;
+    /// on a change, holds background transfers (or lets them go) and logs it.
     /// Returns why Low Power Mode is on, or nil.
     @discardableResult
     func checkLowPowerMode() -> String? {
-        let reason: String?
+        var reason: String?
         if let profile = busPowerProfile {
             reason = LowPowerMode.isLowPower(profile) ? "power profile \(profile) (power-profiles-daemon)" : nil
         } else {
             reason = configuration.lowPowerMode.reason()
+        }
+        if reason == nil, onBattery == true, settings.lowPowerModeOnBattery {
+            reason = "on battery (UPower), with the lowPowerModeOnBattery setting"
         }
         guard reason != lowPowerMode else { return reason }
         lowPowerMode = reason
