@@ -38,7 +38,9 @@ package final class CArena {
     package func download(_ record: DownloadDescription) -> UnsafeMutablePointer<ba_download> {
         let download = allocate(ba_download.self)
         download.pointee.struct_size = UInt32(MemoryLayout<ba_download>.size)
-        download.pointee.flags = record.isEssential ? UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) : 0
+        download.pointee.flags =
+            (record.isEssential ? UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) : 0)
+            | (record.allowsExpensiveNetworkAccess ? 0 : UInt32(BA_DOWNLOAD_FLAG_NO_METERED_NETWORK))
         (download.pointee.identifier, download.pointee.identifier_length) = string(record.identifier)
         (download.pointee.url, download.pointee.url_length) = string(record.url)
         if let group = record.applicationGroupIdentifier {
@@ -131,7 +133,9 @@ package func readDownload(
         DownloadDescription(
             identifier: identifier, url: url, headers: headers, applicationGroupIdentifier: group,
             priority: download.priority, isEssential: download.flags & UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) != 0,
-            fileSize: download.file_size, sha256: sha, isWellFormed: wellFormed))
+            fileSize: download.file_size, sha256: sha,
+            allowsExpensiveNetworkAccess: download.flags & UInt32(BA_DOWNLOAD_FLAG_NO_METERED_NETWORK) == 0,
+            isWellFormed: wellFormed))
 }
 
 /// Reads a download the host handed over (entry-point argument or current download): like
@@ -198,7 +202,7 @@ extension ByteWriter {
         }
         bool(download.sha256_hex_length > 0)
         if download.sha256_hex_length > 0 { text(download.sha256_hex, download.sha256_hex_length) }
-        bool(true)  // allows expensive networks: the C ABI has no flag for it
+        bool(download.flags & UInt32(BA_DOWNLOAD_FLAG_NO_METERED_NETWORK) == 0)  // allows expensive networks
         bool(wellFormed)
         return nil
     }

@@ -27,6 +27,29 @@ import Testing
         #expect(read == record)
     }
 
+    @Test(
+        "BA_DOWNLOAD_FLAG_NO_METERED_NETWORK is allowsExpensiveNetworkAccess false, both ways; unknown bits are ignored"
+    )
+    func theMeteredFlag() throws {
+        let arena = CArena()
+        for allows in [false, true] {
+            let record = DownloadDescription(
+                identifier: "a", url: "https://127.0.0.1/a", isEssential: !allows, allowsExpensiveNetworkAccess: allows)
+            let download = arena.download(record)
+            #expect((download.pointee.flags & UInt32(BA_DOWNLOAD_FLAG_NO_METERED_NETWORK) != 0) == !allows)
+            download.pointee.flags |= 0x8000_0000  // a flag of a newer header
+            var writer = ByteWriter()
+            #expect(writer.download(from: download) == nil)
+            #expect(try decode(writer).allowsExpensiveNetworkAccess == allows)
+            #expect(try decode(writer).isEssential == !allows)
+            guard case .success(let read) = readDownload(download) else {
+                Issue.record("readDownload failed")
+                return
+            }
+            #expect(read.allowsExpensiveNetworkAccess == allows)
+        }
+    }
+
     @Test func aNullStringWithALengthIsMalformedNotRead() throws {
         var download = ba_download()
         download.struct_size = UInt32(MemoryLayout<ba_download>.size)

@@ -112,8 +112,11 @@ typedef int32_t ba_challenge_disposition;
 #define BA_CHALLENGE_CANCEL 2
 #define BA_CHALLENGE_REJECT_PROTECTION_SPACE 3
 
-/* Download flags. */
+/* Download flags. A host ignores flags it does not know (an older host downloads anyway). */
 #define BA_DOWNLOAD_FLAG_ESSENTIAL 0x1u
+/* Wait while the network is metered (NetworkManager says so), essential or not: Apple's
+ * URLRequest.allowsExpensiveNetworkAccess (or allowsConstrainedNetworkAccess) set to false. */
+#define BA_DOWNLOAD_FLAG_NO_METERED_NETWORK 0x2u
 
 /* One HTTP request header. */
 typedef struct ba_header {
