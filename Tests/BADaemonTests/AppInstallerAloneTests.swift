@@ -127,7 +127,8 @@ struct AppInstallerAloneTests {
             return nil
         }
         func installer(_ installer: AppInstaller, periodicRanFor app: String) { periodicRuns.append(app) }
-        func installerRegisteredApp(_ installer: AppInstaller) { registrations += 1 }
+        func installer(_ installer: AppInstaller, registered app: String) { registrations += 1 }
+        func installer(_ installer: AppInstaller, uninstalled app: String) {}
     }
 
     /// The first reply a request got.

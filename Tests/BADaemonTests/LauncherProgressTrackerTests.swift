@@ -66,6 +66,24 @@ struct LauncherProgressTrackerTests {
         ])
     }
 
+    @Test("an app uninstalled mid-download: its entry is cleared at once, at its progress; another app's stays")
+    func appGone() {
+        run([
+            (.began(app: "a", id: "1", bytes: 0, total: 1000), 0, [.send(app: "a", entry: Self.shown(0, 1))]),
+            (.began(app: "b", id: "2", bytes: 0, total: 10), 0, [.send(app: "b", entry: Self.shown(0, 1))]),
+            (.progress(app: "a", id: "1", bytes: 400, total: 1000), 200, [.send(app: "a", entry: Self.shown(0.4, 1))]),
+            (
+                .appGone(app: "a"), 210,
+                [.send(app: "a", entry: Entry(progress: 0.4, remaining: 0, visible: false, urgent: false))]
+            ),
+            // Nothing more for it (a late progress, a flush, a second uninstall); b goes on.
+            (.progress(app: "a", id: "1", bytes: 500, total: 1000), 400, []),
+            (.flushDue(app: "a"), 500, []),
+            (.appGone(app: "a"), 600, []),
+            (.progress(app: "b", id: "2", bytes: 5, total: 10), 700, [.send(app: "b", entry: Self.shown(0.5, 1))]),
+        ])
+    }
+
     @Test("apps are apart; transfers not counted are ignored; without sizes, the share ended")
     func appsApart() {
         run([

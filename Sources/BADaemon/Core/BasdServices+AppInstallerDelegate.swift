@@ -1,7 +1,8 @@
 import BADaemonProtocol
 import BAStore
 
-// The installer's questions and reports: the scheduler keeps the call gates and the periodic runs.
+// The installer's questions and reports: the scheduler keeps the call gates and the periodic runs;
+// the launcher hears of registrations and uninstalls.
 extension BasdServices: AppInstallerDelegate {
     func installer(
         _ installer: AppInstaller, refusalToCall app: StoredApp, kind: ContentRequestKind?, bypassAllowance: Bool
@@ -13,7 +14,14 @@ extension BasdServices: AppInstallerDelegate {
         scheduler.periodicRan(app)
     }
 
-    func installerRegisteredApp(_ installer: AppInstaller) {
+    func installer(_ installer: AppInstaller, registered app: String) {
         scheduler.wake()
+        // An update may name another desktop entry (`BADesktopEntry`).
+        launcher?.appChanged(app)
+    }
+
+    func installer(_ installer: AppInstaller, uninstalled app: String) {
+        // Its transfers were dropped without ending: the launcher entry is cleared, not left showing.
+        launcher?.appGone(app)
     }
 }

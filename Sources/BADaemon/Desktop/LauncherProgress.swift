@@ -12,8 +12,8 @@ import Foundation
 ///
 /// Fed on the executor by ``BasdServices`` with the transfers' recorded events and transient
 /// progress. The desktop file id (`BADesktopEntry` in the app's Info.plist, else its bundle
-/// identifier) is read once per app while basd runs (a changed key applies after a restart), on a
-/// queue of its own, where the signals are also sent, in order.
+/// identifier) is read at an app's first update and again after each install or update of the
+/// app, on a queue of its own, where the signals are also sent, in order.
 final class LauncherProgress: @unchecked Sendable {
     static let interface = "com.canonical.Unity.LauncherEntry"
 
@@ -98,6 +98,19 @@ final class LauncherProgress: @unchecked Sendable {
         case "failed": feed(.ended(app: app, id: id, failed: true))
         default: break
         }
+    }
+
+    /// The app was uninstalled: its entry is cleared (its transfers were dropped without ending),
+    /// then its desktop file id forgotten.
+    func appGone(_ app: String) {
+        feed(.appGone(app: app))
+        sending.async { [self] in desktopIDs[app] = nil }
+    }
+
+    /// The app was registered or updated: its desktop file id is read again at its next update
+    /// (an update may change `BADesktopEntry`).
+    func appChanged(_ app: String) {
+        sending.async { [self] in desktopIDs[app] = nil }
     }
 
     /// A download was cancelled (its row is gone): it ends its app's set without failing it.

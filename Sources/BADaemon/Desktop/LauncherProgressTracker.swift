@@ -13,6 +13,8 @@
 /// - When the last counted transfer of an app ends, the launcher gets progress 1.0 at once, then
 ///   the entry is cleared (`progress-visible` false); `urgent` when one of them failed. The next
 ///   transfer of the app starts a new set (and takes `urgent` back).
+/// - An app uninstalled while its entry shows: the entry is cleared at once, at the progress it
+///   had (its transfers did not finish).
 struct LauncherProgressTracker: Sendable {
     /// What the launcher is told.
     struct Entry: Equatable, Sendable {
@@ -36,6 +38,8 @@ struct LauncherProgressTracker: Sendable {
         case ended(app: String, id: String, failed: Bool)
         /// The wait of ``Action/flushAfter(app:delay:)`` is over.
         case flushDue(app: String)
+        /// The app was uninstalled: its transfers were dropped without ending.
+        case appGone(app: String)
     }
 
     enum Action: Equatable, Sendable {
@@ -109,6 +113,16 @@ struct LauncherProgressTracker: Sendable {
             let cleared = Entry(progress: 1, remaining: 0, visible: false, urgent: state.failed)
             apps[app] = nil
             return [.send(app: app, entry: done), .send(app: app, entry: cleared)]
+        case .appGone(let app):
+            guard let state = apps[app] else { return [] }
+            apps[app] = nil
+            return [
+                .send(
+                    app: app,
+                    entry: Entry(
+                        progress: max(state.shown, Self.progress(of: state)), remaining: 0, visible: false,
+                        urgent: false))
+            ]
         case .flushDue(let app):
             guard var state = apps[app] else { return [] }
             state.flushArmed = false

@@ -82,6 +82,7 @@ extension AppInstaller {
         packs.uninstall(bundleIdentifier)
         let app = try store.removeApp(bundleIdentifier)
         manifestRetries[bundleIdentifier] = nil
+        delegate?.installer(self, uninstalled: bundleIdentifier)
         let cancelledCount = cancelledBefore + active.count
         var report = UninstallReport(
             bundleIdentifier: bundleIdentifier, wasRegistered: true, version: app.version,

@@ -255,7 +255,7 @@ final class AppInstaller: @unchecked Sendable {
                 extensionPath: registration.extensionPath, manifestURL: manifestURL, restrictions: restrictions))
         if let group = registration.appGroupIdentifier { try containers.prepare(group: group) }
         log("registered \(registration.bundleIdentifier) \(registration.version)")
-        delegate?.installerRegisteredApp(self)
+        delegate?.installer(self, registered: registration.bundleIdentifier)
         return previous
     }
 

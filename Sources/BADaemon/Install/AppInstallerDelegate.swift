@@ -14,5 +14,8 @@ protocol AppInstallerDelegate: AnyObject {
     func installer(_ installer: AppInstaller, periodicRanFor app: String)
 
     /// An app was registered or updated: what is due may have changed.
-    func installerRegisteredApp(_ installer: AppInstaller)
+    func installer(_ installer: AppInstaller, registered app: String)
+
+    /// An app was uninstalled (its downloads dropped, its row gone).
+    func installer(_ installer: AppInstaller, uninstalled app: String)
 }
