@@ -66,6 +66,35 @@ struct QueuePlaceTests {
         #expect(Self.row(moved, "b")?["waitingFor"] == nil, "\(moved)")
     }
 
+    @Test("a wait to retry over while the one slot is taken: queued 1st in line, its last failure still said")
+    func retryEndsInTheQueue() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        server.setFile("/first.bin", contents: SampleAppFixture.bytes(50_000, seed: 5))
+        // Fails once, to be tried again a second later.
+        server.setBehavior(.status(503, retryAfter: "1", times: 1), for: "/first.bin")
+        server.setFile("/slow.bin", contents: SampleAppFixture.bytes(1_000_000, seed: 6))
+        server.setBehavior(.trickle(bytesPerSecond: 2_000), for: "/slow.bin")
+        let daemon = try await SchedulingTests.daemon(settings: ["backgroundDownloadConcurrency": 1])
+        defer { daemon.kill() }
+        let app = "com.example.queue"
+        try daemon.register(app, group: "group.com.example.queue")
+        let client = try daemon.appClient(app)
+        defer { client.close() }
+        // first outranks slow: it takes the slot; its failure frees the slot for slow in the same
+        // turn of the engine, so when its wait is over, slow holds the slot.
+        try client.call(
+            .schedule(DownloadDescription(identifier: "first", url: server.url("/first.bin"), priority: 9)))
+        try client.call(.schedule(DownloadDescription(identifier: "slow", url: server.url("/slow.bin"))))
+        let queued = try await CLIQueries.pollDownloads(
+            "first to wait 1st in line after its retry wait, behind slow", daemon, app: app, timeout: 30,
+            until: { Self.state($0, "slow") == "downloading" && Self.place($0, "first") == 1 })
+        let first = Self.row(queued, "first")
+        #expect(first?["nextAttemptAt"] == nil, "\(queued)")
+        #expect((first?["errorMessage"] as? String)?.contains("503") == true, "\(queued)")
+        #expect(server.requests(for: "/first.bin").count == 1)
+    }
+
     @Test("a prefetch pack behind a busy background slot waits in the queue; it installs once the slot frees")
     func packInTheQueue() async throws {
         let fixture = try await PackFixture.make()

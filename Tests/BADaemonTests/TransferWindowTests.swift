@@ -210,6 +210,8 @@ struct TransferWindowTests {
         /// Those of a–e (as active downloads) that wait in the queue.
         var waiting: Set<String>
         var engineQueue: [String]
+        /// Before ``wait``'s end, unless a row says otherwise.
+        var now = Date(timeIntervalSince1970: 500)
         var description: String { name }
     }
 
@@ -238,6 +240,10 @@ struct TransferWindowTests {
             events: full.events + [.began("a"), .retrying("a", wait), .began("b"), .retrying("b", wait), .began("b")],
             waiting: ["c", "d"], engineQueue: ["c", "d"]),
         QueueRow(
+            name: "a wait to retry over and not begun: back in the engine's queue, in its order",
+            events: full.events + [.began("a"), .retrying("a", wait), .began("b")], waiting: ["a", "c", "d"],
+            engineQueue: ["a", "c", "d"], now: Date(timeIntervalSince1970: 1_000)),
+        QueueRow(
             name: "paused by the engine: back in its queue",
             events: full.events + [.began("a"), .began("b"), .paused("a")], waiting: ["a", "c", "d"],
             engineQueue: ["a", "c", "d"]),
@@ -265,8 +271,8 @@ struct TransferWindowTests {
     func queue(_ row: QueueRow) {
         var window = Window(window: 4)
         for event in row.events { _ = window.handle(event) }
-        #expect(Set(["a", "b", "c", "d", "e"].filter(window.waitsInQueue)) == row.waiting)
-        #expect(window.engineQueue == row.engineQueue)
+        #expect(Set(["a", "b", "c", "d", "e"].filter { window.waitsInQueue($0, now: row.now) }) == row.waiting)
+        #expect(window.engineQueue(now: row.now) == row.engineQueue)
     }
 
     /// Low Power Mode is the window's, not a download's: it holds until it goes, whatever comes.
@@ -304,7 +310,11 @@ struct TransferWindowTests {
             #expect(window.inEngineCount == window.inEngine.count)
             // Only transfers in the engine have begun; only unstarted background ones wait in it.
             #expect(window.started.isSubset(of: Set(window.inEngine.keys)))
-            #expect(window.engineQueue.allSatisfy { window.waitsInQueue($0) && !window.started.contains($0) })
+            let now = Date(timeIntervalSince1970: generator.next() % 2 == 0 ? 500 : 1_000)
+            #expect(
+                window.engineQueue(now: now).allSatisfy {
+                    window.waitsInQueue($0, now: now) && !window.started.contains($0)
+                })
             for case .start(let started) in actions {
                 guard case .inEngine = window.place(of: started) else {
                     Issue.record("\(started) was started but is not in the engine")

@@ -272,14 +272,14 @@ final class TransferCoordinator: @unchecked Sendable {
 
     // MARK: - Listings
 
-    /// Each download waiting in the queue (``TransferWindow/waitsInQueue(_:)``) by its place, 1
+    /// Each download waiting in the queue (``TransferWindow/waitsInQueue(_:now:)``) by its place, 1
     /// for the next to start: the engine's waiting transfers in its order, then the rows in the
     /// store in queue order. One pass: the engine's few hundred at most, then one query walking
     /// the store's queue-order index (100,000 queued downloads are one read, not one per row).
     func queuePositions() -> [String: Int] {
         var positions: [String: Int] = [:]
         var place = 0
-        for id in window.engineQueue {
+        for id in window.engineQueue(now: clock.now) {
             place += 1
             positions[id] = place
         }
@@ -299,7 +299,7 @@ final class TransferCoordinator: @unchecked Sendable {
 
     /// Whether the active download `id` waits for the background concurrency (``queuePositions()``
     /// has its place).
-    func waitsInQueue(_ id: String) -> Bool { window.waitsInQueue(id) }
+    func waitsInQueue(_ id: String) -> Bool { window.waitsInQueue(id, now: clock.now) }
 
     /// A download as a single answer shows it (a queued one without its place).
     func info(_ download: StoredDownload) -> DownloadInfo { info(download, queuePositions: nil) }
@@ -318,17 +318,28 @@ final class TransferCoordinator: @unchecked Sendable {
             appIdentifier: download.appIdentifier, attempts: download.attempts, errorCode: download.lastError?.code,
             errorMessage: download.lastError?.message)
         guard download.state.isActive else { return info }
+        let now = clock.now
         switch window.place(of: download.uniqueIdentifier) {
         case .waitingForSpace: info.waitingFor = "space"
-        case .inEngine(_, .some(let wait)):
+        case .inEngine(_, .some(let wait)) where wait.until > now:
             info.waitingFor = "retry"
             info.errorMessage = wait.reason
             info.nextAttemptAt = wait.until.timeIntervalSince1970
-        case .inEngine(_, nil), .unstartable, nil:
-            if window.waitsInQueue(download.uniqueIdentifier) {
+        case .inEngine(_, let wait):
+            // The wait to retry is over (or there was none) and the engine has not begun it: a
+            // background transfer waits for a slot, its last failure still said.
+            if window.waitsInQueue(download.uniqueIdentifier, now: now) {
+                info.waitingFor = "queue"
+                info.queuePosition = queuePositions?[download.uniqueIdentifier]
+                if let wait { info.errorMessage = wait.reason }
+            }
+        case nil:
+            if window.waitsInQueue(download.uniqueIdentifier, now: now) {
                 info.waitingFor = "queue"
                 info.queuePosition = queuePositions?[download.uniqueIdentifier]
             }
+        case .unstartable:
+            break
         }
         // Over a retry wait (whose reason and time stay shown): a held transfer does not retry.
         // (The settings are read only when something holds anything: a listing has many rows.)

@@ -21,10 +21,11 @@ import Foundation
 ///   not be written.
 /// - Low Power Mode (or a metered network, or restricted connectivity: ``NetworkConditions``)
 ///   holds background transfers in the engine (the engine pauses them); listings show why.
-/// - A background download waits in the queue (``waitsInQueue(_:)``, `waitingFor: "queue"` in
+/// - A background download waits in the queue (``waitsInQueue(_:now:)``, `waitingFor: "queue"` in
 ///   listings) while it is a row left in the store (``parked``) or a transfer the engine has not
-///   started (its background concurrency is taken). Its place: the engine's waiting transfers in
-///   the engine's order (``engineQueue``), then the store's rows in queue order.
+///   started (its background concurrency is taken; also once a wait to retry is over, as the
+///   engine queues it again). Its place: the engine's waiting transfers in the engine's order
+///   (``engineQueue(now:)``), then the store's rows in queue order.
 ///
 /// ```
 /// (a row) ─scheduled (room, urgent or outranking) / admit / queueRead / promoted─▶ inEngine
@@ -189,23 +190,27 @@ struct TransferWindow: Equatable, Sendable {
         return lowest
     }
 
-    /// Whether `id`, an active download, waits for the background concurrency: a row left in the
-    /// store while the window is full, or a background transfer the engine has not started (not
-    /// one waiting to retry: that shows as a retry).
-    func waitsInQueue(_ id: String) -> Bool {
+    /// Whether `id`, an active download, waits for the background concurrency at `now`: a row
+    /// left in the store while the window is full, or a background transfer the engine has not
+    /// started (not one waiting to retry until later: that shows as a retry; once the wait is
+    /// over the engine queues it again, and it waits here until it begins).
+    func waitsInQueue(_ id: String, now: Date) -> Bool {
         switch places[id] {
         case nil: parked
-        case .inEngine(let priority, nil): priority != .max && !started.contains(id)
-        case .inEngine(_, .some), .waitingForSpace, .unstartable: false
+        case .inEngine(let priority, let retry):
+            priority != .max && !started.contains(id) && (retry.map { $0.until <= now } ?? true)
+        case .waitingForSpace, .unstartable: false
         }
     }
 
-    /// The background transfers in the engine that wait for its background concurrency
-    /// (``waitsInQueue(_:)``), in the order the engine starts them: higher priority first, then
-    /// the order it was given them. At most ``window`` of them.
-    var engineQueue: [String] {
+    /// The background transfers in the engine that wait for its background concurrency at `now`
+    /// (``waitsInQueue(_:now:)``), in the order the engine starts them: higher priority first,
+    /// then the order it was given them. At most ``window`` of them.
+    func engineQueue(now: Date) -> [String] {
         places.compactMap { id, place -> (id: String, priority: Int64, admission: Int)? in
-            guard case .inEngine(let priority, nil) = place, priority != .max, !started.contains(id) else { return nil }
+            guard case .inEngine(let priority, let retry) = place, priority != .max, !started.contains(id),
+                retry.map({ $0.until <= now }) ?? true
+            else { return nil }
             return (id, priority, admissions[id] ?? 0)
         }
         .sorted { ($0.priority, $1.admission) > ($1.priority, $0.admission) }
