@@ -98,7 +98,9 @@ struct Downloads: ParsableCommand {
             table.append([
                 row.appIdentifier ?? "-", row.identifier, String(row.uniqueIdentifier.prefix(8)),
                 // A download waiting for disk space says so; so does one with a parked event.
-                row.waitingFor.map { "\(row.state) (waiting for \($0)\(Self.nextAttempt(row)))" }
+                row.waitingFor.map {
+                    "\(row.state) (\(WaitingReason.text($0, queuePosition: row.queuePosition))\(Self.nextAttempt(row)))"
+                }
                     ?? (row.parkedEvent != nil ? "\(row.state) (event parked)" : row.state),
                 HumanReadable.bytes(row.bytesOnDisk) + " / " + (row.fileSize.map(HumanReadable.bytes) ?? "?"),
                 "\(row.priority)", row.essential ? "yes" : "no", row.foreground ? "yes" : "no",
@@ -147,8 +149,11 @@ package struct DownloadRow: Encodable {
     package var errorMessage: String?
     package var applicationGroupIdentifier: String?
     package var sha256: String?
-    /// What an active download waits for (`space`, `retry`, `lowPowerMode`), if anything.
+    /// What an active download waits for (`space`, `retry`, `lowPowerMode`, `meteredNetwork`,
+    /// `offline`, `captivePortal`, `limitedConnectivity`, `queue`), if anything.
     package var waitingFor: String?
+    /// With `waitingFor` `queue`: its place in line, 1 for the next to start.
+    package var queuePosition: Int?
     /// When a download waiting for a retry tries again (seconds since 1970).
     package var nextAttemptAt: Double?
     /// Why one of its events is parked (the extension failed on it too often; it waits for the
@@ -173,6 +178,7 @@ package struct DownloadRow: Encodable {
         applicationGroupIdentifier = info.download.applicationGroupIdentifier
         sha256 = info.download.sha256
         waitingFor = info.waitingFor
+        queuePosition = info.queuePosition
         nextAttemptAt = info.nextAttemptAt
         parkedEvent = info.parkedEvent
     }

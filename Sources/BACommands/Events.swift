@@ -208,7 +208,7 @@ final class EventPrinter: @unchecked Sendable {
                 }
             }
             if let message = event.message { details.append(message) }
-            if let reason = event.waitingFor { details.append("waiting for \(reason)") }
+            if let reason = event.waitingFor { details.append(WaitingReason.text(reason)) }
             line = [
                 clock.string(from: now), event.appIdentifier, "pack \(event.assetPackID)", event.kind,
                 details.joined(separator: ", "),

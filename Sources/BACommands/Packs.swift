@@ -224,7 +224,7 @@ enum PackCalls {
             } else if let size = pack.downloadSize, pack.localVersion == nil {
                 progress = HumanReadable.bytes(size) + " to download"
             }
-            var note = pack.waitingFor.map { "waiting for \($0)" } ?? ""
+            var note = pack.waitingFor.map { WaitingReason.text($0) } ?? ""
             if pack.declined == true { note = "declined by the extension (`ba packs ensure` downloads it)" }
             if let error = pack.error { note = error }
             table.rows.append([

@@ -124,7 +124,7 @@ package enum MessageReader {
 
     private static let infoKeys: [StaticString] = [
         "uniqueIdentifier", "download", "state", "isForeground", "bytesOnDisk", "appIdentifier", "attempts",
-        "errorCode", "errorMessage", "waitingFor", "nextAttemptAt", "parkedEvent",
+        "errorCode", "errorMessage", "waitingFor", "nextAttemptAt", "parkedEvent", "queuePosition",
     ]
 
     /// A ``DownloadInfo`` as its synthesized `Codable` conformance reads it (`null` is an absent optional).
@@ -140,6 +140,7 @@ package enum MessageReader {
         var errorMessage: String?
         var waitingFor: String?
         var parkedEvent: String?
+        var queuePosition: Int?
         try json.beginObject()
         var first = true
         var seen: UInt64 = 0
@@ -162,6 +163,7 @@ package enum MessageReader {
             // A Double is JSONDecoder's to read.
             case 10: guard try json.null() else { throw JSONCursor.Invalid() }
             case 11: parkedEvent = try json.null() ? nil : json.string()
+            case 12: queuePosition = try json.null() ? nil : json.int()
             default: try json.skipValue()
             }
         }
@@ -174,6 +176,7 @@ package enum MessageReader {
             errorMessage: errorMessage)
         info.waitingFor = waitingFor
         info.parkedEvent = parkedEvent
+        info.queuePosition = queuePosition
         return info
     }
 

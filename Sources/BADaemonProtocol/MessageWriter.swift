@@ -100,6 +100,7 @@ package enum MessageWriter {
         if let value = info.errorCode { fields.append(("errorCode", .int(Int64(value)))) }
         if let value = info.errorMessage { fields.append(("errorMessage", .string(value))) }
         if let value = info.parkedEvent { fields.append(("parkedEvent", .string(value))) }
+        if let value = info.queuePosition { fields.append(("queuePosition", .int(Int64(value)))) }
         if let value = info.waitingFor { fields.append(("waitingFor", .string(value))) }
         var out: [UInt8] = []
         object(fields, into: &out)

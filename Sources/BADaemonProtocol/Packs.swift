@@ -87,7 +87,10 @@ package struct PackInfo: Sendable, Hashable, Codable {
     package var bytesFetched: Int64?
     package var bytesToFetch: Int64?
     package var bytesReused: Int64?
-    /// Why a pack that should download is not downloading now (`space`, `lowPowerMode`, `retry`…).
+    /// Why a pack that should download is not downloading now: `space`, `lowPowerMode`,
+    /// `meteredNetwork`, `offline`, `captivePortal`, `limitedConnectivity`, or `queue` (a prefetch
+    /// or background pack whose files all wait for the background concurrency; no place is given:
+    /// pack files go to the engine directly, not through the download queue).
     package var waitingFor: String?
     /// The last failure, said so a user can act on it.
     package var error: String?
@@ -133,7 +136,8 @@ package struct PackEvent: Sendable, Hashable, Codable {
     /// The version's download size and the manifest's `userInfo` (JSON text), while downloading.
     package var downloadSize: Int64?
     package var userInfo: String?
-    /// Why it is paused (`space`, …).
+    /// Why it is paused (`space`, `lowPowerMode`, `meteredNetwork`, `offline`, `captivePortal`,
+    /// `limitedConnectivity`).
     package var waitingFor: String?
 
     package init(kind: String, appIdentifier: String, assetPackID: String, version: Int? = nil) {

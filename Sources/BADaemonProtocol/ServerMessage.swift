@@ -213,9 +213,15 @@ package struct DownloadInfo: Sendable, Hashable, Codable {
     /// failed, or the host could not be reached; ``errorMessage`` says why and ``nextAttemptAt``
     /// when it tries again), `"lowPowerMode"` (a background download while the power profile
     /// saves power), `"meteredNetwork"` (the network is metered, and the request disallows it or
-    /// the download is a background one), `"network"` (a background download while there is no
-    /// connectivity, a captive portal or limited connectivity).
+    /// the download is a background one), `"offline"`, `"captivePortal"` or `"limitedConnectivity"`
+    /// (a background download while NetworkManager's connectivity is none, a captive portal or
+    /// limited), `"queue"` (a background download behind the background concurrency limit;
+    /// ``queuePosition`` says its place).
     package var waitingFor: String?
+    /// With `waitingFor` `"queue"`: the download's place in the queue, 1 for the next to start
+    /// (the order basd starts them in: essential first, then higher priority, then earlier
+    /// scheduled). Nil otherwise, and when the place is not known (a single download's answer).
+    package var queuePosition: Int?
     /// When a download waiting for a retry tries again (seconds since 1970).
     package var nextAttemptAt: Double?
     /// Why an event of this download is parked, if one is: the app's extension failed on it too

@@ -137,6 +137,24 @@ extension BAStore {
         }
     }
 
+    /// The unique identifiers of every active download in queue order (as
+    /// ``activeDownloads(excluding:limit:)`` reads them), leaving out those in `excluded` (the
+    /// ones basd already handed to its engine): the downloads waiting in the store, the next to
+    /// start first. One walk of the queue-order index reading one column, for listings that show
+    /// each queued download's place (100,000 queued downloads are one query, not one per row).
+    package func queuedDownloadIdentifiers(excluding excluded: Set<String>) throws(BAStoreError) -> [String] {
+        let list = String(decoding: (try? JSONEncoder().encode(Array(excluded))) ?? Data("[]".utf8), as: UTF8.self)
+        return try read("reading the queue's order") { db in
+            try String.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT unique_identifier FROM download WHERE state IN (0, 1, 2)
+                        AND unique_identifier NOT IN (SELECT value FROM json_each(?))
+                        ORDER BY essential DESC, priority DESC, created_at, rowid
+                        """), arguments: [list])
+        }
+    }
+
     /// The active downloads that never wait for a slot (foreground or essential), in queue order.
     package func urgentActiveDownloads() throws(BAStoreError) -> [StoredDownload] {
         try read("reading the foreground and essential downloads") { db in

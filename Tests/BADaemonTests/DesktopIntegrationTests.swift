@@ -237,8 +237,8 @@ struct DesktopIntegrationTests {
         defer { client.close() }
         try client.call(.schedule(DownloadDescription(identifier: "a", url: server.url("/a.bin"))))
         let waiting = try await CLIQueries.pollDownloads(
-            "a to wait for the network", daemon, app: app, timeout: 30,
-            until: { Self.row($0, "a")?["waitingFor"] as? String == "network" })
+            "a to wait behind the captive portal", daemon, app: app, timeout: 30,
+            until: { Self.row($0, "a")?["waitingFor"] as? String == "captivePortal" })
         #expect(Self.row(waiting, "a")?["attempts"] as? Int ?? 0 == 0, "\(waiting)")
         #expect(server.requests(for: "/a.bin").isEmpty)
 

@@ -122,9 +122,9 @@ struct MessageReaderTests {
         for extra in [
             "",
             #","appIdentifier":null,"attempts":null,"errorCode":null,"errorMessage":null,"waitingFor":null,"#
-                + #""nextAttemptAt":null,"parkedEvent":null"#,
+                + #""nextAttemptAt":null,"parkedEvent":null,"queuePosition":null"#,
             #","appIdentifier":"x","attempts":2,"errorCode":-3,"errorMessage":"m","waitingFor":"space","#
-                + #""parkedEvent":"p","extra":[[[]]]"#,
+                + #""parkedEvent":"p","queuePosition":3,"extra":[[[]]]"#,
         ] {
             try Self.expectServerMatch(
                 #"{"id":1,"more":false,"result":{"downloads":["# + info + extra + #"}],"type":"downloads"},"#

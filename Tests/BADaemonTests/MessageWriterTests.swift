@@ -37,7 +37,8 @@ struct MessageWriterTests {
         var full = DownloadInfo(
             uniqueIdentifier: "U-1", download: download, state: .failed, isForeground: true, bytesOnDisk: 3,
             appIdentifier: "com.example.app", attempts: 4, errorCode: 202, errorMessage: tricky)
-        full.waitingFor = "space"
+        full.waitingFor = "queue"
+        full.queuePosition = 12_345
         full.parkedEvent = tricky
         let bare = DownloadInfo(
             uniqueIdentifier: "U-2", download: DownloadDescription(identifier: "b", url: "https://x/b"),

@@ -52,9 +52,17 @@ struct NetworkConditionsTests {
         Row(urgent: false, allowsMetered: true, metered: true, expected: .meteredNetwork),
         Row(urgent: false, allowsMetered: true, metered: true, backgroundWaitsWhenMetered: false, expected: nil),
         // Restricted connectivity: background ones wait (no retries burnt); urgent ones try.
-        Row(urgent: false, allowsMetered: true, metered: false, connectivity: .portal, expected: .network),
-        Row(urgent: false, allowsMetered: true, metered: false, connectivity: .limited, expected: .network),
-        Row(urgent: false, allowsMetered: true, metered: false, connectivity: .none, expected: .network),
+        Row(urgent: false, allowsMetered: true, metered: false, connectivity: .portal, expected: .captivePortal),
+        Row(
+            urgent: false, allowsMetered: true, metered: false, connectivity: .limited,
+            expected: .limitedConnectivity),
+        Row(urgent: false, allowsMetered: true, metered: false, connectivity: .none, expected: .offline),
+        Row(urgent: false, allowsMetered: true, metered: false, connectivity: .full, expected: nil),
+        // Metered says before connectivity (the setting holds it either way); Low Power Mode first.
+        Row(urgent: false, allowsMetered: true, metered: true, connectivity: .portal, expected: .meteredNetwork),
+        Row(
+            urgent: false, allowsMetered: true, metered: false, connectivity: .none, lowPower: true,
+            expected: .lowPowerMode),
         Row(urgent: false, allowsMetered: true, metered: false, connectivity: .unknown, expected: nil),
         Row(urgent: true, allowsMetered: true, metered: false, connectivity: .portal, expected: nil),
         // Low Power Mode says first for background ones; never for urgent ones.
@@ -70,5 +78,16 @@ struct NetworkConditionsTests {
             of: .init(isUrgent: row.urgent, allowsMetered: row.allowsMetered), network: network,
             lowPowerMode: row.lowPower, backgroundWaitsWhenMetered: row.backgroundWaitsWhenMetered)
         #expect(hold == row.expected)
+    }
+
+    @Test(
+        "the names listings show for connectivity",
+        arguments: [
+            (NetworkConditions.Connectivity.none, "offline"), (.portal, "captivePortal"),
+            (.limited, "limitedConnectivity"), (.full, nil), (.unknown, nil),
+        ] as [(NetworkConditions.Connectivity, String?)])
+    func connectivityNames(connectivity: NetworkConditions.Connectivity, expected: String?) {
+        #expect(connectivity.hold?.rawValue == expected)
+        #expect(connectivity.isRestricted == (expected != nil))
     }
 }

@@ -120,6 +120,7 @@ final class NoPackTransfers: PackTransfers {
         done(.failure(.init(message: "no pack fetches in this test", noSpace: false, httpStatus: nil)))
     }
     func cancelPackFetch(_ id: String) {}
+    func fetchesWaitInQueue(_ ids: some Collection<String>) -> Bool { false }
 
     /// A pack service that fetches nothing.
     static func service(

@@ -202,6 +202,79 @@ struct TransferWindowTests {
         }
     }
 
+    /// Who waits in the queue (behind the background concurrency) after some events, and the
+    /// order of those the engine holds: what listings show as `waitingFor: "queue"` and its place.
+    struct QueueRow: CustomStringConvertible, Sendable {
+        var name: String
+        var events: [Window.Event]
+        /// Those of a–e (as active downloads) that wait in the queue.
+        var waiting: Set<String>
+        var engineQueue: [String]
+        /// Before ``wait``'s end, unless a row says otherwise.
+        var now = Date(timeIntervalSince1970: 500)
+        var description: String { name }
+    }
+
+    static let queueRows: [QueueRow] = [
+        QueueRow(
+            name: "none began: the engine's background ones wait, in order", events: full.events,
+            waiting: ["a", "b", "c", "d"], engineQueue: ["a", "b", "c", "d"]),
+        QueueRow(
+            name: "a and c began", events: full.events + [.began("a"), .began("c")], waiting: ["b", "d"],
+            engineQueue: ["b", "d"]),
+        QueueRow(
+            name: "parked: rows in the store wait too, after the engine's",
+            events: fullParked.events + [.began("a"), .began("b")], waiting: ["c", "d", "e"], engineQueue: ["c", "d"]),
+        QueueRow(
+            name: "higher priority first, then the order the engine was given them",
+            events: [.scheduled(background("a", 5)), .scheduled(background("b", 9)), .scheduled(background("c", 9))],
+            waiting: ["a", "b", "c"], engineQueue: ["b", "c", "a"]),
+        QueueRow(
+            name: "urgent and promoted ones never wait",
+            events: [
+                .scheduled(.init(id: "a", priority: 5, isUrgent: true)), .scheduled(background("b")),
+                .promoted(background("b")), .scheduled(background("c")),
+            ], waiting: ["c"], engineQueue: ["c"]),
+        QueueRow(
+            name: "waiting to retry shows as a retry; began again, it runs",
+            events: full.events + [.began("a"), .retrying("a", wait), .began("b"), .retrying("b", wait), .began("b")],
+            waiting: ["c", "d"], engineQueue: ["c", "d"]),
+        QueueRow(
+            name: "a wait to retry over and not begun: back in the engine's queue, in its order",
+            events: full.events + [.began("a"), .retrying("a", wait), .began("b")], waiting: ["a", "c", "d"],
+            engineQueue: ["a", "c", "d"], now: Date(timeIntervalSince1970: 1_000)),
+        QueueRow(
+            name: "paused by the engine: back in its queue",
+            events: full.events + [.began("a"), .began("b"), .paused("a")], waiting: ["a", "c", "d"],
+            engineQueue: ["a", "c", "d"]),
+        QueueRow(
+            name: "ended, out of space, unstartable: not in the queue (nothing parked)",
+            events: full.events + [
+                .began("a"), .ended("a"), .outOfSpace("b", freeBytes: 1000), .unstartable("c"),
+            ], waiting: ["d"], engineQueue: ["d"]),
+        QueueRow(
+            name: "handed back after a wait for space: behind those given to the engine before",
+            events: [
+                .scheduled(background("a")), .scheduled(background("b")), .began("a"),
+                .outOfSpace("a", freeBytes: 1000), .admit(background("a")),
+            ], waiting: ["a", "b"], engineQueue: ["b", "a"]),
+        QueueRow(
+            name: "restarted: every row waits in the store", events: [.restarted],
+            waiting: ["a", "b", "c", "d", "e"], engineQueue: []),
+        QueueRow(
+            name: "the queue read to the end: nothing left in the store waits",
+            events: [.restarted, .queueRead([background("a")], exhausted: true), .began("a")], waiting: [],
+            engineQueue: []),
+    ]
+
+    @Test("who waits in the queue, and the engine's order", arguments: queueRows)
+    func queue(_ row: QueueRow) {
+        var window = Window(window: 4)
+        for event in row.events { _ = window.handle(event) }
+        #expect(Set(["a", "b", "c", "d", "e"].filter { window.waitsInQueue($0, now: row.now) }) == row.waiting)
+        #expect(window.engineQueue(now: row.now) == row.engineQueue)
+    }
+
     /// Low Power Mode is the window's, not a download's: it holds until it goes, whatever comes.
     @Test("Low Power Mode holds across other events and is let go once")
     func lowPowerHolds() {
@@ -228,12 +301,20 @@ struct TransferWindowTests {
             let events: [Window.Event] = [
                 .scheduled(candidate), .admit(candidate), .restarted, .queueRead([candidate], exhausted: true),
                 .unstartable(id), .promoted(candidate), .retryRequested(id), .cancelled(id), .dropped(id), .began(id),
+                .paused(id),
                 .retrying(id, Self.wait), .ended(id), .outOfSpace(id, freeBytes: 1000), .eventsHandled, .storeRefused,
                 .lookAgainDue(storeBlocked: false), .freeSpaceMeasured(100_000), .networkChanged,
                 .powerModeChanged(held: generator.next() % 2 == 0),
             ]
             let actions = window.handle(events[Int(generator.next() % UInt64(events.count))])
             #expect(window.inEngineCount == window.inEngine.count)
+            // Only transfers in the engine have begun; only unstarted background ones wait in it.
+            #expect(window.started.isSubset(of: Set(window.inEngine.keys)))
+            let now = Date(timeIntervalSince1970: generator.next() % 2 == 0 ? 500 : 1_000)
+            #expect(
+                window.engineQueue(now: now).allSatisfy {
+                    window.waitsInQueue($0, now: now) && !window.started.contains($0)
+                })
             for case .start(let started) in actions {
                 guard case .inEngine = window.place(of: started) else {
                     Issue.record("\(started) was started but is not in the engine")

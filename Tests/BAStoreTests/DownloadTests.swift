@@ -141,6 +141,16 @@ import Testing
                 "essential-high", "essential-low", "high", "same-time-1", "same-time-2", "low-old", "low-new",
             ])
         #expect(try test.store.activeDownloadCount() == 7)  // "done" finished: not counted
+
+        // The queue's order as identifiers (a listing's places), without those basd's engine holds.
+        let active = try test.store.activeDownloads()
+        let held = Set(active.filter { ["high", "low-old"].contains($0.identifier) }.map(\.uniqueIdentifier))
+        let queued = try test.store.queuedDownloadIdentifiers(excluding: held)
+        #expect(
+            queued.compactMap { id in active.first { $0.uniqueIdentifier == id }?.identifier } == [
+                "essential-high", "essential-low", "same-time-1", "same-time-2", "low-new",
+            ])
+        #expect(try test.store.queuedDownloadIdentifiers(excluding: []) == active.map(\.uniqueIdentifier))
     }
 
     @Test func promoteMarksAnActiveDownloadForeground() throws {

@@ -11,7 +11,18 @@ struct NetworkConditions: Equatable, Sendable {
 
         /// None, behind a captive portal, or limited: background attempts would fail (a portal
         /// answers for the server) and burn retries.
-        var isRestricted: Bool { self == .none || self == .portal || self == .limited }
+        var isRestricted: Bool { hold != nil }
+
+        /// What a background transfer waits for under this connectivity, or nil (full, or not
+        /// known: without NetworkManager the engine's retries and the netlink monitor cover it).
+        var hold: Hold? {
+            switch self {
+            case .none: .offline
+            case .portal: .captivePortal
+            case .limited: .limitedConnectivity
+            case .unknown, .full: nil
+            }
+        }
     }
 
     /// Metered (NetworkManager's `NMMetered` yes or guess-yes).
@@ -40,8 +51,12 @@ struct NetworkConditions: Equatable, Sendable {
     enum Hold: String, Equatable, Sendable {
         case lowPowerMode
         case meteredNetwork
-        /// No connectivity, a captive portal, or limited connectivity.
-        case network
+        /// NetworkManager's connectivity is none: no network at all.
+        case offline
+        /// NetworkManager found a captive portal: a login page answers for every server.
+        case captivePortal
+        /// NetworkManager's connectivity is limited: a network, but not the internet.
+        case limitedConnectivity
     }
 
     /// What a transfer is, for the rules.
@@ -57,7 +72,8 @@ struct NetworkConditions: Equatable, Sendable {
     /// - other urgent transfers never wait;
     /// - a background one waits in Low Power Mode, while the network is metered when
     ///   `backgroundWaitsWhenMetered` (the `waitOnMeteredNetwork` setting), and while connectivity
-    ///   is none, a captive portal or limited (its attempts would fail and burn retries).
+    ///   is none (``Hold/offline``), a captive portal (``Hold/captivePortal``) or limited
+    ///   (``Hold/limitedConnectivity``): its attempts would fail and burn retries.
     static func hold(
         of transfer: Transfer, network: NetworkConditions, lowPowerMode: Bool, backgroundWaitsWhenMetered: Bool
     ) -> Hold? {
@@ -71,7 +87,6 @@ struct NetworkConditions: Equatable, Sendable {
     static func backgroundHold(network: NetworkConditions, lowPowerMode: Bool, waitsWhenMetered: Bool) -> Hold? {
         if lowPowerMode { return .lowPowerMode }
         if network.metered, waitsWhenMetered { return .meteredNetwork }
-        if network.connectivity.isRestricted { return .network }
-        return nil
+        return network.connectivity.hold
     }
 }

@@ -15,6 +15,9 @@ protocol PackTransfers: AnyObject {
         _ fetch: TransferCoordinator.PackFetch, for app: StoredApp,
         done: @escaping (Result<String, TransferCoordinator.PackFetchFailure>) -> Void)
     func cancelPackFetch(_ id: String)
+    /// Whether every one of the pack fetches `ids` in flight waits for the engine's background
+    /// concurrency (none started): the pack says it waits in the queue.
+    func fetchesWaitInQueue(_ ids: some Collection<String>) -> Bool
 }
 
 extension TransferCoordinator: PackTransfers {
@@ -637,6 +640,10 @@ final class PackService: @unchecked Sendable {
                 info.bytesToFetch = job.bytesToFetch
                 info.bytesReused = job.bytesReused
                 info.waitingFor = job.waitingFor ?? (!job.essential ? transfers.backgroundHold?.rawValue : nil)
+                // Its files queue with background downloads (not through the window: no place).
+                if info.waitingFor == nil, !job.essential, transfers.fetchesWaitInQueue(job.inFlight.values) {
+                    info.waitingFor = "queue"
+                }
                 info.essential = job.essential
             } else if row.failure != nil {
                 words.append("failed")

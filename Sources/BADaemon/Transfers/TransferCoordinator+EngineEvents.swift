@@ -21,6 +21,7 @@ extension TransferCoordinator {
         defer { for event in waitingEvents { delegate?.transfers(self, waiting: event) } }
         for event in events {
             if event.id.hasPrefix("manifest:") || event.id.hasPrefix("pack:") {
+                noteSideFetch(event)
                 sideFetches[event.id]?(event)
                 continue
             }
@@ -56,6 +57,7 @@ extension TransferCoordinator {
             case .paused(let id, _):
                 // Resumed later with a `began` the app hears (Apple's didBegin after didPause).
                 waitingToRetry.remove(id)
+                perform(window.handle(.paused(id)))
             case .progress, .validator, .needsCredentials:
                 break
             }

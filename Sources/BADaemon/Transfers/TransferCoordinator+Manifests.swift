@@ -81,6 +81,7 @@ extension TransferCoordinator {
     ) {
         let id = request.id
         let partial = request.partialPath
+        if !request.isEssential && !request.isForeground { backgroundSideFetches[id] = .queued }
         sideFetches[id] = { [self] event in
             switch event {
             case .finished(_, let path, let size, _, _):
@@ -153,8 +154,35 @@ extension TransferCoordinator {
 
     /// Stops a pack fetch (its partial file is removed); its `done` is never called.
     func cancelPackFetch(_ id: String) {
+        backgroundSideFetches["pack:" + id] = nil
         guard sideFetches.removeValue(forKey: "pack:" + id) != nil else { return }
         engine.cancel("pack:" + id)
+    }
+
+    /// Whether every one of `ids` (pack fetches in flight, as ``PackFetch/id``) waits for the
+    /// engine's background concurrency: none started, none waiting to retry. False for none.
+    func fetchesWaitInQueue(_ ids: some Collection<String>) -> Bool {
+        !ids.isEmpty && ids.allSatisfy { backgroundSideFetches["pack:" + $0] == .queued }
+    }
+
+    /// Where a background side fetch stands in the engine.
+    enum SideFetchState: Equatable, Sendable {
+        /// Not started (or paused): waiting for a background slot.
+        case queued
+        case running
+        case waitingToRetry
+    }
+
+    /// Follows a side fetch's engine event (before its caller hears it).
+    func noteSideFetch(_ event: EngineEvent) {
+        guard backgroundSideFetches[event.id] != nil else { return }
+        switch event {
+        case .began: backgroundSideFetches[event.id] = .running
+        case .paused: backgroundSideFetches[event.id] = .queued
+        case .retrying: backgroundSideFetches[event.id] = .waitingToRetry
+        case .finished, .failed: backgroundSideFetches[event.id] = nil
+        case .progress, .validator, .needsCredentials: break
+        }
     }
 
     /// Why a pack file could not be fetched.

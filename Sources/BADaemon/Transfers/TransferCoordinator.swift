@@ -62,6 +62,10 @@ final class TransferCoordinator: @unchecked Sendable {
     /// Manifest and asset-pack fetches in flight, by engine id (`manifest:UUID`, `pack:…`): their
     /// engine events go here, not to the store.
     var sideFetches: [String: (EngineEvent) -> Void] = [:]
+    /// The background side fetches in flight (a prefetch pack's files), by engine id, and whether
+    /// the engine runs them: one it has not started waits for its background concurrency, as a
+    /// queued download does (``PackTransfers/fetchesWaitInQueue(_:)``).
+    var backgroundSideFetches: [String: SideFetchState] = [:]
     /// The app groups whose transfer folders were checked (and legacy partial files removed)
     /// since basd started: once per group, not once per download.
     var preparedGroups: Set<String> = []
@@ -268,7 +272,42 @@ final class TransferCoordinator: @unchecked Sendable {
 
     // MARK: - Listings
 
-    func info(_ download: StoredDownload) -> DownloadInfo {
+    /// Each download waiting in the queue (``TransferWindow/waitsInQueue(_:now:)``) by its place, 1
+    /// for the next to start: the engine's waiting transfers in its order, then the rows in the
+    /// store in queue order. One pass: the engine's few hundred at most, then one query walking
+    /// the store's queue-order index (100,000 queued downloads are one read, not one per row).
+    func queuePositions() -> [String: Int] {
+        var positions: [String: Int] = [:]
+        var place = 0
+        for id in window.engineQueue(now: clock.now) {
+            place += 1
+            positions[id] = place
+        }
+        guard window.parked else { return positions }
+        do {
+            let stored = try store.queuedDownloadIdentifiers(excluding: Set(window.places.keys))
+            positions.reserveCapacity(place + stored.count)
+            for id in stored {
+                place += 1
+                positions[id] = place
+            }
+        } catch {
+            log("reading the queue's order for a listing failed: \(error); places are not shown")
+        }
+        return positions
+    }
+
+    /// Whether the active download `id` waits for the background concurrency (``queuePositions()``
+    /// has its place).
+    func waitsInQueue(_ id: String) -> Bool { window.waitsInQueue(id, now: clock.now) }
+
+    /// A download as a single answer shows it (a queued one without its place).
+    func info(_ download: StoredDownload) -> DownloadInfo { info(download, queuePositions: nil) }
+
+    /// A download as listings show it: its bytes as the engine last reported them, and what it
+    /// waits for (`queuePositions`, from ``queuePositions()``, gives a queued download its place;
+    /// without it the place is not shown).
+    func info(_ download: StoredDownload, queuePositions: [String: Int]?) -> DownloadInfo {
         // A running transfer's bytes as the engine last reported them: the store records progress
         // at most once a second (each record is an fsync), so it can be a second behind.
         var bytes = download.bytesOnDisk
@@ -279,13 +318,28 @@ final class TransferCoordinator: @unchecked Sendable {
             appIdentifier: download.appIdentifier, attempts: download.attempts, errorCode: download.lastError?.code,
             errorMessage: download.lastError?.message)
         guard download.state.isActive else { return info }
+        let now = clock.now
         switch window.place(of: download.uniqueIdentifier) {
         case .waitingForSpace: info.waitingFor = "space"
-        case .inEngine(_, .some(let wait)):
+        case .inEngine(_, .some(let wait)) where wait.until > now:
             info.waitingFor = "retry"
             info.errorMessage = wait.reason
             info.nextAttemptAt = wait.until.timeIntervalSince1970
-        case .inEngine(_, nil), .unstartable, nil: break
+        case .inEngine(_, let wait):
+            // The wait to retry is over (or there was none) and the engine has not begun it: a
+            // background transfer waits for a slot, its last failure still said.
+            if window.waitsInQueue(download.uniqueIdentifier, now: now) {
+                info.waitingFor = "queue"
+                info.queuePosition = queuePositions?[download.uniqueIdentifier]
+                if let wait { info.errorMessage = wait.reason }
+            }
+        case nil:
+            if window.waitsInQueue(download.uniqueIdentifier, now: now) {
+                info.waitingFor = "queue"
+                info.queuePosition = queuePositions?[download.uniqueIdentifier]
+            }
+        case .unstartable:
+            break
         }
         // Over a retry wait (whose reason and time stay shown): a held transfer does not retry.
         // (The settings are read only when something holds anything: a listing has many rows.)
@@ -293,7 +347,10 @@ final class TransferCoordinator: @unchecked Sendable {
             let transfer = NetworkConditions.Transfer(
                 isUrgent: download.isEssential || download.isForeground,
                 allowsMetered: download.download.allowsExpensiveNetworkAccess)
-            if let hold = hold(of: transfer) { info.waitingFor = hold.rawValue }
+            if let hold = hold(of: transfer) {
+                info.waitingFor = hold.rawValue
+                info.queuePosition = nil
+            }
         }
         return info
     }

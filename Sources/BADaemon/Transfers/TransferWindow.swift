@@ -21,6 +21,11 @@ import Foundation
 ///   not be written.
 /// - Low Power Mode (or a metered network, or restricted connectivity: ``NetworkConditions``)
 ///   holds background transfers in the engine (the engine pauses them); listings show why.
+/// - A background download waits in the queue (``waitsInQueue(_:now:)``, `waitingFor: "queue"` in
+///   listings) while it is a row left in the store (``parked``) or a transfer the engine has not
+///   started (its background concurrency is taken; also once a wait to retry is over, as the
+///   engine queues it again). Its place: the engine's waiting transfers in the engine's order
+///   (``engineQueue(now:)``), then the store's rows in queue order.
 ///
 /// ```
 /// (a row) ─scheduled (room, urgent or outranking) / admit / queueRead / promoted─▶ inEngine
@@ -88,6 +93,9 @@ struct TransferWindow: Equatable, Sendable {
         case dropped(String)
         /// The engine started a request for the transfer.
         case began(String)
+        /// The engine stopped the transfer's request, keeping its bytes (Low Power Mode, a
+        /// metered network, a promotion): it waits in the engine's queue until it begins again.
+        case paused(String)
         /// The engine waits before trying the transfer again.
         case retrying(String, RetryWait)
         /// The transfer finished or failed (for any reason but a full disk).
@@ -152,6 +160,12 @@ struct TransferWindow: Equatable, Sendable {
     private(set) var backgroundHeld = false
     /// Whether a look (``Action/armLookAgain``) is armed.
     private(set) var lookAgainArmed = false
+    /// The transfers in the engine whose request it started and that have not paused or waited
+    /// to retry since; the other background ones wait for its background concurrency.
+    private(set) var started: Set<String> = []
+    /// The order in which the engine was given each transfer it holds (its tie-break after priority).
+    private var admissions: [String: Int] = [:]
+    private var nextAdmission = 0
 
     init(window: Int) {
         self.window = max(1, window)
@@ -174,6 +188,33 @@ struct TransferWindow: Equatable, Sendable {
         var lowest = Int64.max
         for case .inEngine(let priority, _) in places.values where priority < lowest { lowest = priority }
         return lowest
+    }
+
+    /// Whether `id`, an active download, waits for the background concurrency at `now`: a row
+    /// left in the store while the window is full, or a background transfer the engine has not
+    /// started (not one waiting to retry until later: that shows as a retry; once the wait is
+    /// over the engine queues it again, and it waits here until it begins).
+    func waitsInQueue(_ id: String, now: Date) -> Bool {
+        switch places[id] {
+        case nil: parked
+        case .inEngine(let priority, let retry):
+            priority != .max && !started.contains(id) && (retry.map { $0.until <= now } ?? true)
+        case .waitingForSpace, .unstartable: false
+        }
+    }
+
+    /// The background transfers in the engine that wait for its background concurrency at `now`
+    /// (``waitsInQueue(_:now:)``), in the order the engine starts them: higher priority first,
+    /// then the order it was given them. At most ``window`` of them.
+    func engineQueue(now: Date) -> [String] {
+        places.compactMap { id, place -> (id: String, priority: Int64, admission: Int)? in
+            guard case .inEngine(let priority, let retry) = place, priority != .max, !started.contains(id),
+                retry.map({ $0.until <= now }) ?? true
+            else { return nil }
+            return (id, priority, admissions[id] ?? 0)
+        }
+        .sorted { ($0.priority, $1.admission) > ($1.priority, $0.admission) }
+        .map(\.id)
     }
 
     /// Transfers in the engine waiting to retry.
@@ -241,10 +282,16 @@ struct TransferWindow: Equatable, Sendable {
             }
             return [.stopInEngine(id), .deletePartialFile(id)]
         case .began(let id):
-            if case .inEngine(let priority, .some) = places[id] { set(id, .inEngine(priority: priority, retry: nil)) }
+            guard case .inEngine(let priority, let retry) = places[id] else { return [] }
+            if retry != nil { set(id, .inEngine(priority: priority, retry: nil)) }
+            started.insert(id)
+            return []
+        case .paused(let id):
+            started.remove(id)
             return []
         case .retrying(let id, let wait):
             if case .inEngine(let priority, _) = places[id] { set(id, .inEngine(priority: priority, retry: wait)) }
+            started.remove(id)
             return []
         case .ended(let id):
             if case .inEngine = places[id] { set(id, nil) }
@@ -299,6 +346,10 @@ struct TransferWindow: Equatable, Sendable {
     /// Hands `candidate` to the engine, whatever the window.
     private mutating func admit(_ candidate: Candidate) -> [Action] {
         set(candidate.id, .inEngine(priority: candidate.queuePriority, retry: nil))
+        // A new transfer in the engine, which numbers its arrivals the same way.
+        started.remove(candidate.id)
+        admissions[candidate.id] = nextAdmission
+        nextAdmission += 1
         return [.start(candidate.id)]
     }
 
@@ -314,10 +365,16 @@ struct TransferWindow: Equatable, Sendable {
         return [.armLookAgain]
     }
 
-    /// Moves `id` to `place` (nil: out of the machine), keeping ``inEngineCount``.
+    /// Moves `id` to `place` (nil: out of the machine), keeping ``inEngineCount``, ``started``
+    /// and the admissions.
     private mutating func set(_ id: String, _ place: Place?) {
         if case .inEngine = places[id] { inEngineCount -= 1 }
-        if case .inEngine = place { inEngineCount += 1 }
+        if case .inEngine = place {
+            inEngineCount += 1
+        } else {
+            started.remove(id)
+            admissions[id] = nil
+        }
         places[id] = place
     }
 }
