@@ -367,6 +367,28 @@ struct DesktopIntegrationTests {
     }
 
     @Test(
+        "logind that comes onto the system bus after basd gets basd's sleep inhibitor, and its suspend is checkpointed")
+    func logindLater() async throws {
+        try #require(TestBus.available, Comment(rawValue: TestBus.unavailableReason ?? ""))
+        let system = try TestBus(.system)
+        defer { system.stop() }
+        let daemon = try await DaemonProcess.start(environment: system.environment)
+        defer { daemon.kill() }
+        _ = try await CLIQueries.poll(
+            "basd to find no logind", daemon, timeout: 20, read: { daemon.standardError },
+            until: { $0.contains("desktop: no sleep inhibitor") })
+        let logind = try system.standIn(BusStandIn.logind)
+        try await logind.waiting("basd's delay inhibitor from the new logind", timeout: 20) {
+            $0.stdoutLines.contains("inhibited 1 sleep delay")
+        }
+        #expect(daemon.standardError.contains("desktop: logind is on the system bus"), "\(daemon.standardError)")
+        logind.send(BusStandIn.sleep(true))
+        try await logind.waiting("basd to release its inhibitor", timeout: 20) {
+            $0.stdoutLines.contains("released 1")
+        }
+    }
+
+    @Test(
         "logind: before a suspend the transfers are checkpointed and the delay inhibitor released; after the resume they go on at once"
     )
     func suspendAndResume() async throws {

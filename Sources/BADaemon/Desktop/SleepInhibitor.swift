@@ -10,7 +10,8 @@ import Synchronization
 /// dead and the network may have changed), instead of waiting out timeouts on dead connections.
 ///
 /// Without logind on the bus, one log line and nothing else (transfers recover by their timeouts,
-/// as before). logind waits at most its `InhibitDelayMaxSec` (5 s by default) for the release.
+/// as before); a logind that comes onto the bus later (or restarts) is given a new inhibitor at
+/// once. logind waits at most its `InhibitDelayMaxSec` (5 s by default) for the release.
 final class SleepInhibitor: Sendable {
     private let bus: DesktopBus
     private let log: @Sendable (String) -> Void
@@ -22,6 +23,7 @@ final class SleepInhibitor: Sendable {
     private let toldUnavailable = Mutex(false)
 
     static let manager = "org.freedesktop.login1.Manager"
+    static let name = "org.freedesktop.login1"
 
     init(
         bus: DesktopBus, log: @escaping @Sendable (String) -> Void,
@@ -50,6 +52,22 @@ final class SleepInhibitor: Sendable {
                 prepare(false) {}
             }
         }
+        // logind coming onto the bus (after basd, or restarted): the old inhibitor went with the old
+        // logind; take one from the new. Leaving it: let go of the one held.
+        bus.subscribe(
+            "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
+                + "member='NameOwnerChanged',arg0='\(Self.name)'"
+        ) { [self] message in
+            guard message.string(0) == Self.name, let owner = message.string(2) else { return }
+            if owner.isEmpty {
+                log("desktop: logind left the system bus; no sleep inhibitor until it is back")
+                release()
+            } else {
+                log("desktop: logind is on the system bus (\(owner)); taking a sleep inhibitor")
+                toldUnavailable.withLock { $0 = false }
+                take()
+            }
+        }
         take()
     }
 
@@ -61,7 +79,7 @@ final class SleepInhibitor: Sendable {
     /// Takes a `delay` inhibitor for sleep (logind's `Inhibit`), unless one is held.
     private func take() {
         bus.call(
-            destination: "org.freedesktop.login1", path: "/org/freedesktop/login1", interface: Self.manager,
+            destination: Self.name, path: "/org/freedesktop/login1", interface: Self.manager,
             member: "Inhibit",
             arguments: [
                 .value(.string("sleep")), .value(.string("basd")),
