@@ -30,6 +30,9 @@ extension DesktopBus {
             }
         }
         onLoss { watch.gone() }
+        onReconnect { [weak self] in
+            if let self { watch.readAll(on: self) }
+        }
         watch.readAll(on: self)
     }
 

@@ -102,6 +102,59 @@ struct DesktopBusTests {
     }
 }
 
+extension DesktopBusTests {
+    @Test("the bus daemon restarts: told gone, connected again without the old guid, properties followed anew")
+    func reconnects() throws {
+        let system = try TestBus(.system)
+        defer { system.stop() }
+        let seen = Seen()
+        let lines = Lines()
+        let bus = try DesktopBus.connect(.system, address: system.address) { lines.append($0) }
+        defer { bus.close() }
+        bus.watchProperties(
+            service: "org.freedesktop.NetworkManager", path: "/org/freedesktop/NetworkManager",
+            interface: "org.freedesktop.NetworkManager"
+        ) { properties in seen.append(properties?["Metered"]?.unsignedValue.map(Int.init) ?? -1) }
+        _ = try system.standIn(BusStandIn.networkManager(metered: 1))
+        try seen.wait("NetworkManager's Metered") { $0.last == 1 }
+
+        try system.restartDaemon()
+        try seen.wait("the bus gone") { $0.last == -1 }
+        // NetworkManager on the new bus: read when basd is back (or when it comes, whichever is later).
+        let manager = try system.standIn(BusStandIn.networkManager(metered: 3))
+        try seen.wait("NetworkManager read from the new bus") { $0.last == 3 }
+        // The match was subscribed again: a change on the new bus is followed.
+        manager.send(
+            BusStandIn.set(
+                path: "/org/freedesktop/NetworkManager", interface: "org.freedesktop.NetworkManager", name: "Metered",
+                type: "u", value: 2))
+        try seen.wait("Metered changed on the new bus") { $0.last == 2 }
+        #expect(bus.isConnected)
+        #expect(lines.all.contains { $0.contains("went away; basd connects again when it is back") }, "\(lines.all)")
+        #expect(
+            lines.all.contains { $0.contains("connected to the system bus at unix:path=") && $0.hasSuffix(" again") })
+    }
+
+    @Test(
+        "an address without its guid",
+        arguments: [
+            ("unix:path=/run/bus,guid=0123", "unix:path=/run/bus"), ("unix:guid=1,path=/a", "unix:path=/a"),
+            ("unix:path=/a", "unix:path=/a"),
+            ("unix:path=/a,guid=1;tcp:host=h,guid=2,port=1", "unix:path=/a;tcp:host=h,port=1"),
+        ])
+    func withoutGUID(address: String, expected: String) {
+        #expect(DesktopBus.withoutGUID(address) == expected)
+    }
+}
+
+/// Log lines handed over from the bus thread.
+final class Lines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ line: String) { lock.withLock { lines.append(line) } }
+    var all: [String] { lock.withLock { lines } }
+}
+
 /// Values handed over from the bus thread, waited for with a bound.
 final class Seen: @unchecked Sendable {
     private let condition = NSCondition()

@@ -39,9 +39,11 @@ package final class TestBus: @unchecked Sendable {
 
     package let kind: Kind
     package let directory: TemporaryDirectory
-    /// The bus's D-Bus address (`unix:path=…`).
-    package let address: String
-    private let daemon: ChildProcess
+    /// The bus's D-Bus address (`unix:path=…,guid=…`; a restarted daemon's has another guid).
+    package var address: String { lock.withLock { daemon.stdoutLines[0] } }
+    private var daemon: ChildProcess
+    /// `dbus-daemon`'s configuration file.
+    private let config: String
     private var standIns: [ChildProcess] = []
     private let lock = NSLock()
 
@@ -50,7 +52,7 @@ package final class TestBus: @unchecked Sendable {
         self.kind = kind
         directory = try TemporaryDirectory()
         let socket = directory.path + "/\(kind.rawValue)_bus_socket"
-        let config = try directory.write(
+        config = try directory.write(
             "\(kind.rawValue).conf",
             """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -66,15 +68,35 @@ package final class TestBus: @unchecked Sendable {
               </policy>
             </busconfig>
             """)
-        daemon = try ChildProcess(Self.dbusDaemon, ["--config-file=\(config)", "--print-address=1", "--nofork"])
+        do {
+            daemon = try Self.startDaemon(config: config)
+        } catch {
+            directory.remove()
+            throw error
+        }
+    }
+
+    private static func startDaemon(config: String) throws -> ChildProcess {
+        let daemon = try ChildProcess(dbusDaemon, ["--config-file=\(config)", "--print-address=1", "--nofork"])
         do {
             try daemon.wait("dbus-daemon's address", timeout: 20) { !$0.stdoutLines.isEmpty }
         } catch {
             daemon.kill()
-            directory.remove()
             throw error
         }
-        address = daemon.stdoutLines[0]
+        return daemon
+    }
+
+    /// Stops `dbus-daemon` and starts another on the same socket (a new `guid`, as after a
+    /// restart): clients lose the bus, and may connect again to ``address`` without its guid.
+    package func restartDaemon() throws {
+        let old = lock.withLock { daemon }
+        old.kill()
+        _ = old.waitForExit(timeout: 20)
+        let socket = directory.path + "/\(kind.rawValue)_bus_socket"
+        unlink(socket)
+        let new = try Self.startDaemon(config: config)
+        lock.withLock { daemon = new }
     }
 
     /// The environment that points a process at this bus.
@@ -92,12 +114,12 @@ package final class TestBus: @unchecked Sendable {
     }
 
     /// Kills `dbus-daemon` alone: the bus goes away under its clients.
-    package func killDaemon() { daemon.kill() }
+    package func killDaemon() { lock.withLock { daemon }.kill() }
 
     /// Stops the stand-ins and the bus, and removes the folder.
     package func stop() {
         for child in lock.withLock({ standIns }) { child.kill() }
-        daemon.kill()
+        lock.withLock { daemon }.kill()
         directory.remove()
     }
 }

@@ -68,6 +68,9 @@ final class SleepInhibitor: Sendable {
                 take()
             }
         }
+        // The system bus came back (its daemon restarted): ask again (logind's inhibitor lives with
+        // its descriptor, but a logind restarted meanwhile would not know it).
+        bus.onReconnect { [self] in take() }
         take()
     }
 
