@@ -1,4 +1,7 @@
+import BAAssetServer
+import BACore
 import BADaemon
+import BADaemonProtocol
 import BATestSupport
 import CBASystem
 import Foundation
@@ -165,6 +168,60 @@ struct ServiceTests {
         #expect(plain.waitForExit(timeout: 20) == 0)
         let zero = try await runProcess(BuildProducts.executable("basd"), ["--exit-when-idle", "0"])
         #expect(zero.status == 64 && zero.stderr.contains("--exit-when-idle takes a number of seconds above 0"))
+    }
+
+    @Test("--exit-when-idle: an active download keeps basd running with no client; once it is cancelled basd exits")
+    func idleExitWaitsForDownloads() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(
+            atPath: directory.path + "/run", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let socketPath = directory.path + "/run/basd.sock"
+        let listening = try UnixSocket(path: socketPath, listen: true)
+        chmod(socketPath, 0o600)
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        // Held after its first 64 KiB: the download stays active until it is cancelled.
+        server.setFile("/a.bin", contents: [UInt8](repeating: 7, count: 600_000))
+        server.setBehavior(.stall(afterBytes: 64 << 10), for: "/a.bin")
+        let basd = try DaemonProcess.activated(
+            descriptor: listening.fd, arguments: ["--state-dir", directory.path + "/state", "--exit-when-idle", "0.5"])
+        defer { basd.kill() }
+        try basd.wait("its listening line") { $0.stdout.contains("basd listening on \(socketPath)\n") }
+        let app = "com.example.idle"
+        do {
+            let cli = try DaemonClient(socketPath: socketPath, client: ClientInfo(role: .cli, pid: getpid()))
+            defer { cli.close() }
+            _ = try cli.call(
+                .registerApp(
+                    AppRegistration(
+                        bundleIdentifier: app, version: "1.0", appGroupIdentifier: "group.\(app)",
+                        appDirectory: directory.path, extensionPath: nil)))
+            let client = try DaemonClient(
+                socketPath: socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()))
+            defer { client.close() }
+            _ = try client.call(.schedule(DownloadDescription(identifier: "a", url: server.url("/a.bin"))))
+        }
+        // Running, and no client left: basd stays for the download, three timeouts long (a busy
+        // machine only makes this window catch less, never fail a correct basd).
+        let deadline = Date().addingTimeInterval(30)
+        while server.requests(for: "/a.bin").isEmpty, Date() < deadline { usleep(20_000) }
+        #expect(!server.requests(for: "/a.bin").isEmpty)
+        let window = Date().addingTimeInterval(1.5)
+        while Date() < window, basd.isRunning { usleep(50_000) }
+        // (Required: with basd gone, the cancel below would wait in the socket's backlog.)
+        try #require(basd.isRunning, "\(basd.stdout)")
+        #expect(!basd.stdout.contains("idle exit: nothing to do"), "\(basd.stdout)")
+
+        // The app cancels it: nothing is left to do, and basd exits by itself.
+        do {
+            let client = try DaemonClient(
+                socketPath: socketPath, client: ClientInfo(role: .app, bundleIdentifier: app, pid: getpid()))
+            defer { client.close() }
+            _ = try client.call(.cancel(identifier: "a"))
+        }
+        #expect(basd.waitForExit(timeout: 60) == 0, "\(basd.stdout)")
+        #expect(basd.stdout.contains("idle exit: nothing to do for "), "\(basd.stdout)")
     }
 
     @Test("socket activation with fd 3 not a listening unix socket: one clear line, exit 1")
