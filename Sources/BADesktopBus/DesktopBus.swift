@@ -222,10 +222,7 @@ package final class DesktopBus: Sendable {
             ]
             let ready = poll(&entries, 2, connection.timeoutMilliseconds)
             if ready < 0, errno != EINTR { return }
-            if entries[1].revents & Int16(POLLIN) != 0 {
-                var buffer = [UInt8](repeating: 0, count: 256)
-                while buffer.withUnsafeMutableBytes({ read(woken, $0.baseAddress, $0.count) }) > 0 {}
-            }
+            if entries[1].revents & Int16(POLLIN) != 0 { Self.drain(woken) }
             if entries[1].revents & Int16(POLLHUP | POLLERR) != 0 {
                 // close(): one more turn runs what was posted before it, then the thread ends.
                 closing = true
@@ -247,8 +244,7 @@ extension DesktopBus {
             if ready < 0, errno != EINTR { return nil }
             if entry.revents & Int16(POLLHUP | POLLERR) != 0 { return nil }  // close()
             if entry.revents & Int16(POLLIN) != 0 {
-                var buffer = [UInt8](repeating: 0, count: 256)
-                while buffer.withUnsafeMutableBytes({ read(woken, $0.baseAddress, $0.count) }) > 0 {}
+                Self.drain(woken)
                 continue
             }
             attempt += 1
@@ -265,6 +261,14 @@ extension DesktopBus {
             for handler in regained { handler() }
             return connection
         }
+    }
+}
+
+extension DesktopBus {
+    /// Reads the wake-up pipe empty (its bytes only say "look").
+    fileprivate static func drain(_ woken: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while buffer.withUnsafeMutableBytes({ read(woken, $0.baseAddress, $0.count) }) > 0 {}
     }
 }
 

@@ -132,9 +132,9 @@ package func readDownload(
     return .success(
         DownloadDescription(
             identifier: identifier, url: url, headers: headers, applicationGroupIdentifier: group,
-            priority: download.priority, isEssential: download.flags & UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) != 0,
+            priority: download.priority, isEssential: download.isEssential,
             fileSize: download.file_size, sha256: sha,
-            allowsExpensiveNetworkAccess: download.flags & UInt32(BA_DOWNLOAD_FLAG_NO_METERED_NETWORK) == 0,
+            allowsExpensiveNetworkAccess: download.allowsExpensiveNetworkAccess,
             isWellFormed: wellFormed))
 }
 
@@ -187,7 +187,7 @@ extension ByteWriter {
         }
         i64(download.file_size)
         i64(download.priority)
-        bool(download.flags & UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) != 0)
+        bool(download.isEssential)
         i32(0)  // state: assigned by the system
         let headerCount =
             download.header_count <= DownloadDescription.maximumHeaderCount
@@ -202,8 +202,15 @@ extension ByteWriter {
         }
         bool(download.sha256_hex_length > 0)
         if download.sha256_hex_length > 0 { text(download.sha256_hex, download.sha256_hex_length) }
-        bool(download.flags & UInt32(BA_DOWNLOAD_FLAG_NO_METERED_NETWORK) == 0)  // allows expensive networks
+        bool(download.allowsExpensiveNetworkAccess)
         bool(wellFormed)
         return nil
     }
+}
+
+extension ba_download {
+    /// `BA_DOWNLOAD_FLAG_ESSENTIAL`.
+    var isEssential: Bool { flags & UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) != 0 }
+    /// Not `BA_DOWNLOAD_FLAG_NO_METERED_NETWORK` (Apple's `allowsExpensiveNetworkAccess`).
+    var allowsExpensiveNetworkAccess: Bool { flags & UInt32(BA_DOWNLOAD_FLAG_NO_METERED_NETWORK) == 0 }
 }

@@ -427,8 +427,17 @@ final class PackService: @unchecked Sendable {
     func nextManifestCheck(interval: TimeInterval) -> Date? {
         guard let apps = try? store.packApps() else { return nil }
         let now = clock.now
-        return apps.filter { checks[$0.appIdentifier] == nil }
-            .map { record in record.checkedAt.map { min($0, now).addingTimeInterval(interval) } ?? now }.min()
+        return apps.filter { checks[$0.appIdentifier] == nil }.map {
+            Self.checkDue(of: $0, now: now, interval: interval)
+        }
+        .min()
+    }
+
+    /// When the app's manifest is next due to be checked: `interval` after its last check; now
+    /// when it was never checked, or its last check is later than now (the clock went back).
+    static func checkDue(of record: StoredPackApp, now: Date, interval: TimeInterval) -> Date {
+        guard let checked = record.checkedAt, checked <= now else { return now }
+        return checked.addingTimeInterval(interval)
     }
 
     /// The scheduler's tick: each app whose manifest was last read `interval` ago or more is
@@ -436,7 +445,7 @@ final class PackService: @unchecked Sendable {
     func checkDue(now: Date, interval: TimeInterval) {
         guard let apps = try? store.packApps() else { return }
         for record in apps where checks[record.appIdentifier] == nil {
-            if let checked = record.checkedAt, now >= checked, now.timeIntervalSince(checked) < interval { continue }
+            guard Self.checkDue(of: record, now: now, interval: interval) <= now else { continue }
             guard let app = try? store.app(record.appIdentifier) else { continue }
             log("asset packs of \(record.appIdentifier): periodic manifest check")
             check(app, trigger: .periodic) { _ in }

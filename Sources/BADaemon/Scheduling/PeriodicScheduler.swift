@@ -249,9 +249,7 @@ final class PeriodicScheduler: @unchecked Sendable {
             // The power profile and the apps' directories have no change notification: with apps
             // registered, basd looks at them every `minimumWait` (30 s by default).
             next = min(next, now.addingTimeInterval(minimumWait))
-            for app in apps where app.extensionPath != nil {
-                if let due = schedulingState(app).periodic.nextRun { next = min(next, due) }
-            }
+            if let due = nextPeriodicRun(of: apps) { next = min(next, due) }
         }
         if delivery.hasHeldBackEvents { next = min(next, now.addingTimeInterval(minimumWait)) }
         // In Low Power Mode something waits for it to end (a background download, an app's
@@ -262,9 +260,11 @@ final class PeriodicScheduler: @unchecked Sendable {
     }
 
     /// The first periodic run due of any app with an extension, or nil (``IdleExit``).
-    var nextPeriodicRun: Date? {
-        ((try? store.apps()) ?? []).filter { $0.extensionPath != nil }
-            .compactMap { schedulingState($0).periodic.nextRun }.min()
+    var nextPeriodicRun: Date? { nextPeriodicRun(of: (try? store.apps()) ?? []) }
+
+    /// The first periodic run due of those of `apps` with an extension, or nil.
+    private func nextPeriodicRun(of apps: [StoredApp]) -> Date? {
+        apps.filter { $0.extensionPath != nil }.compactMap { schedulingState($0).periodic.nextRun }.min()
     }
 
     /// power-profiles-daemon's `ActiveProfile` changed (nil: it left the system bus, and the
