@@ -135,10 +135,7 @@ struct DesktopIntegrationTests {
     }
 
     static func setMetered(_ manager: ChildProcess, _ value: UInt32) throws {
-        manager.send(
-            BusStandIn.set(
-                path: "/org/freedesktop/NetworkManager", interface: "org.freedesktop.NetworkManager", name: "Metered",
-                type: "u", value: value))
+        manager.send(BusStandIn.metered(value))
     }
 
     static func row(_ rows: [[String: Any]], _ identifier: String) -> [String: Any]? {

@@ -23,6 +23,18 @@ struct QueuePlaceTests {
         return row["queuePosition"] as? Int
     }
 
+    /// basd with one background slot, and `app` (group `group.APP`) registered and connected.
+    static func oneSlot(app: String) async throws -> (DaemonProcess, DaemonClient) {
+        let daemon = try await SchedulingTests.daemon(settings: ["backgroundDownloadConcurrency": 1])
+        do {
+            try daemon.register(app, group: "group.\(app)")
+            return (daemon, try daemon.appClient(app))
+        } catch {
+            daemon.kill()
+            throw error
+        }
+    }
+
     static func state(_ rows: [[String: Any]], _ identifier: String) -> String? {
         row(rows, identifier)?["state"] as? String
     }
@@ -36,11 +48,9 @@ struct QueuePlaceTests {
             server.setFile("/\(name).bin", contents: SampleAppFixture.bytes(1_000_000, seed: 7))
             server.setBehavior(.trickle(bytesPerSecond: 2_000), for: "/\(name).bin")
         }
-        let daemon = try await SchedulingTests.daemon(settings: ["backgroundDownloadConcurrency": 1])
-        defer { daemon.kill() }
         let app = "com.example.queue"
-        try daemon.register(app, group: "group.com.example.queue")
-        let client = try daemon.appClient(app)
+        let (daemon, client) = try await Self.oneSlot(app: app)
+        defer { daemon.kill() }
         defer { client.close() }
         for name in ["a", "b", "c"] {
             try client.call(.schedule(DownloadDescription(identifier: name, url: server.url("/\(name).bin"))))
@@ -75,11 +85,9 @@ struct QueuePlaceTests {
         server.setBehavior(.status(503, retryAfter: "1", times: 1), for: "/first.bin")
         server.setFile("/slow.bin", contents: SampleAppFixture.bytes(1_000_000, seed: 6))
         server.setBehavior(.trickle(bytesPerSecond: 2_000), for: "/slow.bin")
-        let daemon = try await SchedulingTests.daemon(settings: ["backgroundDownloadConcurrency": 1])
-        defer { daemon.kill() }
         let app = "com.example.queue"
-        try daemon.register(app, group: "group.com.example.queue")
-        let client = try daemon.appClient(app)
+        let (daemon, client) = try await Self.oneSlot(app: app)
+        defer { daemon.kill() }
         defer { client.close() }
         // first outranks slow: it takes the slot; its failure frees the slot for slow in the same
         // turn of the engine, so when its wait is over, slow holds the slot.
@@ -106,11 +114,9 @@ struct QueuePlaceTests {
         try Data(SampleAppFixture.bytes(1_000_000, seed: 8)).write(
             to: URL(fileURLWithPath: fixture.publish + "/slot.bin"))
         fixture.server.setBehavior(.trickle(bytesPerSecond: 2_000), for: "/slot.bin")
-        let daemon = try await SchedulingTests.daemon(settings: ["backgroundDownloadConcurrency": 1])
-        defer { daemon.kill() }
         let blocker = "com.example.blocker"
-        try daemon.register(blocker, group: "group.\(blocker)")
-        let blockerApp = try daemon.appClient(blocker)
+        let (daemon, blockerApp) = try await Self.oneSlot(app: blocker)
+        defer { daemon.kill() }
         defer { blockerApp.close() }
         try blockerApp.call(.schedule(DownloadDescription(identifier: "slot", url: fixture.server.url("/slot.bin"))))
         _ = try await CLIQueries.pollDownloads(

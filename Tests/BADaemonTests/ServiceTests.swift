@@ -60,15 +60,22 @@ struct ServiceTests {
         }
     }
 
-    @Test("socket-activated basd serves on fd 3, leaves the socket file, and a restarted basd takes waiting clients")
-    func socketActivation() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
+    /// The listening socket systemd would make for basd.socket (`run/basd.sock` in `directory`,
+    /// mode 0600 in a 0700 folder): its path, and the socket to pass as fd 3.
+    static func activationSocket(in directory: TemporaryDirectory) throws -> (path: String, socket: UnixSocket) {
         try FileManager.default.createDirectory(
             atPath: directory.path + "/run", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         let socketPath = directory.path + "/run/basd.sock"
         let listening = try UnixSocket(path: socketPath, listen: true)
         chmod(socketPath, 0o600)
+        return (socketPath, listening)
+    }
+
+    @Test("socket-activated basd serves on fd 3, leaves the socket file, and a restarted basd takes waiting clients")
+    func socketActivation() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (socketPath, listening) = try Self.activationSocket(in: directory)
         let unused = directory.path + "/unused.sock"
         let arguments = ["--state-dir", directory.path + "/state", "--socket", unused]
 
@@ -109,11 +116,7 @@ struct ServiceTests {
     func idleExit() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try FileManager.default.createDirectory(
-            atPath: directory.path + "/run", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        let socketPath = directory.path + "/run/basd.sock"
-        let listening = try UnixSocket(path: socketPath, listen: true)
-        chmod(socketPath, 0o600)
+        let (socketPath, listening) = try Self.activationSocket(in: directory)
         let arguments = ["--state-dir", directory.path + "/state", "--exit-when-idle", "0.5"]
 
         let first = try DaemonProcess.activated(descriptor: listening.fd, arguments: arguments)
@@ -174,11 +177,7 @@ struct ServiceTests {
     func idleExitWaitsForDownloads() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try FileManager.default.createDirectory(
-            atPath: directory.path + "/run", withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        let socketPath = directory.path + "/run/basd.sock"
-        let listening = try UnixSocket(path: socketPath, listen: true)
-        chmod(socketPath, 0o600)
+        let (socketPath, listening) = try Self.activationSocket(in: directory)
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
         // Held after its first 64 KiB: the download stays active until it is cancelled.

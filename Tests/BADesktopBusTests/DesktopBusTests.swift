@@ -78,18 +78,12 @@ struct DesktopBusTests {
         let bus = try DesktopBus.connect(.system, address: system.address) { _ in }
         defer { bus.close() }
         // Not running yet: told gone.
-        bus.watchProperties(
-            service: "org.freedesktop.NetworkManager", path: "/org/freedesktop/NetworkManager",
-            interface: "org.freedesktop.NetworkManager"
-        ) { properties in seen.append(properties?["Metered"]?.unsignedValue.map(Int.init) ?? -1) }
+        Self.watchMetered(on: bus, into: seen)
         try seen.wait("told NetworkManager is not running") { $0 == [-1] }
 
         let manager = try system.standIn(BusStandIn.networkManager(metered: 1))
         try seen.wait("NetworkManager's Metered, read when it came") { $0.last == 1 }
-        manager.send(
-            BusStandIn.set(
-                path: "/org/freedesktop/NetworkManager", interface: "org.freedesktop.NetworkManager", name: "Metered",
-                type: "u", value: 2))
+        manager.send(BusStandIn.metered(2))
         try seen.wait("Metered changed to no") { $0.last == 2 }
         manager.kill()
         try seen.wait("NetworkManager gone") { $0.last == -1 }
@@ -103,6 +97,14 @@ struct DesktopBusTests {
 }
 
 extension DesktopBusTests {
+    /// Follows NetworkManager's `Metered` on `bus`: each value into `seen`, -1 while it is not on the bus.
+    static func watchMetered(on bus: DesktopBus, into seen: Seen) {
+        bus.watchProperties(
+            service: "org.freedesktop.NetworkManager", path: "/org/freedesktop/NetworkManager",
+            interface: "org.freedesktop.NetworkManager"
+        ) { properties in seen.append(properties?["Metered"]?.unsignedValue.map(Int.init) ?? -1) }
+    }
+
     @Test("the bus daemon restarts: told gone, connected again without the old guid, properties followed anew")
     func reconnects() throws {
         let system = try TestBus(.system)
@@ -111,10 +113,7 @@ extension DesktopBusTests {
         let lines = Lines()
         let bus = try DesktopBus.connect(.system, address: system.address) { lines.append($0) }
         defer { bus.close() }
-        bus.watchProperties(
-            service: "org.freedesktop.NetworkManager", path: "/org/freedesktop/NetworkManager",
-            interface: "org.freedesktop.NetworkManager"
-        ) { properties in seen.append(properties?["Metered"]?.unsignedValue.map(Int.init) ?? -1) }
+        Self.watchMetered(on: bus, into: seen)
         _ = try system.standIn(BusStandIn.networkManager(metered: 1))
         try seen.wait("NetworkManager's Metered") { $0.last == 1 }
 
@@ -124,10 +123,7 @@ extension DesktopBusTests {
         let manager = try system.standIn(BusStandIn.networkManager(metered: 3))
         try seen.wait("NetworkManager read from the new bus") { $0.last == 3 }
         // The match was subscribed again: a change on the new bus is followed.
-        manager.send(
-            BusStandIn.set(
-                path: "/org/freedesktop/NetworkManager", interface: "org.freedesktop.NetworkManager", name: "Metered",
-                type: "u", value: 2))
+        manager.send(BusStandIn.metered(2))
         try seen.wait("Metered changed on the new bus") { $0.last == 2 }
         #expect(bus.isConnected)
         #expect(lines.all.contains { $0.contains("went away; basd connects again when it is back") }, "\(lines.all)")

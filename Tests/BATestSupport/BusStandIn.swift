@@ -19,6 +19,13 @@ package enum BusStandIn {
         ]
     }
 
+    /// The line that makes the NetworkManager stand-in's `Metered` `value` (emitting `PropertiesChanged`).
+    package static func metered(_ value: UInt32) -> String {
+        set(
+            path: "/org/freedesktop/NetworkManager", interface: "org.freedesktop.NetworkManager", name: "Metered",
+            type: "u", value: value)
+    }
+
     /// power-profiles-daemon under both its names (`net.hadess.PowerProfiles` and
     /// `org.freedesktop.UPower.PowerProfiles`), with `ActiveProfile`.
     package static func powerProfiles(_ profile: String, legacyOnly: Bool = false) -> [String] {
