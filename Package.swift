@@ -61,7 +61,12 @@ let package = Package(
         // Foundation-free: the runner <-> host wire format and the download rules.
         .target(name: "BACore"),
         // Asset packs (issue 21): content-defined chunking, I/O-free so far.
-        .target(name: "BAPacks", dependencies: ["BACore", "BADownloadEngine", "CZstd", "CCrypto", "CBASystem"]),
+        .target(
+            name: "BAPacks",
+            dependencies: [
+                "BACore", "BADownloadEngine", "CZstd", "CCrypto", "CBASystem",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]),
         // An app directory's Info.plist, read and checked (Foundation's PropertyListSerialization).
         .target(name: "BAAppBundle", dependencies: ["BACore"]),
         // When basd wakes extensions: periodic intervals, daily runtime allowance, quarantine, settings.

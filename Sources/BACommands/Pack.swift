@@ -227,9 +227,14 @@ struct PackPublish: ParsableCommand {
             --merge adds the top-level keys of a JSON file (the extension's own manifest) to it; each side \
             ignores the other's keys, and the signature covers both.
 
+            Every manifest carries a sequence one above the folder's last, an expiry (--expires, 30 days \
+            by default: publish again before it, devices refuse an expired manifest as a frozen CDN's) and \
+            the apps it is for (--app, required with --key). Devices refuse a sequence below the one they \
+            accepted, and a pack version below their local one unless --downgrade ID=VERSION says so.
+
             Examples:
               ba pack publish public --base-url https://cdn.example.com/game
-              ba pack publish public --base-url https://cdn.example.com/game --key pack-signing.key
+              ba pack publish public --base-url https://cdn.example.com/game --key pack-signing.key --app com.example.game
               ba pack publish public --base-url https://cdn.example.com/game --merge extension-manifest.json
             """)
 
@@ -243,10 +248,55 @@ struct PackPublish: ParsableCommand {
     var key: String?
 
     @Option(
+        name: .customLong("app"),
+        help: ArgumentHelp(
+            "The bundle identifier of an app the manifest is for (repeat for several; required with --key).",
+            valueName: "bundle-id"))
+    var apps: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "How long devices accept the manifest: days (30d), hours (12h) or seconds (90s).", valueName: "duration"))
+    var expires: String = "30d"
+
+    @Option(
+        help: ArgumentHelp(
+            "Publish an older version of a pack on purpose (devices refuse to go back otherwise).",
+            valueName: "id=version"))
+    var downgrade: [String] = []
+
+    @Option(
         help: ArgumentHelp(
             "A JSON object whose top-level keys are added to manifest.json (an extension's own manifest).",
             valueName: "file"))
     var merge: String?
+
+    /// `--expires` in seconds: `Nd`, `Nh` or `Ns`, N from 1.
+    static func seconds(_ text: String) -> Int? {
+        let units: [Character: Int] = ["d": 86400, "h": 3600, "s": 1]
+        guard let unit = text.last.flatMap({ units[$0] }), let count = Int(text.dropLast()), count >= 1,
+            count <= 3650 * 86400 / unit
+        else { return nil }
+        return count * unit
+    }
+
+    func validate() throws {
+        guard Self.seconds(expires) != nil else {
+            throw ValidationError(
+                "--expires \(expires): give days, hours or seconds, e.g. 30d, 12h, 90s (at most 10 years)")
+        }
+        for pin in downgrade {
+            let parts = pin.split(separator: "=")
+            guard parts.count == 2, Int(parts[1]).map({ $0 >= 1 }) == true else {
+                throw ValidationError("--downgrade \(pin): give ID=VERSION, e.g. levels=3")
+            }
+        }
+        if key != nil && apps.isEmpty {
+            throw ValidationError(
+                "a signed manifest names the app(s) it is for, so that it cannot be served to another: add --app BUNDLE_ID"
+            )
+        }
+    }
 
     func run() throws {
         var merged: [String: JSONValue] = [:]
@@ -271,14 +321,23 @@ struct PackPublish: ParsableCommand {
         }
         do throws(PackError) {
             let seed = try keyText.map { text throws(PackError) in try PackSigning.key(base64: text, what: key ?? "") }
+            var downgrades: [String: Int] = [:]
+            for pin in downgrade {
+                let parts = pin.split(separator: "=")
+                downgrades[String(parts[0])] = Int(parts[1])
+            }
             let manifest = try PackPublisher.publish(
-                folder, baseURL: baseURL, signingKey: seed, mergingKeys: merged)
+                folder, baseURL: baseURL, signingKey: seed, mergingKeys: merged, apps: apps,
+                expires: Date().addingTimeInterval(TimeInterval(Self.seconds(expires) ?? 30 * 86400)),
+                downgrades: downgrades)
             for entry in manifest.assetPacks {
                 print(
                     "\(entry.assetPackID) version \(entry.version): \(HumanReadable.bytes(entry.downloadSize)) at \(entry.indexURL)"
                 )
             }
-            print("wrote \(folder)/manifest.json\(seed == nil ? " (unsigned)" : " and manifest.json.sig")")
+            print(
+                "wrote \(folder)/manifest.json\(seed == nil ? " (unsigned)" : " and manifest.json.sig"): sequence \(manifest.sequence ?? 0), expires \(manifest.expires ?? "never")"
+            )
         } catch {
             printError("\(error)")
             throw ExitCode(BAExitCode.packInvalid.rawValue)

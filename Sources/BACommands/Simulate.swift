@@ -145,6 +145,7 @@ struct Apps: ParsableCommand {
             }
             if let quarantine = app.quarantine { table.rows.append(["QUARANTINED", quarantine]) }
             if let retry = app.manifestRetry { table.rows.append(["manifest", retry]) }
+            if let warning = app.packKeyWarning { table.rows.append(["WARNING", warning]) }
             for run in app.lastRuns {
                 let when = formatter.string(from: Date(timeIntervalSince1970: run.startedAt))
                 table.rows.append([

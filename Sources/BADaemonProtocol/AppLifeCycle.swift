@@ -139,6 +139,8 @@ package struct AppInfo: Sendable, Hashable, Codable {
     /// A content request whose manifest could not be fetched, waiting to be tried again: what
     /// failed and when basd tries again.
     package var manifestRetry: String?
+    /// What is wrong with the app's asset-pack signing: an update removed `BAAssetPackPublicKey`.
+    package var packKeyWarning: String?
 
     package init(
         bundleIdentifier: String, version: String, appGroupIdentifier: String?, appDirectory: String,

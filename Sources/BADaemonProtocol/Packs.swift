@@ -105,6 +105,9 @@ package struct PackInfo: Sendable, Hashable, Codable {
     package var declined: Bool?
     /// The manifest's `userInfo` for the server version, as JSON text.
     package var userInfo: String?
+    /// The error code of ``error`` (`docs/protocol.md`, "Errors": 1102 refused metadata, 1110 a
+    /// parked job, …); nil when it has none.
+    package var errorCode: Int?
 
     package init(appIdentifier: String, assetPackID: String, status: String) {
         self.appIdentifier = appIdentifier
@@ -139,6 +142,8 @@ package struct PackEvent: Sendable, Hashable, Codable {
     /// Why it is paused (`space`, `lowPowerMode`, `meteredNetwork`, `offline`, `captivePortal`,
     /// `limitedConnectivity`).
     package var waitingFor: String?
+    /// For `failed`: the error code of ``message`` (`docs/protocol.md`, "Errors"), if it has one.
+    package var errorCode: Int?
 
     package init(kind: String, appIdentifier: String, assetPackID: String, version: Int? = nil) {
         self.kind = kind

@@ -187,8 +187,8 @@ extension DemoStage {
 
     private func publishArguments(_ server: AssetServer) -> [String] {
         [
-            "pack", "publish", publishFolder, "--base-url", server.baseURL, "--key", packKey, "--merge",
-            extensionManifest,
+            "pack", "publish", publishFolder, "--base-url", server.baseURL, "--key", packKey, "--app",
+            Self.bundleIdentifier, "--merge", extensionManifest,
         ]
     }
 

@@ -109,7 +109,7 @@ package struct PackBuilder {
     ) throws(PackError) -> PackIndex.File {
         let full = root + "/" + path
         let fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw PackError("cannot open \(full): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw PackError.system("cannot open \(full)", call: "open") }
         defer { close(fd) }
         var info = stat()
         fstat(fd, &info)
@@ -135,7 +135,7 @@ package struct PackBuilder {
                     let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + end, window - end) }
                     if count < 0 {
                         if errno == EINTR { continue }
-                        throw PackError("cannot read \(full): \(String(cString: strerror(errno)))")
+                        throw PackError.system("cannot read \(full)", call: "read")
                     }
                     if count == 0 { atEnd = true } else { end += count }
                 }
@@ -249,24 +249,24 @@ package struct PackBuilder {
         }
         let temporary = directory + "/.tmp-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PackError("cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw PackError.system("cannot create \(temporary)", call: "open") }
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
             if count < 0 {
                 if errno == EINTR { continue }
-                let reason = String(cString: strerror(errno))
+                let error = PackError.system("cannot write \(temporary)", call: "write")
                 close(fd)
                 unlink(temporary)
-                throw PackError("cannot write \(temporary): \(reason) (is the disk full?)")
+                throw error
             }
             written += count
         }
         close(fd)
         guard rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let error = PackError.system("cannot rename \(temporary) to \(path)", call: "rename")
             unlink(temporary)
-            throw PackError("cannot rename \(temporary) to \(path): \(reason)")
+            throw error
         }
     }
 }

@@ -12,12 +12,10 @@ final class Descriptor {
 /// component at a time with `O_NOFOLLOW`: a symbolic link planted in a pack folder (by a process
 /// of the same user, an app that may not write elsewhere) is refused, never followed.
 enum PackFileSystem {
-    static func reason(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
-
     /// Opens the folder at `path` itself (links in it followed: the caller gives it).
     static func openRoot(_ path: String) throws(PackError) -> Descriptor {
         let fd = retrying { open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        guard fd >= 0 else { throw PackError("cannot open the folder \(path): \(reason())") }
+        guard fd >= 0 else { throw PackError.system("cannot open the folder \(path)", call: "open") }
         return Descriptor(fd)
     }
 
@@ -31,7 +29,7 @@ enum PackFileSystem {
             if made == 0 {
                 fsync(parent.fd)
             } else if errno != EEXIST {
-                throw PackError("cannot create the folder \(display): \(reason())")
+                throw PackError.system("cannot create the folder \(display)", call: "mkdirat")
             }
         }
         let fd = retrying { openat(parent.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
@@ -39,14 +37,14 @@ enum PackFileSystem {
             if errno == ELOOP || errno == ENOTDIR {
                 throw PackError("\(display) is a symbolic link or not a folder; refused (remove it)")
             }
-            throw PackError("cannot open the folder \(display): \(reason())")
+            throw PackError.system("cannot open the folder \(display)", call: "openat")
         }
         let folder = Descriptor(fd)
         if writable {
             var info = stat()
-            guard fstat(fd, &info) == 0 else { throw PackError("cannot stat \(display): \(reason())") }
+            guard fstat(fd, &info) == 0 else { throw PackError.system("cannot stat \(display)", call: "fstat") }
             if info.st_mode & S_IWUSR == 0, fchmod(fd, 0o755) != 0 {
-                throw PackError("cannot make \(display) writable: \(reason())")
+                throw PackError.system("cannot make \(display) writable", call: "fchmod")
             }
         }
         return folder
@@ -76,7 +74,7 @@ enum PackFileSystem {
         guard fd >= 0 else {
             if errno == ENOENT && missingIsNil { return nil }
             if errno == ELOOP { throw PackError("\(display) is a symbolic link; refused (remove it)") }
-            throw PackError("cannot open \(display): \(reason())")
+            throw PackError.system("cannot open \(display)", call: "openat")
         }
         let file = Descriptor(fd)
         var info = stat()
@@ -91,7 +89,7 @@ enum PackFileSystem {
         var info = stat()
         guard fstatat(folder.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
             if errno == ENOENT { return nil }
-            throw PackError("cannot stat \(display): \(reason())")
+            throw PackError.system("cannot stat \(display)", call: "fstatat")
         }
         return info
     }
@@ -101,7 +99,7 @@ enum PackFileSystem {
         let copy = dup(folder.fd)
         guard copy >= 0, let stream = fdopendir(copy) else {
             if copy >= 0 { close(copy) }
-            throw PackError("cannot list \(display): \(reason())")
+            throw PackError.system("cannot list \(display)", call: "fdopendir")
         }
         defer { closedir(stream) }
         rewinddir(stream)
@@ -125,11 +123,11 @@ enum PackFileSystem {
                 try removeTree(child, in: inner, display: display + "/" + child)
             }
             guard retrying({ unlinkat(folder.fd, name, AT_REMOVEDIR) }) == 0 || errno == ENOENT else {
-                throw PackError("cannot remove the folder \(display): \(reason())")
+                throw PackError.system("cannot remove the folder \(display)", call: "unlinkat")
             }
         } else {
             guard retrying({ unlinkat(folder.fd, name, 0) }) == 0 || errno == ENOENT else {
-                throw PackError("cannot remove \(display): \(reason())")
+                throw PackError.system("cannot remove \(display)", call: "unlinkat")
             }
         }
     }
@@ -143,7 +141,7 @@ enum PackFileSystem {
             let count = pread(file.fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
             if count < 0 {
                 if errno == EINTR { continue }
-                throw PackError("cannot read \(display): \(reason())")
+                throw PackError.system("cannot read \(display)", call: "pread")
             }
             if count == 0 { return false }
             done += count
@@ -160,7 +158,7 @@ enum PackFileSystem {
             let count = pwrite(file.fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
             if count < 0 {
                 if errno == EINTR { continue }
-                throw PackError("cannot write \(display): \(reason()) (is the disk full?)")
+                throw PackError.system("cannot write \(display)", call: "pwrite")
             }
             done += count
         }
@@ -176,7 +174,9 @@ enum PackFileSystem {
 
     /// `fsync`, naming what failed.
     static func sync(_ file: Descriptor, display: String) throws(PackError) {
-        guard retrying({ fsync(file.fd) }) == 0 else { throw PackError("cannot fsync \(display): \(reason())") }
+        guard retrying({ fsync(file.fd) }) == 0 else {
+            throw PackError.system("cannot fsync \(display)", call: "fsync")
+        }
     }
 
     /// Linux's `SEEK_DATA` (glibc defines it only with `_GNU_SOURCE`, which Swift's Glibc module lacks).

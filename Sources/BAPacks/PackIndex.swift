@@ -66,31 +66,39 @@ package struct PackIndex: Sendable, Hashable, Codable {
     }
 
     /// Where each distinct chunk is in the bundles: (bundle, offset) by SHA-256; nil when the
-    /// bundles do not add up to the distinct chunks (a damaged index).
+    /// bundles do not add up to the distinct chunks (a damaged index: ``checkInstallable()``
+    /// refuses it first; this stays safe on any index, a negative count or an overflow included).
     package var bundleLayout: [String: (bundle: Int, offset: Int64)]? {
         guard let bundles else { return nil }
         let chunks = distinctChunks
-        guard bundles.reduce(0, { $0 + $1.chunks }) == chunks.count else { return nil }
         var layout: [String: (bundle: Int, offset: Int64)] = [:]
         var next = 0
         for (number, bundle) in bundles.enumerated() {
+            guard bundle.chunks >= 0, bundle.chunks <= chunks.count - next else { return nil }
             var offset: Int64 = 0
             for chunk in chunks[next..<(next + bundle.chunks)] {
                 layout[chunk.sha256] = (number, offset)
-                offset += Int64(chunk.storedLength)
+                let (sum, overflow) = offset.addingReportingOverflow(Int64(chunk.storedLength))
+                guard !overflow else { return nil }
+                offset = sum
             }
             guard offset == bundle.size else { return nil }
             next += bundle.chunks
         }
+        guard next == chunks.count else { return nil }
         return layout
     }
 
-    /// The pack's download size: the stored bytes of its distinct chunks.
+    /// The pack's download size: the stored bytes of its distinct chunks (Int64.max if they
+    /// overflow it, which ``checkInstallable()`` refuses long before).
     package var downloadSize: Int64 {
         var seen: Set<String> = []
         var total: Int64 = 0
         for file in files {
-            for chunk in file.chunks where seen.insert(chunk.sha256).inserted { total += Int64(chunk.storedLength) }
+            for chunk in file.chunks where seen.insert(chunk.sha256).inserted {
+                let (sum, overflow) = total.addingReportingOverflow(Int64(chunk.storedLength))
+                total = overflow ? .max : sum
+            }
         }
         return total
     }
@@ -104,21 +112,18 @@ package struct PackIndex: Sendable, Hashable, Codable {
 }
 
 extension PackIndex {
-    /// The largest index a device reads (far above any real one: 1.8 MB holds 15,000 chunks).
-    package static let maximumSize = 256 << 20
-
-    /// The index in the file at `path`, decoded (not checked: ``checkInstallable()`` does that).
+    /// The index in the file at `path`, decoded and checked (``decode(_:)``).
     package static func read(_ path: String) throws(PackError) -> PackIndex {
         let bytes: [UInt8]
         do {
-            bytes = try RegularFile.read(path, limit: maximumSize)
+            bytes = try RegularFile.read(path, limit: PackLimits.maximumIndexBytes)
         } catch {
             throw PackError("cannot read the index \(path): \(error)")
         }
         do {
-            return try JSONCoding.decoder.decode(PackIndex.self, from: Data(bytes))
+            return try decode(bytes)
         } catch {
-            throw PackError("\(path) is not a pack index: \(JSONCoding.describe(error))")
+            throw PackError("\(path): \(error)", code: error.code, operation: error.operation)
         }
     }
 }

@@ -37,7 +37,7 @@ package enum PackInstallation {
         }
         var buffer = [CChar](repeating: 0, count: 4097)
         let count = readlinkat(links.fd, id, &buffer, 4096)
-        guard count > 0 else { throw PackError("cannot read the link \(display)/\(id): \(PackFileSystem.reason())") }
+        guard count > 0 else { throw PackError.system("cannot read the link \(display)/\(id)", call: "readlinkat") }
         let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let prefix = "../\(packsFolder(id: id))/"
         guard target.hasPrefix(prefix), let version = Int(target.dropFirst(prefix.count)), version >= 1 else {
@@ -63,13 +63,13 @@ package enum PackInstallation {
         let links = try PackFileSystem.openFolder(linksFolder, in: rootFolder, create: true, display: display)
         let temporary = ".\(id).new-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
         guard symlinkat(linkTarget(id: id, version: version), links.fd, temporary) == 0 else {
-            throw PackError("cannot create the link \(display)/\(temporary): \(PackFileSystem.reason())")
+            throw PackError.system("cannot create the link \(display)/\(temporary)", call: "symlinkat")
         }
         guard renameat(links.fd, temporary, links.fd, id) == 0 else {
-            let reason = PackFileSystem.reason()
+            let error = PackError.system(
+                "cannot switch \(display)/\(id) to version \(version) (is it a folder? remove it)", call: "renameat")
             unlinkat(links.fd, temporary, 0)
-            throw PackError(
-                "cannot switch \(display)/\(id) to version \(version): \(reason) (is it a folder? remove it)")
+            throw error
         }
         try PackFileSystem.sync(links, display: display)
     }
@@ -88,7 +88,7 @@ package enum PackInstallation {
             throw PackError("\(display)/\(id) is not a link; basd removes only its own links")
         }
         guard unlinkat(links.fd, id, 0) == 0 || errno == ENOENT else {
-            throw PackError("cannot remove \(display)/\(id): \(PackFileSystem.reason())")
+            throw PackError.system("cannot remove \(display)/\(id)", call: "unlinkat")
         }
         try PackFileSystem.sync(links, display: display)
     }
@@ -178,7 +178,7 @@ package enum PackInstallation {
         let aside = "\(version).replaced"
         try PackFileSystem.removeTree(aside, in: packs, display: display + "/" + aside)
         guard renameat(packs.fd, "\(version)", packs.fd, aside) == 0 || errno == ENOENT else {
-            throw PackError("cannot move \(display)/\(version) aside: \(PackFileSystem.reason())")
+            throw PackError.system("cannot move \(display)/\(version) aside", call: "renameat")
         }
         try PackFileSystem.sync(packs, display: display)
     }

@@ -8,38 +8,35 @@ import Foundation
 /// `manifest.json.sig` holds its Ed25519 signature (base64): the chain a device checks is
 /// signature → manifest → index SHA-256 → chunk SHA-256s → file SHA-256s.
 package enum PackPublisher {
-    /// The download manifest.
-    package struct DownloadManifest: Sendable, Hashable, Codable {
-        /// One pack's entry.
-        package struct Entry: Sendable, Hashable, Codable {
-            package var assetPackID: String
-            package var version: Int
-            package var downloadSize: Int64
-            package var downloadPolicy: PackManifest.DownloadPolicy
-            package var userInfo: JSONValue?
-            package var indexURL: String
-            package var indexSHA256: String
-        }
-
-        /// This build writes and reads 1.
-        package var formatVersion: Int
-        package var assetPacks: [Entry]
-    }
-
     /// The download manifest's own keys, which ``publish(_:baseURL:signingKey:mergingKeys:)`` refuses to merge.
-    package static let ownKeys: Set<String> = ["formatVersion", "assetPacks"]
+    package static let ownKeys: Set<String> = ["formatVersion", "sequence", "expires", "apps", "assetPacks"]
 
-    /// Writes `manifest.json` (and `manifest.json.sig` with `signingKey`) into `publishDirectory`.
+    /// Writes `manifest.json` (and `manifest.json.sig` with `signingKey`) into `publishDirectory`:
+    /// format 2, with a sequence one above the folder's last manifest's, an expiry and the apps
+    /// it is for (what a device needs to refuse a replayed, frozen or misdirected manifest).
     ///
-    /// - Parameter mergingKeys: Other top-level keys to write into `manifest.json` beside the
-    ///   manifest's own (`ba pack publish --merge`). An app that has packs *and* its own extension
-    ///   is handed one document at `BAManifestURL`: the pack service reads `formatVersion` and
-    ///   `assetPacks`, the extension its own keys (the sample app's `assets`), each ignoring the
-    ///   other's. The signature covers the merged bytes. A key of the manifest's own is refused.
+    /// - Parameters:
+    ///   - mergingKeys: Other top-level keys to write into `manifest.json` beside the
+    ///     manifest's own (`ba pack publish --merge`). An app that has packs *and* its own extension
+    ///     is handed one document at `BAManifestURL`: the pack service reads `formatVersion` and
+    ///     `assetPacks`, the extension its own keys (the sample app's `assets`), each ignoring the
+    ///     other's. The signature covers the merged bytes. A key of the manifest's own is refused.
+    ///   - apps: The bundle identifiers it is for (required with a key: a signed manifest is bound
+    ///     to its apps).
+    ///   - expires: When devices stop accepting it (`--expires`, 30 days by default).
+    ///   - downgrades: Packs to publish at an older version on purpose (ID → version): their
+    ///     entries say `allowsDowngrade`, without which a device refuses to go back.
     package static func publish(
         _ publishDirectory: String, baseURL: String, signingKey: [UInt8]? = nil,
-        mergingKeys: [String: JSONValue] = [:]
+        mergingKeys: [String: JSONValue] = [:], apps: [String] = [],
+        expires: Date = Date().addingTimeInterval(30 * 86400),
+        downgrades: [String: Int] = [:]
     ) throws(PackError) -> DownloadManifest {
+        if signingKey != nil && apps.isEmpty {
+            throw PackError(
+                "a signed manifest names the app(s) it is for, so that it cannot be served to another: add --app BUNDLE_ID"
+            )
+        }
         if let clash = mergingKeys.keys.filter(ownKeys.contains).sorted().first {
             throw PackError(
                 "the keys to merge into the download manifest include \"\(clash)\", which is the manifest's own: "
@@ -57,7 +54,13 @@ package enum PackPublisher {
         for id in ((try? FileManager.default.contentsOfDirectory(atPath: packs)) ?? []).sorted() {
             let versions = ((try? FileManager.default.contentsOfDirectory(atPath: packs + "/" + id)) ?? [])
                 .compactMap { $0.hasSuffix(".json") ? Int($0.dropLast(5)) : nil }
-            guard let newest = versions.max() else { continue }
+            guard var newest = versions.max() else { continue }
+            if let pinned = downgrades[id] {
+                guard versions.contains(pinned) else {
+                    throw PackError("--downgrade \(id)=\(pinned): \(packs)/\(id) has no version \(pinned)")
+                }
+                newest = pinned
+            }
             let relative = PackIndex.indexPath(id: id, version: newest)
             guard let data = FileManager.default.contents(atPath: publishDirectory + "/" + relative) else {
                 throw PackError("cannot read \(publishDirectory)/\(relative)")
@@ -76,12 +79,18 @@ package enum PackPublisher {
                 .init(
                     assetPackID: id, version: newest, downloadSize: index.downloadSize,
                     downloadPolicy: index.downloadPolicy, userInfo: index.userInfo, indexURL: base + "/" + relative,
-                    indexSHA256: data.withUnsafeBytes { SHA256Hasher.hex(of: $0) }))
+                    indexSHA256: data.withUnsafeBytes { SHA256Hasher.hex(of: $0) },
+                    allowsDowngrade: downgrades[id] != nil ? true : nil))
         }
         guard !entries.isEmpty else {
             throw PackError("\(packs) holds no pack indexes: run `ba pack build` first")
         }
-        let manifest = DownloadManifest(formatVersion: 1, assetPacks: entries)
+        if let unknown = downgrades.keys.first(where: { id in !entries.contains { $0.assetPackID == id } }) {
+            throw PackError("--downgrade names \(unknown), which \(packs) does not hold")
+        }
+        let manifest = DownloadManifest(
+            sequence: try lastSequence(publishDirectory) + 1, expires: DownloadManifest.formatDate(expires),
+            apps: apps.isEmpty ? nil : apps, assetPacks: entries)
         var bytes: [UInt8]
         do {
             bytes = Array(try JSONCoding.encoder.encode(manifest))
@@ -105,5 +114,21 @@ package enum PackPublisher {
         }
         try PackBuilder.writeAtomically(bytes, to: publishDirectory + "/manifest.json")
         return manifest
+    }
+
+    /// The sequence of the folder's current `manifest.json` (0 when there is none, or it is
+    /// format 1): the next one publishes one above it. One that cannot be read is an error, never
+    /// 0: starting again at 1 would be refused by every device as a rollback.
+    static func lastSequence(_ publishDirectory: String) throws(PackError) -> Int {
+        let path = publishDirectory + "/manifest.json"
+        guard FileManager.default.fileExists(atPath: path) else { return 0 }
+        guard let data = FileManager.default.contents(atPath: path),
+            let manifest = try? JSONCoding.decoder.decode(DownloadManifest.self, from: data)
+        else {
+            throw PackError(
+                "cannot read the sequence of \(path), the folder's last manifest: restore it (devices refuse a sequence that does not grow)"
+            )
+        }
+        return manifest.sequence ?? 0
     }
 }

@@ -182,7 +182,7 @@ package final class PackStaging {
                 let readOnly = try PackFileSystem.openFile(name, in: parent, flags: O_RDONLY, display: display)
             {
                 guard fchmod(readOnly.fd, 0o644) == 0 else {
-                    throw PackError("cannot make \(display) writable: \(PackFileSystem.reason())")
+                    throw PackError.system("cannot make \(display) writable", call: "fchmod")
                 }
             }
             guard
@@ -193,7 +193,7 @@ package final class PackStaging {
             fstat(descriptor.fd, &info)
             if Int64(info.st_size) != file.size {
                 guard ftruncate(descriptor.fd, off_t(file.size)) == 0 else {
-                    throw PackError("cannot size \(display) to \(file.size) bytes: \(PackFileSystem.reason())")
+                    throw PackError.system("cannot size \(display) to \(file.size) bytes", call: "ftruncate")
                 }
             }
             remember(index, descriptor)
@@ -257,12 +257,13 @@ package final class PackStaging {
         do {
             bytes = try Zstd.decompress(frame, length: plan.items[index].chunk.length)
         } catch {
-            throw PackError("chunk \(sha256) of pack \(id): \(error)")
+            throw PackError("chunk \(sha256) of pack \(id): \(error)", code: .badContent)
         }
         let actual = bytes.withUnsafeBytes { SHA256Hasher.hex(of: $0) }
         guard actual == sha256 else {
             throw PackError(
-                "chunk \(sha256) of pack \(id) arrived with other bytes (SHA-256 \(actual)); fetch it again")
+                "chunk \(sha256) of pack \(id) arrived with other bytes (SHA-256 \(actual)); fetch it again",
+                code: .badContent)
         }
         try bytes.withBytes { bytes throws(PackError) in try place(index, bytes) }
     }
@@ -303,7 +304,7 @@ package final class PackStaging {
                 throw PackError("\(display) does not match its size and SHA-256 in the index; prepare() again")
             }
             guard fchmod(descriptor.fd, mode_t(file.mode & 0o555)) == 0 else {
-                throw PackError("cannot make \(display) read-only: \(PackFileSystem.reason())")
+                throw PackError.system("cannot make \(display) read-only", call: "fchmod")
             }
             try PackFileSystem.sync(descriptor, display: display)
         }
@@ -316,31 +317,30 @@ package final class PackStaging {
             let descriptor = try PackFileSystem.openFolders(
                 folder.split(separator: "/"), in: staging, display: stagingDisplay)
             guard fchmod(descriptor.fd, 0o555) == 0 else {
-                throw PackError("cannot make \(display) read-only: \(PackFileSystem.reason())")
+                throw PackError.system("cannot make \(display) read-only", call: "fchmod")
             }
             try PackFileSystem.sync(descriptor, display: display)
         }
         guard fchmod(staging.fd, 0o555) == 0 else {
-            throw PackError("cannot make \(stagingDisplay) read-only: \(PackFileSystem.reason())")
+            throw PackError.system("cannot make \(stagingDisplay) read-only", call: "fchmod")
         }
         try PackFileSystem.sync(staging, display: stagingDisplay)
         if repair {
             // The repaired folder takes the damaged one's name in one step; the damaged one then
             // leaves the staging name for `N.replaced` (a replaced one left before goes first).
             guard ba_sys_rename_exchange(packs.fd, stagingName, packs.fd, versionName) == 0 else {
-                throw PackError(
-                    "cannot swap \(stagingDisplay) with version \(versionName): \(PackFileSystem.reason()) (the file system must support renameat2's RENAME_EXCHANGE)"
-                )
+                throw PackError.system(
+                    "cannot swap \(stagingDisplay) with version \(versionName) (the file system must support renameat2's RENAME_EXCHANGE)",
+                    call: "renameat2")
             }
             let replaced = versionName + ".replaced"
             try PackFileSystem.removeTree(replaced, in: packs, display: packsDisplay + "/" + replaced)
             guard renameat(packs.fd, stagingName, packs.fd, replaced) == 0 else {
-                throw PackError(
-                    "cannot rename the replaced \(stagingDisplay) to \(replaced): \(PackFileSystem.reason())")
+                throw PackError.system("cannot rename the replaced \(stagingDisplay) to \(replaced)", call: "renameat")
             }
         } else {
             guard renameat(packs.fd, stagingName, packs.fd, versionName) == 0 else {
-                throw PackError("cannot rename \(stagingDisplay) to \(versionName): \(PackFileSystem.reason())")
+                throw PackError.system("cannot rename \(stagingDisplay) to \(versionName)", call: "renameat")
             }
         }
         try PackFileSystem.sync(packs, display: packsDisplay)
@@ -550,7 +550,7 @@ package final class PackStaging {
             if try Self.matches(source, file, display: display) { return true }
             // Our link to a file that changed since: not to be written through.
             guard unlinkat(parent.fd, name, 0) == 0 else {
-                throw PackError("cannot remove \(stagingDisplay): \(PackFileSystem.reason())")
+                throw PackError.system("cannot remove \(stagingDisplay)", call: "unlinkat")
             }
             return false
         }

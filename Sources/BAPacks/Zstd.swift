@@ -21,22 +21,21 @@ package enum Zstd {
     package static func decompress(_ frame: UnsafeRawBufferPointer, length: Int) throws(PackError) -> [UInt8] {
         let declared = ZSTD_getFrameContentSize(frame.baseAddress, frame.count)
         guard declared == UInt64(length) else {
-            throw PackError("the chunk's zstd frame declares \(declared) bytes, not the \(length) the index gives")
+            throw PackError(
+                "the chunk's zstd frame declares \(declared) bytes, not the \(length) the index gives",
+                code: .badContent)
         }
         var out = [UInt8](repeating: 0, count: length)
         let read = out.withUnsafeMutableBytes {
             ZSTD_decompress($0.baseAddress, length, frame.baseAddress, frame.count)
         }
         guard ZSTD_isError(read) == 0 else {
-            throw PackError("the chunk's zstd frame is damaged: \(String(cString: ZSTD_getErrorName(read)))")
+            throw PackError(
+                "the chunk's zstd frame is damaged: \(String(cString: ZSTD_getErrorName(read)))", code: .badContent)
         }
-        guard read == length else { throw PackError("the chunk's zstd frame held \(read) bytes, not \(length)") }
+        guard read == length else {
+            throw PackError("the chunk's zstd frame held \(read) bytes, not \(length)", code: .badContent)
+        }
         return out
     }
-}
-
-/// What went wrong with a pack, said so a publisher can fix it.
-package struct PackError: Error, Sendable, Hashable, CustomStringConvertible {
-    package let description: String
-    package init(_ description: String) { self.description = description }
 }

@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 9
+    static let currentVersion = 10
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -49,6 +49,10 @@ enum Schema {
         migrator.registerMigration("v9") { db in
             try db.execute(sql: v9)
             try db.execute(sql: "PRAGMA user_version = 9")
+        }
+        migrator.registerMigration("v10") { db in
+            try db.execute(sql: v10)
+            try db.execute(sql: "PRAGMA user_version = 10")
         }
         return migrator
     }
@@ -277,5 +281,29 @@ extension Schema {
     /// network (`URLRequest.allowsExpensiveNetworkAccess` and its kin false).
     static let v9 = """
         ALTER TABLE download ADD COLUMN allows_expensive INTEGER NOT NULL DEFAULT 1 CHECK (allows_expensive IN (0, 1));
+        """
+
+    /// Version 10 (issue 33, pack metadata you can trust): `pack_trust` keeps, per app and
+    /// publisher key (base64; '' for an app without one), the highest download-manifest sequence
+    /// accepted and the SHA-256 of its bytes, so that an older one (a rollback or a replay) or
+    /// another with the same sequence (a fork) is refused. It has no reference to `app`: it
+    /// outlives `ba uninstall`, so a reinstalled app cannot be rolled back either. A pack failure,
+    /// and a manifest check's, has its error code (`docs/protocol.md`); `interrupted_starts` counts
+    /// the consecutive basd starts that found the pack's job in flight after an abnormal exit (at
+    /// 3 it is parked); `key_warning` says when an update removed the app's signing key.
+    static let v10 = """
+        CREATE TABLE pack_trust (
+            app_id               TEXT    NOT NULL,
+            public_key           TEXT    NOT NULL,
+            sequence             INTEGER NOT NULL CHECK (sequence >= 1),
+            manifest_sha256      TEXT    NOT NULL,
+            accepted_at          TEXT    NOT NULL,
+            PRIMARY KEY (app_id, public_key)
+        );
+        ALTER TABLE asset_pack ADD COLUMN failure_code INTEGER;
+        ALTER TABLE asset_pack ADD COLUMN interrupted_starts INTEGER NOT NULL DEFAULT 0
+            CHECK (interrupted_starts >= 0);
+        ALTER TABLE pack_app ADD COLUMN check_error_code INTEGER;
+        ALTER TABLE pack_app ADD COLUMN key_warning TEXT;
         """
 }

@@ -16,17 +16,20 @@ package struct StoredPack: Sendable, Hashable {
     /// Asked for (`ba packs ensure`, the app's `ensureLocalAvailability`): an on-demand pack that
     /// was requested is kept up to date like the others.
     package var requested: Bool
-    /// Why the last attempt failed, if it did.
+    /// Why the last attempt failed, if it did, and its error code (`docs/protocol.md`).
     package var failure: String?
+    package var failureCode: Int?
     /// The app's extension declined it (`shouldDownload(_:)`) for the last install or update:
     /// neither that event nor a periodic check downloads it; a request still does.
     package var declined: Bool
+    /// Consecutive basd starts that found its job in flight after an abnormal exit (schema v10).
+    package var interruptedStarts: Int
     package var updatedAt: Date
 
     package init(
         appIdentifier: String, packID: String, entry: String? = nil, localVersion: Int? = nil, target: String? = nil,
-        requested: Bool = false, failure: String? = nil, declined: Bool = false,
-        updatedAt: Date = Date(timeIntervalSince1970: 0)
+        requested: Bool = false, failure: String? = nil, failureCode: Int? = nil, declined: Bool = false,
+        interruptedStarts: Int = 0, updatedAt: Date = Date(timeIntervalSince1970: 0)
     ) {
         self.appIdentifier = appIdentifier
         self.packID = packID
@@ -35,7 +38,9 @@ package struct StoredPack: Sendable, Hashable {
         self.target = target
         self.requested = requested
         self.failure = failure
+        self.failureCode = failureCode
         self.declined = declined
+        self.interruptedStarts = interruptedStarts
         self.updatedAt = updatedAt
     }
 }
@@ -48,18 +53,24 @@ package struct StoredPackApp: Sendable, Hashable {
     /// When the download manifest was last read, and why that failed if it did.
     package var checkedAt: Date?
     package var checkError: String?
+    /// The error code of ``checkError`` (`docs/protocol.md`).
+    package var checkErrorCode: Int?
+    /// What is wrong with the app's signing key, if anything (an update removed it), for `ba apps`.
+    package var keyWarning: String?
     /// It never declared `BAHasManagedAssetPacks` but used `AssetPackManager` (schema v6): it
     /// keeps its packs when an update's Info.plist does not declare them either.
     package var optedInByUse: Bool
 
     package init(
         appIdentifier: String, publicKey: String?, checkedAt: Date? = nil, checkError: String? = nil,
-        optedInByUse: Bool = false
+        checkErrorCode: Int? = nil, keyWarning: String? = nil, optedInByUse: Bool = false
     ) {
         self.appIdentifier = appIdentifier
         self.publicKey = publicKey
         self.checkedAt = checkedAt
         self.checkError = checkError
+        self.checkErrorCode = checkErrorCode
+        self.keyWarning = keyWarning
         self.optedInByUse = optedInByUse
     }
 }

@@ -124,7 +124,7 @@ final class PackEventHub: @unchecked Sendable {
         case "failed":
             progress[event.assetPackID] = nil
             let message = event.message ?? "the download failed"
-            update = .failed(pack, Self.failure(pack: event.assetPackID, message: message))
+            update = .failed(pack, Self.failure(pack: event.assetPackID, message: message, code: event.errorCode))
             outcome = .failed(message)
         default:
             break  // removed, obsolete: not download updates
@@ -163,7 +163,10 @@ final class PackEventHub: @unchecked Sendable {
                     kind: info.localVersion != nil && info.error == nil ? "finished" : "failed",
                     appIdentifier: info.appIdentifier, assetPackID: info.assetPackID,
                     version: info.localVersion ?? info.serverVersion)
-                if event.kind == "failed" { event.message = info.error ?? "basd stopped while downloading it" }
+                if event.kind == "failed" {
+                    event.message = info.error ?? "basd stopped while downloading it"
+                    event.errorCode = info.errorCode
+                }
                 return event
             }
         }
@@ -181,15 +184,27 @@ final class PackEventHub: @unchecked Sendable {
 
     /// The error a failed download reports: `BAManagedErrorDomain`, code 2
     /// (`localAvailabilityFailure`), with basd's reason.
-    static func failure(pack: String, message: String) -> any Error {
+    ///
+    /// basd's error code (`docs/protocol.md`, "Errors": a refused manifest or index, a parked
+    /// job), when the failure has one, is the underlying error's code in the domain
+    /// ``basdErrorDomain``, so that an app can tell them apart without reading the message.
+    static func failure(pack: String, message: String, code: Int? = nil) -> any Error {
         if message == "cancelled" { return CancellationError() }
+        var userInfo: [String: Any] = [
+            NSLocalizedDescriptionKey: "asset pack \(pack) could not be made local: \(message)",
+            BAAssetPackIdentifierErrorKey: pack,
+        ]
+        if let code {
+            userInfo[NSUnderlyingErrorKey] = NSError(
+                domain: basdErrorDomain, code: code, userInfo: [NSLocalizedDescriptionKey: message])
+        }
         return NSError(
-            domain: BAManagedErrorDomain, code: BAManagedErrorCode.localAvailabilityFailure.rawValue,
-            userInfo: [
-                NSLocalizedDescriptionKey: "asset pack \(pack) could not be made local: \(message)",
-                BAAssetPackIdentifierErrorKey: pack,
-            ])
+            domain: BAManagedErrorDomain, code: BAManagedErrorCode.localAvailabilityFailure.rawValue, userInfo: userInfo
+        )
     }
+
+    /// The domain of basd's own error codes (`docs/protocol.md`, "Errors") under a pack failure.
+    static let basdErrorDomain = "org.swift-background-assets.basd"
 
     /// The pack an event is about (under the lock).
     private func describe(_ event: PackEvent) -> AssetPack {

@@ -69,7 +69,7 @@ struct PackFixture {
             #expect(build.status == 0, "\(build.stdout)\(build.stderr)")
         }
         var arguments = ["pack", "publish", publish, "--base-url", server.baseURL]
-        if let key { arguments += ["--key", key] }
+        if let key { arguments += ["--key", key, "--app", Self.app] }
         let published = try await runProcess(ba, arguments)
         #expect(published.status == 0, "\(published.stdout)\(published.stderr)")
     }

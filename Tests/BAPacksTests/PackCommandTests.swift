@@ -37,7 +37,11 @@ struct PackCommandTests {
                 == (try PackSigning.key(base64: String(contentsOfFile: key + ".pub", encoding: .utf8), what: "pub")))
         // Published and signed: the signature verifies with the printed public key.
         let published = try await runProcess(
-            ba, ["pack", "publish", publish, "--base-url", "https://cdn.example.com/game", "--key", key])
+            ba,
+            [
+                "pack", "publish", publish, "--base-url", "https://cdn.example.com/game", "--key", key, "--app",
+                "com.example.game",
+            ])
         #expect(published.status == 0 && published.stdout.contains("levels version 1"), "\(published.stderr)")
         let manifestBytes = try Data(contentsOf: URL(fileURLWithPath: publish + "/manifest.json"))
         let signature = try #require(

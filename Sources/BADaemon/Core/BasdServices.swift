@@ -239,6 +239,7 @@ final class BasdServices: @unchecked Sendable {
             scheduler.stop()
             settings.stop()
             discovery.stop()
+            packs.shutdown()
         }
         transfers.shutdown()
         sleepInhibitor?.release()

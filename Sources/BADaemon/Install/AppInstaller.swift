@@ -183,7 +183,7 @@ final class AppInstaller: @unchecked Sendable {
         ) { [self, report] failure in
             executor.async { [self] in
                 var report = report
-                report.packProblem = failure
+                report.packProblem = failure?.message
                 if packs.hasPacks(app.bundleIdentifier) {
                     report.hasPacks = true
                     report.essentialPacks = packs.essentialPacks(app: app.bundleIdentifier, event: event)

@@ -16,6 +16,8 @@ import BAPacks
 /// - A pack the app's extension **declined** (`shouldDownload(_:)`, asked before an install's or
 ///   update's essential and prefetch packs) is not downloaded by that event, nor retried by a
 ///   periodic check while it is not local; a request (ensure) downloads it all the same.
+/// - A **parked** pack (its job was in flight at three abnormal exits of basd in a row) is left
+///   alone by everything but a request (ensure), which tries again.
 enum PackDecision {
     enum Trigger: Sendable, Hashable {
         case installation(PackManifest.InstallationEvent)
@@ -35,11 +37,13 @@ enum PackDecision {
 
     static func action(
         policy: PackManifest.DownloadPolicy?, serverVersion: Int?, localVersion: Int?, requested: Bool,
-        trigger: Trigger, declined: Bool = false
+        trigger: Trigger, declined: Bool = false, parked: Bool = false
     ) -> Action {
         guard let policy, let serverVersion else {
             return localVersion == nil ? .forget : .removeObsolete
         }
+        if parked, case .installation = trigger { return .none }
+        if parked, trigger == .periodic { return .none }
         let current = localVersion == serverVersion
         let outdated = localVersion != nil && !current
         switch trigger {

@@ -66,9 +66,6 @@ final class PackJob: @unchecked Sendable {
         /// Unique in the job: the chunk's SHA-256 or `bundle-K`.
         var key: String
 
-        /// Free space it needs while in flight and once written.
-        var spaceNeeded: Int64 { size + chunks.reduce(0) { $0 + Int64($1.0.length) } }
-
         /// How `chunks` (the needed ones, in index order) are fetched: a bundle whole when at
         /// least 90 % of its bytes are needed (a first install: a few large requests), else its
         /// needed chunks one by one (a delta: only what changed, never 10 % more).
@@ -147,7 +144,8 @@ extension PackService {
     /// The index: kept from an earlier attempt if its SHA-256 is right, else fetched and checked.
     private func fetchIndex(_ job: PackJob) {
         let path = indexPath(app: job.key.app, pack: job.key.pack, version: job.entry.version)
-        if let bytes = try? RegularFile.read(path, limit: PackIndex.maximumSize),
+        // A copy kept from an earlier attempt, if its SHA-256 is right (anything else: fetched again).
+        if let bytes = try? RegularFile.read(path, limit: PackLimits.maximumIndexBytes),
             bytes.withUnsafeBytes({ SHA256Hasher.hex(of: $0) }) == job.entry.indexSHA256
         {
             readIndex(job, bytes: bytes)
@@ -163,7 +161,7 @@ extension PackService {
         transfers.fetchPackFile(
             .init(
                 id: "\(job.key.app)/index/\(fetchSequence)", url: job.entry.indexURL, destination: destination,
-                byteLimit: Int64(PackIndex.maximumSize), essential: true), for: job.app
+                byteLimit: Int64(PackLimits.maximumIndexBytes), essential: true), for: job.app
         ) { [self] result in
             guard live(job) else {
                 unlink(destination)
@@ -174,8 +172,9 @@ extension PackService {
                 fail(job, "cannot fetch the pack's index \(job.entry.indexURL): \(failure.message)")
             case .success(let fetched):
                 defer { unlink(fetched) }
-                guard let bytes = try? RegularFile.read(fetched, limit: PackIndex.maximumSize) else {
-                    fail(job, "cannot read the fetched index")
+                let bytes: [UInt8]
+                do { bytes = try RegularFile.read(fetched, limit: PackLimits.maximumIndexBytes) } catch {
+                    fail(job, "cannot read the fetched index: \(error)")
                     return
                 }
                 let actual = bytes.withUnsafeBytes { SHA256Hasher.hex(of: $0) }
@@ -198,19 +197,29 @@ extension PackService {
         }
     }
 
+    /// Believes the index only once it passed every bound (``PackIndex/decode(_:)``), names this
+    /// pack and version, and needs no more than the manifest's download size: a refused index
+    /// fails this pack (code 1102) and nothing else.
     private func readIndex(_ job: PackJob, bytes: [UInt8]) {
         let index: PackIndex
         do {
-            index = try JSONDecoder().decode(PackIndex.self, from: Data(bytes))
+            index = try PackIndex.decode(bytes)
         } catch {
-            fail(job, "the index at \(job.entry.indexURL) is not a pack index: \(error)")
+            fail(job, "the index at \(job.entry.indexURL) is refused: \(error)", code: Self.invalidMetadataCode)
             return
         }
-        guard index.formatVersion == 1, index.id == job.key.pack, index.version == job.entry.version else {
+        guard index.id == job.key.pack, index.version == job.entry.version else {
             fail(
                 job,
-                "the index at \(job.entry.indexURL) describes \(index.id) version \(index.version) (format \(index.formatVersion)), not \(job.key.pack) version \(job.entry.version)"
-            )
+                "the index at \(job.entry.indexURL) describes \(index.id) version \(index.version), not \(job.key.pack) version \(job.entry.version)",
+                code: Self.invalidMetadataCode)
+            return
+        }
+        guard index.downloadSize <= job.entry.downloadSize else {
+            fail(
+                job,
+                "the index at \(job.entry.indexURL) needs \(index.downloadSize) bytes, more than the \(job.entry.downloadSize) the signed manifest gives: refused",
+                code: Self.invalidMetadataCode)
             return
         }
         job.index = index
@@ -266,10 +275,14 @@ extension PackService {
         }
     }
 
-    /// Free space needed: what is still to fetch (compressed, while in flight) and to write.
+    /// Free space needed before the first byte is fetched: what the staging files still lack
+    /// (the version's bytes less what is verified there) and the compressed units still to fetch,
+    /// which sit in `.fetch` while they are checked.
     private func checkSpaceThenFetch(_ job: PackJob) {
         guard live(job) else { return }
-        let missing = job.units[job.next...].reduce(Int64(0)) { $0 + $1.spaceNeeded }
+        let unwritten = max(0, (job.bytesTotal ?? 0) - (job.bytesPresent ?? 0))
+        let fetching = job.units[job.next...].reduce(Int64(0)) { $0 + $1.size }
+        let missing = job.units.count > job.next ? unwritten + fetching : 0
         let root = containers.packRoot(app: job.key.app)
         if missing > 0, let free = try? freeSpace(root), free < missing {
             if job.waitingFor != "space" {
@@ -379,14 +392,14 @@ extension PackService {
             do throws(PackError) {
                 let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
                 guard fd >= 0 else {
-                    throw PackError("cannot open the fetched \(path): \(String(cString: strerror(errno)))")
+                    throw PackError.system("cannot open the fetched \(path)", call: "open")
                 }
                 defer { close(fd) }
                 for (chunk, offset) in unit.chunks {
                     var frame = [UInt8](repeating: 0, count: chunk.storedLength)
                     let count = frame.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
                     guard count == chunk.storedLength else {
-                        throw PackError("\(unit.path) is shorter than its index says (at \(offset))")
+                        throw PackError("\(unit.path) is shorter than its index says (at \(offset))", code: .badContent)
                     }
                     let accepted: Result<Void, PackError> = frame.withUnsafeBytes { buffer in
                         Result { () throws(PackError) in try box.staging.accept(sha256: chunk.sha256, frame: buffer) }
@@ -402,10 +415,10 @@ extension PackService {
                 guard live(job) else { return }
                 job.inFlight[unit.key] = nil
                 switch result {
-                case .failure(let error) where Self.isNoSpace(error):
+                case .failure(let error) where error.isNoSpace:
                     // The disk filled up under the staging folder: wait for space, then fetch it again.
                     waitForSpace(job, refetch: unit)
-                case .failure(let error) where error.description.hasPrefix("chunk "):
+                case .failure(let error) where error.code == .badContent:
                     fail(
                         job,
                         "the CDN served a bad chunk in \(unit.path) for version \(job.entry.version): \(error); version \(job.entry.version) is not installed, the local one stays"
@@ -423,12 +436,6 @@ extension PackService {
                 }
             }
         }
-    }
-
-    /// Whether writing failed for want of space (`ENOSPC`, `EDQUOT`: the staging folder's file
-    /// system or quota is full), which waits, rather than for bad bytes, which fails.
-    static func isNoSpace(_ error: PackError) -> Bool {
-        [ENOSPC, EDQUOT].contains { error.description.contains(String(cString: strerror($0))) }
     }
 
     private func progress(_ job: PackJob) {
@@ -476,6 +483,8 @@ extension PackService {
                     row.localVersion = version
                     row.target = nil
                     row.failure = nil
+                    row.failureCode = nil
+                    row.interruptedStarts = 0
                     save(row)
                     if job.repair { removeWhenFree(job.key, version: version, replaced: true) }
                     if let previous, previous != version {
@@ -500,7 +509,7 @@ extension PackService {
 
     /// Ends a job that cannot go on: its fetches stop, the staging folder stays (what is verified
     /// in it is kept for the next attempt), the local version stays, and the row says why.
-    func fail(_ job: PackJob, _ message: String) {
+    func fail(_ job: PackJob, _ message: String, code: Int? = nil) {
         guard jobs[job.key] === job else { return }
         jobs[job.key] = nil
         job.cancel()
@@ -509,11 +518,17 @@ extension PackService {
         if var row = (try? store.packs(app: job.key.app))?.first(where: { $0.packID == job.key.pack }) {
             row.target = nil
             row.failure = message
+            row.failureCode = code
+            row.interruptedStarts = 0
             save(row)
         }
         var event = PackEvent(
             kind: "failed", appIdentifier: job.key.app, assetPackID: job.key.pack, version: job.entry.version)
         event.message = message
+        event.errorCode = code
         send(event)
     }
+
+    /// The protocol's code for refused pack metadata (an index or manifest: `docs/protocol.md`).
+    static let invalidMetadataCode = 1102
 }

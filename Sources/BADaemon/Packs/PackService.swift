@@ -68,7 +68,7 @@ final class PackService: @unchecked Sendable {
     /// Packs being installed or updated.
     var jobs: [Key: PackJob] = [:]
     /// Manifest checks in flight, by app: everyone waiting for it.
-    var checks: [String: [@Sendable (String?) -> Void]] = [:]
+    var checks: [String: [CheckDone]] = [:]
     /// Versions replaced or obsolete that a process still held when basd tried to remove them.
     var heldVersions: Set<HeldVersion> = []
     var heldTimerArmed = false
@@ -99,68 +99,6 @@ final class PackService: @unchecked Sendable {
         self.freeSpace = configuration.freeSpace
         self.retryInterval = configuration.spaceRetryInterval
         self.fetchWindow = configuration.packFetchWindow
-    }
-
-    // MARK: Apps
-
-    /// `app` was installed or updated (or re-registered): records whether it gets packs and, if it
-    /// does, reads its manifest and starts what `event` calls for. `done` gets nil, or why the
-    /// manifest could not be used (the install reports it; essential packs cannot come).
-    func appInstalled(
-        _ app: StoredApp, hasPacks: Bool, publicKey: [UInt8]?, event: PackManifest.InstallationEvent,
-        done: @escaping @Sendable (String?) -> Void
-    ) {
-        do {
-            let existing = try store.packApps().first { $0.appIdentifier == app.bundleIdentifier }
-            let optedIn = existing?.optedInByUse == true && app.manifestURL != nil
-            guard hasPacks || optedIn else {
-                if existing != nil {
-                    log("\(app.bundleIdentifier) no longer declares BAHasManagedAssetPacks: its packs are removed")
-                    uninstall(app.bundleIdentifier)
-                }
-                done(nil)
-                return
-            }
-            try store.setPackApp(
-                StoredPackApp(
-                    appIdentifier: app.bundleIdentifier,
-                    publicKey: publicKey.map { Data($0).base64EncodedString() }, optedInByUse: !hasPacks))
-        } catch {
-            done("basd could not record the app's asset packs: \(error)")
-            return
-        }
-        check(app, trigger: .installation(event), done: done)
-    }
-
-    /// `app` used `AssetPackManager` without declaring `BAHasManagedAssetPacks`: as Apple's first
-    /// use of the manager does, that opts it into managed packs (if it has a `BAManifestURL`):
-    /// recorded, so that its updates keep them, and its manifest read with the first
-    /// installation's policies. `done` gets nil, or why that could not be done.
-    func optIn(_ app: StoredApp, publicKey: [UInt8]?, done: @escaping @Sendable (String?) -> Void) {
-        guard !hasPacks(app.bundleIdentifier), app.manifestURL != nil else {
-            done(nil)
-            return
-        }
-        do {
-            try store.setPackApp(
-                StoredPackApp(
-                    appIdentifier: app.bundleIdentifier, publicKey: publicKey.map { Data($0).base64EncodedString() },
-                    optedInByUse: true))
-        } catch {
-            done("basd could not record the app's asset packs: \(error)")
-            return
-        }
-        log("\(app.bundleIdentifier) opted into managed asset packs by using AssetPackManager")
-        check(app, trigger: .installation(.firstInstallation)) { [self] failure in
-            guard let failure else { return done(nil) }
-            // Its BAManifestURL is not a download manifest of packs (an extension's own, say): no
-            // opt-in, so that its updates and periodic runs do not fail on packs it never had.
-            executor.async { [self] in
-                log("\(app.bundleIdentifier) does not get managed asset packs after all: \(failure)")
-                uninstall(app.bundleIdentifier)
-                done(failure)
-            }
-        }
     }
 
     /// Removes everything of `app`'s packs: jobs, files, rows (`ba uninstall`).
@@ -211,171 +149,20 @@ final class PackService: @unchecked Sendable {
                 removeWhenFree(key, version: version)
             }
             if let target = row.target.flatMap(Self.decodeEntry), let app = try? store.app(row.appIdentifier) {
+                // In flight when the last basd ended without its clean shutdown (which sets the
+                // count back to 0): after `parkAfter` such exits in a row the job may be what
+                // killed it, so it waits for `ba packs ensure` instead of starting again.
+                row.interruptedStarts += 1
+                if row.interruptedStarts >= Self.parkAfter {
+                    park(key, row: row, version: target.version)
+                    continue
+                }
+                save(row)
                 log("asset pack \(key): resuming version \(target.version)")
                 // The local version as the target: a repair that was under way.
                 startJob(key, app: app, entry: target, essential: false, repair: target.version == linked)
             }
         }
-    }
-
-    // MARK: Manifest checks
-
-    /// Reads `app`'s download manifest, records what it lists, and acts on each pack as `trigger`
-    /// calls for (``PackDecision``). Concurrent checks of one app share one fetch.
-    func check(_ app: StoredApp, trigger: PackDecision.Trigger, done: @escaping @Sendable (String?) -> Void) {
-        let name = app.bundleIdentifier
-        if checks[name] != nil {
-            checks[name]?.append { [self] failure in
-                guard failure == nil else { return done(failure) }
-                // The manifest is fresh: decide again for this trigger.
-                askExtension(trigger, app: app) { [self] in
-                    apply(trigger, to: app)
-                    done(nil)
-                }
-            }
-            return
-        }
-        checks[name] = [done]
-        guard let url = app.manifestURL else {
-            finishCheck(
-                name, failure: "\(name) has no BAManifestURL: add the URL of its download manifest to its Info.plist")
-            return
-        }
-        let key = (try? store.packApps())?.first { $0.appIdentifier == name }?.publicKey.flatMap {
-            Data(base64Encoded: $0).map(Array.init)
-        }
-        let directory = fetchDirectory(app: name)
-        do { try Self.makeDirectories(directory) } catch {
-            finishCheck(name, failure: "cannot create \(directory): \(error)")
-            return
-        }
-        fetchSequence += 1
-        let manifestPath = directory + "/manifest-\(fetchSequence).json"
-        transfers.fetchPackFile(
-            .init(
-                id: "\(name)/manifest/\(fetchSequence)", url: url, destination: manifestPath,
-                byteLimit: 16 << 20, essential: true), for: app
-        ) { [self] result in
-            switch result {
-            case .failure(let failure):
-                finishCheck(name, failure: "cannot fetch the download manifest \(url): \(failure.message)")
-            case .success(let path):
-                guard let key else {
-                    readManifest(app, path: path, signature: nil, publicKey: nil, trigger: trigger)
-                    return
-                }
-                fetchSequence += 1
-                let signaturePath = directory + "/manifest-\(fetchSequence).json.sig"
-                transfers.fetchPackFile(
-                    .init(
-                        id: "\(name)/signature/\(fetchSequence)", url: url + ".sig", destination: signaturePath,
-                        byteLimit: 4096, essential: true), for: app
-                ) { [self] result in
-                    switch result {
-                    case .failure(let failure):
-                        unlink(path)
-                        finishCheck(
-                            name,
-                            failure:
-                                "the download manifest is not signed, and BAAssetPackPublicKey requires it: \(url).sig: \(failure.message); sign it with `ba pack publish --key`"
-                        )
-                    case .success(let signature):
-                        readManifest(app, path: path, signature: signature, publicKey: key, trigger: trigger)
-                    }
-                }
-            }
-        }
-    }
-
-    private func readManifest(
-        _ app: StoredApp, path: String, signature: String?, publicKey: [UInt8]?, trigger: PackDecision.Trigger
-    ) {
-        let name = app.bundleIdentifier
-        defer {
-            unlink(path)
-            if let signature { unlink(signature) }
-        }
-        let bytes: [UInt8]
-        do { bytes = try RegularFile.read(path, limit: 16 << 20) } catch {
-            finishCheck(name, failure: "cannot read the fetched manifest: \(error)")
-            return
-        }
-        if let signature, let publicKey {
-            let text = (try? RegularFile.read(signature, limit: 4096)).map { String(decoding: $0, as: UTF8.self) } ?? ""
-            let decoded = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)).map(Array.init)
-            guard let decoded, PackSigning.verify(bytes, signature: decoded, publicKey: publicKey) else {
-                finishCheck(
-                    name,
-                    failure:
-                        "the download manifest's signature does not match BAAssetPackPublicKey: refused (was it signed with another key, or changed after signing?)"
-                )
-                return
-            }
-        }
-        let manifest: PackPublisher.DownloadManifest
-        do {
-            manifest = try JSONDecoder().decode(PackPublisher.DownloadManifest.self, from: Data(bytes))
-        } catch {
-            finishCheck(name, failure: "the download manifest is not one `ba pack publish` writes: \(error)")
-            return
-        }
-        guard manifest.formatVersion == 1 else {
-            finishCheck(
-                name, failure: "the download manifest has format version \(manifest.formatVersion); this basd reads 1")
-            return
-        }
-        for entry in manifest.assetPacks where !PackManifest.isValidID(entry.assetPackID) || entry.version < 0 {
-            finishCheck(name, failure: "the download manifest lists an invalid pack \"\(entry.assetPackID)\"")
-            return
-        }
-        do {
-            var rows = Dictionary(
-                try store.packs(app: name).map { ($0.packID, $0) }, uniquingKeysWith: { first, _ in first })
-            for entry in manifest.assetPacks {
-                var row = rows[entry.assetPackID] ?? StoredPack(appIdentifier: name, packID: entry.assetPackID)
-                row.entry = Self.encode(entry)
-                rows[entry.assetPackID] = row
-                try store.savePack(row)
-            }
-            let listed = Set(manifest.assetPacks.map(\.assetPackID))
-            for (id, var row) in rows where !listed.contains(id) && row.entry != nil {
-                row.entry = nil
-                try store.savePack(row)
-            }
-            let optedIn = try store.packApps().first { $0.appIdentifier == name }?.optedInByUse ?? false
-            try store.setPackApp(
-                StoredPackApp(
-                    appIdentifier: name, publicKey: publicKey.map { Data($0).base64EncodedString() },
-                    checkedAt: clock.now, checkError: nil, optedInByUse: optedIn))
-        } catch {
-            finishCheck(name, failure: "basd could not record the download manifest: \(error)")
-            return
-        }
-        do {
-            if let group = app.appGroupIdentifier {
-                try containers.prepare(group: group)
-                try containers.linkPacks(group: group, app: name)
-            }
-        } catch {
-            log("asset packs of \(name): \(error)")
-        }
-        askExtension(trigger, app: app) { [self] in
-            apply(trigger, to: app)
-            finishCheck(name, failure: nil)
-        }
-    }
-
-    private func finishCheck(_ app: String, failure: String?) {
-        if let failure {
-            log("asset packs of \(app): \(failure)")
-            if var record = (try? store.packApps())?.first(where: { $0.appIdentifier == app }) {
-                record.checkError = failure
-                record.checkedAt = clock.now
-                try? store.setPackApp(record)
-            }
-        }
-        let waiting = checks.removeValue(forKey: app) ?? []
-        for done in waiting { done(failure) }
     }
 
     /// Acts on every pack of `app` as `trigger` calls for.
@@ -390,7 +177,8 @@ final class PackService: @unchecked Sendable {
         let entry = row.entry.flatMap(Self.decodeEntry)
         let action = PackDecision.action(
             policy: entry?.downloadPolicy, serverVersion: entry?.version, localVersion: row.localVersion,
-            requested: row.requested, trigger: trigger, declined: row.declined)
+            requested: row.requested, trigger: trigger, declined: row.declined,
+            parked: row.failureCode == Self.parkedCode)
         switch action {
         case .none:
             break
@@ -407,6 +195,8 @@ final class PackService: @unchecked Sendable {
             var row = row
             row.target = Self.encode(entry)
             row.failure = nil
+            row.failureCode = nil
+            row.interruptedStarts = 0
             save(row)
             startJob(key, app: app, entry: entry, essential: essential)
         case .removeObsolete:
@@ -491,7 +281,7 @@ final class PackService: @unchecked Sendable {
         check(app, trigger: .periodic) { [self] failure in
             executor.async {
                 if let failure, !known {
-                    reply(Refusal(.invalidRequest, failure).result)
+                    reply(Refusal(failure.code, failure.message).result)
                 } else {
                     reply(perform())
                 }
@@ -624,6 +414,7 @@ final class PackService: @unchecked Sendable {
             info.downloadSize = entry?.downloadSize
             info.userInfo = entry?.userInfo.flatMap(Self.userInfoText)
             info.error = row.failure
+            info.errorCode = row.failureCode
             if row.declined, row.localVersion == nil, !row.requested { info.declined = true }
             if row.localVersion != nil, let group = groups[row.appIdentifier] ?? nil {
                 info.path = containers.packPath(group: group, id: row.packID)
@@ -643,6 +434,8 @@ final class PackService: @unchecked Sendable {
             if let job {
                 words.append("downloading")
                 info.targetVersion = job.entry.version
+                // Once the index is checked, the size it needs (never more than the manifest's).
+                if let index = job.index { info.downloadSize = index.downloadSize }
                 info.bytesPresent = job.bytesPresent
                 info.bytesTotal = job.bytesTotal
                 info.bytesFetched = job.bytesFetched
@@ -662,12 +455,16 @@ final class PackService: @unchecked Sendable {
         }
     }
 
-    /// Apps with packs whose last manifest check failed, with why.
+    /// Apps with packs whose last manifest check failed, with why (and the error code, in the
+    /// text: `(error 1106)`), and apps whose signing key an update removed.
     func checkErrors(app: String?) -> [String: String] {
-        let apps = (try? store.packApps()) ?? []
+        let apps: [StoredPackApp]
+        do { apps = try store.packApps() } catch { return [app ?? "basd": "cannot read the apps with packs: \(error)"] }
         var errors: [String: String] = [:]
         for record in apps where app == nil || record.appIdentifier == app {
-            if let error = record.checkError { errors[record.appIdentifier] = error }
+            if let error = record.checkError {
+                errors[record.appIdentifier] = error + (record.checkErrorCode.map { " (error \($0))" } ?? "")
+            }
         }
         return errors
     }
@@ -713,7 +510,9 @@ final class PackService: @unchecked Sendable {
     func send(_ event: PackEvent) {
         var event = event
         if let job = jobs[Key(app: event.appIdentifier, pack: event.assetPackID)], job.entry.version == event.version {
-            event.downloadSize = job.entry.downloadSize
+            // The manifest's figure is checked for range only: the app is told a size once the
+            // index (which must need no more) agrees.
+            event.downloadSize = job.index?.downloadSize
             event.userInfo = job.entry.userInfo.flatMap(Self.userInfoText)
         }
         delegate?.packs(self, sent: event)

@@ -1,3 +1,4 @@
+import BAAppBundle
 import BADaemonProtocol
 import Foundation
 
@@ -41,10 +42,27 @@ extension RequestRouter {
             }
             // Its signing key, if it names one, from the Info.plist (read off the executor).
             installer.loadBundle(app.appDirectory) { [self] loaded in
-                let publicKey = (try? loaded.get())?.assetPackPublicKey
-                packs.optIn(app, publicKey: publicKey) { [self] failure in
+                // Not readable: no opt-in (fail closed: an unreadable key is never "no key").
+                let bundle: AppBundle
+                switch loaded {
+                case .success(let read): bundle = read
+                case .failure(let error):
                     executor.async { [self] in
-                        reply(.packs(PackReport(packs: packs.listing(app: name), problems: failure.map { [$0] } ?? [])))
+                        reply(
+                            .packs(
+                                PackReport(
+                                    packs: packs.listing(app: name),
+                                    problems: ["cannot read the app's Info.plist to opt it into asset packs: \(error)"])
+                            ))
+                    }
+                    return
+                }
+                packs.optIn(app, publicKey: bundle.assetPackPublicKey) { [self] failure in
+                    executor.async { [self] in
+                        reply(
+                            .packs(
+                                PackReport(
+                                    packs: packs.listing(app: name), problems: failure.map { [$0.message] } ?? [])))
                     }
                 }
             }
@@ -65,7 +83,7 @@ extension RequestRouter {
             packs.check(app, trigger: .periodic) { [self] failure in
                 executor.async { [self] in
                     if let failure {
-                        reply(Refusal(.invalidRequest, failure).result)
+                        reply(Refusal(failure.code, failure.message).result)
                     } else {
                         reply(.packs(PackReport(packs: packs.listing(app: name))))
                     }

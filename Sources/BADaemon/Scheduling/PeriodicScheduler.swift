@@ -422,6 +422,9 @@ final class PeriodicScheduler: @unchecked Sendable {
 
     func appInfos() throws -> [AppInfo] {
         let settings = self.settings
+        let keyWarnings = Dictionary(
+            try store.packApps().compactMap { record in record.keyWarning.map { (record.appIdentifier, $0) } },
+            uniquingKeysWith: { first, _ in first })
         return try store.apps().map { app in
             let remaining = transfers.remainingAllowances(of: app)
             let state = schedulingState(app)
@@ -445,6 +448,7 @@ final class PeriodicScheduler: @unchecked Sendable {
                     currentIdentity: app.extensionPath.flatMap(ExtensionFileIdentity.current(path:))),
                 lastRuns: runs)
             info.manifestRetry = installer.manifestRetrySummary(of: app.bundleIdentifier)
+            info.packKeyWarning = keyWarnings[app.bundleIdentifier]
             return info
         }
     }

@@ -1,0 +1,172 @@
+import BACore
+import Foundation
+
+extension PackPublisher {
+    /// The download manifest (`manifest.json` at the app's `BAManifestURL`, signed beside it in
+    /// `manifest.json.sig`): the packs the app gets, and, from format 2, what makes the signed
+    /// bytes fresh and bound to their purpose (The Update Framework's threats: rollback, freeze,
+    /// mix-and-match): a ``sequence`` that must grow, an ``expires`` date and the ``apps`` it is
+    /// for. A device checks them with ``ManifestTrust``.
+    package struct DownloadManifest: Sendable, Hashable, Codable {
+        /// One pack's entry.
+        package struct Entry: Sendable, Hashable, Codable {
+            package var assetPackID: String
+            package var version: Int
+            package var downloadSize: Int64
+            package var downloadPolicy: PackManifest.DownloadPolicy
+            package var userInfo: JSONValue?
+            package var indexURL: String
+            package var indexSHA256: String
+            /// The publisher takes the pack back to an older version on purpose (`ba pack publish
+            /// --downgrade ID=N`): without it a device refuses a version below its local one.
+            package var allowsDowngrade: Bool?
+
+            package init(
+                assetPackID: String, version: Int, downloadSize: Int64,
+                downloadPolicy: PackManifest.DownloadPolicy, userInfo: JSONValue? = nil, indexURL: String,
+                indexSHA256: String, allowsDowngrade: Bool? = nil
+            ) {
+                self.assetPackID = assetPackID
+                self.version = version
+                self.downloadSize = downloadSize
+                self.downloadPolicy = downloadPolicy
+                self.userInfo = userInfo
+                self.indexURL = indexURL
+                self.indexSHA256 = indexSHA256
+                self.allowsDowngrade = allowsDowngrade
+            }
+        }
+
+        /// 2 from this build (1: no sequence, expiry or apps; read only from an unsigned manifest).
+        package var formatVersion: Int
+        /// Grows with every manifest published from the folder (format 2).
+        package var sequence: Int?
+        /// After it, a device refuses the manifest (ISO 8601, UTC; format 2).
+        package var expires: String?
+        /// The bundle identifiers of the apps it is for (format 2).
+        package var apps: [String]?
+        package var assetPacks: [Entry]
+
+        package init(
+            formatVersion: Int = 2, sequence: Int? = nil, expires: String? = nil, apps: [String]? = nil,
+            assetPacks: [Entry]
+        ) {
+            self.formatVersion = formatVersion
+            self.sequence = sequence
+            self.expires = expires
+            self.apps = apps
+            self.assetPacks = assetPacks
+        }
+
+        /// ``expires`` as a date (nil when absent or not ISO 8601).
+        package var expiryDate: Date? { expires.flatMap(Self.parseDate) }
+
+        /// The format this build writes.
+        package static let currentFormat = 2
+
+        /// The manifest in `bytes`, decoded and checked against ``PackLimits``: the format (1 or
+        /// 2), format 2's sequence (1 to 2^53 − 1), expiry (ISO 8601) and apps (1 to 100 bundle
+        /// identifiers); at most ``PackLimits/maximumPacks`` packs, each id once and usable, each
+        /// version 1 to 2^53 − 1, each download size 0 to ``PackLimits/maximumPackBytes``, each index
+        /// URL http(s) ending in `packs/ID/VERSION.json`, each index SHA-256 64 hex digits.
+        ///
+        /// - Throws: ``PackError`` (``PackError/Code/invalidMetadata``) naming the first broken rule.
+        package static func decode(_ bytes: [UInt8]) throws(PackError) -> DownloadManifest {
+            guard bytes.count <= PackLimits.maximumManifestBytes else {
+                throw .invalid(
+                    "the download manifest is \(bytes.count) bytes; a device reads at most \(PackLimits.maximumManifestBytes)",
+                    check: "manifestSize")
+            }
+            let manifest: DownloadManifest
+            do {
+                manifest = try JSONCoding.decoder.decode(DownloadManifest.self, from: Data(bytes))
+            } catch {
+                throw .invalid(
+                    "the download manifest is not one `ba pack publish` writes: \(JSONCoding.describe(error))",
+                    check: "json")
+            }
+            try manifest.check()
+            return manifest
+        }
+
+        private func check() throws(PackError) {
+            guard formatVersion == 1 || formatVersion == 2 else {
+                throw .invalid(
+                    "the download manifest has format version \(formatVersion); this basd reads 1 and 2 (update basd)",
+                    check: "format")
+            }
+            if formatVersion == 2 {
+                guard let sequence, (1...PackLimits.maximumVersion).contains(sequence) else {
+                    throw .invalid(
+                        "the download manifest (format 2) has no sequence from 1 to \(PackLimits.maximumVersion)",
+                        check: "sequence")
+                }
+                guard expiryDate != nil else {
+                    throw .invalid(
+                        "the download manifest (format 2) has no \"expires\" date in ISO 8601 (e.g. 2027-01-31T00:00:00Z)",
+                        check: "expires")
+                }
+                if let apps {
+                    guard (1...100).contains(apps.count),
+                        apps.allSatisfy({ (1...255).contains($0.utf8.count) && !$0.contains("/") })
+                    else {
+                        throw .invalid(
+                            "the download manifest's \"apps\" must list 1 to 100 bundle identifiers", check: "apps")
+                    }
+                }
+            }
+            guard assetPacks.count <= PackLimits.maximumPacks else {
+                throw .invalid(
+                    "the download manifest lists \(assetPacks.count) packs; at most \(PackLimits.maximumPacks)",
+                    check: "packs")
+            }
+            var seen: Set<String> = []
+            for entry in assetPacks {
+                let id = entry.assetPackID
+                guard PackManifest.isValidID(id) else {
+                    throw .invalid("the download manifest lists an invalid pack \"\(id)\"", check: "id")
+                }
+                guard seen.insert(id).inserted else {
+                    throw .invalid("the download manifest lists pack \(id) twice", check: "id")
+                }
+                guard (1...PackLimits.maximumVersion).contains(entry.version) else {
+                    throw .invalid(
+                        "the download manifest gives pack \(id) version \(entry.version); versions are 1 to \(PackLimits.maximumVersion)",
+                        check: "version")
+                }
+                guard (0...PackLimits.maximumPackBytes).contains(entry.downloadSize) else {
+                    throw .invalid(
+                        "the download manifest gives pack \(id) a download size of \(entry.downloadSize) bytes; it is 0 to \(PackLimits.maximumPackBytes)",
+                        check: "downloadSize")
+                }
+                guard PackIndex.isSHA256(entry.indexSHA256) else {
+                    throw .invalid(
+                        "the download manifest gives pack \(id) a malformed index SHA-256", check: "indexSHA256")
+                }
+                let lower = entry.indexURL.lowercased()
+                guard lower.hasPrefix("https://") || lower.hasPrefix("http://"),
+                    entry.indexURL.utf8.count <= 4096,
+                    entry.indexURL.hasSuffix("/" + PackIndex.indexPath(id: id, version: entry.version))
+                else {
+                    throw .invalid(
+                        "the download manifest gives pack \(id) the index URL \(entry.indexURL.prefix(200)); it is an http(s) URL ending in /\(PackIndex.indexPath(id: id, version: entry.version))",
+                        check: "indexURL")
+                }
+            }
+        }
+
+        /// An ISO 8601 date in UTC, as ``expires`` is written.
+        package static func formatDate(_ date: Date) -> String {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime]
+            return formatter.string(from: date)
+        }
+
+        package static func parseDate(_ text: String) -> Date? {
+            guard text.utf8.count <= 64 else { return nil }
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime]
+            return formatter.date(from: text)
+        }
+    }
+}
