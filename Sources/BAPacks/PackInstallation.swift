@@ -245,7 +245,7 @@ package enum PackInstallation {
             display: root)
     }
 
-    private static func openPacksIfPresent(root: String, id: String) throws(PackError) -> Descriptor? {
+    static func openPacksIfPresent(root: String, id: String) throws(PackError) -> Descriptor? {
         var folder = try PackFileSystem.openRoot(root)
         var display = root
         for name in [".background-assets", "packs", id] {

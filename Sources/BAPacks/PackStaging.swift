@@ -269,7 +269,7 @@ package final class PackStaging {
     }
 
     /// Makes the staging folder version `N`: checks every file's size and SHA-256, makes it
-    /// read-only (its mode without write bits: 0644 → 0444, 0755 → 0555) and `fsync`s it, then
+    /// read-only and readable (``installedMode(_:)``: 0444, or 0555 with an x bit) and `fsync`s it, then
     /// each folder (0555, after its contents), then renames `N.staging` to `N` and `fsync`s
     /// `packs/ID`. Does nothing if ``prepare()`` found version `N` complete already.
     ///
@@ -303,7 +303,7 @@ package final class PackStaging {
             guard right else {
                 throw PackError("\(display) does not match its size and SHA-256 in the index; prepare() again")
             }
-            guard fchmod(descriptor.fd, mode_t(file.mode & 0o555)) == 0 else {
+            guard fchmod(descriptor.fd, Self.installedMode(file.mode)) == 0 else {
                 throw PackError.system("cannot make \(display) read-only", call: "fchmod")
             }
             try PackFileSystem.sync(descriptor, display: display)
@@ -543,7 +543,9 @@ package final class PackStaging {
         guard let (sourceParent, source) = Self.openVersionFile(path, version: installed, in: packs, display: display)
         else { return false }
         var sourceInfo = stat()
-        guard fstat(source.fd, &sourceInfo) == 0, sourceInfo.st_mode & 0o222 == 0 else { return false }
+        guard fstat(source.fd, &sourceInfo) == 0, sourceInfo.st_mode & 0o7777 == Self.installedMode(file.mode) else {
+            return false
+        }
         let stagingDisplay = self.stagingDisplay + "/" + file.path
         if let existing = try PackFileSystem.status(name, in: parent, display: stagingDisplay) {
             guard existing.st_dev == sourceInfo.st_dev, existing.st_ino == sourceInfo.st_ino else { return false }

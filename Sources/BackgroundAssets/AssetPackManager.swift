@@ -7,7 +7,8 @@ import Foundation
 /// `ba pack publish`) lists, as their download policies say: essential packs before
 /// `ba install` returns, prefetch packs in the background, on-demand packs when asked. The
 /// manager asks basd for them and reads their files: every local pack is one folder tree
-/// under the app group container (`AssetPacks/ID/…`), and all of them share one namespace.
+/// under the app group container (`AppAssetPacks/BUNDLE_ID/ID/…`, the app's own whatever other
+/// apps its group has), and all of them share one namespace.
 ///
 /// ```swift
 /// let assetPack = try await AssetPackManager.shared.assetPack(withID: "Tutorial")

@@ -26,8 +26,9 @@ final class PackConnection: @unchecked Sendable {
     private let connecting = NSLock()
     private let state = NSLock()
     private var client: DaemonClient?
-    /// The app group container from basd's welcome (kept across reconnects).
-    private var container: String?
+    /// This app's own pack folder in the app group container from basd's welcome
+    /// (``packsFolder()``; kept across reconnects).
+    private var packs: String?
     private var reconnecting = false
 
     init(identity: @escaping @Sendable () throws(BAError) -> AppIdentity) {
@@ -66,7 +67,9 @@ final class PackConnection: @unchecked Sendable {
         }
         state.withLock {
             client = live
-            if let path = live.welcome.appGroupContainer { container = path }
+            if let path = live.welcome.appGroupContainer {
+                packs = Self.packsFolder(container: path, app: who.bundleIdentifier)
+            }
         }
         return live
     }
@@ -119,17 +122,21 @@ final class PackConnection: @unchecked Sendable {
         }
     }
 
-    /// The folder where the app's local packs are (`CONTAINER/AssetPacks`).
+    /// The folder where this app's local packs are: `CONTAINER/AppAssetPacks/BUNDLE_ID`, its own
+    /// even when other apps of its group have packs (`docs/packs.md`, "Where the files are").
     func packsFolder() throws(BAError) -> String {
-        if let known = state.withLock({ container }) { return known + "/AssetPacks" }
-        let live = try connected()
-        guard let path = live.welcome.appGroupContainer ?? state.withLock({ container }) else {
+        if let known = state.withLock({ packs }) { return known }
+        _ = try connected()
+        guard let known = state.withLock({ packs }) else {
             throw BAError(
                 .callerConnectionNotAccepted,
                 reason: "basd has no app group container for this app: asset packs need BAAppGroupID in its Info.plist")
         }
-        return path + "/AssetPacks"
+        return known
     }
+
+    /// `CONTAINER/AppAssetPacks/APP`: basd links it to the app's packs (one namespace per app).
+    static func packsFolder(container: String, app: String) -> String { container + "/AppAssetPacks/" + app }
 
     /// Starts connecting in the background (a listener began; nothing to wait for).
     func connectInBackground() {

@@ -96,7 +96,9 @@ struct AssetPackManagerTests {
         #expect(viaDescriptor.string("sha256") == Self.sha256(level), "\(viaDescriptor.object)")
         #expect(try await app.run("read base/config.bin base").string("sha256") == Self.sha256(config))
         let url = try await app.run("url levels")
-        #expect(url.string("path") == PackFixture.packPath(daemon, "levels") + "/levels", "\(url.object)")
+        // Through the app's own folder (`CONTAINER/AppAssetPacks/APP`), one namespace per app.
+        let ownFolder = daemon.stateDirectory + "/groups/\(PackFixture.group)/AppAssetPacks/\(PackFixture.app)"
+        #expect(url.string("path") == ownFolder + "/levels/levels", "\(url.object)")
         // Not in that pack / in none / outside the packs: fileNotFound (1); a pack not local: 0.
         for (command, code) in [
             ("read levels/l1.bin base", 1), ("read nothing.bin", 1), ("fd ../../etc/passwd", 1),

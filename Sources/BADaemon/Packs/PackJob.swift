@@ -22,6 +22,8 @@ final class PackJob: @unchecked Sendable {
     let queue: DispatchQueue
 
     var cancelled = false
+    /// Closed when the job stops: no switch to its version after that (``PackSwitchGate``).
+    let gate = PackSwitchGate()
     var index: PackIndex?
     /// What is still to fetch, in index order, and the next one to start.
     var units: [Unit] = []
@@ -43,16 +45,23 @@ final class PackJob: @unchecked Sendable {
         init(_ staging: PackStaging) { self.staging = staging }
     }
 
-    init(key: PackService.Key, app: StoredApp, entry: PackService.Entry, essential: Bool, repair: Bool) {
+    /// `queue` is the pack's own (``PackService/packQueue(_:)``), shared with its removal.
+    init(
+        key: PackService.Key, app: StoredApp, entry: PackService.Entry, essential: Bool, repair: Bool,
+        queue: DispatchQueue
+    ) {
         self.key = key
         self.app = app
         self.entry = entry
         self.essential = essential
         self.repair = repair
-        self.queue = DispatchQueue(label: "basd-pack-\(key.pack)", qos: .utility)
+        self.queue = queue
     }
 
-    func cancel() { cancelled = true }
+    func cancel() {
+        cancelled = true
+        gate.close()
+    }
 
     /// One fetch: a chunk file, or a bundle whose chunks are mostly needed.
     struct Unit: Sendable {
@@ -112,7 +121,8 @@ final class PackJob: @unchecked Sendable {
 extension PackService {
     /// Starts (or resumes) installing `entry` for `key`.
     func startJob(_ key: Key, app: StoredApp, entry: Entry, essential: Bool, repair: Bool = false) {
-        let job = PackJob(key: key, app: app, entry: entry, essential: essential, repair: repair)
+        let job = PackJob(
+            key: key, app: app, entry: entry, essential: essential, repair: repair, queue: packQueue(key))
         jobs[key] = job
         send(PackEvent(kind: "began", appIdentifier: key.app, assetPackID: key.pack, version: entry.version))
         if !essential, let hold = transfers.backgroundHold {
@@ -132,6 +142,7 @@ extension PackService {
         guard let job = jobs.removeValue(forKey: key) else { return }
         job.cancel()
         stopFetches(job)
+        sweepFetchIfIdle(app: key.app)
     }
 
     private func stopFetches(_ job: PackJob) {
@@ -461,7 +472,12 @@ extension PackService {
             let result: Result<Void, PackError>
             do throws(PackError) {
                 try box.staging.finish()
-                try PackInstallation.switchCurrent(root: root, id: job.key.pack, version: version)
+                Self.pauseBeforeSwitchForTests(job.key, version: version)
+                // Not after a removal (or anything that stopped the job): it would bring the pack back.
+                try job.gate.pass { () throws(PackError) in
+                    try PackInstallation.switchCurrent(root: root, id: job.key.pack, version: version)
+                }
+                Self.removeOtherStaging(root: root, id: job.key.pack, keeping: version, log: log)
                 result = .success(())
             } catch {
                 result = .failure(error)
@@ -492,6 +508,7 @@ extension PackService {
                         try? FileManager.default.removeItem(
                             atPath: indexPath(app: job.key.app, pack: job.key.pack, version: previous))
                     }
+                    sweepFetchIfIdle(app: job.key.app)
                     log(
                         "asset pack \(job.key): version \(version) is local (fetched \(job.bytesFetched) bytes, reused \(job.bytesReused ?? 0) of \(job.bytesTotal ?? 0))"
                     )

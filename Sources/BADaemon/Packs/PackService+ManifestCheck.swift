@@ -299,13 +299,11 @@ extension PackService {
                 "asset packs of \(name): accepted download manifest sequence \(accepted.sequence)\(manifest.expires.map { ", valid until \($0)" } ?? "")"
             )
         }
-        do {
-            if let group = app.appGroupIdentifier {
-                try containers.prepare(group: group)
-                try containers.linkPacks(group: group, app: name)
-            }
-        } catch {
-            log("asset packs of \(name): \(error)")
+        // A folder of the app's where its packs' link goes fails the check (and `ba install`): it
+        // says what to move.
+        if let group = app.appGroupIdentifier, let failure = linkNamespace(group: group) {
+            finishCheck(name, failure: .other(failure))
+            return
         }
         askExtension(trigger, app: app) { [self] in
             apply(trigger, to: app)

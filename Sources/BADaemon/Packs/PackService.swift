@@ -72,6 +72,8 @@ final class PackService: @unchecked Sendable {
     /// Versions replaced or obsolete that a process still held when basd tried to remove them.
     var heldVersions: Set<HeldVersion> = []
     var heldTimerArmed = false
+    /// Each pack's serial queue for its files (``packQueue(_:)``).
+    var packQueues: [Key: DispatchQueue] = [:]
     var fetchSequence = 0
     /// Chunk fetches in flight per job.
     let fetchWindow: Int
@@ -101,19 +103,6 @@ final class PackService: @unchecked Sendable {
         self.fetchWindow = configuration.packFetchWindow
     }
 
-    /// Removes everything of `app`'s packs: jobs, files, rows (`ba uninstall`).
-    func uninstall(_ app: String) {
-        for key in jobs.keys where key.app == app { stopJob(key) }
-        heldVersions = heldVersions.filter { $0.key.app != app }
-        do { try store.removePackApp(app) } catch { log("packs of \(app): \(error)") }
-        let root = containers.packRoot(app: app)
-        io.async { [log] in
-            if let problem = Self.removeAll(root: root) {
-                log("cannot remove the asset packs of \(app) at \(root): \(problem)")
-            }
-        }
-    }
-
     /// Resumes what a previous basd left: each pack being assembled goes on from what is verified
     /// in its staging folder, each row learns the version its link really points at, and versions
     /// no longer current go once nothing holds them. Call once at start.
@@ -125,6 +114,7 @@ final class PackService: @unchecked Sendable {
             log("cannot read the asset packs to resume them: \(error)")
             return
         }
+        cleanUpAtStart(rows: rows)
         for row in rows {
             let key = Key(app: row.appIdentifier, pack: row.packID)
             let root = containers.packRoot(app: row.appIdentifier)
@@ -289,18 +279,6 @@ final class PackService: @unchecked Sendable {
         }
     }
 
-    /// `ba packs remove`: the pack's files go (once nothing holds them); it stays listed.
-    func remove(app name: String, pack: String) -> ServerMessage.Result {
-        guard let row = (try? store.packs(app: name))?.first(where: { $0.packID == pack }) else {
-            return Refusal(.invalidRequest, "\(name) has no asset pack \"\(pack)\"").result
-        }
-        let key = Key(app: name, pack: pack)
-        stopJob(key)
-        removePack(key, row: row, forget: row.entry == nil)
-        send(PackEvent(kind: "removed", appIdentifier: name, assetPackID: pack, version: row.localVersion))
-        return .packs(PackReport(packs: listing(app: name).filter { $0.assetPackID == pack }))
-    }
-
     /// An app cancelled a pack's download (its `Progress`): the job stops (what is verified in
     /// staging stays), the request is forgotten, and a `failed` event says so.
     func cancel(app name: String, pack: String) -> ServerMessage.Result {
@@ -322,39 +300,6 @@ final class PackService: @unchecked Sendable {
             save(row)
         }
         return .packs(PackReport(packs: listing(app: name).filter { $0.assetPackID == pack }))
-    }
-
-    /// Removes a pack's link and local version (and staging); keeps or forgets its row.
-    private func removePack(_ key: Key, row: StoredPack, forget: Bool) {
-        let root = containers.packRoot(app: key.app)
-        do throws(PackError) {
-            try PackInstallation.removeLink(root: root, id: key.pack)
-        } catch {
-            log("asset pack \(key): \(error)")
-        }
-        let local = row.localVersion
-        var row = row
-        row.localVersion = nil
-        row.target = nil
-        row.requested = false
-        do {
-            if forget { try store.deletePack(app: key.app, pack: key.pack) } else { try store.savePack(row) }
-        } catch {
-            log("asset pack \(key): \(error)")
-        }
-        if let target = row.target.flatMap(Self.decodeEntry) {
-            io.async { try? PackInstallation.removeStaging(root: root, id: key.pack, version: target.version) }
-        }
-        if let local {
-            // Moved aside now, so that asking for the pack again can assemble that version anew.
-            do throws(PackError) {
-                try PackInstallation.retire(root: root, id: key.pack, version: local)
-                removeWhenFree(key, version: local, replaced: true)
-            } catch {
-                log("asset pack \(key): \(error)")
-                removeWhenFree(key, version: local)
-            }
-        }
     }
 
     /// `ba packs verify`: reads every local file of `app`'s packs against its index.
@@ -417,7 +362,7 @@ final class PackService: @unchecked Sendable {
             info.errorCode = row.failureCode
             if row.declined, row.localVersion == nil, !row.requested { info.declined = true }
             if row.localVersion != nil, let group = groups[row.appIdentifier] ?? nil {
-                info.path = containers.packPath(group: group, id: row.packID)
+                info.path = containers.packPath(group: group, app: row.appIdentifier, id: row.packID)
             }
             var words: [String] = []
             let job = jobs[Key(app: row.appIdentifier, pack: row.packID)]
@@ -586,29 +531,6 @@ final class PackService: @unchecked Sendable {
                 armHeldTimer()
             }
         }
-    }
-
-    /// Removes every version (read-only folders), staging folder and link under an app's pack
-    /// root, then the root; nil, or what could not be removed.
-    static func removeAll(root: String) -> String? {
-        let packs = root + "/.background-assets/packs"
-        for id in (try? FileManager.default.contentsOfDirectory(atPath: packs)) ?? [] {
-            do throws(PackError) {
-                try PackInstallation.removeLink(root: root, id: id)
-                for version in try PackInstallation.versions(root: root, id: id) {
-                    try PackInstallation.remove(root: root, id: id, version: version)
-                    try PackInstallation.removeReplaced(root: root, id: id, version: version)
-                }
-            } catch {
-                return "\(error)"
-            }
-        }
-        do {
-            if FileManager.default.fileExists(atPath: root) { try FileManager.default.removeItem(atPath: root) }
-        } catch {
-            return error.localizedDescription
-        }
-        return nil
     }
 
     private func armHeldTimer() {
