@@ -52,7 +52,7 @@ package enum ManifestRefusal: Error, Sendable, Hashable, CustomStringConvertible
         case .notFresh:
             "the signed download manifest is format 1, with no sequence, expiry or app: refused, as it could be an old one replayed; publish it again with this `ba pack publish --key … --app …`"
         case .wrongApp(let app, let listed):
-            "the download manifest is for \(listed.isEmpty ? "no app" : listed.joined(separator: ", ")), not \(app): refused (publish it with `--app \(app)`)"
+            "the download manifest is for \(listed.isEmpty ? "no app" : listed.joined(separator: ", ")), not \(app): refused (publish it with `ba pack publish --app \(app)`)"
         case .expired(let date):
             "the download manifest expired at \(date): refused, as the CDN may be serving a frozen copy; the publisher must publish again (`ba pack publish`, which sets a new expiry)"
         case .rollback(let accepted, let offered):

@@ -56,8 +56,18 @@ struct PackPublishTests {
             try PackPublisher.publish(publish.path, baseURL: "ftp://cdn.example.com")
         } throws: { "\($0)".contains("not an http(s) URL") }
         let pair = try PackSigning.generateKeyPair()
+        // Signed: bound to its app (refused without one).
+        #expect {
+            try PackPublisher.publish(
+                publish.path, baseURL: "https://cdn.example.com/game/", signingKey: pair.privateKey)
+        } throws: { "\($0)".contains("--app") }
         let manifest = try PackPublisher.publish(
-            publish.path, baseURL: "https://cdn.example.com/game/", signingKey: pair.privateKey)
+            publish.path, baseURL: "https://cdn.example.com/game/", signingKey: pair.privateKey,
+            apps: ["com.example.game"])
+        #expect(manifest.formatVersion == 2 && manifest.apps == ["com.example.game"])
+        #expect(manifest.sequence == 1)
+        let expiry = try #require(manifest.expiryDate)
+        #expect(abs(expiry.timeIntervalSinceNow - 30 * 86400) < 600)
         let entry = try #require(manifest.assetPacks.first)
         #expect(manifest.assetPacks.count == 1)
         #expect(entry.assetPackID == "levels" && entry.version == 2)
@@ -73,8 +83,10 @@ struct PackPublishTests {
         let signature = try #require(Data(base64Encoded: signatureText))
         #expect(PackSigning.verify(Array(written), signature: Array(signature), publicKey: pair.publicKey))
         // Unsigned: no stale signature is left beside the new manifest.
-        _ = try PackPublisher.publish(publish.path, baseURL: "https://cdn.example.com/game")
+        let unsigned = try PackPublisher.publish(publish.path, baseURL: "https://cdn.example.com/game")
         #expect(!FileManager.default.fileExists(atPath: publish.path + "/manifest.json.sig"))
+        // Each publish of the folder is one sequence above the last.
+        #expect(unsigned.sequence == 2)
         // The policy's JSON is Apple's.
         #expect(
             String(decoding: try JSONCoding.encoder.encode(PackManifest.DownloadPolicy.onDemand), as: UTF8.self)
@@ -101,7 +113,8 @@ struct PackPublishTests {
             "assets": .array([.object(["identifier": .string("catalog"), "fileSize": .integer(809)])]),
         ]
         let manifest = try PackPublisher.publish(
-            publish.path, baseURL: "http://127.0.0.1:8000", signingKey: pair.privateKey, mergingKeys: extensionKeys)
+            publish.path, baseURL: "http://127.0.0.1:8000", signingKey: pair.privateKey, mergingKeys: extensionKeys,
+            apps: ["com.example.game"])
         let written = try Data(contentsOf: URL(fileURLWithPath: publish.path + "/manifest.json"))
         // Each reader finds its own keys: the pack service's type, and the extension's.
         #expect(try JSONDecoder().decode(PackPublisher.DownloadManifest.self, from: written) == manifest)
@@ -111,7 +124,7 @@ struct PackPublishTests {
         }
         #expect(document["applicationGroupIdentifier"] == .string("group.example"))
         #expect(document["assets"] == extensionKeys["assets"])
-        #expect(document["formatVersion"] == .integer(1))
+        #expect(document["formatVersion"] == .integer(2))
         let signatureText = try String(contentsOfFile: publish.path + "/manifest.json.sig", encoding: .utf8)
         let signature = try #require(Data(base64Encoded: signatureText))
         #expect(PackSigning.verify(Array(written), signature: Array(signature), publicKey: pair.publicKey))
