@@ -208,7 +208,9 @@ private struct PathTree {
             let last = position == components.count - 1
             if let child = children[Key(parent: node, name: name)] {
                 guard !isFile[child], !last else {
-                    if last && isFile[child] { throw .invalid("the index of \(id) lists \"\(path)\" twice", check: "path") }
+                    if last && isFile[child] {
+                        throw .invalid("the index of \(id) lists \"\(path)\" twice", check: "path")
+                    }
                     let clash = components[...position].joined(separator: "/")
                     throw .invalid(
                         "the index of \(id) has \"\(clash)\" as a file and as a folder of other files", check: "path")
