@@ -99,7 +99,7 @@ struct Downloads: ParsableCommand {
                 row.appIdentifier ?? "-", row.identifier, String(row.uniqueIdentifier.prefix(8)),
                 // A download waiting for disk space says so; so does one with a parked event.
                 row.waitingFor.map {
-                    "\(row.state) (\(WaitingReason.text($0, queuePosition: row.queuePosition))\(Self.nextAttempt(row)))"
+                    "\(row.state) (\(WaitingText.text($0, queuePosition: row.queuePosition))\(Self.nextAttempt(row)))"
                 }
                     ?? (row.parkedEvent != nil ? "\(row.state) (event parked)" : row.state),
                 HumanReadable.bytes(row.bytesOnDisk) + " / " + (row.fileSize.map(HumanReadable.bytes) ?? "?"),

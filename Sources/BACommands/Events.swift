@@ -189,7 +189,7 @@ final class EventPrinter: @unchecked Sendable {
     /// `pack` (so a download event's reader can tell them apart) and `time`.
     func write(_ event: PackEvent) {
         if let app, event.appIdentifier != app { return }
-        if !includesProgress && event.kind == "progress" { return }
+        if !includesProgress && event.kind == .progress { return }
         let now = Date()
         let line: String
         if json {
@@ -201,16 +201,18 @@ final class EventPrinter: @unchecked Sendable {
                 let percent = Int((Double(present) / Double(total) * 100).rounded(.down))
                 details.append("\(HumanReadable.bytes(present)) / \(HumanReadable.bytes(total)) (\(percent)%)")
             }
-            if let fetched = event.bytesFetched, event.kind == "finished" {
+            if let fetched = event.bytesFetched, event.kind == .finished {
                 details.append("fetched \(HumanReadable.bytes(fetched))")
                 if let reused = event.bytesReused, reused > 0 {
                     details.append("reused \(HumanReadable.bytes(reused))")
                 }
             }
-            if let message = event.message { details.append(message) }
-            if let reason = event.waitingFor { details.append(WaitingReason.text(reason)) }
+            if let failure = event.failure {
+                details.append(failure.message + (failure.code.map { " (error \($0))" } ?? ""))
+            }
+            if let reason = event.waitingFor { details.append(WaitingText.text(reason.rawValue)) }
             line = [
-                clock.string(from: now), event.appIdentifier, "pack \(event.assetPackID)", event.kind,
+                clock.string(from: now), event.appIdentifier, "pack \(event.assetPackID)", event.kind.name,
                 details.joined(separator: ", "),
             ].filter { !$0.isEmpty }.joined(separator: "  ")
         }

@@ -184,7 +184,7 @@ struct InstallFlow {
                     if let essential = report.essentialPacks { return essential.contains(pack.assetPackID) }
                     // An older basd does not say which: those downloading as essential, and failed ones.
                     return pack.essential == true
-                        || (pack.policy == "essential" && pack.localVersion == nil && pack.error != nil)
+                        || (pack.policy == .essential && pack.localVersion == nil && pack.error != nil)
                 }
                 if json { Swift.print(jsonLine(PackLine(packs: outcome.packs))) }
                 for failure in outcome.failures { printError(failure) }

@@ -224,13 +224,14 @@ enum PackCalls {
             } else if let size = pack.downloadSize, pack.localVersion == nil {
                 progress = HumanReadable.bytes(size) + " to download"
             }
-            var note = pack.waitingFor.map { WaitingReason.text($0) } ?? ""
+            var note = pack.waitingFor.map { WaitingText.text($0.rawValue) } ?? ""
             if pack.declined == true { note = "declined by the extension (`ba packs ensure` downloads it)" }
-            if let error = pack.error { note = error }
+            if let error = pack.error { note = error + (pack.errorCode.map { " (error \($0))" } ?? "") }
+            let policy: String = pack.policy?.rawValue ?? "-"
+            let local: String = pack.localVersion.map(String.init) ?? "-"
+            let server: String = pack.serverVersion.map(String.init) ?? "-"
             table.rows.append([
-                pack.appIdentifier, pack.assetPackID, pack.policy ?? "-", pack.localVersion.map(String.init) ?? "-",
-                pack.serverVersion.map(String.init) ?? "-", pack.status,
-                progress, note,
+                pack.appIdentifier, pack.assetPackID, policy, local, server, pack.status.description, progress, note,
             ])
         }
         return table.render()

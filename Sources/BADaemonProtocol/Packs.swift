@@ -66,16 +66,16 @@ package struct PackInfo: Sendable, Hashable, Codable {
     package var appIdentifier: String
     /// `assetPackID`.
     package var assetPackID: String
-    /// `essential`, `prefetch` or `onDemand` (the manifest's policy).
-    package var policy: String?
+    /// The manifest's policy.
+    package var policy: PackPolicy?
     /// The version whose files are at ``path`` (nil: none is local).
     package var localVersion: Int?
     /// The newest version the download manifest lists (nil: no longer listed).
     package var serverVersion: Int?
-    /// Apple's status words, joined by `,`: `downloadAvailable` (not local), `downloading`,
-    /// `downloaded` (local), `upToDate` / `outOfDate` (local, against the server), `obsolete`
-    /// (local, no longer listed); `failed` when the last attempt failed.
-    package var status: String
+    /// Apple's status flags: `downloadAvailable` (not local), `downloading`, `downloaded` (local),
+    /// `upToDate` / `outOfDate` (local, against the server), `obsolete` (local, no longer listed);
+    /// `failed` when the last attempt failed. On the wire, their names joined by `,`.
+    package var status: PackStatus
     /// The stored bytes of the server version's chunks (what a first download fetches at most).
     package var downloadSize: Int64?
     /// While downloading: the version being assembled, and its bytes present of all.
@@ -91,7 +91,7 @@ package struct PackInfo: Sendable, Hashable, Codable {
     /// `meteredNetwork`, `offline`, `captivePortal`, `limitedConnectivity`, or `queue` (a prefetch
     /// or background pack whose files all wait for the background concurrency; no place is given:
     /// pack files go to the engine directly, not through the download queue).
-    package var waitingFor: String?
+    package var waitingFor: WaitingReason?
     /// The last failure, said so a user can act on it.
     package var error: String?
     /// While downloading: an install waits for it (an essential pack of the install's event, or
@@ -109,25 +109,62 @@ package struct PackInfo: Sendable, Hashable, Codable {
     /// parked job, …); nil when it has none.
     package var errorCode: Int?
 
-    package init(appIdentifier: String, assetPackID: String, status: String) {
+    package init(appIdentifier: String, assetPackID: String, status: PackStatus) {
         self.appIdentifier = appIdentifier
         self.assetPackID = assetPackID
         self.status = status
     }
 
-    /// The words of ``status``.
-    package var statusWords: Set<Substring> { Set(status.split(separator: ",")) }
-
     /// basd is downloading it now (``status`` has `downloading`).
-    package var isDownloading: Bool { statusWords.contains("downloading") }
+    package var isDownloading: Bool { status.contains(.downloading) }
 }
 
 /// Something that happened to an asset pack (CLI observers, `ba events --follow`; an app's
 /// connection that asked to `follow`). Not kept: ``PackInfo`` in a listing says where a pack stands.
+///
+/// On the wire (protocol version 1): `kind` is the case's name, with `waitingFor` for `paused`
+/// and `message` and `errorCode` for `failed`.
 package struct PackEvent: Sendable, Hashable, Codable {
-    /// `began` (also: going on after a pause), `progress`, `paused` (waiting, e.g. for disk space),
-    /// `finished`, `failed`, `removed`, `obsolete`.
-    package var kind: String
+    /// What happened.
+    package enum Kind: Sendable, Hashable {
+        /// It started, or goes on after a pause (Apple's `DownloadStatusUpdate.began`).
+        case began
+        /// It waits, for the reason given.
+        case paused(WaitingReason)
+        /// Bytes arrived (``bytesPresent`` of ``bytesTotal``).
+        case progress
+        /// The version is local.
+        case finished
+        /// It stopped: why (an app's cancellation is ``PackFailure/cancelled``).
+        case failed(PackFailure)
+        /// Its files were removed (`ba packs remove`, `AssetPackManager.remove`).
+        case removed
+        /// The manifest no longer lists it: its local version was removed.
+        case obsolete
+
+        /// The case's name, as the wire's `kind`.
+        package var name: String {
+            switch self {
+            case .began: "began"
+            case .paused: "paused"
+            case .progress: "progress"
+            case .finished: "finished"
+            case .failed: "failed"
+            case .removed: "removed"
+            case .obsolete: "obsolete"
+            }
+        }
+
+        /// Whether the download ended (finished or failed).
+        package var ends: Bool {
+            switch self {
+            case .finished, .failed: true
+            default: false
+            }
+        }
+    }
+
+    package var kind: Kind
     package var appIdentifier: String
     package var assetPackID: String
     package var version: Int?
@@ -135,20 +172,84 @@ package struct PackEvent: Sendable, Hashable, Codable {
     package var bytesTotal: Int64?
     package var bytesFetched: Int64?
     package var bytesReused: Int64?
-    package var message: String?
     /// The version's download size and the manifest's `userInfo` (JSON text), while downloading.
     package var downloadSize: Int64?
     package var userInfo: String?
-    /// Why it is paused (`space`, `lowPowerMode`, `meteredNetwork`, `offline`, `captivePortal`,
-    /// `limitedConnectivity`).
-    package var waitingFor: String?
-    /// For `failed`: the error code of ``message`` (`docs/protocol.md`, "Errors"), if it has one.
-    package var errorCode: Int?
 
-    package init(kind: String, appIdentifier: String, assetPackID: String, version: Int? = nil) {
+    package init(_ kind: Kind, appIdentifier: String, assetPackID: String, version: Int? = nil) {
         self.kind = kind
         self.appIdentifier = appIdentifier
         self.assetPackID = assetPackID
         self.version = version
+    }
+
+    /// Why it paused, for `paused`.
+    package var waitingFor: WaitingReason? {
+        if case .paused(let reason) = kind { return reason }
+        return nil
+    }
+
+    /// Why it failed, for `failed`.
+    package var failure: PackFailure? {
+        if case .failed(let failure) = kind { return failure }
+        return nil
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case kind, appIdentifier, assetPackID, version, bytesPresent, bytesTotal, bytesFetched, bytesReused,
+            message, downloadSize, userInfo, waitingFor, errorCode
+    }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let name = try container.decode(String.self, forKey: .kind)
+        switch name {
+        case "began": kind = .began
+        case "paused":
+            kind = .paused(
+                try container.decodeIfPresent(WaitingReason.self, forKey: .waitingFor) ?? .init(rawValue: ""))
+        case "progress": kind = .progress
+        case "finished": kind = .finished
+        case "failed":
+            kind = .failed(
+                PackFailure(
+                    try container.decodeIfPresent(String.self, forKey: .message) ?? "the download failed",
+                    code: try container.decodeIfPresent(Int.self, forKey: .errorCode)))
+        case "removed": kind = .removed
+        case "obsolete": kind = .obsolete
+        default:
+            throw DecodingError.dataCorruptedError(
+                forKey: .kind, in: container, debugDescription: "unknown pack event kind \"\(name)\"")
+        }
+        appIdentifier = try container.decode(String.self, forKey: .appIdentifier)
+        assetPackID = try container.decode(String.self, forKey: .assetPackID)
+        version = try container.decodeIfPresent(Int.self, forKey: .version)
+        bytesPresent = try container.decodeIfPresent(Int64.self, forKey: .bytesPresent)
+        bytesTotal = try container.decodeIfPresent(Int64.self, forKey: .bytesTotal)
+        bytesFetched = try container.decodeIfPresent(Int64.self, forKey: .bytesFetched)
+        bytesReused = try container.decodeIfPresent(Int64.self, forKey: .bytesReused)
+        downloadSize = try container.decodeIfPresent(Int64.self, forKey: .downloadSize)
+        userInfo = try container.decodeIfPresent(String.self, forKey: .userInfo)
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(kind.name, forKey: .kind)
+        try container.encode(appIdentifier, forKey: .appIdentifier)
+        try container.encode(assetPackID, forKey: .assetPackID)
+        try container.encodeIfPresent(version, forKey: .version)
+        try container.encodeIfPresent(bytesPresent, forKey: .bytesPresent)
+        try container.encodeIfPresent(bytesTotal, forKey: .bytesTotal)
+        try container.encodeIfPresent(bytesFetched, forKey: .bytesFetched)
+        try container.encodeIfPresent(bytesReused, forKey: .bytesReused)
+        try container.encodeIfPresent(downloadSize, forKey: .downloadSize)
+        try container.encodeIfPresent(userInfo, forKey: .userInfo)
+        switch kind {
+        case .paused(let reason): try container.encode(reason, forKey: .waitingFor)
+        case .failed(let failure):
+            try container.encode(failure.message, forKey: .message)
+            try container.encodeIfPresent(failure.code, forKey: .errorCode)
+        default: break
+        }
     }
 }

@@ -255,8 +255,8 @@ extension DemoStage {
                 progress = HumanReadable.bytes(size) + " to download"
             }
             table.append([
-                pack.assetPackID, pack.policy ?? "-", pack.localVersion.map(String.init) ?? "-",
-                pack.serverVersion.map(String.init) ?? "-", pack.status, progress,
+                pack.assetPackID, pack.policy?.rawValue ?? "-", pack.localVersion.map(String.init) ?? "-",
+                pack.serverVersion.map(String.init) ?? "-", pack.status.description, progress,
             ])
         }
         say(table.render().split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
@@ -293,26 +293,24 @@ extension DemoStage {
             seen += new.count
             for event in new where event.assetPackID == pack && (version == nil || event.version == version) {
                 switch event.kind {
-                case "began":
+                case .began:
                     note("  event: began, version \(event.version.map(String.init) ?? "?")")
-                case "progress":
+                case .progress:
                     guard let present = event.bytesPresent, let total = event.bytesTotal, total > 0 else { break }
                     let reached = Int(present * 4 / total)
                     if reached > quarter && reached < 4 {
                         quarter = reached
                         note("  event: progress, \(HumanReadable.bytes(present)) of \(HumanReadable.bytes(total))")
                     }
-                case "finished":
+                case .finished:
                     note(
                         "  event: finished, version \(event.version.map(String.init) ?? "?") "
                             + "(fetched \(HumanReadable.bytes(event.bytesFetched ?? 0)), "
                             + "reused \(HumanReadable.bytes(event.bytesReused ?? 0)))")
                     return event
-                case "failed":
-                    throw DemoFailure(
-                        message:
-                            "asset pack \(pack) failed: \(event.message ?? "no reason given"); basd's log: \(basdLog)")
-                default:
+                case .failed(let failure):
+                    throw DemoFailure(message: "asset pack \(pack) failed: \(failure.message); basd's log: \(basdLog)")
+                case .paused, .removed, .obsolete:
                     break
                 }
             }
@@ -333,7 +331,7 @@ extension DemoStage {
             guard Date() < deadline else {
                 throw DemoFailure(
                     message: "asset pack \(pack) version \(version) was not local within \(Int(seconds)) s "
-                        + "(\(info?.status ?? "not listed")); basd's log: \(basdLog)")
+                        + "(\(info.map { $0.status.description } ?? "not listed")); basd's log: \(basdLog)")
             }
             try await Task.sleep(for: .milliseconds(100))
         }

@@ -187,7 +187,8 @@ public actor AssetPackManager {
             }
             guard info.isDownloading else {
                 connection.hub.stopWaiting(waiter, with: .connectionLost)
-                throw PackEventHub.failure(pack: id, message: info.error ?? "basd did not start downloading it")
+                throw PackEventHub.failure(
+                    pack: id, PackFailure(info.error ?? "basd did not start downloading it", code: info.errorCode))
             }
             switch await box.value {
             case .finished:
@@ -195,11 +196,11 @@ public actor AssetPackManager {
             case .connectionLost:
                 lostAt = .now
                 continue
-            case .failed(let message):
-                throw PackEventHub.failure(pack: id, message: message)
+            case .failed(let failure):
+                throw PackEventHub.failure(pack: id, failure)
             }
         }
-        throw PackEventHub.failure(pack: id, message: "it did not become local after several attempts")
+        throw PackEventHub.failure(pack: id, PackFailure("it did not become local after several attempts"))
     }
 
     /// Ensures the specified asset packs are available locally, downloading them at once if

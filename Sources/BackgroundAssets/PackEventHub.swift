@@ -11,7 +11,7 @@ final class PackEventHub: @unchecked Sendable {
     /// How a wait for a pack ended.
     enum Outcome: Sendable {
         case finished
-        case failed(String)
+        case failed(PackFailure)
         /// The connection to basd ended: ask again on a new one.
         case connectionLost
     }
@@ -101,33 +101,32 @@ final class PackEventHub: @unchecked Sendable {
         lock.lock()
         let pack = describe(event)
         switch event.kind {
-        case "began", "paused", "progress": underway.insert(event.assetPackID)
-        case "finished", "failed": underway.remove(event.assetPackID)
-        default: break
+        case .began, .paused, .progress: underway.insert(event.assetPackID)
+        case .finished, .failed: underway.remove(event.assetPackID)
+        case .removed, .obsolete: break
         }
         switch event.kind {
-        case "began":
+        case .began:
             update = .began(pack)
-        case "paused":
+        case .paused:
             update = .paused(pack)
-        case "progress":
+        case .progress:
             let progress = progressLocked(of: event.assetPackID)
             if let total = event.bytesTotal { progress.totalUnitCount = total }
             if let present = event.bytesPresent { progress.completedUnitCount = present }
             update = .downloading(pack, progress)
-        case "finished":
+        case .finished:
             if let done = progress.removeValue(forKey: event.assetPackID) {
                 done.completedUnitCount = max(done.totalUnitCount, done.completedUnitCount)
             }
             update = .finished(pack)
             outcome = .finished
-        case "failed":
+        case .failed(let failure):
             progress[event.assetPackID] = nil
-            let message = event.message ?? "the download failed"
-            update = .failed(pack, Self.failure(pack: event.assetPackID, message: message, code: event.errorCode))
-            outcome = .failed(message)
-        default:
-            break  // removed, obsolete: not download updates
+            update = .failed(pack, Self.failure(pack: event.assetPackID, failure))
+            outcome = .failed(failure)
+        case .removed, .obsolete:
+            break  // not download updates
         }
         if update != nil {
             let ends = outcome != nil
@@ -159,15 +158,13 @@ final class PackEventHub: @unchecked Sendable {
             infos.compactMap { info in
                 guard underway.contains(info.assetPackID), !info.isDownloading
                 else { return nil }
-                var event = PackEvent(
-                    kind: info.localVersion != nil && info.error == nil ? "finished" : "failed",
-                    appIdentifier: info.appIdentifier, assetPackID: info.assetPackID,
+                let kind: PackEvent.Kind =
+                    info.localVersion != nil && info.error == nil
+                    ? .finished
+                    : .failed(PackFailure(info.error ?? "basd stopped while downloading it", code: info.errorCode))
+                return PackEvent(
+                    kind, appIdentifier: info.appIdentifier, assetPackID: info.assetPackID,
                     version: info.localVersion ?? info.serverVersion)
-                if event.kind == "failed" {
-                    event.message = info.error ?? "basd stopped while downloading it"
-                    event.errorCode = info.errorCode
-                }
-                return event
             }
         }
         for event in ended { received(event) }
@@ -188,8 +185,10 @@ final class PackEventHub: @unchecked Sendable {
     /// basd's error code (`docs/protocol.md`, "Errors": a refused manifest or index, a parked
     /// job), when the failure has one, is the underlying error's code in the domain
     /// ``basdErrorDomain``, so that an app can tell them apart without reading the message.
-    static func failure(pack: String, message: String, code: Int? = nil) -> any Error {
-        if message == "cancelled" { return CancellationError() }
+    static func failure(pack: String, _ failure: PackFailure) -> any Error {
+        if failure.isCancellation { return CancellationError() }
+        let message = failure.message
+        let code = failure.code
         var userInfo: [String: Any] = [
             NSLocalizedDescriptionKey: "asset pack \(pack) could not be made local: \(message)",
             BAAssetPackIdentifierErrorKey: pack,

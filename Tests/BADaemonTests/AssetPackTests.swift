@@ -421,7 +421,7 @@ struct AssetPackTests {
         #expect(fetched.bytes <= 100_000 + 256 * 1024 && fetched.bytes >= 100_000, "\(fetched)")
         #expect(!fixture.server.requests.dropFirst(before).contains { $0.path.hasSuffix(".bundle") })
         let heard = try await CLIQueries.poll(
-            "the pack's finished event", daemon, timeout: 30, read: { events.all.map(\.kind) },
+            "the pack's finished event", daemon, timeout: 30, read: { events.all.map(\.kind.name) },
             until: { $0.contains("finished") })
         #expect(heard.first == "began", "\(heard)")
         #expect(events.all.allSatisfy { $0.assetPackID == "extras" && $0.appIdentifier == PackFixture.app })

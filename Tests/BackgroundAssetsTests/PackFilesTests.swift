@@ -9,7 +9,7 @@ import Testing
 /// namespace of the local packs.
 @Suite struct PackFilesTests {
     static func info(_ id: String, local: Int?, server: Int?, status: String) -> PackInfo {
-        var info = PackInfo(appIdentifier: "com.example.app", assetPackID: id, status: status)
+        var info = PackInfo(appIdentifier: "com.example.app", assetPackID: id, status: PackStatus(words: status))
         info.localVersion = local
         info.serverVersion = server
         return info

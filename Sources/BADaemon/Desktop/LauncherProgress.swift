@@ -85,18 +85,18 @@ final class LauncherProgress: @unchecked Sendable {
         let app = event.appIdentifier
         let id = "pack:" + event.assetPackID
         switch event.kind {
-        case "began":
+        case .began:
             guard !tracker.counts(id, of: app), isEssential || !isRunning(app) else { return }
             feed(.began(app: app, id: id, bytes: event.bytesPresent ?? 0, total: event.bytesTotal))
-        case "progress":
+        case .progress:
             if !tracker.counts(id, of: app), isEssential || !isRunning(app) {
                 feed(.began(app: app, id: id, bytes: event.bytesPresent ?? 0, total: event.bytesTotal))
             } else {
                 feed(.progress(app: app, id: id, bytes: event.bytesPresent ?? 0, total: event.bytesTotal))
             }
-        case "finished": feed(.ended(app: app, id: id, failed: false))
-        case "failed": feed(.ended(app: app, id: id, failed: true))
-        default: break
+        case .finished: feed(.ended(app: app, id: id, failed: false))
+        case .failed: feed(.ended(app: app, id: id, failed: true))
+        case .paused, .removed, .obsolete: break
         }
     }
 

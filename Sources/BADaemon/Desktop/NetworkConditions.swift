@@ -1,3 +1,4 @@
+import BADaemonProtocol
 import BADesktopBus
 
 /// What NetworkManager says of the network (`Metered`, `Connectivity` of
@@ -89,4 +90,9 @@ struct NetworkConditions: Equatable, Sendable {
         if network.metered, waitsWhenMetered { return .meteredNetwork }
         return network.connectivity.hold
     }
+}
+
+extension WaitingReason {
+    /// What a background hold makes a pack or download wait for.
+    init(_ hold: NetworkConditions.Hold) { self.init(rawValue: hold.rawValue) }
 }

@@ -25,10 +25,10 @@ extension PackService {
         row.failureCode = Self.parkedCode
         row.interruptedStarts = 0
         save(row)
-        var event = PackEvent(kind: "failed", appIdentifier: key.app, assetPackID: key.pack, version: version)
-        event.message = message
-        event.errorCode = Self.parkedCode
-        send(event)
+        send(
+            PackEvent(
+                .failed(PackFailure(message, code: Self.parkedCode)), appIdentifier: key.app, assetPackID: key.pack,
+                version: version))
     }
 
     /// basd stops cleanly (SIGTERM, idle exit): the jobs in flight were not what ended it, so

@@ -14,7 +14,7 @@ extension PackService {
         let key = Key(app: name, pack: pack)
         stopJob(key)
         removePack(key, row: row, forget: row.entry == nil)
-        send(PackEvent(kind: "removed", appIdentifier: name, assetPackID: pack, version: row.localVersion))
+        send(PackEvent(.removed, appIdentifier: name, assetPackID: pack, version: row.localVersion))
         return .packs(PackReport(packs: listing(app: name).filter { $0.assetPackID == pack }))
     }
 

@@ -194,7 +194,7 @@ final class PackService: @unchecked Sendable {
             stopJob(key)
             log("asset pack \(key) is obsolete (no longer in the manifest): version \(local) is removed")
             removePack(key, row: row, forget: true)
-            send(PackEvent(kind: "obsolete", appIdentifier: key.app, assetPackID: key.pack, version: local))
+            send(PackEvent(.obsolete, appIdentifier: key.app, assetPackID: key.pack, version: local))
         case .forget:
             stopJob(key)
             do { try store.deletePack(app: key.app, pack: key.pack) } catch { log("asset pack \(key): \(error)") }
@@ -290,9 +290,7 @@ final class PackService: @unchecked Sendable {
             let version = job.entry.version
             stopJob(key)
             log("asset pack \(key): the app cancelled the download of version \(version)")
-            var event = PackEvent(kind: "failed", appIdentifier: name, assetPackID: pack, version: version)
-            event.message = "cancelled"
-            send(event)
+            send(PackEvent(.failed(.cancelled), appIdentifier: name, assetPackID: pack, version: version))
         }
         if row.requested || row.target != nil {
             row.requested = false
@@ -352,8 +350,8 @@ final class PackService: @unchecked Sendable {
             uniquingKeysWith: { first, _ in first })
         return rows.map { row in
             let entry = row.entry.flatMap(Self.decodeEntry)
-            var info = PackInfo(appIdentifier: row.appIdentifier, assetPackID: row.packID, status: "")
-            info.policy = entry.map { Self.policyName($0.downloadPolicy) }
+            var info = PackInfo(appIdentifier: row.appIdentifier, assetPackID: row.packID, status: [])
+            info.policy = entry.map { Self.policy($0.downloadPolicy) }
             info.localVersion = row.localVersion
             info.serverVersion = entry?.version
             info.downloadSize = entry?.downloadSize
@@ -364,20 +362,20 @@ final class PackService: @unchecked Sendable {
             if row.localVersion != nil, let group = groups[row.appIdentifier] ?? nil {
                 info.path = containers.packPath(group: group, app: row.appIdentifier, id: row.packID)
             }
-            var words: [String] = []
+            var status: PackStatus = []
             let job = jobs[Key(app: row.appIdentifier, pack: row.packID)]
             if let local = row.localVersion {
-                words.append("downloaded")
+                status.insert(.downloaded)
                 if entry == nil {
-                    words.append("obsolete")
+                    status.insert(.obsolete)
                 } else {
-                    words.append(local == entry?.version ? "upToDate" : "outOfDate")
+                    status.insert(local == entry?.version ? .upToDate : .outOfDate)
                 }
             } else if entry != nil {
-                words.append("downloadAvailable")
+                status.insert(.downloadAvailable)
             }
             if let job {
-                words.append("downloading")
+                status.insert(.downloading)
                 info.targetVersion = job.entry.version
                 // Once the index is checked, the size it needs (never more than the manifest's).
                 if let index = job.index { info.downloadSize = index.downloadSize }
@@ -386,16 +384,17 @@ final class PackService: @unchecked Sendable {
                 info.bytesFetched = job.bytesFetched
                 info.bytesToFetch = job.bytesToFetch
                 info.bytesReused = job.bytesReused
-                info.waitingFor = job.waitingFor ?? (!job.essential ? transfers.backgroundHold?.rawValue : nil)
+                info.waitingFor =
+                    job.waitingFor ?? (!job.essential ? transfers.backgroundHold.map(WaitingReason.init) : nil)
                 // Its files queue with background downloads (not through the window: no place).
-                if info.waitingFor == nil, !job.essential, transfers.fetchesWaitInQueue(job.inFlight.values) {
-                    info.waitingFor = "queue"
+                if info.waitingFor == nil, !job.essential, transfers.fetchesWaitInQueue(job.fetchesInFlight) {
+                    info.waitingFor = .queue
                 }
                 info.essential = job.essential
             } else if row.failure != nil {
-                words.append("failed")
+                status.insert(.failed)
             }
-            info.status = words.joined(separator: ",")
+            info.status = status
             return info
         }
     }
@@ -419,11 +418,10 @@ final class PackService: @unchecked Sendable {
     /// (`waitingFor` the reason) or a `began` one (going on).
     func backgroundHoldChanged(_ reason: NetworkConditions.Hold?) {
         for job in jobs.values where !job.essential && job.waitingFor == nil {
-            var event = PackEvent(
-                kind: reason != nil ? "paused" : "began", appIdentifier: job.key.app, assetPackID: job.key.pack,
-                version: job.entry.version)
-            event.waitingFor = reason?.rawValue
-            send(event)
+            send(
+                PackEvent(
+                    reason.map { .paused(WaitingReason($0)) } ?? .began, appIdentifier: job.key.app,
+                    assetPackID: job.key.pack, version: job.entry.version))
         }
     }
 
@@ -488,11 +486,11 @@ final class PackService: @unchecked Sendable {
         try? JSONDecoder().decode(Entry.self, from: Data(text.utf8))
     }
 
-    static func policyName(_ policy: PackManifest.DownloadPolicy) -> String {
+    static func policy(_ policy: PackManifest.DownloadPolicy) -> PackPolicy {
         switch policy {
-        case .essential: "essential"
-        case .prefetch: "prefetch"
-        case .onDemand: "onDemand"
+        case .essential: .essential
+        case .prefetch: .prefetch
+        case .onDemand: .onDemand
         }
     }
 

@@ -4,7 +4,7 @@
 /// `queue` is its place in line (`queued, 3rd in line`); NetworkManager's connectivity is
 /// `waiting for the network: offline` (or `captivePortal`, `limitedConnectivity`); the others
 /// are `waiting for space`, `retry`, `lowPowerMode` or `meteredNetwork`.
-enum WaitingReason {
+enum WaitingText {
     /// The text for `waitingFor`, with `queuePosition` when it is `queue`.
     static func text(_ waitingFor: String, queuePosition: Int? = nil) -> String {
         switch waitingFor {

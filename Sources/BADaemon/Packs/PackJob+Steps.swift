@@ -1,0 +1,278 @@
+import BACore
+import BADaemonProtocol
+import BADownloadEngine
+import BAPacks
+import BAStore
+import Foundation
+
+/// The I/O of a ``PackJob``'s steps: each carries out one ``PackJobMachine/Action`` and answers
+/// the machine with what came of it (through `run(_:_:)`, on the executor).
+extension PackService {
+    /// The index: kept from an earlier attempt if its SHA-256 is right, else fetched; its SHA-256
+    /// must be the manifest's, and it is decoded within bounds (``PackIndex/decode(_:)``) before
+    /// anything believes it.
+    func loadIndex(_ job: PackJob) {
+        let path = indexPath(app: job.key.app, pack: job.key.pack, version: job.entry.version)
+        // A copy kept from an earlier attempt, if its SHA-256 is right (anything else: fetched again).
+        if let bytes = try? RegularFile.read(path, limit: PackLimits.maximumIndexBytes),
+            bytes.withUnsafeBytes({ SHA256Hasher.hex(of: $0) }) == job.entry.indexSHA256
+        {
+            run(job, .indexLoaded(decode(bytes, of: job)))
+            return
+        }
+        let directory = fetchDirectory(app: job.key.app)
+        do { try Self.makeDirectories(directory) } catch {
+            run(job, .indexLoaded(.failure(PackFailure("cannot create \(directory): \(error)"))))
+            return
+        }
+        fetchSequence += 1
+        let destination = directory + "/index-\(job.key.pack)-\(job.entry.version)-\(fetchSequence).json"
+        transfers.fetchPackFile(
+            .init(
+                id: "\(job.key.app)/index/\(fetchSequence)", url: job.entry.indexURL, destination: destination,
+                byteLimit: Int64(PackLimits.maximumIndexBytes), essential: true), for: job.app
+        ) { [self] result in
+            guard live(job) else {
+                if case .success(let fetched) = result { unlink(fetched) }
+                unlink(destination)
+                return
+            }
+            switch result {
+            case .failure(let failure):
+                run(
+                    job,
+                    .indexLoaded(
+                        .failure(
+                            PackFailure("cannot fetch the pack's index \(job.entry.indexURL): \(failure.message)"))))
+            case .success(let fetched):
+                defer { unlink(fetched) }
+                run(job, .indexLoaded(keep(fetched, as: path, of: job)))
+            }
+        }
+    }
+
+    /// The fetched index at `fetched`, checked against the manifest's SHA-256, kept at `path`
+    /// for a later attempt, and decoded.
+    private func keep(_ fetched: String, as path: String, of job: PackJob) -> Result<PackIndex, PackFailure> {
+        let bytes: [UInt8]
+        do { bytes = try RegularFile.read(fetched, limit: PackLimits.maximumIndexBytes) } catch {
+            return .failure(PackFailure("cannot read the fetched index: \(error)"))
+        }
+        let actual = bytes.withUnsafeBytes { SHA256Hasher.hex(of: $0) }
+        guard actual == job.entry.indexSHA256 else {
+            return .failure(
+                PackFailure(
+                    "the index at \(job.entry.indexURL) has SHA-256 \(actual), not the \(job.entry.indexSHA256) the manifest gives: the CDN serves another file; publish again"
+                ))
+        }
+        do {
+            try Self.makeDirectories((path as NSString).deletingLastPathComponent)
+            try Data(bytes).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            return .failure(PackFailure("cannot keep the index at \(path): \(error)"))
+        }
+        return decode(bytes, of: job)
+    }
+
+    private func decode(_ bytes: [UInt8], of job: PackJob) -> Result<PackIndex, PackFailure> {
+        do {
+            return .success(try PackIndex.decode(bytes))
+        } catch {
+            return .failure(
+                PackFailure(
+                    "the index at \(job.entry.indexURL) is refused: \(error)", code: PackJobMachine.invalidMetadataCode)
+            )
+        }
+    }
+
+    /// Plans from the local version, prepares or resumes staging and takes the local chunks (on
+    /// the job's queue).
+    func prepare(_ job: PackJob, index: PackIndex) {
+        let root = containers.packRoot(app: job.key.app)
+        let rows = (try? store.packs(app: job.key.app)) ?? []
+        let local = rows.first { $0.packID == job.key.pack }?.localVersion
+        let installedIndexPath = local.map { indexPath(app: job.key.app, pack: job.key.pack, version: $0) }
+        // The app's other local packs: a chunk they share with this one is copied, not fetched.
+        let otherIndexPaths = rows.compactMap { row in
+            row.packID == job.key.pack
+                ? nil : row.localVersion.map { indexPath(app: job.key.app, pack: row.packID, version: $0) }
+        }
+        job.queue.async { [self] in
+            // A local index that cannot be read only means less to reuse: those chunks are fetched.
+            let installed: PackIndex? = installedIndexPath.flatMap { path in try? PackIndex.read(path) }
+            let result: Result<(PackJob.StagingBox, PackJobMachine.Prepared), PackFailure>
+            do throws(PackError) {
+                let others: [PackIndex] = otherIndexPaths.compactMap { path in try? PackIndex.read(path) }
+                let plan = PackPlan(target: index, installed: installed, others: others)
+                let staging = try PackStaging(root: root, plan: plan)
+                staging.repair = job.repair
+                var needed = try staging.prepare()
+                needed = try staging.copyFromInstalled(needed)
+                let chunks = plan.items.map(\.chunk).filter { needed.contains($0.sha256) }
+                let prepared = PackJobMachine.Prepared(
+                    units: PackJob.Unit.plan(chunks, index: index), chunks: chunks.count,
+                    bytesTotal: plan.totalBytes, bytesPresent: staging.bytesPresent,
+                    bytesReused: plan.totalBytes - chunks.reduce(0) { $0 + Int64($1.length) })
+                result = .success((PackJob.StagingBox(staging), prepared))
+            } catch {
+                result = .failure(PackFailure("cannot prepare version \(index.version): \(error)"))
+            }
+            executor.async { [self] in
+                guard live(job) else { return }
+                switch result {
+                case .failure(let failure): run(job, .prepared(.failure(failure)))
+                case .success(let (box, prepared)):
+                    job.staging = box
+                    run(job, .prepared(.success(prepared)))
+                }
+            }
+        }
+    }
+
+    /// The publish folder's URL (the index's, less `packs/ID/N.json`), ending in `/`: the
+    /// manifest's decoder made sure the index URL ends so.
+    private func baseURL(_ job: PackJob) -> String? {
+        let suffix = PackIndex.indexPath(id: job.key.pack, version: job.entry.version)
+        guard job.entry.indexURL.hasSuffix(suffix) else { return nil }
+        return String(job.entry.indexURL.dropLast(suffix.count))
+    }
+
+    /// Fetches one unit through the engine into `.fetch/ID-VERSION/KEY`.
+    func fetch(_ unit: PackJob.Unit, for job: PackJob) {
+        let directory = fetchDirectory(app: job.key.app) + "/\(job.key.pack)-\(job.entry.version)"
+        do { try Self.makeDirectories(directory) } catch {
+            run(job, .fetchFailed(unit.key, .init(message: "cannot create \(directory): \(error)")))
+            return
+        }
+        guard let base = baseURL(job) else {
+            let message = "the index URL \(job.entry.indexURL) does not say where the chunks are"
+            run(job, .fetchFailed(unit.key, .init(message: message)))
+            return
+        }
+        fetchSequence += 1
+        let id = "\(job.key.app)/\(job.key.pack)/\(job.entry.version)/\(unit.key)"
+        job.fetchIDs[unit.key] = id
+        transfers.fetchPackFile(
+            .init(
+                id: id, url: base + unit.path, destination: directory + "/" + unit.key, expectedSize: unit.size,
+                essential: job.essential), for: job.app
+        ) { [self] result in
+            guard live(job) else {
+                if case .success(let path) = result { unlink(path) }
+                return
+            }
+            job.fetchIDs[unit.key] = nil
+            switch result {
+            case .failure(let failure):
+                run(
+                    job,
+                    .fetchFailed(
+                        unit.key,
+                        .init(message: failure.message, noSpace: failure.noSpace, httpStatus: failure.httpStatus)))
+            case .success(let path):
+                run(job, .fetched(unit.key, path: path))
+            }
+        }
+    }
+
+    /// Checks each chunk of a fetched unit and writes it where the index places it (on the
+    /// job's queue): a chunk file whole, a bundle chunk by chunk at its offsets.
+    func accept(_ job: PackJob, unit: PackJob.Unit, path: String) {
+        guard let box = job.staging else { return }
+        job.queue.async { [self] in
+            let result: Result<Int64, PackError>
+            do throws(PackError) {
+                let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+                guard fd >= 0 else {
+                    throw PackError.system("cannot open the fetched \(path)", call: "open")
+                }
+                defer { close(fd) }
+                for (chunk, offset) in unit.chunks {
+                    // At most one chunk's frame at a time: bounded by PackLimits through the index's check.
+                    var frame = [UInt8](repeating: 0, count: chunk.storedLength)
+                    let count = frame.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
+                    guard count == chunk.storedLength else {
+                        throw PackError("\(unit.path) is shorter than its index says (at \(offset))", code: .badContent)
+                    }
+                    let accepted: Result<Void, PackError> = frame.withUnsafeBytes { buffer in
+                        Result { () throws(PackError) in try box.staging.accept(sha256: chunk.sha256, frame: buffer) }
+                    }
+                    try accepted.get()
+                }
+                result = .success(box.staging.bytesPresent)
+            } catch {
+                result = .failure(error)
+            }
+            unlink(path)
+            executor.async { [self] in
+                switch result {
+                case .failure(let error): run(job, .rejected(unit.key, error))
+                case .success(let present): run(job, .accepted(unit.key, bytesPresent: present, at: clock.instant))
+                }
+            }
+        }
+    }
+
+    /// Verifies every file, makes the version read-only and durable, and switches the link (on
+    /// the job's queue), unless the job stopped meanwhile (``PackSwitchGate``).
+    func finish(_ job: PackJob) {
+        guard let box = job.staging else { return }
+        let root = containers.packRoot(app: job.key.app)
+        let version = job.entry.version
+        job.queue.async { [self] in
+            let result: Result<Void, PackError>
+            do throws(PackError) {
+                try box.staging.finish()
+                Self.pauseBeforeSwitchForTests(job.key, version: version)
+                // Not after a removal (or anything that stopped the job): it would bring the pack back.
+                try job.gate.pass { () throws(PackError) in
+                    try PackInstallation.switchCurrent(root: root, id: job.key.pack, version: version)
+                }
+                Self.removeOtherStaging(root: root, id: job.key.pack, keeping: version, log: log)
+                result = .success(())
+            } catch {
+                result = .failure(error)
+            }
+            try? FileManager.default.removeItem(
+                atPath: fetchDirectory(app: job.key.app) + "/\(job.key.pack)-\(version)")
+            executor.async { [self] in run(job, .finished(result)) }
+        }
+    }
+
+    /// The version is local: the row says so, the old version goes once nothing holds it.
+    func recordLocal(_ job: PackJob) {
+        let version = job.entry.version
+        jobs[job.key] = nil
+        var row = readRow(job.key) ?? StoredPack(appIdentifier: job.key.app, packID: job.key.pack)
+        let previous = row.localVersion
+        row.localVersion = version
+        row.target = nil
+        row.failure = nil
+        row.failureCode = nil
+        row.interruptedStarts = 0
+        save(row)
+        if job.repair { removeWhenFree(job.key, version: version, replaced: true) }
+        if let previous, previous != version {
+            removeWhenFree(job.key, version: previous)
+            try? FileManager.default.removeItem(
+                atPath: indexPath(app: job.key.app, pack: job.key.pack, version: previous))
+        }
+        sweepFetchIfIdle(app: job.key.app)
+    }
+
+    /// The job cannot go on: its fetches stopped (the machine said so), the staging folder stays
+    /// (what is verified in it is kept for the next attempt), the local version stays, and the
+    /// row says why.
+    func recordFailure(_ job: PackJob, _ failure: PackFailure) {
+        guard jobs[job.key] === job else { return }
+        jobs[job.key] = nil
+        job.cancel()
+        if var row = readRow(job.key) {
+            row.target = nil
+            row.failure = failure.message
+            row.failureCode = failure.code
+            row.interruptedStarts = 0
+            save(row)
+        }
+    }
+}
