@@ -1,4 +1,4 @@
-import BADownloadEngine
+import BAHashing
 import Foundation
 
 /// `ba pack build`: cuts a pack's files into content-defined chunks, writes each new chunk once

@@ -1,5 +1,5 @@
 import BACore
-import BADownloadEngine
+import BAHashing
 import Foundation
 
 /// `ba pack publish`: the download manifest devices read at the app's `BAManifestURL`

@@ -1,4 +1,4 @@
-import BADownloadEngine
+import BAHashing
 import Foundation
 
 // Where a chunk's bytes come from besides the network (the installed version, another pack's

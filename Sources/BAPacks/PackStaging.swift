@@ -1,4 +1,4 @@
-import BADownloadEngine
+import BAHashing
 internal import CBASystem
 import Foundation
 
