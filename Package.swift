@@ -233,7 +233,12 @@ let package = Package(
                 "BackgroundAssets", "BACore", "BAExtensionABI", "CBAExtension", "BADaemonProtocol",
             ]),
         .testTarget(name: "BACoreTests", dependencies: ["BACore", "CBAExtension"]),
-        .testTarget(name: "BAPacksTests", dependencies: ["BAPacks", "BACore", "BAHashing", "BATestSupport"]),
+        .testTarget(
+            name: "BAPacksTests",
+            dependencies: [
+                "BAPacks", "BACore", "BAHashing", "BATestSupport",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]),
         .testTarget(name: "BAAppBundleTests", dependencies: ["BAAppBundle"]),
         .testTarget(
             name: "OSLogCompatibilityTests",
