@@ -239,6 +239,9 @@ let package = Package(
                 "BAPacks", "BACore", "BAHashing", "BATestSupport",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]),
+        .testTarget(
+            name: "BAHashingTests",
+            dependencies: ["BAHashing", .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "BAAppBundleTests", dependencies: ["BAAppBundle"]),
         .testTarget(
             name: "OSLogCompatibilityTests",
