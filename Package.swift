@@ -60,11 +60,15 @@ let package = Package(
 
         // Foundation-free: the runner <-> host wire format and the download rules.
         .target(name: "BACore"),
-        // Asset packs (issue 21): content-defined chunking, I/O-free so far.
+        // SHA-256 (libcrypto), streaming and of a file: what the downloads, the packs and basd check
+        // bytes with, without linking libcurl.
+        .target(
+            name: "BAHashing", dependencies: ["CCrypto", .product(name: "SystemPackage", package: "swift-system")]),
+        // Asset packs: content-defined chunking, building and publishing, assembly on the device.
         .target(
             name: "BAPacks",
             dependencies: [
-                "BACore", "BADownloadEngine", "CZstd", "CCrypto", "CBASystem",
+                "BACore", "BAHashing", "CZstd", "CCrypto", "CBASystem",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]),
         // An app directory's Info.plist, read and checked (Foundation's PropertyListSerialization).
@@ -95,7 +99,7 @@ let package = Package(
         .target(
             name: "BADownloadEngine",
             dependencies: [
-                "BACore", "BAHTTP", "CCurl", "CCrypto", "CBASystem",
+                "BACore", "BAHTTP", "BAHashing", "CCurl", "CCrypto", "CBASystem",
                 .product(name: "HeapModule", package: "swift-collections"),
             ]),
 
@@ -127,7 +131,8 @@ let package = Package(
         .target(
             name: "BADaemon",
             dependencies: [
-                "BADaemonProtocol", "BAStore", "BAExclusiveControl", "BADownloadEngine", "BAExtensionHost", "CBASystem",
+                "BADaemonProtocol", "BAStore", "BAExclusiveControl", "BADownloadEngine", "BAHashing", "BAExtensionHost",
+                "CBASystem",
                 "BACore", "BAAppBundle", "BAScheduling", "BASettings", "BAPurge", "BAPacks", "BADesktopBus",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -155,8 +160,8 @@ let package = Package(
         .target(
             name: "BADemo",
             dependencies: [
-                "BACommands", "BADaemonProtocol", "BADownloadEngine", "BAAssetServer", "BASampleAssets", "BAPacks",
-                "CBASystem",
+                "BACommands", "BADaemonProtocol", "BADownloadEngine", "BAHashing", "BAAssetServer", "BASampleAssets",
+                "BAPacks", "CBASystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(
@@ -228,7 +233,15 @@ let package = Package(
                 "BackgroundAssets", "BACore", "BAExtensionABI", "CBAExtension", "BADaemonProtocol",
             ]),
         .testTarget(name: "BACoreTests", dependencies: ["BACore", "CBAExtension"]),
-        .testTarget(name: "BAPacksTests", dependencies: ["BAPacks", "BACore", "BADownloadEngine", "BATestSupport"]),
+        .testTarget(
+            name: "BAPacksTests",
+            dependencies: [
+                "BAPacks", "BACore", "BAHashing", "BATestSupport",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]),
+        .testTarget(
+            name: "BAHashingTests",
+            dependencies: ["BAHashing", .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "BAAppBundleTests", dependencies: ["BAAppBundle"]),
         .testTarget(
             name: "OSLogCompatibilityTests",
@@ -271,7 +284,7 @@ let package = Package(
             dependencies: [
                 "BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets", "CBASystem",
                 "BAStore", "BAScheduling", "BASettings", "BAExtensionHost", "BACore", "BAPacks", "BATestApp",
-                "BADownloadEngine", "BADesktopBus",
+                "BADownloadEngine", "BAHashing", "BADesktopBus",
             ]),
         // Apple-style code as Apple developers write it, built in Swift 5 mode (the tests
         // type-check it in Swift 6 mode too): an @main extension and app-side code.

@@ -1,5 +1,5 @@
 import BACommands
-import BADownloadEngine
+import BAHashing
 import BASampleAssets
 import Foundation
 

@@ -2,6 +2,7 @@ import BAAssetServer
 import BACommands
 import BADaemonProtocol
 import BADownloadEngine
+import BAHashing
 internal import CBASystem
 import Foundation
 import Synchronization

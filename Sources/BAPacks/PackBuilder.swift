@@ -1,5 +1,6 @@
-import BADownloadEngine
+import BAHashing
 import Foundation
+import SystemPackage
 
 /// `ba pack build`: cuts a pack's files into content-defined chunks, writes each new chunk once
 /// (zstd) into the publish folder's chunk store, and writes the version's index.
@@ -59,8 +60,7 @@ package struct PackBuilder {
                 try requireRegularFile(path, root: root)
                 found.insert(path)
             case .directory(let path):
-                var info = stat()
-                guard lstat(root + "/" + path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                guard PackFileSystem.status(atPath: root + "/" + path, followLinks: false)?.type == .directory else {
                     throw PackError("directory selector \"\(path)\" names no directory under \(root)")
                 }
                 try walk(path, root: root, into: &found)
@@ -78,11 +78,12 @@ package struct PackBuilder {
         }
         for name in names.sorted() {
             let path = directory + "/" + name
-            var info = stat()
-            guard lstat(root + "/" + path, &info) == 0 else { throw PackError("cannot read \(root)/\(path)") }
-            switch info.st_mode & S_IFMT {
-            case S_IFDIR: try walk(path, root: root, into: &found)
-            case S_IFREG: found.insert(path)
+            guard let info = PackFileSystem.status(atPath: root + "/" + path, followLinks: false) else {
+                throw PackError("cannot read \(root)/\(path)")
+            }
+            switch info.type {
+            case .directory: try walk(path, root: root, into: &found)
+            case .regular: found.insert(path)
             default:
                 throw PackError(
                     "\(root)/\(path) is not a regular file or directory (a symbolic link?); pack files must be regular files"
@@ -92,11 +93,10 @@ package struct PackBuilder {
     }
 
     private static func requireRegularFile(_ path: String, root: String) throws(PackError) {
-        var info = stat()
-        guard lstat(root + "/" + path, &info) == 0 else {
+        guard let info = PackFileSystem.status(atPath: root + "/" + path, followLinks: false) else {
             throw PackError("file selector \"\(path)\" names no file under \(root)")
         }
-        guard info.st_mode & S_IFMT == S_IFREG else {
+        guard info.type == .regular else {
             throw PackError(
                 "\(root)/\(path) is not a regular file (a symbolic link?); pack files must be regular files")
         }
@@ -108,13 +108,10 @@ package struct PackBuilder {
         _ report: inout Report
     ) throws(PackError) -> PackIndex.File {
         let full = root + "/" + path
-        let fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { throw PackError.system("cannot open \(full)", call: "open") }
-        defer { close(fd) }
-        var info = stat()
-        fstat(fd, &info)
+        let opened = try PackFileSystem.openForReading(full)
+        let info = try PackFileSystem.status(of: opened, display: full)
         var file = PackIndex.File(
-            path: path, size: 0, mode: info.st_mode & 0o111 != 0 ? 0o755 : 0o644, sha256: "", chunks: [])
+            path: path, size: 0, mode: info.mode.rawValue & 0o111 != 0 ? 0o755 : 0o644, sha256: "", chunks: [])
         let digest = SHA256Hasher()
         let window = max(4 << 20, 2 * parameters.maximum)
         var buffer = [UInt8](repeating: 0, count: window)
@@ -132,10 +129,9 @@ package struct PackBuilder {
                     start = 0
                 }
                 while end < window && !atEnd {
-                    let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + end, window - end) }
-                    if count < 0 {
-                        if errno == EINTR { continue }
-                        throw PackError.system("cannot read \(full)", call: "read")
+                    let count = try buffer.withMutableBytes { bytes throws(PackError) in
+                        try PackFileSystem.read(
+                            opened, into: UnsafeMutableRawBufferPointer(rebasing: bytes[end...]), display: full)
                     }
                     if count == 0 { atEnd = true } else { end += count }
                 }
@@ -167,10 +163,9 @@ package struct PackBuilder {
     ) throws(PackError) -> PackIndex.Chunk {
         let sha256 = SHA256Hasher.hex(of: bytes)
         let path = publishDirectory + "/" + PackIndex.chunkPath(sha256)
-        var info = stat()
-        if stat(path, &info) == 0, info.st_size > 0 {
+        if let stored = PackFileSystem.status(atPath: path, followLinks: true)?.size, stored > 0 {
             report.chunksReused += 1
-            return PackIndex.Chunk(sha256: sha256, length: bytes.count, storedLength: Int(info.st_size))
+            return PackIndex.Chunk(sha256: sha256, length: bytes.count, storedLength: Int(stored))
         }
         let frame = try Zstd.compress(bytes, level: compressionLevel)
         try Self.writeAtomically(frame, to: path)
@@ -248,24 +243,11 @@ package struct PackBuilder {
             throw PackError("cannot create \(directory): \(error.localizedDescription)")
         }
         let temporary = directory + "/.tmp-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PackError.system("cannot create \(temporary)", call: "open") }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let error = PackError.system("cannot write \(temporary)", call: "write")
-                close(fd)
-                unlink(temporary)
-                throw error
-            }
-            written += count
-        }
-        close(fd)
-        guard rename(temporary, path) == 0 else {
-            let error = PackError.system("cannot rename \(temporary) to \(path)", call: "rename")
-            unlink(temporary)
+        try PackFileSystem.createFile(temporary, bytes: bytes)
+        do {
+            try PackFileSystem.rename(temporary, to: path)
+        } catch {
+            PackFileSystem.removeFile(temporary)
             throw error
         }
     }

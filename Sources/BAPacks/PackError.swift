@@ -41,8 +41,12 @@ package struct PackError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// A failed call: `what` with the reason of `errno` (read at once), naming `call`.
     package static func system(_ what: String, call: String, errno value: Int32 = Glibc.errno) -> PackError {
-        let errno = Errno(rawValue: value)
-        return PackError("\(what): \(errno.description)", code: .fileSystem, errno: errno, operation: call)
+        system(what, call: call, errno: Errno(rawValue: value))
+    }
+
+    /// A failed call: `what` with the reason of `errno` (swift-system's description), naming `call`.
+    package static func system(_ what: String, call: String, errno: Errno) -> PackError {
+        PackError("\(what): \(errno.description)", code: .fileSystem, errno: errno, operation: call)
     }
 
     /// Metadata that breaks `check` (a ``PackLimits`` rule), said as `message`.

@@ -1,4 +1,5 @@
 import Foundation
+import SystemPackage
 
 /// Where a pack's versions live in an app's container `ROOT`, and the atomic switch between them:
 ///
@@ -32,13 +33,10 @@ package enum PackInstallation {
         guard try PackFileSystem.status(linksFolder, in: rootFolder, display: display) != nil else { return nil }
         let links = try PackFileSystem.openFolder(linksFolder, in: rootFolder, display: display)
         guard let info = try PackFileSystem.status(id, in: links, display: display + "/" + id) else { return nil }
-        guard info.st_mode & S_IFMT == S_IFLNK else {
+        guard info.type == .symbolicLink else {
             throw PackError("\(display)/\(id) is not a link to a pack version; remove it so basd can install the pack")
         }
-        var buffer = [CChar](repeating: 0, count: 4097)
-        let count = readlinkat(links.fd, id, &buffer, 4096)
-        guard count > 0 else { throw PackError.system("cannot read the link \(display)/\(id)", call: "readlinkat") }
-        let target = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let target = try PackFileSystem.linkTarget(id, in: links, display: display + "/" + id)
         let prefix = "../\(packsFolder(id: id))/"
         guard target.hasPrefix(prefix), let version = Int(target.dropFirst(prefix.count)), version >= 1 else {
             throw PackError("\(display)/\(id) points to \(target), not to a version of the pack; remove it")
@@ -56,19 +54,20 @@ package enum PackInstallation {
         let versionDisplay = root + "/" + packsFolder(id: id) + "/\(version)"
         guard let packs = try openPacksIfPresent(root: root, id: id),
             let info = try PackFileSystem.status("\(version)", in: packs, display: versionDisplay),
-            info.st_mode & S_IFMT == S_IFDIR
+            info.type == .directory
         else { throw PackError("version \(version) of pack \(id) is not complete on disk (\(versionDisplay))") }
         let rootFolder = try PackFileSystem.openRoot(root)
         let display = root + "/" + linksFolder
         let links = try PackFileSystem.openFolder(linksFolder, in: rootFolder, create: true, display: display)
         let temporary = ".\(id).new-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
-        guard symlinkat(linkTarget(id: id, version: version), links.fd, temporary) == 0 else {
-            throw PackError.system("cannot create the link \(display)/\(temporary)", call: "symlinkat")
-        }
-        guard renameat(links.fd, temporary, links.fd, id) == 0 else {
-            let error = PackError.system(
-                "cannot switch \(display)/\(id) to version \(version) (is it a folder? remove it)", call: "renameat")
-            unlinkat(links.fd, temporary, 0)
+        try PackFileSystem.symbolicLink(
+            temporary, in: links, to: linkTarget(id: id, version: version), display: display + "/" + temporary)
+        do {
+            try PackFileSystem.rename(
+                temporary, to: id, in: links,
+                failure: "cannot switch \(display)/\(id) to version \(version) (is it a folder? remove it)")
+        } catch {
+            try? PackFileSystem.remove(temporary, in: links, display: display + "/" + temporary)
             throw error
         }
         try PackFileSystem.sync(links, display: display)
@@ -84,12 +83,10 @@ package enum PackInstallation {
         guard try PackFileSystem.status(linksFolder, in: rootFolder, display: display) != nil else { return }
         let links = try PackFileSystem.openFolder(linksFolder, in: rootFolder, display: display)
         guard let info = try PackFileSystem.status(id, in: links, display: display + "/" + id) else { return }
-        guard info.st_mode & S_IFMT == S_IFLNK else {
+        guard info.type == .symbolicLink else {
             throw PackError("\(display)/\(id) is not a link; basd removes only its own links")
         }
-        guard unlinkat(links.fd, id, 0) == 0 || errno == ENOENT else {
-            throw PackError.system("cannot remove \(display)/\(id)", call: "unlinkat")
-        }
+        try PackFileSystem.remove(id, in: links, display: display + "/" + id)
         try PackFileSystem.sync(links, display: display)
     }
 
@@ -102,7 +99,7 @@ package enum PackInstallation {
         for name in try PackFileSystem.names(in: packs, display: display) {
             guard let version = Int(name), version >= 1, "\(version)" == name,
                 let info = try PackFileSystem.status(name, in: packs, display: display + "/" + name),
-                info.st_mode & S_IFMT == S_IFDIR
+                info.type == .directory
             else { continue }
             found.append(version)
         }
@@ -144,9 +141,9 @@ package enum PackInstallation {
                 problems.append("\(file.path): cannot be opened (missing, or a link)")
                 continue
             }
-            var info = stat()
-            if fstat(opened.fd, &info) != 0 || Int64(info.st_size) != file.size {
-                problems.append("\(file.path): \(info.st_size) bytes, not \(file.size)")
+            let size = (try? PackFileSystem.status(of: opened, display: display + "/" + file.path))?.size ?? 0
+            if size != file.size {
+                problems.append("\(file.path): \(size) bytes, not \(file.size)")
             } else if (try? PackStaging.matches(opened, file, display: display + "/" + file.path)) != true {
                 problems.append("\(file.path): its SHA-256 does not match the index (changed on disk)")
             }
@@ -177,9 +174,8 @@ package enum PackInstallation {
         let display = root + "/" + packsFolder(id: id)
         let aside = "\(version).replaced"
         try PackFileSystem.removeTree(aside, in: packs, display: display + "/" + aside)
-        guard renameat(packs.fd, "\(version)", packs.fd, aside) == 0 || errno == ENOENT else {
-            throw PackError.system("cannot move \(display)/\(version) aside", call: "renameat")
-        }
+        try PackFileSystem.rename(
+            "\(version)", to: aside, in: packs, absentIsFine: true, failure: "cannot move \(display)/\(version) aside")
         try PackFileSystem.sync(packs, display: display)
     }
 
@@ -211,10 +207,10 @@ package enum PackInstallation {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
             guard let pid = pid_t(name) else { continue }
             let process = "/proc/" + name
-            var holds = link(process + "/cwd").map(inside) ?? false
+            var holds = PackFileSystem.linkTarget(atPath: process + "/cwd").map(inside) ?? false
             if !holds {
                 for fd in (try? FileManager.default.contentsOfDirectory(atPath: process + "/fd")) ?? [] {
-                    if let target = link(process + "/fd/" + fd), inside(target) {
+                    if let target = PackFileSystem.linkTarget(atPath: process + "/fd/" + fd), inside(target) {
                         holds = true
                         break
                     }
@@ -258,12 +254,5 @@ package enum PackInstallation {
 
     private static func checkID(_ id: String) throws(PackError) {
         guard PackManifest.isValidID(id) else { throw PackError("\"\(id)\" is not a usable pack id") }
-    }
-
-    private static func link(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4097)
-        let count = readlink(path, &buffer, 4096)
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -1,5 +1,5 @@
 import BACore
-import BADownloadEngine
+import BAHashing
 import Foundation
 
 /// `ba pack publish`: the download manifest devices read at the app's `BAManifestURL`
@@ -110,7 +110,7 @@ package enum PackPublisher {
             let signature = try PackSigning.sign(bytes, seed: signingKey)
             try PackBuilder.writeAtomically(Array(Data(signature).base64EncodedString().utf8), to: signaturePath)
         } else {
-            unlink(signaturePath)
+            PackFileSystem.removeFile(signaturePath)
         }
         try PackBuilder.writeAtomically(bytes, to: publishDirectory + "/manifest.json")
         return manifest

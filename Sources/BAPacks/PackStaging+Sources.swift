@@ -1,5 +1,6 @@
-import BADownloadEngine
+import BAHashing
 import Foundation
+import SystemPackage
 
 // Where a chunk's bytes come from besides the network (the installed version, another pack's
 // local version), and whether a version folder on disk is already the verified target.
@@ -31,7 +32,7 @@ extension PackStaging {
         guard let name = components.last,
             let parent = try? PackFileSystem.openFolders(
                 ["\(version)"] + components.dropLast(), in: packs, display: display),
-            let file = try? PackFileSystem.openFile(String(name), in: parent, flags: O_RDONLY, display: display)
+            let file = try? PackFileSystem.openFile(String(name), in: parent, .readOnly, display: display)
         else { return nil }
         return (parent, file)
     }
@@ -64,7 +65,7 @@ extension PackStaging {
         for (index, file) in plan.target.files.enumerated() {
             guard let parent = try? PackFileSystem.openFolders(paths[index].dropLast(), in: version, display: display),
                 let opened = try? PackFileSystem.openFile(
-                    String(paths[index].last!), in: parent, flags: O_RDONLY, display: display),
+                    String(paths[index].last!), in: parent, .readOnly, display: display),
                 (try? Self.matches(opened, file, display: display)) == true
             else { return false }
         }
@@ -73,8 +74,7 @@ extension PackStaging {
 
     /// Whether the open file has the size and SHA-256 the index gives.
     static func matches(_ descriptor: Descriptor, _ file: PackIndex.File, display: String) throws(PackError) -> Bool {
-        var info = stat()
-        guard fstat(descriptor.fd, &info) == 0, Int64(info.st_size) == file.size else { return false }
+        guard (try? PackFileSystem.status(of: descriptor, display: display))?.size == file.size else { return false }
         let hasher = SHA256Hasher()
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var offset: Int64 = 0

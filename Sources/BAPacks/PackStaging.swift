@@ -1,6 +1,6 @@
-import BADownloadEngine
-internal import CBASystem
+import BAHashing
 import Foundation
+import SystemPackage
 
 /// Assembles one version of a pack in its staging folder, then makes it a complete version:
 /// `ROOT/.background-assets/packs/ID/N.staging` becomes `…/ID/N` (see ``PackInstallation`` for
@@ -146,7 +146,7 @@ package final class PackStaging {
         if !repair,
             let info = try PackFileSystem.status(versionName, in: packs, display: packsDisplay + "/" + versionName)
         {
-            if info.st_mode & S_IFMT == S_IFDIR, verifiedVersion(in: packs) {
+            if info.type == .directory, verifiedVersion(in: packs) {
                 try PackFileSystem.removeTree(stagingName, in: packs, display: stagingDisplay)
                 state = .complete
                 needed = []
@@ -178,23 +178,17 @@ package final class PackStaging {
             }
             // A file made read-only by a finish() that a crash cut short gets its write bit back.
             if let info = try PackFileSystem.status(name, in: parent, display: display),
-                info.st_mode & S_IFMT == S_IFREG, info.st_mode & S_IWUSR == 0,
-                let readOnly = try PackFileSystem.openFile(name, in: parent, flags: O_RDONLY, display: display)
+                info.type == .regular, info.mode.rawValue & S_IWUSR == 0,
+                let readOnly = try PackFileSystem.openFile(name, in: parent, .readOnly, display: display)
             {
-                guard fchmod(readOnly.fd, 0o644) == 0 else {
-                    throw PackError.system("cannot make \(display) writable", call: "fchmod")
-                }
+                try PackFileSystem.setMode(readOnly, 0o644, failure: "cannot make \(display) writable")
             }
             guard
                 let descriptor = try PackFileSystem.openFile(
-                    name, in: parent, flags: O_RDWR | O_CREAT, display: display)
+                    name, in: parent, .readWrite, options: .create, display: display)
             else { throw PackError("cannot create \(display)") }
-            var info = stat()
-            fstat(descriptor.fd, &info)
-            if Int64(info.st_size) != file.size {
-                guard ftruncate(descriptor.fd, off_t(file.size)) == 0 else {
-                    throw PackError.system("cannot size \(display) to \(file.size) bytes", call: "ftruncate")
-                }
+            if try PackFileSystem.status(of: descriptor, display: display).size != file.size {
+                try PackFileSystem.resize(descriptor, to: file.size, display: display)
             }
             remember(index, descriptor)
         }
@@ -289,23 +283,21 @@ package final class PackStaging {
             let parent = try PackFileSystem.openFolders(paths[index].dropLast(), in: staging, display: stagingDisplay)
             guard
                 let descriptor = try PackFileSystem.openFile(
-                    String(paths[index].last!), in: parent, flags: O_RDONLY, display: display)
+                    String(paths[index].last!), in: parent, .readOnly, display: display)
             else { throw PackError("\(display) is missing") }
             // A file hashed in order as it was assembled is not read again; its size is checked.
-            var info = stat()
             let hashed = hashedWhole(index)
             let right =
                 if let hashed {
-                    hashed && fstat(descriptor.fd, &info) == 0 && Int64(info.st_size) == file.size
+                    hashed && (try? PackFileSystem.status(of: descriptor, display: display))?.size == file.size
                 } else {
                     try Self.matches(descriptor, file, display: display)
                 }
             guard right else {
                 throw PackError("\(display) does not match its size and SHA-256 in the index; prepare() again")
             }
-            guard fchmod(descriptor.fd, Self.installedMode(file.mode)) == 0 else {
-                throw PackError.system("cannot make \(display) read-only", call: "fchmod")
-            }
+            try PackFileSystem.setMode(
+                descriptor, Self.installedMode(file.mode), failure: "cannot make \(display) read-only")
             try PackFileSystem.sync(descriptor, display: display)
         }
         // Deepest folders first, so each is read-only only after its contents are.
@@ -316,32 +308,27 @@ package final class PackStaging {
             let display = stagingDisplay + "/" + folder
             let descriptor = try PackFileSystem.openFolders(
                 folder.split(separator: "/"), in: staging, display: stagingDisplay)
-            guard fchmod(descriptor.fd, 0o555) == 0 else {
-                throw PackError.system("cannot make \(display) read-only", call: "fchmod")
-            }
+            try PackFileSystem.setMode(descriptor, 0o555, failure: "cannot make \(display) read-only")
             try PackFileSystem.sync(descriptor, display: display)
         }
-        guard fchmod(staging.fd, 0o555) == 0 else {
-            throw PackError.system("cannot make \(stagingDisplay) read-only", call: "fchmod")
-        }
+        try PackFileSystem.setMode(staging, 0o555, failure: "cannot make \(stagingDisplay) read-only")
         try PackFileSystem.sync(staging, display: stagingDisplay)
         if repair {
             // The repaired folder takes the damaged one's name in one step; the damaged one then
             // leaves the staging name for `N.replaced` (a replaced one left before goes first).
-            guard ba_sys_rename_exchange(packs.fd, stagingName, packs.fd, versionName) == 0 else {
-                throw PackError.system(
-                    "cannot swap \(stagingDisplay) with version \(versionName) (the file system must support renameat2's RENAME_EXCHANGE)",
-                    call: "renameat2")
-            }
+            try PackFileSystem.exchange(
+                stagingName, with: versionName, in: packs,
+                failure:
+                    "cannot swap \(stagingDisplay) with version \(versionName) (the file system must support renameat2's RENAME_EXCHANGE)"
+            )
             let replaced = versionName + ".replaced"
             try PackFileSystem.removeTree(replaced, in: packs, display: packsDisplay + "/" + replaced)
-            guard renameat(packs.fd, stagingName, packs.fd, replaced) == 0 else {
-                throw PackError.system("cannot rename the replaced \(stagingDisplay) to \(replaced)", call: "renameat")
-            }
+            try PackFileSystem.rename(
+                stagingName, to: replaced, in: packs,
+                failure: "cannot rename the replaced \(stagingDisplay) to \(replaced)")
         } else {
-            guard renameat(packs.fd, stagingName, packs.fd, versionName) == 0 else {
-                throw PackError.system("cannot rename \(stagingDisplay) to \(versionName)", call: "renameat")
-            }
+            try PackFileSystem.rename(
+                stagingName, to: versionName, in: packs, failure: "cannot rename \(stagingDisplay) to \(versionName)")
         }
         try PackFileSystem.sync(packs, display: packsDisplay)
         self.staging = nil
@@ -364,13 +351,13 @@ package final class PackStaging {
             let path = prefix.isEmpty ? name : prefix + "/" + name
             let display = stagingDisplay + "/" + path
             guard let info = try PackFileSystem.status(name, in: folder, display: display) else { continue }
-            switch info.st_mode & S_IFMT {
-            case S_IFDIR where folders.contains(path):
+            switch info.type {
+            case .directory where folders.contains(path):
                 try clean(
                     try PackFileSystem.openFolder(name, in: folder, writable: true, display: display), prefix: path)
-            case S_IFREG where files.contains(path):
+            case .regular where files.contains(path):
                 continue
-            case S_IFLNK where files.contains(path) || folders.contains(path):
+            case .symbolicLink where files.contains(path) || folders.contains(path):
                 throw PackError("\(display) is a symbolic link; refused (remove the staging folder)")
             default:
                 try PackFileSystem.removeTree(name, in: folder, display: display)
@@ -473,7 +460,7 @@ package final class PackStaging {
         hashedChunks[index] = next
         // A complete file goes to the disk now, not all at once in finish()'s fsyncs.
         if next == chunks.count, let file = stagingFiles[index] {
-            ba_sys_start_writeback(file.fd, 0, 0)
+            PackFileSystem.startWriteback(file)
             unflushed[index] = 0
         }
     }
@@ -489,7 +476,7 @@ package final class PackStaging {
             unflushed[index] = total
             return
         }
-        ba_sys_start_writeback(file.fd, 0, 0)
+        PackFileSystem.startWriteback(file)
         unflushed[index] = 0
     }
 
@@ -518,7 +505,7 @@ package final class PackStaging {
         let parent = try PackFileSystem.openFolders(paths[index].dropLast(), in: staging, display: stagingDisplay)
         guard
             let descriptor = try PackFileSystem.openFile(
-                String(paths[index].last!), in: parent, flags: O_RDWR, display: display)
+                String(paths[index].last!), in: parent, .readWrite, display: display)
         else { throw PackError("\(display) is missing") }
         remember(index, descriptor)
         return descriptor
@@ -542,21 +529,25 @@ package final class PackStaging {
         let display = packsDisplay + "/\(installed)/" + path
         guard let (sourceParent, source) = Self.openVersionFile(path, version: installed, in: packs, display: display)
         else { return false }
-        var sourceInfo = stat()
-        guard fstat(source.fd, &sourceInfo) == 0, sourceInfo.st_mode & 0o7777 == Self.installedMode(file.mode) else {
-            return false
-        }
+        guard let sourceInfo = try? PackFileSystem.status(of: source, display: display),
+            sourceInfo.mode.rawValue & 0o7777 == Self.installedMode(file.mode)
+        else { return false }
         let stagingDisplay = self.stagingDisplay + "/" + file.path
         if let existing = try PackFileSystem.status(name, in: parent, display: stagingDisplay) {
-            guard existing.st_dev == sourceInfo.st_dev, existing.st_ino == sourceInfo.st_ino else { return false }
+            guard existing.deviceID == sourceInfo.deviceID, existing.inode == sourceInfo.inode else { return false }
             if try Self.matches(source, file, display: display) { return true }
             // Our link to a file that changed since: not to be written through.
-            guard unlinkat(parent.fd, name, 0) == 0 else {
-                throw PackError.system("cannot remove \(stagingDisplay)", call: "unlinkat")
-            }
+            try PackFileSystem.remove(name, in: parent, absentIsFine: false, display: stagingDisplay)
             return false
         }
         guard try Self.matches(source, file, display: display) else { return false }
-        return linkat(sourceParent.fd, String(path.split(separator: "/").last!), parent.fd, name, 0) == 0
+        do {
+            let sourceName = String(path.split(separator: "/").last!)
+            try PackFileSystem.hardLink(sourceName, in: sourceParent, as: name, in: parent, display: stagingDisplay)
+            return true
+        } catch {
+            // Not linked (another file system, too many links): the chunks are copied instead.
+            return false
+        }
     }
 }

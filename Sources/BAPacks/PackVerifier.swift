@@ -1,4 +1,4 @@
-import BADownloadEngine
+import BAHashing
 import Foundation
 
 /// `ba pack verify`: checks every index in a publish folder against its chunk store: each chunk is

@@ -1,5 +1,6 @@
 import BAAssetServer
 import BADownloadEngine
+import BAHashing
 import BAPacks
 import BATestSupport
 import Foundation

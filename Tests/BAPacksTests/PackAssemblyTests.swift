@@ -1,4 +1,3 @@
-import BADownloadEngine
 import BATestSupport
 import Foundation
 import Synchronization

@@ -1,4 +1,4 @@
-import BADownloadEngine
+import BAHashing
 import Foundation
 import Testing
 

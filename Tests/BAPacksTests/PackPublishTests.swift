@@ -1,5 +1,5 @@
 import BACore
-import BADownloadEngine
+import BAHashing
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 import BACore
 import BADaemonProtocol
 import BADownloadEngine
+import BAHashing
 import BAStore
 import Foundation
 

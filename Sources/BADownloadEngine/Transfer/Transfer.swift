@@ -1,3 +1,4 @@
+import BAHashing
 internal import CBASystem
 internal import CCurl
 import Foundation

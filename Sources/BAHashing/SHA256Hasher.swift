@@ -1,10 +1,19 @@
 internal import CCrypto
-import Foundation
+import SystemPackage
 
 /// Streaming SHA-256 (OpenSSL's EVP interface).
+///
+/// Not thread-safe: one hasher is fed by one user at a time.
+///
+/// ```swift
+/// let hasher = SHA256Hasher()
+/// for chunk in chunks { chunk.withUnsafeBytes { hasher.update($0) } }
+/// let digest = hasher.finalizeHex()  // 64 lowercase hex digits
+/// ```
 package final class SHA256Hasher {
     private let context: OpaquePointer?
 
+    /// A hasher that has taken no bytes yet.
     package init() {
         context = EVP_MD_CTX_new()
         EVP_DigestInit_ex(context, EVP_sha256(), nil)
@@ -12,6 +21,7 @@ package final class SHA256Hasher {
 
     deinit { EVP_MD_CTX_free(context) }
 
+    /// Feeds `bytes` to the digest.
     package func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         EVP_DigestUpdate(context, base, bytes.count)
@@ -44,18 +54,22 @@ extension SHA256Hasher {
         return hasher.finalizeHex()
     }
 
-    /// The SHA-256 of the file at `path` (read 1 MiB at a time), as lowercase hex. A symbolic link
-    /// there is not followed (it fails with `ELOOP`): basd hashes files in folders an extension
-    /// may have written to.
+    /// The SHA-256 of the file at `path` (read 1 MiB at a time, `EINTR` retried), as lowercase
+    /// hex. A symbolic link there is not followed (it fails with `ELOOP`): basd hashes files in
+    /// folders an extension may have written to.
+    ///
+    /// - Throws: the ``Errno`` of the `open` or `read` that failed.
     package static func hex(ofFileAt path: String) throws -> String {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        defer { try? handle.close() }
-        let hasher = SHA256Hasher()
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            chunk.withUnsafeBytes { hasher.update($0) }
+        let file = try FileDescriptor.open(FilePath(path), .readOnly, options: [.noFollow, .closeOnExec])
+        return try file.closeAfter {
+            let hasher = SHA256Hasher()
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            while true {
+                let count = try buffer.withUnsafeMutableBytes { try file.read(into: $0) }
+                if count == 0 { break }
+                buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            }
+            return hasher.finalizeHex()
         }
-        return hasher.finalizeHex()
     }
 }
