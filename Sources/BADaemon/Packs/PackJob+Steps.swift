@@ -1,6 +1,6 @@
 import BACore
 import BADaemonProtocol
-import BADownloadEngine
+import BAHashing
 import BAPacks
 import BAStore
 import Foundation

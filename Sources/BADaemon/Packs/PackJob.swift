@@ -1,6 +1,5 @@
 import BACore
 import BADaemonProtocol
-import BADownloadEngine
 import BAHashing
 import BAPacks
 import BAStore

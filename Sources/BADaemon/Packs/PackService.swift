@@ -1,6 +1,5 @@
 import BACore
 import BADaemonProtocol
-import BADownloadEngine
 import BAPacks
 import BAStore
 import Foundation
