@@ -82,14 +82,22 @@ package struct WaitingReason: RawRepresentable, Sendable, Hashable, Codable, Cus
 
 /// Why a pack could not be made local: what a user or publisher can act on, and the protocol's
 /// error code when it has one (`docs/protocol.md`, "Errors": 1102 refused metadata, 1110 a parked
-/// job, …). `cancelled` is the app's own cancellation.
+/// job, …), and for a failed call on the device, its errno and the call (or the check that
+/// refused: `chunkLength`, …), so that no code reads the message to tell a full disk from a bad
+/// chunk. `cancelled` is the app's own cancellation.
 package struct PackFailure: Error, Sendable, Hashable, CustomStringConvertible {
     package var message: String
     package var code: Int?
+    /// The errno of the call that failed (`ENOSPC` 28, …), when one did.
+    package var errno: Int32?
+    /// The syscall that failed (`pwrite`, …) or the check that refused.
+    package var operation: String?
 
-    package init(_ message: String, code: Int? = nil) {
+    package init(_ message: String, code: Int? = nil, errno: Int32? = nil, operation: String? = nil) {
         self.message = message
         self.code = code
+        self.errno = errno
+        self.operation = operation
     }
 
     /// The app cancelled the download (its `Progress`).

@@ -197,7 +197,7 @@ package struct PackEvent: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case kind, appIdentifier, assetPackID, version, bytesPresent, bytesTotal, bytesFetched, bytesReused,
-            message, downloadSize, userInfo, waitingFor, errorCode
+            message, downloadSize, userInfo, waitingFor, errorCode, errno, operation
     }
 
     package init(from decoder: any Decoder) throws {
@@ -214,7 +214,9 @@ package struct PackEvent: Sendable, Hashable, Codable {
             kind = .failed(
                 PackFailure(
                     try container.decodeIfPresent(String.self, forKey: .message) ?? "the download failed",
-                    code: try container.decodeIfPresent(Int.self, forKey: .errorCode)))
+                    code: try container.decodeIfPresent(Int.self, forKey: .errorCode),
+                    errno: try container.decodeIfPresent(Int32.self, forKey: .errno),
+                    operation: try container.decodeIfPresent(String.self, forKey: .operation)))
         case "removed": kind = .removed
         case "obsolete": kind = .obsolete
         default:
@@ -249,6 +251,8 @@ package struct PackEvent: Sendable, Hashable, Codable {
         case .failed(let failure):
             try container.encode(failure.message, forKey: .message)
             try container.encodeIfPresent(failure.code, forKey: .errorCode)
+            try container.encodeIfPresent(failure.errno, forKey: .errno)
+            try container.encodeIfPresent(failure.operation, forKey: .operation)
         default: break
         }
     }

@@ -139,7 +139,7 @@ struct ShouldDownloadCandidateTests {
     typealias Policy = PackManifest.DownloadPolicy
 
     /// A row whose entry is the download manifest's JSON, as `ba pack publish` writes it.
-    static func row(_ policy: Policy, server: Int, local: Int?, userInfo: JSONValue? = nil) throws -> StoredPack {
+    static func row(_ policy: Policy, server: Int, local: Int?, userInfo: JSONValue? = nil) throws -> PackRow {
         let encoder = JSONEncoder()
         let policyText = String(decoding: try encoder.encode(policy), as: UTF8.self)
         let userInfoText = try userInfo.map { String(decoding: try encoder.encode($0), as: UTF8.self) } ?? "null"
@@ -148,7 +148,7 @@ struct ShouldDownloadCandidateTests {
              "userInfo": \(userInfoText), "indexURL": "http://127.0.0.1/packs/p/\(server).json",
              "indexSHA256": "\(String(repeating: "0", count: 64))"}
             """
-        return StoredPack(appIdentifier: "app", packID: "p", entry: entry, localVersion: local)
+        return try PackRow(StoredPack(appIdentifier: "app", packID: "p", entry: entry, localVersion: local))
     }
 
     static let both: Set<PackManifest.InstallationEvent> = [.firstInstallation, .subsequentUpdate]
@@ -165,6 +165,17 @@ struct ShouldDownloadCandidateTests {
         // An outdated local pack of another policy updates in the background without asking.
         #expect(PackService.candidate(try Self.row(.onDemand, server: 2, local: 1), event: update) == nil)
         #expect(PackService.candidate(try Self.row(.essential([first]), server: 2, local: 1), event: update) == nil)
+    }
+
+    @Test("a stored entry basd cannot read is an error naming the pack, never \"not listed\"")
+    func unreadableEntry() {
+        let stored = StoredPack(appIdentifier: "app", packID: "p", entry: #"{"assetPackID": 7}"#)
+        #expect { try PackRow(stored) } throws: { "\($0)".contains("asset pack p of app is not a manifest entry") }
+        // A manifest check replaces it: the other columns stay.
+        var replaced = PackRow(replacingEntriesOf: StoredPack(appIdentifier: "app", packID: "p", localVersion: 3))
+        #expect(replaced.entry == nil && replaced.localVersion == 3)
+        replaced.requested = true
+        #expect(replaced.stored.requested)
     }
 
     @Test("the pack is handed over with its version, download size and userInfo as JSON")

@@ -1,4 +1,5 @@
 import BAPacks
+import BAStore
 import BATestSupport
 import Foundation
 import Testing
@@ -284,5 +285,35 @@ struct PackTrustTests {
         _ = try await CLIQueries.poll(
             "the warning in basd's log", daemon, timeout: 10, read: { daemon.standardError },
             until: { $0.contains("warning: \(PackFixture.app)") })
+    }
+
+    @Test("a stored key basd cannot use refuses the manifest (1109): never read as \"no key\"")
+    func keyFailsClosed() async throws {
+        let keys = try TemporaryDirectory()
+        defer { keys.remove() }
+        let (key, publicKey) = try await keyPair(in: keys.path)
+        let fixture = try await PackFixture.make(publicKey: publicKey)
+        defer { fixture.remove() }
+        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["a.bin": [1]])
+        try await fixture.publish(["base"], version: 1, key: key)
+        let daemon = try await DaemonProcess.start()
+        var running = daemon
+        defer { running.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        // basd stopped; its record of the key damaged; an unsigned manifest served.
+        daemon.stop()
+        let store = try BAStore.open(path: daemon.stateDirectory + "/state.sqlite")
+        var record = try #require(try store.packApps().first { $0.appIdentifier == PackFixture.app })
+        record.publicKey = "not a key"
+        try store.setPackApp(record)
+        try store.close()
+        unlink(fixture.publish + "/manifest.json.sig")
+        running = try await daemon.restarted()
+        let check = try await runProcess(ba, ["packs", "check", PackFixture.app, "--socket", running.socketPath])
+        #expect(check.status != 0 && check.stderr.contains("not a 32-byte key"), "\(check.stdout)\(check.stderr)")
+        let listed = try await runProcess(ba, ["packs", "--app", PackFixture.app, "--socket", running.socketPath])
+        #expect(listed.stderr.contains("(error 1109)"), "\(listed.stderr)")
+        #expect(try await status(running))
     }
 }

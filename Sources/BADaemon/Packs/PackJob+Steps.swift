@@ -89,7 +89,11 @@ extension PackService {
     /// the job's queue).
     func prepare(_ job: PackJob, index: PackIndex) {
         let root = containers.packRoot(app: job.key.app)
-        let rows = (try? store.packs(app: job.key.app)) ?? []
+        let rows: [StoredPack]
+        do { rows = try store.packs(app: job.key.app) } catch {
+            run(job, .prepared(.failure(PackFailure("basd could not read its asset packs: \(error)"))))
+            return
+        }
         let local = rows.first { $0.packID == job.key.pack }?.localVersion
         let installedIndexPath = local.map { indexPath(app: job.key.app, pack: job.key.pack, version: $0) }
         // The app's other local packs: a chunk they share with this one is copied, not fetched.
@@ -115,7 +119,7 @@ extension PackService {
                     bytesReused: plan.totalBytes - chunks.reduce(0) { $0 + Int64($1.length) })
                 result = .success((PackJob.StagingBox(staging), prepared))
             } catch {
-                result = .failure(PackFailure("cannot prepare version \(index.version): \(error)"))
+                result = .failure(PackJobMachine.failure("cannot prepare version \(index.version): \(error)", error))
             }
             executor.async { [self] in
                 guard live(job) else { return }
@@ -243,7 +247,7 @@ extension PackService {
     func recordLocal(_ job: PackJob) {
         let version = job.entry.version
         jobs[job.key] = nil
-        var row = readRow(job.key) ?? StoredPack(appIdentifier: job.key.app, packID: job.key.pack)
+        var row = readRow(job.key) ?? PackRow(app: job.key.app, pack: job.key.pack)
         let previous = row.localVersion
         row.localVersion = version
         row.target = nil

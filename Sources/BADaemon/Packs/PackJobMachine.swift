@@ -187,13 +187,14 @@ struct PackJobMachine: Sendable {
             if error.isNoSpace { return waitForSpace(refetch: unit) }
             if error.code == .badContent {
                 return fail(
-                    PackFailure(
-                        "the CDN served a bad chunk in \(unit.path) for version \(version): \(error); version \(version) is not installed, the local one stays"
-                    ))
+                    Self.failure(
+                        "the CDN served a bad chunk in \(unit.path) for version \(version): \(error); version \(version) is not installed, the local one stays",
+                        error))
             }
             return fail(
-                PackFailure(
-                    "version \(version) could not be assembled from \(unit.path): \(error); the local one stays"))
+                Self.failure(
+                    "version \(version) could not be assembled from \(unit.path): \(error); the local one stays", error)
+            )
         case (.finishing, .finished(.success)):
             phase = .done
             return [
@@ -204,11 +205,16 @@ struct PackJobMachine: Sendable {
                 .send(.finished),
             ]
         case (.finishing, .finished(.failure(let error))):
-            return fail(PackFailure("version \(version) could not be completed: \(error)"))
+            return fail(Self.failure("version \(version) could not be completed: \(error)", error))
         default:
             // An input this phase does not expect (a late or repeated answer): nothing to do.
             return []
         }
+    }
+
+    /// A failure said as `message`, with the errno and call (or check) of `error`.
+    static func failure(_ message: String, _ error: PackError) -> PackFailure {
+        PackFailure(message, errno: error.errno?.rawValue, operation: error.operation)
     }
 
     /// Believes the index only if it names this pack and version and needs no more than the

@@ -22,7 +22,7 @@ extension PackService {
     /// `N.replaced` (once nothing holds it); the files of packs without a row; and the pack root
     /// of an app that no longer gets packs (an uninstall cut short). Call at start, before any
     /// job or check runs (``resume()``); `rows` are the store's packs.
-    func cleanUpAtStart(rows: [StoredPack]) {
+    func cleanUpAtStart(rows: [PackRow]) {
         let apps: [StoredPackApp]
         do { apps = try store.packApps() } catch {
             // Without the list, nothing is known to be unused: nothing is removed.
@@ -52,7 +52,7 @@ extension PackService {
     }
 
     /// One pack's leftovers at start (``cleanUpAtStart(rows:)``).
-    private func cleanUp(_ key: Key, row: StoredPack?, root: String) {
+    private func cleanUp(_ key: Key, row: PackRow?, root: String) {
         guard let row else {
             // Its row went (forgotten, obsolete) but not its files: a removal cut short.
             log("asset pack \(key): no longer known; its files are removed")
@@ -66,7 +66,7 @@ extension PackService {
             }
             return
         }
-        let target = row.target.flatMap(Self.decodeEntry)?.version
+        let target = row.target?.version
         let leftovers: PackInstallation.Leftovers
         do throws(PackError) { leftovers = try PackInstallation.leftovers(root: root, id: key.pack) } catch {
             log("asset pack \(key): \(error)")

@@ -269,11 +269,12 @@ extension PackService {
         // Stored only now, with the packs it lists, in one transaction (never the sequence before
         // every check passed, nor the packs without their sequence).
         do {
-            var rows = Dictionary(stored.map { ($0.packID, $0) }, uniquingKeysWith: { first, _ in first })
-            var changed: [StoredPack] = []
+            var rows = Dictionary(
+                stored.map { ($0.packID, PackRow(replacingEntriesOf: $0)) }, uniquingKeysWith: { first, _ in first })
+            var changed: [PackRow] = []
             for entry in manifest.assetPacks {
-                var row = rows[entry.assetPackID] ?? StoredPack(appIdentifier: name, packID: entry.assetPackID)
-                row.entry = Self.encode(entry)
+                var row = rows[entry.assetPackID] ?? PackRow(app: name, pack: entry.assetPackID)
+                row.entry = entry
                 rows[entry.assetPackID] = row
                 changed.append(row)
             }
@@ -283,7 +284,8 @@ extension PackService {
                 changed.append(row)
             }
             try store.acceptManifest(
-                app: name, publicKey: keyText, sequence: accepted?.sequence, sha256: sha256, rows: changed)
+                app: name, publicKey: keyText, sequence: accepted?.sequence, sha256: sha256,
+                rows: changed.map(\.stored))
             if var record = try store.packApps().first(where: { $0.appIdentifier == name }) {
                 record.checkedAt = clock.now
                 record.checkError = nil

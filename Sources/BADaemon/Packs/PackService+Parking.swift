@@ -15,7 +15,7 @@ extension PackService {
     /// Parks `key`'s job for `version` instead of resuming it: the staging folder stays (what is
     /// verified in it is kept for the next attempt), the row says why, and a `failed` event tells
     /// whoever listens.
-    func park(_ key: Key, row: StoredPack, version: Int) {
+    func park(_ key: Key, row: PackRow, version: Int) {
         var row = row
         let message =
             "version \(version) was being installed when basd stopped abnormally \(row.interruptedStarts) times in a row: parked so that basd serves everyone else; `ba packs ensure \(key.app) \(key.pack)` tries again"
@@ -38,16 +38,6 @@ extension PackService {
             guard var row = readRow(key), row.interruptedStarts != 0 else { continue }
             row.interruptedStarts = 0
             save(row)
-        }
-    }
-
-    /// The row of `key`, or nil (logged) when it cannot be read.
-    func readRow(_ key: Key) -> StoredPack? {
-        do {
-            return try store.packs(app: key.app).first { $0.packID == key.pack }
-        } catch {
-            log("asset pack \(key): \(error)")
-            return nil
         }
     }
 }

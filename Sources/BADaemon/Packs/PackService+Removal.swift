@@ -8,10 +8,14 @@ import Foundation
 extension PackService {
     /// `ba packs remove`: the pack's files go (once nothing holds them); it stays listed.
     func remove(app name: String, pack: String) -> ServerMessage.Result {
-        guard let row = (try? store.packs(app: name))?.first(where: { $0.packID == pack }) else {
+        let key = Key(app: name, pack: pack)
+        let found: PackRow?
+        do { found = try self.row(key) } catch {
+            return Refusal(.internalError, "basd could not read its asset packs: \(error)").result
+        }
+        guard let row = found else {
             return Refusal(.invalidRequest, "\(name) has no asset pack \"\(pack)\"").result
         }
-        let key = Key(app: name, pack: pack)
         stopJob(key)
         removePack(key, row: row, forget: row.entry == nil)
         send(PackEvent(.removed, appIdentifier: name, assetPackID: pack, version: row.localVersion))
@@ -27,7 +31,7 @@ extension PackService {
     /// (``packQueue(_:)``), after a step the job had under way: a version it completed but did
     /// not switch to, a staging folder it was writing. A restart finds no link, so the pack stays
     /// absent then too, and ``cleanUpAtStart(rows:)`` removes what a kill cut short.
-    func removePack(_ key: Key, row: StoredPack, forget: Bool) {
+    func removePack(_ key: Key, row: PackRow, forget: Bool) {
         let root = containers.packRoot(app: key.app)
         do throws(PackError) {
             try PackInstallation.removeLink(root: root, id: key.pack)
@@ -39,7 +43,7 @@ extension PackService {
         row.target = nil
         row.requested = false
         do {
-            if forget { try store.deletePack(app: key.app, pack: key.pack) } else { try store.savePack(row) }
+            if forget { try store.deletePack(app: key.app, pack: key.pack) } else { try store.savePack(row.stored) }
         } catch {
             log("asset pack \(key): \(error)")
         }

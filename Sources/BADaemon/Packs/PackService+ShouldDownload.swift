@@ -15,9 +15,13 @@ extension PackService {
     /// fails or cannot be made declines nothing: every pack downloads, the system default
     /// (``PackServiceDelegate/packs(_:askExtensionOf:about:decided:)``).
     func askExtension(_ trigger: PackDecision.Trigger, app: StoredApp, then: @escaping () -> Void) {
-        guard case .installation(let event) = trigger, let delegate,
-            let rows = try? store.packs(app: app.bundleIdentifier)
-        else { return then() }
+        guard case .installation(let event) = trigger, let delegate else { return then() }
+        let rows: [PackRow]
+        do { rows = try self.rows(app: app.bundleIdentifier) } catch {
+            // Not asked: every pack downloads (the default), and the log says why.
+            log("asset packs of \(app.bundleIdentifier): \(error)")
+            return then()
+        }
         let candidates = rows.compactMap { row in
             Self.candidate(row, event: event).map { (row.packID, $0) }
         }
@@ -28,7 +32,7 @@ extension PackService {
         delegate.packs(self, askExtensionOf: app, about: candidates.map(\.1)) { [self] declined in
             let asked = Set(candidates.map(\.0))
             // Read again: the rows may have changed while the extension ran.
-            for var row in (try? store.packs(app: app.bundleIdentifier)) ?? [] where asked.contains(row.packID) {
+            for var row in (try? self.rows(app: app.bundleIdentifier)) ?? [] where asked.contains(row.packID) {
                 let now = declined.contains(row.packID)
                 guard row.declined != now else { continue }
                 row.declined = now
@@ -45,8 +49,8 @@ extension PackService {
 
     /// The pack as the extension is asked about it, if `event` would download it for its
     /// essential or prefetch policy (not yet current); nil otherwise.
-    static func candidate(_ row: StoredPack, event: PackManifest.InstallationEvent) -> AssetPackRecord? {
-        guard let entry = row.entry.flatMap(decodeEntry) else { return nil }
+    static func candidate(_ row: PackRow, event: PackManifest.InstallationEvent) -> AssetPackRecord? {
+        guard let entry = row.entry else { return nil }
         switch entry.downloadPolicy {
         case .essential(let events), .prefetch(let events):
             guard events.contains(event) else { return nil }

@@ -106,9 +106,9 @@ final class PackService: @unchecked Sendable {
     /// in its staging folder, each row learns the version its link really points at, and versions
     /// no longer current go once nothing holds them. Call once at start.
     func resume() {
-        let rows: [StoredPack]
+        let rows: [PackRow]
         do {
-            rows = try store.packs()
+            rows = try self.rows(app: nil)
         } catch {
             log("cannot read the asset packs to resume them: \(error)")
             return
@@ -131,13 +131,13 @@ final class PackService: @unchecked Sendable {
                     "asset pack \(key): its link says version \(linked.map(String.init) ?? "none"), the store \(row.localVersion.map(String.init) ?? "none"); the link wins"
                 )
                 row.localVersion = linked
-                if let target = row.target.flatMap(Self.decodeEntry), target.version == linked { row.target = nil }
+                if let target = row.target, target.version == linked { row.target = nil }
                 save(row)
             }
             for version in (try? PackInstallation.versions(root: root, id: row.packID)) ?? [] where version != linked {
                 removeWhenFree(key, version: version)
             }
-            if let target = row.target.flatMap(Self.decodeEntry), let app = try? store.app(row.appIdentifier) {
+            if let target = row.target, let app = try? store.app(row.appIdentifier) {
                 // In flight when the last basd ended without its clean shutdown (which sets the
                 // count back to 0): after `parkAfter` such exits in a row the job may be what
                 // killed it, so it waits for `ba packs ensure` instead of starting again.
@@ -156,14 +156,18 @@ final class PackService: @unchecked Sendable {
 
     /// Acts on every pack of `app` as `trigger` calls for.
     func apply(_ trigger: PackDecision.Trigger, to app: StoredApp) {
-        guard let rows = try? store.packs(app: app.bundleIdentifier) else { return }
+        let rows: [PackRow]
+        do { rows = try self.rows(app: app.bundleIdentifier) } catch {
+            log("asset packs of \(app.bundleIdentifier): \(error)")
+            return
+        }
         for row in rows { act(on: row, app: app, trigger: trigger) }
     }
 
     @discardableResult
-    func act(on row: StoredPack, app: StoredApp, trigger: PackDecision.Trigger) -> PackDecision.Action {
-        let key = Key(app: row.appIdentifier, pack: row.packID)
-        let entry = row.entry.flatMap(Self.decodeEntry)
+    func act(on row: PackRow, app: StoredApp, trigger: PackDecision.Trigger) -> PackDecision.Action {
+        let key = row.key
+        let entry = row.entry
         let action = PackDecision.action(
             policy: entry?.downloadPolicy, serverVersion: entry?.version, localVersion: row.localVersion,
             requested: row.requested, trigger: trigger, declined: row.declined,
@@ -182,7 +186,7 @@ final class PackService: @unchecked Sendable {
                 stopJob(key)
             }
             var row = row
-            row.target = Self.encode(entry)
+            row.target = entry
             row.failure = nil
             row.failureCode = nil
             row.interruptedStarts = 0
@@ -243,7 +247,11 @@ final class PackService: @unchecked Sendable {
             return
         }
         let perform: @Sendable () -> ServerMessage.Result = { [self] in
-            guard var row = (try? store.packs(app: name))?.first(where: { $0.packID == pack }), row.entry != nil else {
+            let found: PackRow?
+            do { found = try row(Key(app: name, pack: pack)) } catch {
+                return Refusal(.internalError, "basd could not read its asset packs: \(error)").result
+            }
+            guard var row = found, row.entry != nil else {
                 return Refusal(
                     .invalidRequest,
                     "\(name)'s download manifest lists no asset pack \"\(pack)\" (`ba packs --app \(name)` lists those it has)"
@@ -254,7 +262,7 @@ final class PackService: @unchecked Sendable {
             act(on: row, app: app, trigger: .ensure(requireLatest: requireLatest))
             return .packs(PackReport(packs: listing(app: name).filter { $0.assetPackID == pack }))
         }
-        let known = (try? store.packs(app: name))?.contains { $0.packID == pack && $0.entry != nil } ?? false
+        let known = (try? row(Key(app: name, pack: pack)))??.entry != nil
         guard (try? store.packApps())?.contains(where: { $0.appIdentifier == name }) == true else {
             reply(
                 Refusal(
@@ -281,10 +289,14 @@ final class PackService: @unchecked Sendable {
     /// An app cancelled a pack's download (its `Progress`): the job stops (what is verified in
     /// staging stays), the request is forgotten, and a `failed` event says so.
     func cancel(app name: String, pack: String) -> ServerMessage.Result {
-        guard var row = (try? store.packs(app: name))?.first(where: { $0.packID == pack }) else {
+        let key = Key(app: name, pack: pack)
+        let found: PackRow?
+        do { found = try row(key) } catch {
+            return Refusal(.internalError, "basd could not read its asset packs: \(error)").result
+        }
+        guard var row = found else {
             return Refusal(.invalidRequest, "\(name) has no asset pack \"\(pack)\"").result
         }
-        let key = Key(app: name, pack: pack)
         if let job = jobs[key] {
             let version = job.entry.version
             stopJob(key)
@@ -301,8 +313,9 @@ final class PackService: @unchecked Sendable {
 
     /// `ba packs verify`: reads every local file of `app`'s packs against its index.
     func verify(app name: String, repair: Bool, reply: @escaping @Sendable (ServerMessage.Result) -> Void) {
-        guard let rows = try? store.packs(app: name) else {
-            reply(Refusal(.internalError, "basd could not read its asset packs").result)
+        let rows: [PackRow]
+        do { rows = try self.rows(app: name) } catch {
+            reply(Refusal(.internalError, "basd could not read its asset packs: \(error)").result)
             return
         }
         let root = containers.packRoot(app: name)
@@ -319,8 +332,8 @@ final class PackService: @unchecked Sendable {
             executor.async { [self, problems, damaged] in
                 if repair, let app = try? store.app(name) {
                     for pack in damaged {
-                        guard var row = (try? store.packs(app: name))?.first(where: { $0.packID == pack }),
-                            let entry = row.entry.flatMap(Self.decodeEntry), row.localVersion != nil
+                        guard var row = readRow(Key(app: name, pack: pack)), let entry = row.entry,
+                            row.localVersion != nil
                         else { continue }
                         // The damaged version stays readable until the repaired one replaces it; a
                         // newer version on the server replaces it as an update does (checking what it reuses).
@@ -329,7 +342,7 @@ final class PackService: @unchecked Sendable {
                             "asset pack \(pack) of \(name): damaged; \(repair ? "assembling version \(entry.version) again" : "updating to version \(entry.version)")"
                         )
                         stopJob(Key(app: name, pack: pack))
-                        row.target = Self.encode(entry)
+                        row.target = entry
                         save(row)
                         startJob(Key(app: name, pack: pack), app: app, entry: entry, essential: true, repair: repair)
                     }
@@ -343,12 +356,16 @@ final class PackService: @unchecked Sendable {
 
     /// Where each pack of `app` (nil: every app) stands.
     func listing(app: String?) -> [PackInfo] {
-        guard let rows = try? store.packs(app: app) else { return [] }
+        let rows: [PackRow]
+        do { rows = try self.rows(app: app) } catch {
+            log("cannot list the asset packs: \(error)")
+            return []
+        }
         let groups = Dictionary(
             ((try? store.apps()) ?? []).map { ($0.bundleIdentifier, $0.appGroupIdentifier) },
             uniquingKeysWith: { first, _ in first })
         return rows.map { row in
-            let entry = row.entry.flatMap(Self.decodeEntry)
+            let entry = row.entry
             var info = PackInfo(appIdentifier: row.appIdentifier, assetPackID: row.packID, status: [])
             info.policy = entry.map { Self.policy($0.downloadPolicy) }
             info.localVersion = row.localVersion
@@ -426,8 +443,8 @@ final class PackService: @unchecked Sendable {
 
     /// The essential packs of `event` for `app` that its extension did not decline, by ID.
     func essentialPacks(app: String, event: PackManifest.InstallationEvent) -> [String] {
-        ((try? store.packs(app: app)) ?? []).compactMap { row in
-            guard !row.declined, case .essential(let events)? = row.entry.flatMap(Self.decodeEntry)?.downloadPolicy,
+        ((try? rows(app: app)) ?? []).compactMap { row in
+            guard !row.declined, case .essential(let events)? = row.entry?.downloadPolicy,
                 events.contains(event)
             else { return nil }
             return row.packID
@@ -440,10 +457,6 @@ final class PackService: @unchecked Sendable {
     }
 
     // MARK: Helpers
-
-    func save(_ row: StoredPack) {
-        do { try store.savePack(row) } catch { log("asset pack \(row.packID) of \(row.appIdentifier): \(error)") }
-    }
 
     /// Whether the pack being installed for `app` is essential (installed with the app).
     func isEssentialJob(app: String, pack: String) -> Bool { jobs[Key(app: app, pack: pack)]?.essential ?? false }
@@ -475,14 +488,6 @@ final class PackService: @unchecked Sendable {
     static func makeDirectories(_ path: String) throws {
         try FileManager.default.createDirectory(
             atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-    }
-
-    static func encode(_ entry: Entry) -> String? {
-        (try? JSONEncoder().encode(entry)).map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    static func decodeEntry(_ text: String) -> Entry? {
-        try? JSONDecoder().decode(Entry.self, from: Data(text.utf8))
     }
 
     static func policy(_ policy: PackManifest.DownloadPolicy) -> PackPolicy {
