@@ -62,6 +62,8 @@ let package = Package(
         .target(name: "BACore"),
         // Asset packs (issue 21): content-defined chunking, I/O-free so far.
         .target(name: "BAPacks", dependencies: ["BACore", "BADownloadEngine", "CZstd", "CCrypto", "CBASystem"]),
+        // The fuzzer over the pack index and download manifest decoders (docs/fuzzing.md).
+        .executableTarget(name: "PackFuzzer", dependencies: ["BAPacks"]),
         // An app directory's Info.plist, read and checked (Foundation's PropertyListSerialization).
         .target(name: "BAAppBundle", dependencies: ["BACore"]),
         // When basd wakes extensions: periodic intervals, daily runtime allowance, quarantine, settings.
