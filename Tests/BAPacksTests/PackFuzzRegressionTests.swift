@@ -12,6 +12,7 @@ struct PackFuzzRegressionTests {
     /// and ranges): replayed by ``trapsTodayRunClean(_:)``, disabled until the validating decoder
     /// (`PackIndex.decode`, `DownloadManifest.decode`) lands. Empty it then, and delete that test.
     static let trapsToday: Set<String> = [
+        "fuzzed-index-bundles-of-minus-4-and-5-chunks",
         "index-bundle-chunks-minus-1",
         "index-two-chunks-of-4EiB",
     ]
@@ -40,6 +41,18 @@ struct PackFuzzRegressionTests {
         // The selector covers both decoders, and the two-index plan.
         let selectors = Set(Self.inputs("corpus").compactMap { try? Data(contentsOf: URL(fileURLWithPath: $0)).first })
         #expect(Set(selectors.map { $0 % 3 }) == [0, 1, 2])
+    }
+
+    /// The seeds are what `ba pack build` writes today: each index seed decodes and passes the
+    /// install check (else scripts/fuzz-corpus.sh is due, and the fuzzer starts from stale shapes).
+    @Test func theIndexSeedsAreInstallable() throws {
+        for path in Self.inputs("corpus") {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            guard bytes.first.map({ $0 % 3 }) == PackMetadataFuzzing.Selector.index.rawValue else { continue }
+            let index = try JSONCoding.decoder.decode(PackIndex.self, from: Data(bytes.dropFirst()))
+            try index.checkInstallable()
+            #expect(index.bundleLayout != nil, "\(path)")
+        }
     }
 
     @Test(arguments: inputs("corpus") + inputs("regressions").filter { !trapsTodayFile($0) })
