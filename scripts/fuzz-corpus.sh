@@ -2,7 +2,8 @@
 # Regenerates the fuzzer's seed corpus (Fuzz/corpus/, committed so CI need not build packs) with
 # the real `ba pack build` and `ba pack publish`: two small packs, one in two versions, published
 # with a merged extension key. Each seed is the selector byte PackMetadataFuzzing reads (0 an
-# index, 1 a download manifest, 2 two indexes split by a NUL byte) and the document.
+# index, 1 a download manifest, 2 two indexes split by a NUL byte, 3 an index described in binary)
+# and the document.
 # The inputs are fixed bytes (AES-CTR of zeros), so the same `ba` writes the same seeds.
 #
 # Usage: scripts/fuzz-corpus.sh   (BA_SCRATCH: the scratch path to build `ba` in, default .build)
@@ -56,4 +57,9 @@ seed index-extras-1 00 "$publish/packs/extras/1.json"
 seed manifest-merged 01 "$publish/manifest.json"
 seed two-indexes-levels-2-over-1 02 "$publish/packs/levels/2.json" "$publish/packs/levels/1.json"
 seed two-indexes-extras-beside-levels 02 "$publish/packs/extras/1.json" "$publish/packs/levels/1.json"
+# A binary-described index (selector 3, PackMetadataFuzzing.structuredIndex): one file "a" of 10
+# bytes, mode 0644, in two chunks (4 and 6 bytes; stored 5 and 7) that make one bundle; version 1.
+le64() { for shift in 0 8 16 24 32 40 48 56; do printf '\\x%02x' $((($1 >> shift) & 255)); done; }
+printf "\x03\x01\x00$(le64 10)$(le64 420)\x01\x02\x02$(le64 4)$(le64 5)\x03$(le64 6)$(le64 7)\x02$(le64 12)$(le64 2)$(le64 1)" \
+    >"$corpus/structured-one-file-two-chunks-one-bundle"
 ls -l "$corpus"

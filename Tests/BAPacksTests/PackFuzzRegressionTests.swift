@@ -12,9 +12,14 @@ struct PackFuzzRegressionTests {
     /// and ranges): replayed by ``trapsTodayRunClean(_:)``, disabled until the validating decoder
     /// (`PackIndex.decode`, `DownloadManifest.decode`) lands. Empty it then, and delete that test.
     static let trapsToday: Set<String> = [
-        "fuzzed-index-bundles-of-minus-4-and-5-chunks",
-        "index-bundle-chunks-minus-1",
-        "index-two-chunks-of-4EiB",
+        "fuzzed-bundle-chunk-counts-overflow",  // PackIndex.bundleLayout: the bundles' chunk counts summed
+        "fuzzed-download-size-overflow",  // PackIndex.downloadSize: the stored lengths summed
+        "fuzzed-index-bundles-of-minus-4-and-5-chunks",  // PackIndex.bundleLayout: a Range upside down
+        "fuzzed-plan-chunk-offset-overflow",  // PackPlan.init: a chunk's offset in its file
+        "fuzzed-plan-fetch-bytes-overflow",  // PackPlan.init: the bytes to fetch summed
+        "fuzzed-plan-total-size-overflow",  // PackPlan.init: the file sizes summed
+        "index-bundle-chunks-minus-1",  // PackIndex.bundleLayout: a Range upside down
+        "index-two-chunks-of-4EiB",  // PackIndex.checkInstallable: a file's chunk lengths summed
     ]
 
     /// `Fuzz/<folder>`'s files, sorted, found from this source file's path.
@@ -38,9 +43,10 @@ struct PackFuzzRegressionTests {
         #expect(Self.inputs("corpus").count >= 4)
         let regressions = Set(Self.inputs("regressions").map { URL(fileURLWithPath: $0).lastPathComponent })
         #expect(regressions.isSuperset(of: Self.trapsToday), "a name in trapsToday has no file")
-        // The selector covers both decoders, and the two-index plan.
+        // The seeds cover every selector: both decoders, the two-index plan, the binary index.
         let selectors = Set(Self.inputs("corpus").compactMap { try? Data(contentsOf: URL(fileURLWithPath: $0)).first })
-        #expect(Set(selectors.map { $0 % 3 }) == [0, 1, 2])
+        let chosen = Set(selectors.compactMap { PackMetadataFuzzing.Selector(rawValue: $0 % 4) })
+        #expect(chosen == Set(PackMetadataFuzzing.Selector.allCases))
     }
 
     /// The seeds are what `ba pack build` writes today: each index seed decodes and passes the
@@ -48,8 +54,12 @@ struct PackFuzzRegressionTests {
     @Test func theIndexSeedsAreInstallable() throws {
         for path in Self.inputs("corpus") {
             let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
-            guard bytes.first.map({ $0 % 3 }) == PackMetadataFuzzing.Selector.index.rawValue else { continue }
-            let index = try JSONCoding.decoder.decode(PackIndex.self, from: Data(bytes.dropFirst()))
+            let index: PackIndex
+            switch bytes.first.flatMap({ PackMetadataFuzzing.Selector(rawValue: $0 % 4) }) {
+            case .index: index = try JSONCoding.decoder.decode(PackIndex.self, from: Data(bytes.dropFirst()))
+            case .structured: index = PackMetadataFuzzing.structuredIndex(Array(bytes.dropFirst()))
+            default: continue
+            }
             try index.checkInstallable()
             #expect(index.bundleLayout != nil, "\(path)")
         }
