@@ -41,8 +41,8 @@ export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMU
 swift test --skip-build "$@"
 # The pack metadata fuzzer (docs/fuzzing.md), bounded: BA_FUZZ_SECONDS of libFuzzer (default 60)
 # after its own release build with libFuzzer and ASan into .build-fuzzer (measured from clean on
-# 2 cores: 47 s, so 1 min 50 s in all; seconds of build once .build-fuzzer exists). A finding fails
-# the run and prints the input in base64. BA_SKIP_FUZZ=1 skips it.
+# 2 cores: about a minute, so about 2 minutes in all; seconds of build once .build-fuzzer exists).
+# A finding fails the run and prints the input in base64. BA_SKIP_FUZZ=1 skips it.
 if [ "${BA_SKIP_FUZZ:-0}" != 1 ]; then
     scripts/fuzz.sh "${BA_FUZZ_SECONDS:-60}"
 fi

@@ -117,12 +117,14 @@ package enum PackMetadataFuzzing {
         return index
     }
 
-    /// A pack index as basd decodes one today (PackJob, ``PackIndex/read(_:)``).
+    /// A pack index as basd decodes one today (PackJob, ``PackIndex/read(_:)``): JSONDecoder, no
+    /// bound checked. When the validating `PackIndex.decode(_:)` lands, this calls it (and basd does).
     private static func decodeIndex(_ document: [UInt8]) throws -> PackIndex {
         try JSONCoding.decoder.decode(PackIndex.self, from: Data(document))
     }
 
-    /// A download manifest as basd decodes one today (PackService).
+    /// A download manifest as basd decodes one today (PackService); `DownloadManifest.decode(_:)`
+    /// once it lands.
     private static func decodeManifest(_ document: [UInt8]) throws -> PackPublisher.DownloadManifest {
         try JSONCoding.decoder.decode(PackPublisher.DownloadManifest.self, from: Data(document))
     }
