@@ -22,12 +22,15 @@ scratch="${BA_FUZZ_SCRATCH:-.build-fuzzer}"
 # SwiftPM to link libFuzzer's main (without it, it wants PackFuzzer_main), and the -Xswiftc flag,
 # which comes last, is the one swiftc keeps.
 flags=(--scratch-path "$scratch" -c release --sanitize fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING)
-swift build "${flags[@]}" --product PackFuzzer
-fuzzer="$(swift build "${flags[@]}" --show-bin-path)/PackFuzzer"
-
 run="$(mktemp -d)"
 trap 'rm -rf "$run"' EXIT
 mkdir -p "$run/corpus" "$run/findings"
+# ld.gold warns "Cannot export local symbol '__asan_…'" hundreds of times; harmless, left out.
+build_status=0
+swift build "${flags[@]}" --product PackFuzzer >"$run/build" 2>&1 || build_status=$?
+grep -v 'Cannot export local symbol' "$run/build" || true
+[ "$build_status" = 0 ] || exit "$build_status"
+fuzzer="$(swift build "${flags[@]}" --show-bin-path)/PackFuzzer"
 cp Fuzz/corpus/* "$run/corpus/"
 # libFuzzer, not the Swift runtime's backtracer, takes the trap signal, so it writes the input.
 status=0
@@ -40,6 +43,11 @@ SWIFT_BACKTRACE=enable=no ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" "$fuzze
 # Swift code is not), DONE the coverage reached.
 grep -E '^(INFO: Loaded 1 modules|stat::number_of_executed_units|stat::average_exec_per_sec|#[0-9]+ +DONE)' \
     "$run/log" || true
+counters=$(sed -nE 's/^INFO: Loaded 1 modules +\(([0-9]+) inline 8-bit counters.*/\1/p' "$run/log" | head -n 1)
+if [ "${counters:-0}" -lt 5000 ]; then
+    echo "fuzz: only ${counters:-no} coverage counters: the Swift code was built without -sanitize=fuzzer" >&2
+    exit 1
+fi
 if [ "$status" != 0 ] || [ -n "$(ls -A "$run/findings")" ]; then
     tail -n 60 "$run/log" >&2
     mkdir -p Fuzz/findings
