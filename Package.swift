@@ -71,6 +71,8 @@ let package = Package(
                 "BACore", "BAHashing", "CZstd", "CCrypto", "CBASystem",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]),
+        // The fuzzer over the pack index and download manifest decoders (docs/fuzzing.md).
+        .executableTarget(name: "PackFuzzer", dependencies: ["BAPacks"]),
         // An app directory's Info.plist, read and checked (Foundation's PropertyListSerialization).
         .target(name: "BAAppBundle", dependencies: ["BACore"]),
         // When basd wakes extensions: periodic intervals, daily runtime allowance, quarantine, settings.

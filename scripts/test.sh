@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the build needs, checks the format (swift format lint, the
 # rules in .swift-format) and that every import is declared, builds every product with warnings
-# as errors (the tests run the built runner, ba and plugin libraries as real processes), and runs
-# the whole test suite.
+# as errors (the tests run the built runner, ba and plugin libraries as real processes), runs
+# the whole test suite, then fuzzes the pack metadata decoders for a minute (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -39,3 +39,10 @@ fi
 # failures; with 6 at a time, 0 failures and the same 2.3 minutes). Three tests per core.
 export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-$(($(nproc) * 3))}"
 swift test --skip-build "$@"
+# The pack metadata fuzzer (docs/fuzzing.md), bounded: BA_FUZZ_SECONDS of libFuzzer (default 60)
+# after its own release build with libFuzzer and ASan into .build-fuzzer (measured from clean on
+# 2 cores: about a minute, so about 2 minutes in all; seconds of build once .build-fuzzer exists).
+# A finding fails the run and prints the input in base64. BA_SKIP_FUZZ=1 skips it.
+if [ "${BA_SKIP_FUZZ:-0}" != 1 ]; then
+    scripts/fuzz.sh "${BA_FUZZ_SECONDS:-60}"
+fi

@@ -1,0 +1,137 @@
+import Foundation
+
+/// What a device does with pack metadata it downloads, on arbitrary bytes: the entry point of the
+/// fuzzer (`Sources/PackFuzzer`, `scripts/fuzz.sh`) and of the regression tests that replay what
+/// it found (`Fuzz/regressions/`, docs/fuzzing.md).
+///
+/// A thrown error is a correct answer to hostile bytes; only a trap, a crash, a leak or a hang
+/// is a finding.
+package enum PackMetadataFuzzing {
+    /// What the first byte of an input asks for (its value modulo 4); the rest is the document.
+    package enum Selector: UInt8, CaseIterable, Sendable {
+        /// A pack index: decoded, checked, laid out in bundles, sized, and planned against itself
+        /// (an update) and against nothing (a first install).
+        case index = 0
+        /// A download manifest (`manifest.json`), decoded.
+        case manifest = 1
+        /// Two pack indexes separated by a NUL byte (which JSON text never holds): each as with
+        /// ``index``, then the first planned with the second installed, and with the second as
+        /// another pack of the app.
+        case twoIndexes = 2
+        /// No JSON: the rest describes an index in binary (``structuredIndex(_:)``), which is
+        /// encoded as JSON and then goes as with ``index``. A fuzzer rarely spells a number
+        /// such as 4611686018427387904 in JSON text; here it flips the bytes of one.
+        case structured = 3
+    }
+
+    /// Runs what `bytes` selects; returns when done, whatever the bytes (or traps: a finding).
+    package static func run(_ bytes: UnsafeRawBufferPointer) {
+        guard let first = bytes.first, let selector = Selector(rawValue: first % 4) else { return }
+        let document = Array(bytes.dropFirst())
+        switch selector {
+        case .index:
+            if let index = exercise(document) {
+                _ = PackPlan(target: index, installed: index)
+            }
+        case .manifest:
+            exerciseManifest(document)
+        case .twoIndexes:
+            let split = document.firstIndex(of: 0) ?? document.endIndex
+            let first = exercise(Array(document[..<split]))
+            let second = split < document.endIndex ? exercise(Array(document[(split + 1)...])) : nil
+            if let first, let second {
+                _ = PackPlan(target: first, installed: second)
+                _ = PackPlan(target: first, installed: nil, others: [second])
+            }
+        case .structured:
+            guard let encoded = try? JSONCoding.encoder.encode(structuredIndex(document)),
+                let index = exercise(Array(encoded))
+            else { return }
+            _ = PackPlan(target: index, installed: index)
+        }
+    }
+
+    /// An index described in binary: a byte each for the number of files (up to 3), of each
+    /// file's chunks (up to 3) and of bundles (up to 3, or none), a byte picking each path and
+    /// chunk name from a few, and 8 bytes (little-endian) for each size, mode, length, stored
+    /// length and bundle chunk count. Missing bytes read as zeros.
+    static func structuredIndex(_ document: [UInt8]) -> PackIndex {
+        var reader = Reader(bytes: document)
+        let paths = ["a", "b", "d/a", "d", "../e", ""]
+        // A chunk or file name: one of 15 well-formed SHA-256s, or a malformed one.
+        let digits = Array("0123456789abcdeZ")
+        func sha256(_ byte: UInt8) -> String { String(repeating: digits[Int(byte % 16)], count: 64) }
+        var files: [PackIndex.File] = []
+        for _ in 0..<(reader.byte() % 4) {
+            var file = PackIndex.File(
+                path: paths[Int(reader.byte()) % paths.count], size: reader.int64(),
+                mode: UInt32(truncatingIfNeeded: reader.int64()),
+                sha256: sha256(reader.byte()), chunks: [])
+            for _ in 0..<(reader.byte() % 4) {
+                file.chunks.append(
+                    .init(sha256: sha256(reader.byte()), length: Int(reader.int64()), storedLength: Int(reader.int64()))
+                )
+            }
+            files.append(file)
+        }
+        var bundles: [PackIndex.Bundle]?
+        let bundleCount = reader.byte() % 5
+        if bundleCount > 0 {
+            bundles = []
+            for number in 1..<bundleCount {
+                bundles?.append(
+                    .init(path: "packs/p/1-\(number).bundle", size: reader.int64(), chunks: Int(reader.int64())))
+            }
+        }
+        return PackIndex(
+            formatVersion: 1, id: "p", version: Int(reader.int64()), userInfo: nil, downloadPolicy: .onDemand,
+            chunking: try! .init(average: 256), files: files, bundles: bundles)
+    }
+
+    /// Reads bytes and little-endian integers off the front of an input, zeros past its end.
+    private struct Reader {
+        var bytes: [UInt8]
+        var position = 0
+
+        mutating func byte() -> UInt8 {
+            defer { position += 1 }
+            return position < bytes.count ? bytes[position] : 0
+        }
+
+        mutating func int64() -> Int64 {
+            var value: UInt64 = 0
+            for shift in stride(from: 0, to: 64, by: 8) { value |= UInt64(byte()) << UInt64(shift) }
+            return Int64(bitPattern: value)
+        }
+    }
+
+    /// What a device does with an index it fetched, in basd's order: it believes only what
+    /// ``PackIndex/decode(_:)`` checked, then lays it out in bundles, sizes it and plans a first
+    /// install. Before that, the unchecked decode's bundle layout and download size, which must
+    /// stay safe on any index. The checked index, or nil if it is refused.
+    private static func exercise(_ document: [UInt8]) -> PackIndex? {
+        if let raw = try? JSONCoding.decoder.decode(PackIndex.self, from: Data(document)) {
+            _ = raw.bundleLayout
+            _ = raw.downloadSize
+        }
+        guard let index = try? PackIndex.decode(document) else { return nil }
+        _ = index.bundleLayout
+        _ = index.downloadSize
+        _ = PackPlan(target: index, installed: nil)
+        return index
+    }
+
+    /// A download manifest as basd reads one: decoded within bounds, then the replay rules
+    /// (``ManifestTrust``) against a history and local versions taken from it.
+    private static func exerciseManifest(_ document: [UInt8]) {
+        guard let manifest = try? PackPublisher.DownloadManifest.decode(document) else { return }
+        let local = Dictionary(
+            manifest.assetPacks.map { ($0.assetPackID, $0.version) }, uniquingKeysWith: { first, _ in first })
+        for mark in [nil, ManifestTrust.Mark(sequence: manifest.sequence ?? 1, sha256: "")] {
+            _ = ManifestTrust.evaluate(
+                .init(
+                    manifest: manifest, sha256: "0", app: manifest.apps?.first ?? "app", signed: true,
+                    now: Date(timeIntervalSince1970: 0), mark: mark, localVersions: local))
+        }
+    }
+}
