@@ -1,0 +1,138 @@
+import BAAssetServer
+import BADaemonProtocol
+import BATestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A publisher's folder and an app with packs: content in `source/`, published with `ba pack
+/// build` and `ba pack publish` into `public/`, which a loopback asset server serves as plain
+/// files; the app (no extension) declares `BAHasManagedAssetPacks`.
+struct PackFixture {
+    let directory: TemporaryDirectory
+    let server: AssetServer
+    var source: String { directory.path + "/source" }
+    var publish: String { directory.path + "/public" }
+    var appDirectory: String { directory.path + "/App" }
+    static let app = "com.example.packs"
+    static let group = "group.com.example.packs"
+    let ba = BuildProducts.executable("ba")
+
+    static func make(publicKey: String? = nil) async throws -> PackFixture {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path + "/public", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory.path + "/source", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory.path + "/App", withIntermediateDirectories: true)
+        let server = try await AssetServer.start(root: URL(fileURLWithPath: directory.path + "/public"))
+        let fixture = PackFixture(directory: directory, server: server)
+        var info: [String: Any] = [
+            "CFBundleIdentifier": app, "CFBundleShortVersionString": "1.0", "BAAppGroupID": group,
+            "BAManifestURL": server.url("/manifest.json"), "BAHasManagedAssetPacks": true,
+        ]
+        if let publicKey { info["BAAssetPackPublicKey"] = publicKey }
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
+            .write(to: URL(fileURLWithPath: fixture.appDirectory + "/Info.plist"))
+        return fixture
+    }
+
+    func remove() {
+        let server = server
+        Task { try? await server.shutdown() }
+        directory.remove()
+    }
+
+    /// Writes `source/ID/NAME` files and the pack's manifest (`source/ID.json`).
+    func write(pack id: String, policy: String, files: [String: [UInt8]]) throws {
+        for (name, bytes) in files {
+            let path = source + "/" + id + "/" + name
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+        }
+        let manifest = """
+            {"assetPackID": "\(id)", "downloadPolicy": \(policy),
+             "fileSelectors": [{"directory": "\(id)"}], "platforms": ["linux"]}
+            """
+        try Data(manifest.utf8).write(to: URL(fileURLWithPath: source + "/" + id + ".json"))
+    }
+
+    /// `ba pack build` of version `version` of every pack given, then `ba pack publish`.
+    func publish(_ packs: [String], version: Int, key: String? = nil, bundleSize: Int? = nil) async throws {
+        for id in packs {
+            let build = try await runProcess(
+                ba,
+                ["pack", "build", source + "/" + id + ".json", "--version", String(version), "-o", publish]
+                    + (bundleSize.map { ["--bundle-size", String($0)] } ?? []))
+            #expect(build.status == 0, "\(build.stdout)\(build.stderr)")
+        }
+        var arguments = ["pack", "publish", publish, "--base-url", server.baseURL]
+        if let key { arguments += ["--key", key, "--app", Self.app] }
+        let published = try await runProcess(ba, arguments)
+        #expect(published.status == 0, "\(published.stdout)\(published.stderr)")
+    }
+
+    static let essential = #"{"essential": {"installationEventTypes": ["firstInstallation", "subsequentUpdate"]}}"#
+    static let prefetch = #"{"prefetch": {"installationEventTypes": ["firstInstallation"]}}"#
+    static let onDemand = #"{"onDemand": {}}"#
+
+    /// Where the app reads pack `id`.
+    static func packPath(_ daemon: DaemonProcess, _ id: String) -> String {
+        daemon.stateDirectory + "/groups/" + group + "/AssetPacks/" + id
+    }
+
+    /// `ba packs --app --json`'s packs, by id.
+    func packs(_ daemon: DaemonProcess) async throws -> [String: [String: Any]] {
+        let listed = try await runProcess(ba, ["packs", "--app", Self.app, "--json", "--socket", daemon.socketPath])
+        guard listed.status == 0,
+            let object = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any],
+            let packs = object["packs"] as? [[String: Any]]
+        else { throw HarnessError("ba packs failed: \(listed.stdout)\(listed.stderr)") }
+        return Dictionary(packs.map { (($0["assetPackID"] as? String) ?? "", $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    func waitForPacks(
+        _ daemon: DaemonProcess, _ what: String, until condition: ([String: [String: Any]]) -> Bool
+    ) async throws -> [String: [String: Any]] {
+        try await CLIQueries.poll(what, daemon, timeout: 60, read: { try await packs(daemon) }, until: condition)
+    }
+
+    /// The chunk names (SHA-256) of one published version.
+    func chunkNames(pack: String, version: Int) throws -> Set<String> {
+        Set(try chunks(pack: pack, version: version))
+    }
+
+    /// The chunk names (SHA-256) of one published version, in index order.
+    func chunks(pack: String, version: Int) throws -> [String] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: publish + "/packs/\(pack)/\(version).json"))
+        let index = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let files = try #require(index["files"] as? [[String: Any]])
+        return files.flatMap { ($0["chunks"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String } }
+    }
+
+    /// Bytes the server sent for chunk requests (each chunk file's size), from request `from` on.
+    func chunkBytes(from start: Int) -> (requests: Int, bytes: Int) {
+        let requests = server.requests.dropFirst(start).filter { $0.path.hasPrefix("/chunks/") }
+        let bytes = requests.reduce(0) { total, request in
+            total + ((try? FileManager.default.attributesOfItem(atPath: publish + request.path)[.size] as? Int) ?? 0)
+        }
+        return (requests.count, bytes)
+    }
+
+    static func random(_ count: Int, seed: UInt64) -> [UInt8] {
+        var generator = SeededGenerator(state: seed)
+        var bytes = [UInt8](repeating: 0, count: count)
+        var index = 0
+        while index < count {
+            var word = generator.next()
+            for _ in 0..<8 where index < count {
+                bytes[index] = UInt8(truncatingIfNeeded: word)
+                word >>= 8
+                index += 1
+            }
+        }
+        return bytes
+    }
+}
