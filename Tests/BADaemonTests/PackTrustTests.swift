@@ -316,4 +316,63 @@ struct PackTrustTests {
         #expect(listed.stderr.contains("(error 1109)"), "\(listed.stderr)")
         #expect(try await status(running))
     }
+
+    @Test(
+        "a leaked key's fast-forward does not lock the publisher out: an update that rotates the key starts a new sequence"
+    )
+    func keyRotation() async throws {
+        let keys = try TemporaryDirectory()
+        defer { keys.remove() }
+        let (leaked, leakedPublic) = try await keyPair(in: keys.path)
+        let rotated = keys.path + "/rotated.key"
+        #expect(try await runProcess(ba, ["pack", "keygen", "-o", rotated]).status == 0)
+        let rotatedPublic = try String(contentsOfFile: rotated + ".pub", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let fixture = try await PackFixture.make(publicKey: leakedPublic)
+        defer { fixture.remove() }
+        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["a.bin": [1, 2]])
+        try await fixture.publish(["base"], version: 1, key: leaked)
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        // The thief fast-forwards: a manifest signed with the leaked key, sequence 1,000,000.
+        let pair = try PackSigning.key(base64: String(contentsOfFile: leaked, encoding: .utf8), what: "key")
+        let manifestPath = fixture.publish + "/manifest.json"
+        var forged = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: manifestPath)))
+                as? [String: Any])
+        forged["sequence"] = 999_999
+        try JSONSerialization.data(withJSONObject: forged).write(to: URL(fileURLWithPath: manifestPath))
+        _ = try PackPublisher.publish(
+            fixture.publish, baseURL: fixture.server.baseURL, signingKey: pair, apps: [PackFixture.app])
+        let accepted = try await runProcess(ba, ["packs", "check", PackFixture.app, "--socket", daemon.socketPath])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        // The publisher ships an update with a new key and publishes with it from sequence 1.
+        let plist = fixture.appDirectory + "/Info.plist"
+        var info = try #require(
+            try PropertyListSerialization.propertyList(from: Data(contentsOf: URL(fileURLWithPath: plist)), format: nil)
+                as? [String: Any])
+        info["BAAssetPackPublicKey"] = rotatedPublic
+        info["CFBundleShortVersionString"] = "2.0"
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
+            .write(to: URL(fileURLWithPath: plist))
+        unlink(manifestPath)
+        try await fixture.publish([], version: 0, key: rotated)
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: manifestPath)))
+        #expect((manifest as? [String: Any])?["sequence"] as? Int == 1)
+        let update = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(update.status == 0, "\(update.stdout)\(update.stderr)")
+        _ = try await CLIQueries.poll(
+            "the key change in basd's log", daemon, timeout: 10, read: { daemon.standardError },
+            until: { $0.contains("changed BAAssetPackPublicKey") })
+        let check = try await runProcess(ba, ["packs", "check", PackFixture.app, "--socket", daemon.socketPath])
+        #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
+        // The leaked key's manifest, replayed after the rotation, is refused: it is not the key's.
+        try JSONSerialization.data(withJSONObject: forged).write(to: URL(fileURLWithPath: manifestPath))
+        _ = try PackPublisher.publish(
+            fixture.publish, baseURL: fixture.server.baseURL, signingKey: pair, apps: [PackFixture.app])
+        let replayed = try await runProcess(ba, ["packs", "check", PackFixture.app, "--socket", daemon.socketPath])
+        #expect(replayed.status != 0 && replayed.stderr.contains("signature does not match"), "\(replayed.stderr)")
+    }
 }
