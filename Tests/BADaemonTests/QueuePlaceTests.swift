@@ -81,18 +81,24 @@ struct QueuePlaceTests {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
         server.setFile("/first.bin", contents: SampleAppFixture.bytes(50_000, seed: 5))
-        // Fails once, to be tried again a second later.
-        server.setBehavior(.status(503, retryAfter: "1", times: 1), for: "/first.bin")
+        // Fails once, to be tried again 5 s later: long enough for slow to be scheduled and take the
+        // slot first however loaded the machine (with 1 s, a run on a busy machine scheduled slow
+        // after first's wait was over).
+        server.setBehavior(.status(503, retryAfter: "5", times: 1), for: "/first.bin")
         server.setFile("/slow.bin", contents: SampleAppFixture.bytes(1_000_000, seed: 6))
         server.setBehavior(.trickle(bytesPerSecond: 2_000), for: "/slow.bin")
         let app = "com.example.queue"
         let (daemon, client) = try await Self.oneSlot(app: app)
         defer { daemon.kill() }
         defer { client.close() }
-        // first outranks slow: it takes the slot; its failure frees the slot for slow in the same
-        // turn of the engine, so when its wait is over, slow holds the slot.
+        // first takes the slot and fails; only then is slow scheduled, and takes the freed slot, so
+        // that when first's wait is over, slow holds the slot. (Scheduled together, a busy machine
+        // could hand slow the slot before first ever ran: a red run saw first never requested.)
         try client.call(
             .schedule(DownloadDescription(identifier: "first", url: server.url("/first.bin"), priority: 9)))
+        _ = try await CLIQueries.poll(
+            "first's 503", daemon, timeout: 30, read: { server.requests(for: "/first.bin").count },
+            until: { $0 >= 1 })
         try client.call(.schedule(DownloadDescription(identifier: "slow", url: server.url("/slow.bin"))))
         let queued = try await CLIQueries.pollDownloads(
             "first to wait 1st in line after its retry wait, behind slow", daemon, app: app, timeout: 30,
