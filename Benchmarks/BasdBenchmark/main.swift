@@ -63,7 +63,7 @@ final class Basd {
         process.arguments = ["--state-dir", directory + "/state", "--socket", socketPath, "--config", config]
         // $BENCH_BASD_LOG: a file for basd's log (created or emptied), else it goes nowhere.
         let logPath = ProcessInfo.processInfo.environment["BENCH_BASD_LOG"]
-        if let logPath { FileManager.default.createFile(atPath: logPath, contents: nil) }
+        if let logPath { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let errors = FileHandle(forWritingAtPath: logPath ?? "/dev/null")
         process.standardError = errors
         process.standardOutput = Pipe()
