@@ -11,6 +11,9 @@
 #       EVENTS-th finished event, and from the install until the EVENTS-th call reached the
 #       extension, once, against the median of RUNS curl --parallel --parallel-max 16 over the
 #       same files; basd's CPU per download
+#   (r) another client's `status` asked in a loop while `ba install` of an app whose extension
+#       returns 10,000 downloads (to a listener that never answers) runs: the worst answer,
+#       non-essential then essential (issue 33; not in the default sections)
 # Usage: Benchmarks/basd.sh [RUNS=3] [BUILD_DIR] [QUEUED=100000] [EVENTS=5000]
 #   (an empty BUILD_DIR builds the products it needs in release)
 # Environment: BASD_SECTIONS (default defg) picks sections, e.g. BASD_SECTIONS=g;
@@ -26,7 +29,7 @@ cd "$(dirname "$0")/.."
 command -v curl >/dev/null || { echo "curl is needed" >&2; exit 1; }
 if [ "$events" -lt 1 ] || [ "$events" -gt 5000 ]; then echo "EVENTS must be 1 to 5000" >&2; exit 64; fi
 if [ -z "$build" ]; then
-    for product in basd ba-extension-runner ba-asset-server BasdBenchmark; do swift build -c release --product "$product" >/dev/null; done
+    for product in basd ba ba-extension-runner ba-asset-server BasdBenchmark; do swift build -c release --product "$product" >/dev/null; done
     build="$(swift build -c release --show-bin-path)"
 fi
 work="$(mktemp -d /tmp/ba-bench-basd.XXXXXX)"
@@ -99,4 +102,17 @@ printf '  curl parallel                                   %8.3f s\n' "$g_curl"
 printf '  basd CPU %.3f ms per download (install to the last call)\n' "$g_cpu"
 printf '  ratio recorded/curl: %.2f (target <= 2)   delivered/curl: %.2f (target <= 10)\n' \
     "$(calc "$g_returned / $g_curl")" "$(calc "$g_delivered / $g_curl")"
+fi
+
+if [[ "$sections" == *r* ]]; then
+echo "== (r) another client's status during an install whose extension returns 10,000 downloads"
+command -v cc >/dev/null || { echo "cc is needed to build Benchmarks/BenchExtension" >&2; exit 1; }
+cc -shared -fPIC -O2 -Wall -Werror -I Sources/CBAExtension/include -o "$work/libBenchExtension.so" \
+    Benchmarks/BenchExtension/bench_extension.c
+for essential in 0 1; do
+    for _ in $(seq 1 "$runs"); do
+        BENCH_ESSENTIAL=$essential "$build/BasdBenchmark" "$build" responsive "$work/root" "$base" 10000 \
+            "$work/libBenchExtension.so" | sed "s/^/  essential=$essential /"
+    done
+done
 fi

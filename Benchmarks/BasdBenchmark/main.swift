@@ -14,17 +14,26 @@
 //                     the install until basd recorded the N-th finished (or failed) event (as the
 //                     CLI's event stream sees it), and until the N-th call reached the extension
 //                     (lines it appended to a file in its app group container); basd's CPU to both.
+//   responsive ROOT BASE_URL N LIBRARY
+//                     the same app, but its extension's N downloads go to a listener that never
+//                     answers (the manifest is written to ROOT, which an asset server serves at
+//                     BASE_URL); while it is installed, another client asks `status` in a loop:
+//                     prints the worst answer and when it came (issue 33). BENCH_ESSENTIAL=1
+//                     makes the N downloads essential.
 // Each starts its own basd (BUILD_DIR/basd) in a temporary state folder, with a settings file of
 // its own (defaults, but for extension: a daily runtime allowance of a day, so the N calls are not
-// held back; $BENCH_BACKGROUND_CONCURRENCY, when set, becomes backgroundDownloadConcurrency), and ends it.
+// held back; $BENCH_BACKGROUND_CONCURRENCY, when set, becomes backgroundDownloadConcurrency), and ends it;
+// $BENCH_BASD_LOG, when set, is the file basd's log goes to.
 // Usage: BasdBenchmark BUILD_DIR small BASE N | queue N | idle SECONDS | extension MANIFEST_URL N LIBRARY [TIMEOUT]
+//        | responsive ROOT BASE_URL N LIBRARY
 import BADaemonProtocol
 import BackgroundAssets
 import Foundation
 
 let arguments = CommandLine.arguments
 let usage =
-    "usage: BasdBenchmark BUILD_DIR small BASE N | queue N | idle SECONDS | extension MANIFEST_URL N LIBRARY [TIMEOUT]"
+    "usage: BasdBenchmark BUILD_DIR small BASE N | queue N | idle SECONDS | extension MANIFEST_URL N LIBRARY [TIMEOUT] "
+    + "| responsive ROOT BASE_URL N LIBRARY"
 guard arguments.count >= 3 else {
     FileHandle.standardError.write(Data((usage + "\n").utf8))
     exit(64)
@@ -52,7 +61,10 @@ final class Basd {
         try JSONSerialization.data(withJSONObject: confined).write(to: URL(fileURLWithPath: config))
         process.executableURL = URL(fileURLWithPath: build + "/basd")
         process.arguments = ["--state-dir", directory + "/state", "--socket", socketPath, "--config", config]
-        let errors = FileHandle(forWritingAtPath: "/dev/null")
+        // $BENCH_BASD_LOG: a file for basd's log (created or emptied), else it goes nowhere.
+        let logPath = ProcessInfo.processInfo.environment["BENCH_BASD_LOG"]
+        if let logPath { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
+        let errors = FileHandle(forWritingAtPath: logPath ?? "/dev/null")
         process.standardError = errors
         process.standardOutput = Pipe()
         try process.run()
@@ -163,11 +175,11 @@ func download(_ identifier: String, _ url: String) -> BAURLDownload {
 let mode = arguments[2]
 var settings: [String: Any] = [:]
 // The extension's N calls are not to wait for tomorrow's runtime allowance (300 s by default).
-if mode == "extension" { settings["dailyRuntimeAllowanceSeconds"] = 86_400 }
+if mode == "extension" || mode == "responsive" { settings["dailyRuntimeAllowanceSeconds"] = 86_400 }
 if let value = ProcessInfo.processInfo.environment["BENCH_BACKGROUND_CONCURRENCY"], let concurrency = Int(value) {
     settings["backgroundDownloadConcurrency"] = concurrency
 }
-let basd = try Basd(settings: settings, registerApp: mode != "extension")
+let basd = try Basd(settings: settings, registerApp: mode != "extension" && mode != "responsive")
 defer { basd.stop() }
 let manager = BADownloadManager.shared
 manager.baConfigure(bundleIdentifier: app, socketPath: basd.socketPath)
@@ -196,21 +208,7 @@ case "small":
 case "queue":
     let count = Int(arguments[3]) ?? 100_000
     // A listener that never answers: the few running transfers hang, the rest stay queued.
-    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    _ = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-    }
-    listen(listener, 128)
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-    }
-    let port = UInt16(bigEndian: address.sin_port)
+    let port = silentListener()
     let start = ContinuousClock.now
     for index in 0..<count {
         try manager.scheduleDownload(download("q\(index)", "http://127.0.0.1:\(port)/q\(index)"))
@@ -251,9 +249,48 @@ case "extension":
         basd.stop()
         exit(status)
     }
+case "responsive":
+    guard arguments.count >= 7, let count = Int(arguments[5]), count > 0 else {
+        FileHandle.standardError.write(Data((usage + "\n").utf8))
+        basd.stop()
+        exit(64)
+    }
+    // The downloads go to a listener that never answers: they stay active, and what the install
+    // costs basd is the install alone.
+    let port = silentListener()
+    // BENCH_ESSENTIAL=1: the set is essential (each goes to the engine at once, not through the window).
+    let essential = ProcessInfo.processInfo.environment["BENCH_ESSENTIAL"] == "1" ? " essential" : ""
+    let manifest = (0..<count).map { "r\($0) 16384 http://127.0.0.1:\(port)/r\($0)\(essential)\n" }.joined()
+    try Data(manifest.utf8).write(to: URL(fileURLWithPath: arguments[3] + "/responsive-manifest.txt"))
+    let status = runResponsiveBenchmark(
+        basd: basd, manifestURL: arguments[4] + "/responsive-manifest.txt", count: count, library: arguments[6])
+    if status != 0 {
+        basd.stop()
+        exit(status)
+    }
 default:
     FileHandle.standardError.write(Data("unknown benchmark \(arguments[2])\n".utf8))
     exit(64)
+}
+
+/// Opens a loopback listener that accepts connections (through the kernel's backlog) and never
+/// answers, for the life of the process; returns its port.
+func silentListener() -> UInt16 {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    listen(listener, 128)
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+    }
+    return UInt16(bigEndian: address.sin_port)
 }
 
 /// Why the benchmark could not run.

@@ -4,7 +4,8 @@
  *   cc -shared -fPIC -O2 -I Sources/CBAExtension/include -o libBenchExtension.so bench_extension.c
  *
  * - downloads_for_request: returns every line of the manifest, `IDENTIFIER SIZE URL` (the format
- *   of docs/writing-an-extension-c.md), as a non-essential download, and logs how many and when
+ *   of docs/writing-an-extension-c.md), as a non-essential download (essential when the line
+ *   ends with ` essential`), and logs how many and when
  *   (`returned N downloads (M refused by add_download) at SECONDS.NANOSECONDS`, CLOCK_REALTIME).
  * - download_finished / download_failed: appends `IDENTIFIER\n` to bench-finished.log /
  *   bench-failed.log in the app group container ($BA_APP_GROUP_CONTAINER, writable in the
@@ -47,11 +48,12 @@ static void bench_downloads_for_request(void *context, const ba_host_api *host,
         bench_log(host, BA_LOG_ERROR, "BenchExtension: cannot open the manifest");
         return;
     }
-    char line[LINE_MAX_BYTES], identifier[256], url[2048], message[160];
+    char line[LINE_MAX_BYTES], identifier[256], url[2048], flag[16], message[160];
     long long size = 0;
     int added = 0, refused = 0;
     while (fgets(line, sizeof line, manifest) != NULL) {
-        if (sscanf(line, "%255s %lld %2047s", identifier, &size, url) != 3) continue;
+        flag[0] = '\0';
+        if (sscanf(line, "%255s %lld %2047s %15s", identifier, &size, url, flag) < 3) continue;
         ba_download download = {0};
         download.struct_size = (uint32_t)sizeof download;
         download.identifier = identifier;
@@ -60,6 +62,7 @@ static void bench_downloads_for_request(void *context, const ba_host_api *host,
         download.url_length = strlen(url);
         download.file_size = size;
         download.priority = BA_PRIORITY_DEFAULT;
+        if (strcmp(flag, "essential") == 0) download.flags |= BA_DOWNLOAD_FLAG_ESSENTIAL;
         int32_t code = 0;
         if (host->add_download(&download, &code) == BA_OK) {
             added++;

@@ -168,6 +168,13 @@ struct AppDeliveryStateMachineTests {
         Row(start: idle.name, input: .retryDue, actions: [.routeToExtension], slotAfter: .idle, sessionsAfter: 0),
         Row(start: subscribed.name, input: .retryDue, actions: [.sendToApp], slotAfter: .idle, sessionsAfter: 1),
         Row(start: inContent.name, input: .retryDue, actions: [], slotAfter: .contentCall(1), sessionsAfter: 0),
+        // A walk that ended its turn goes on only if nobody took the events meanwhile.
+        Row(start: idle.name, input: .walkGoesOn, actions: [.routeToExtension], slotAfter: .idle, sessionsAfter: 0),
+        Row(start: subscribed.name, input: .walkGoesOn, actions: [], slotAfter: .idle, sessionsAfter: 1),
+        Row(start: inContent.name, input: .walkGoesOn, actions: [], slotAfter: .contentCall(1), sessionsAfter: 0),
+        Row(
+            start: inEvent.name, input: .walkGoesOn, actions: [], slotAfter: .eventCall(sequence: 7),
+            sessionsAfter: 0),
     ]
 
     @Test("each row: the state, the input, the actions and the state after", arguments: rows)

@@ -216,4 +216,22 @@ struct EventRouterAloneTests {
         #expect(undelivered.map(\.sequence) == [bad.sequence])
         #expect(undelivered.first?.parkedReason?.contains("failed 3 times") == true)
     }
+
+    @Test("a walk past 600 began events (pages of 256, each acknowledged in one write) reaches the finished event")
+    func longWalk() async throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        // 600 transfers that began, then one download that finished: only that one has an entry point.
+        for index in 0..<600 {
+            let download = try rig.store.schedule(
+                StoredDownload(
+                    appIdentifier: Self.app, identifier: "began-\(index)", url: "http://127.0.0.1:9/\(index)"))
+            _ = try rig.store.recordBegan(uniqueIdentifier: download.uniqueIdentifier, offset: 0, isForeground: false)
+        }
+        let done = try rig.finish("last")
+        rig.executor.sync { rig.router.recorded(done) }
+        try await rig.waitUntilDelivered()
+        #expect(rig.executor.sync { rig.extensions.calls } == [["last"]])
+        #expect(try rig.store.undeliveredEvents(app: Self.app).isEmpty)
+    }
 }

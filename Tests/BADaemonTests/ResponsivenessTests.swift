@@ -71,7 +71,10 @@ final class StatusSampler: @unchecked Sendable {
 /// each, and other clients are served in between; so are a listing's pages and an uninstall's
 /// slices. Real basd, real runner, a real C plugin
 /// (`BATestChatty`) returning 10,000 downloads, `ba install` as a process.
-@Suite("no request stalls the service", .timeLimit(.minutes(5)))
+///
+/// Serialized: each test measures how long another client waits, and three basds taking in
+/// 10,000 downloads each at once on two cores would measure each other.
+@Suite("no request stalls the service", .serialized, .timeLimit(.minutes(5)))
 struct ResponsivenessTests {
     @Test("status is answered while an install's 10,000 downloads are scheduled, listed and uninstalled")
     func statusDuringTenThousand() async throws {
@@ -169,5 +172,51 @@ struct ResponsivenessTests {
         print(
             "ResponsivenessTests (event call): \(samples.count) status answers, \(during.count) while the set was "
                 + "applied (\(distinct.count) distinct counts); worst latency during \(worstDuring) ms")
+    }
+
+    /// Issue 33, "no one app stalls basd for the others": the worst answer another client gets
+    /// during exactly an install whose extension returns 10,000 downloads (the most one call may
+    /// return), from the moment `ba install` starts to its exit: the runner's reply reaching the
+    /// executor, the slices that store and hand them to the engine, the engine's first batches,
+    /// the report's parts and the walk of the app's events after the call.
+    ///
+    /// The bounds are for a debug build on a loaded 2-core machine, chosen from measurements
+    /// there (load average 5 to 8): the worst answer took 38–156 ms in most runs and 684 ms once,
+    /// while a probe that posted a task to basd's executor every 2 ms never waited more than 60
+    /// ms for it: what a client sees beyond that is waiting for a CPU it shares with basd, `ba
+    /// install` and the machine's other work, not basd holding it. So the worst answer is held to
+    /// 1 s (the issue measured 3.4 s in debug, 2.0 s in release) and the 99th percentile, which
+    /// a rare wait for a CPU does not move, to 100 ms (measured 20–28 ms alone, 63 ms beside the
+    /// suite's other two tests; turns of 100 ms would break it). The release numbers are in docs/performance.md ("another client's status
+    /// during an install"): under the issue's 0.1 s.
+    @Test("no status answer waits long while an install's 10,000 returned downloads are taken in")
+    func worstDuringTheInstall() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        server.setFile("/stall", contents: [1, 2])
+        server.setBehavior(.stall(afterBytes: 1), for: "/stall")
+        let count = 10_000
+        let manifest = (0..<count).map { "asset-\($0) \(server.url("/stall"))\n" }.joined()
+        let fixture = try SampleAppFixture(
+            server: server, manifest: Array(manifest.utf8), extensionLibrary: "BATestChatty")
+        defer { fixture.remove() }
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+
+        let sampler = try StatusSampler(socketPath: daemon.socketPath)
+        let install = try await runProcess(
+            CLIQueries.ba, ["install", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
+        let samples = try sampler.stop()
+        #expect(install.status == 0, "\(install.stdout.prefix(2_000))\(install.stderr)")
+        #expect(install.stdout.contains("scheduled 0 essential and \(count) other download(s)"))
+        #expect(samples.contains { $0.activeDownloads == count }, "the install ended before the set was stored")
+        let sorted = samples.map(\.milliseconds).sorted()
+        let worst = sorted.last ?? 0
+        let p99 = sorted.isEmpty ? 0 : sorted[sorted.count * 99 / 100]
+        print(
+            "ResponsivenessTests (whole install): \(samples.count) status answers, worst \(worst) ms, p99 \(p99) ms")
+        #expect(samples.count >= 100, "only \(samples.count) status answers during the install")
+        #expect(worst < 1_000, "a status answer took \(worst) ms during the install")
+        #expect(p99 < 100, "the 99th percentile of status answers took \(p99) ms during the install")
     }
 }

@@ -52,6 +52,10 @@ struct AppDeliveryStateMachine: Equatable {
         case retryDue
         /// The scheduler's periodic look: events held back may go now.
         case schedulerTick
+        /// A walk (``Action/routeToExtension``) ended its turn of the executor with events left to
+        /// look at: it goes on in a later turn if nothing took the events meanwhile (a session, a
+        /// call).
+        case walkGoesOn
     }
 
     enum Action: Equatable, Sendable {
@@ -161,6 +165,11 @@ struct AppDeliveryStateMachine: Equatable {
             return sessions > 0 ? [.sendToApp] : [.routeToExtension]
         case .schedulerTick:
             guard heldBack != nil, sessions == 0, slot == .idle else { return [] }
+            return [.routeToExtension]
+        case .walkGoesOn:
+            // A session that subscribed meanwhile was sent the events; a call that started will
+            // route them when it ends.
+            guard sessions == 0, slot == .idle else { return [] }
             return [.routeToExtension]
         }
     }

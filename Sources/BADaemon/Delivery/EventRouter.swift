@@ -272,17 +272,42 @@ final class EventRouter: @unchecked Sendable {
     /// entry point and are dropped (acknowledged); the first `finished`/`failed`/`needsCredentials`
     /// goes to the machine, with the reason the extension may not be called now, if any. Without an
     /// extension the events stay for the app's next connection.
+    ///
+    /// A page of events at a time, each page's dropped events acknowledged in one write; once a
+    /// turn has spent ``TurnSize/defaultTarget``, the walk goes on in a later turn
+    /// (``AppDeliveryStateMachine/Input/walkGoesOn``), so other clients are served in between
+    /// (issue 33: the `began` events of 10,000 essential downloads, acknowledged one write each
+    /// in one turn, held every other client for a quarter of a second after an install).
     private func routeToExtension(_ app: String) {
+        let started = ContinuousClock.now
         do {
             guard let storedApp = try store.app(app) else { return }
             while true {
                 // Parked events are the app's alone: the walk goes past them.
-                let events = try store.undeliveredEvents(app: app, limit: 256, includingParked: false)
+                let events = try store.undeliveredEvents(app: app, limit: Self.walkPage, includingParked: false)
+                // The events before the first one for the extension, all droppable: acknowledged
+                // together (`through` marks every undelivered, unparked event up to it, and this
+                // page holds all of them in order).
+                var dropThrough: Int64?
+                defer {
+                    if let dropThrough {
+                        do {
+                            try store.markDelivered(app: app, through: dropThrough, includingParked: false)
+                        } catch {
+                            log("dropping the events of \(app) that have no extension entry point failed: \(error)")
+                        }
+                    }
+                }
                 for event in events {
                     switch event.kind {
                     case .began, .paused, .progress, .waiting:
-                        try store.markDelivered(app: app, through: event.sequence, includingParked: false)
+                        dropThrough = event.sequence
                     case .finished, .failed, .needsCredentials:
+                        // Acknowledged before the machine hears of this event (it may wake the extension).
+                        if let through = dropThrough {
+                            dropThrough = nil
+                            try store.markDelivered(app: app, through: through, includingParked: false)
+                        }
                         guard storedApp.extensionPath != nil, extensions.isAvailable else {
                             if event.kind == .needsCredentials {
                                 // Nobody can answer: fail the transfer rather than hang it.
@@ -296,12 +321,19 @@ final class EventRouter: @unchecked Sendable {
                         return
                     }
                 }
-                if events.count < 256 { return }
+                if events.count < Self.walkPage { return }
+                if ContinuousClock.now - started >= TurnSize.defaultTarget {
+                    executor.yielding { [self] in feed(app, .walkGoesOn) }
+                    return
+                }
             }
         } catch {
             log("routing the events of \(app) to its extension failed: \(error)")
         }
     }
+
+    /// Events one read of a walk takes.
+    static let walkPage = 256
 
     // MARK: - Acknowledgements
 
