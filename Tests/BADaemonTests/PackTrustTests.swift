@@ -32,6 +32,34 @@ struct PackTrustTests {
         try await runProcess(ba, ["status", "--socket", daemon.socketPath]).status == 0
     }
 
+    /// An app whose manifest must be signed, with one essential pack `base` (version 1, signed),
+    /// installed on a real basd: `body` gets the fixture, the private key's path and basd.
+    func withSignedApp(_ body: (PackFixture, String, DaemonProcess) async throws -> Void) async throws {
+        let keys = try TemporaryDirectory()
+        defer { keys.remove() }
+        let (key, publicKey) = try await keyPair(in: keys.path)
+        let fixture = try await PackFixture.make(publicKey: publicKey)
+        defer { fixture.remove() }
+        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["a.bin": [1]])
+        try await fixture.publish(["base"], version: 1, key: key)
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        try await body(fixture, key, daemon)
+    }
+
+    /// Rewrites the app's `Info.plist` with `change` (an update the package manager installed).
+    static func updateInfo(of fixture: PackFixture, _ change: (inout [String: Any]) -> Void) throws {
+        let plist = fixture.appDirectory + "/Info.plist"
+        var info = try #require(
+            try PropertyListSerialization.propertyList(from: Data(contentsOf: URL(fileURLWithPath: plist)), format: nil)
+                as? [String: Any])
+        change(&info)
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
+            .write(to: URL(fileURLWithPath: plist))
+    }
+
     /// Rewrites a published index with `change` (its JSON object), as a hostile CDN would serve it.
     static func tamper(_ fixture: PackFixture, pack: String, _ change: (inout [String: Any]) -> Void) throws {
         let path = fixture.publish + "/packs/\(pack)/1.json"
@@ -258,63 +286,43 @@ struct PackTrustTests {
 
     @Test("an update that removes BAAssetPackPublicKey is logged as a warning and shown by ba apps")
     func keyRemoved() async throws {
-        let keys = try TemporaryDirectory()
-        defer { keys.remove() }
-        let (key, publicKey) = try await keyPair(in: keys.path)
-        let fixture = try await PackFixture.make(publicKey: publicKey)
-        defer { fixture.remove() }
-        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["a.bin": [1]])
-        try await fixture.publish(["base"], version: 1, key: key)
-        let daemon = try await DaemonProcess.start()
-        defer { daemon.kill() }
-        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
-        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
-        let plist = fixture.appDirectory + "/Info.plist"
-        var info = try #require(
-            try PropertyListSerialization.propertyList(from: Data(contentsOf: URL(fileURLWithPath: plist)), format: nil)
-                as? [String: Any])
-        info["BAAssetPackPublicKey"] = nil
-        info["CFBundleShortVersionString"] = "2.0"
-        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
-            .write(to: URL(fileURLWithPath: plist))
-        let update = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
-        #expect(update.status == 0, "\(update.stdout)\(update.stderr)")
-        let apps = try await runProcess(ba, ["apps", "--socket", daemon.socketPath])
-        #expect(
-            apps.stdout.contains("WARNING") && apps.stdout.contains("removed BAAssetPackPublicKey"), "\(apps.stdout)")
-        _ = try await CLIQueries.poll(
-            "the warning in basd's log", daemon, timeout: 10, read: { daemon.standardError },
-            until: { $0.contains("warning: \(PackFixture.app)") })
+        try await withSignedApp { fixture, _, daemon in
+            try Self.updateInfo(of: fixture) { info in
+                info["BAAssetPackPublicKey"] = nil
+                info["CFBundleShortVersionString"] = "2.0"
+            }
+            let update = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
+            #expect(update.status == 0, "\(update.stdout)\(update.stderr)")
+            let apps = try await runProcess(ba, ["apps", "--socket", daemon.socketPath])
+            #expect(
+                apps.stdout.contains("WARNING") && apps.stdout.contains("removed BAAssetPackPublicKey"),
+                "\(apps.stdout)")
+            _ = try await CLIQueries.poll(
+                "the warning in basd's log", daemon, timeout: 10, read: { daemon.standardError },
+                until: { $0.contains("warning: \(PackFixture.app)") })
+        }
     }
 
     @Test("a stored key basd cannot use refuses the manifest (1109): never read as \"no key\"")
     func keyFailsClosed() async throws {
-        let keys = try TemporaryDirectory()
-        defer { keys.remove() }
-        let (key, publicKey) = try await keyPair(in: keys.path)
-        let fixture = try await PackFixture.make(publicKey: publicKey)
-        defer { fixture.remove() }
-        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["a.bin": [1]])
-        try await fixture.publish(["base"], version: 1, key: key)
-        let daemon = try await DaemonProcess.start()
-        var running = daemon
-        defer { running.kill() }
-        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
-        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
-        // basd stopped; its record of the key damaged; an unsigned manifest served.
-        daemon.stop()
-        let store = try BAStore.open(path: daemon.stateDirectory + "/state.sqlite")
-        var record = try #require(try store.packApps().first { $0.appIdentifier == PackFixture.app })
-        record.publicKey = "not a key"
-        try store.setPackApp(record)
-        try store.close()
-        unlink(fixture.publish + "/manifest.json.sig")
-        running = try await daemon.restarted()
-        let check = try await runProcess(ba, ["packs", "check", PackFixture.app, "--socket", running.socketPath])
-        #expect(check.status != 0 && check.stderr.contains("not a 32-byte key"), "\(check.stdout)\(check.stderr)")
-        let listed = try await runProcess(ba, ["packs", "--app", PackFixture.app, "--socket", running.socketPath])
-        #expect(listed.stderr.contains("(error 1109)"), "\(listed.stderr)")
-        #expect(try await status(running))
+        try await withSignedApp { fixture, _, daemon in
+            var running = daemon
+            defer { running.kill() }
+            // basd stopped; its record of the key damaged; an unsigned manifest served.
+            daemon.stop()
+            let store = try BAStore.open(path: daemon.stateDirectory + "/state.sqlite")
+            var record = try #require(try store.packApps().first { $0.appIdentifier == PackFixture.app })
+            record.publicKey = "not a key"
+            try store.setPackApp(record)
+            try store.close()
+            unlink(fixture.publish + "/manifest.json.sig")
+            running = try await daemon.restarted()
+            let check = try await runProcess(ba, ["packs", "check", PackFixture.app, "--socket", running.socketPath])
+            #expect(check.status != 0 && check.stderr.contains("not a 32-byte key"), "\(check.stdout)\(check.stderr)")
+            let listed = try await runProcess(ba, ["packs", "--app", PackFixture.app, "--socket", running.socketPath])
+            #expect(listed.stderr.contains("(error 1109)"), "\(listed.stderr)")
+            #expect(try await status(running))
+        }
     }
 
     @Test(
@@ -349,14 +357,10 @@ struct PackTrustTests {
         let accepted = try await runProcess(ba, ["packs", "check", PackFixture.app, "--socket", daemon.socketPath])
         #expect(accepted.status == 0, "\(accepted.stderr)")
         // The publisher ships an update with a new key and publishes with it from sequence 1.
-        let plist = fixture.appDirectory + "/Info.plist"
-        var info = try #require(
-            try PropertyListSerialization.propertyList(from: Data(contentsOf: URL(fileURLWithPath: plist)), format: nil)
-                as? [String: Any])
-        info["BAAssetPackPublicKey"] = rotatedPublic
-        info["CFBundleShortVersionString"] = "2.0"
-        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
-            .write(to: URL(fileURLWithPath: plist))
+        try Self.updateInfo(of: fixture) { info in
+            info["BAAssetPackPublicKey"] = rotatedPublic
+            info["CFBundleShortVersionString"] = "2.0"
+        }
         unlink(manifestPath)
         try await fixture.publish([], version: 0, key: rotated)
         let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: manifestPath)))
