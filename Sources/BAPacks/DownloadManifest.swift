@@ -72,19 +72,9 @@ extension PackPublisher {
         ///
         /// - Throws: ``PackError`` (``PackError/Code/invalidMetadata``) naming the first broken rule.
         package static func decode(_ bytes: [UInt8]) throws(PackError) -> DownloadManifest {
-            guard bytes.count <= PackLimits.maximumManifestBytes else {
-                throw .invalid(
-                    "the download manifest is \(bytes.count) bytes; a device reads at most \(PackLimits.maximumManifestBytes)",
-                    check: "manifestSize")
-            }
-            let manifest: DownloadManifest
-            do {
-                manifest = try JSONCoding.decoder.decode(DownloadManifest.self, from: Data(bytes))
-            } catch {
-                throw .invalid(
-                    "the download manifest is not one `ba pack publish` writes: \(JSONCoding.describe(error))",
-                    check: "json")
-            }
+            let manifest = try JSONCoding.decodeBounded(
+                DownloadManifest.self, from: bytes, limit: PackLimits.maximumManifestBytes,
+                what: "the download manifest", sizeCheck: "manifestSize")
             try manifest.check()
             return manifest
         }

@@ -11,6 +11,21 @@ enum JSONCoding {
 
     static var decoder: JSONDecoder { JSONDecoder() }
 
+    /// `bytes` decoded as `T`, refused with ``PackError/Code/invalidMetadata`` when longer than
+    /// `limit` (check `sizeCheck`) or not `T`'s JSON (check `json`); `what` names the document.
+    static func decodeBounded<T: Decodable>(
+        _ type: T.Type, from bytes: [UInt8], limit: Int, what: String, sizeCheck: String
+    ) throws(PackError) -> T {
+        guard bytes.count <= limit else {
+            throw .invalid("\(what) is \(bytes.count) bytes; a device reads at most \(limit)", check: sizeCheck)
+        }
+        do {
+            return try decoder.decode(T.self, from: Data(bytes))
+        } catch {
+            throw .invalid("\(what) is not one `ba pack` writes: \(describe(error))", check: "json")
+        }
+    }
+
     /// A decoding error as a person can act on it: the key path and what was wrong.
     static func describe(_ error: any Error) -> String {
         guard let error = error as? DecodingError else { return "\(error)" }

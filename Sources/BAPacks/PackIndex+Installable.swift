@@ -7,17 +7,9 @@ extension PackIndex {
     /// - Throws: ``PackError`` with ``PackError/Code/invalidMetadata``, naming the first rule or
     ///   bound broken (``PackLimits``).
     package static func decode(_ bytes: [UInt8]) throws(PackError) -> PackIndex {
-        guard bytes.count <= PackLimits.maximumIndexBytes else {
-            throw .invalid(
-                "the index is \(bytes.count) bytes; a device reads at most \(PackLimits.maximumIndexBytes)",
-                check: "indexSize")
-        }
-        let index: PackIndex
-        do {
-            index = try JSONCoding.decoder.decode(PackIndex.self, from: Data(bytes))
-        } catch {
-            throw .invalid("the index is not a pack index: \(JSONCoding.describe(error))", check: "json")
-        }
+        let index = try JSONCoding.decodeBounded(
+            PackIndex.self, from: bytes, limit: PackLimits.maximumIndexBytes, what: "the index",
+            sizeCheck: "indexSize")
         try index.checkInstallable()
         return index
     }
