@@ -18,7 +18,7 @@ struct Pack: ParsableCommand {
               ba pack build Manifest.json --version 1 -o public
               ba pack verify public
               ba pack keygen -o pack-signing.key
-              ba pack publish public --base-url https://cdn.example.com/game --key pack-signing.key
+              ba pack publish public --base-url https://cdn.example.com/game --key pack-signing.key --app com.example.game
             """,
         subcommands: [PackTemplate.self, PackBuild.self, PackVerify.self, PackKeygen.self, PackPublish.self])
 }
