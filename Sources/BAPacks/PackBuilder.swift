@@ -32,10 +32,23 @@ package struct PackBuilder {
     package func build(
         _ manifest: PackManifest, root: String, version: Int, publishDirectory: String
     ) throws(PackError) -> Report {
-        guard version >= 1 else { throw PackError("--version must be 1 or more; got \(version)") }
+        guard (1...PackLimits.maximumVersion).contains(version) else {
+            throw PackError("--version must be 1 to \(PackLimits.maximumVersion); got \(version)")
+        }
+        // Devices refuse chunks above PackLimits.maximumChunkLength: never build one.
+        guard parameters.maximum <= PackLimits.maximumChunkLength else {
+            throw PackError(
+                "chunks of up to \(parameters.maximum) bytes would be refused by devices, which take at most \(PackLimits.maximumChunkLength): use --chunk-size \(PackLimits.maximumChunkLength / 4) or less"
+            )
+        }
         let paths = try Self.select(manifest.fileSelectors, root: root)
         guard !paths.isEmpty else {
             throw PackError("the file selectors of \(manifest.assetPackID) match no files under \(root)")
+        }
+        guard paths.count <= PackLimits.maximumFiles else {
+            throw PackError(
+                "\(manifest.assetPackID) selects \(paths.count) files; devices take at most \(PackLimits.maximumFiles) in a pack: split it into packs"
+            )
         }
         let chunker = ContentDefinedChunker(parameters)
         var report = Report(
@@ -47,6 +60,9 @@ package struct PackBuilder {
             report.index.files.append(try add(path, root: root, chunker: chunker, into: publishDirectory, &report))
         }
         report.index.bundles = bundleSize > 0 ? bundles(of: report.index) : nil
+        // What a device checks (PackIndex.decode), checked before the index is written: a pack
+        // this builds is one devices accept (paths, sizes, counts within PackLimits).
+        try report.index.checkInstallable()
         try writeIndex(report.index, publishDirectory: publishDirectory)
         return report
     }

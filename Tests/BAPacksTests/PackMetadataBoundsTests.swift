@@ -198,4 +198,30 @@ struct PackMetadataBoundsTests {
         }
         #expect(Set([1100, 1101, 1102, 1103, 1104, 1105, 1106, 1107, 1108, 1109]).count == 10)
     }
+
+    @Test(
+        "ba pack build keeps to the device's bounds: chunks devices would refuse, or a path they would, are not built")
+    func theBuilderKeepsToTheBounds() throws {
+        let root = try PackBuildTests.Folder()
+        let publish = try PackBuildTests.Folder()
+        defer {
+            root.remove()
+            publish.remove()
+        }
+        try root.write([1, 2, 3], to: "Levels/a.bin")
+        try root.write([1], to: "intro.bin")
+        let huge = PackBuilder(parameters: try .init(average: 16 << 20))
+        #expect {
+            try huge.build(try PackBuildTests.manifest(), root: root.path, version: 1, publishDirectory: publish.path)
+        } throws: { "\($0)".contains("would be refused by devices") }
+        // A folder 70 deep under the selected one: the index would be refused, so it is not written.
+        try root.write([4], to: "Levels/" + Array(repeating: "d", count: 70).joined(separator: "/") + "/deep.bin")
+        let builder = PackBuilder(parameters: try .init(average: 4096))
+        let error = #expect(throws: PackError.self) {
+            try builder.build(
+                try PackBuildTests.manifest(), root: root.path, version: 1, publishDirectory: publish.path)
+        }
+        #expect(error?.operation == "pathDepth", "\(String(describing: error))")
+        #expect(!FileManager.default.fileExists(atPath: publish.path + "/packs/levels/1.json"))
+    }
 }
