@@ -99,6 +99,15 @@ struct PackFixture {
         try await CLIQueries.poll(what, daemon, timeout: 60, read: { try await packs(daemon) }, until: condition)
     }
 
+    /// `ba packs ensure --no-wait` of `pack` (version 1) whose only bundle hangs on the server: its
+    /// download stays under way for as long as the test needs.
+    func ensureStalled(_ pack: String, _ daemon: DaemonProcess) async throws {
+        server.setBehavior(.stall(afterBytes: 0), for: "/packs/\(pack)/1-0.bundle")
+        let ensure = try await runProcess(
+            ba, ["packs", "ensure", Self.app, pack, "--no-wait", "--socket", daemon.socketPath])
+        #expect(ensure.status == 0, "\(ensure.stdout)\(ensure.stderr)")
+    }
+
     /// The chunk names (SHA-256) of one published version.
     func chunkNames(pack: String, version: Int) throws -> Set<String> {
         Set(try chunks(pack: pack, version: version))

@@ -170,11 +170,7 @@ struct PackNamespaceTests {
         defer { running.kill() }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
-        // One bundle hangs: the download stays under way for as long as the test needs.
-        fixture.server.setBehavior(.stall(afterBytes: 0), for: "/packs/extras/1-0.bundle")
-        let ensure = try await runProcess(
-            ba, ["packs", "ensure", PackFixture.app, "extras", "--no-wait", "--socket", daemon.socketPath])
-        #expect(ensure.status == 0, "\(ensure.stdout)\(ensure.stderr)")
+        try await fixture.ensureStalled("extras", daemon)
         _ = try await CLIQueries.poll(
             "extras' staging folder", daemon, timeout: 60, read: { Self.names(Self.versions(daemon, "extras")) },
             until: { $0 == ["1.staging"] })

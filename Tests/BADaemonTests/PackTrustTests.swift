@@ -249,11 +249,7 @@ struct PackTrustTests {
         defer { running.kill() }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
-        // Its bundle hangs: the job stays in flight for as long as the test needs.
-        fixture.server.setBehavior(.stall(afterBytes: 0), for: "/packs/extras/1-0.bundle")
-        let ensure = try await runProcess(
-            ba, ["packs", "ensure", PackFixture.app, "extras", "--no-wait", "--socket", daemon.socketPath])
-        #expect(ensure.status == 0, "\(ensure.stdout)\(ensure.stderr)")
+        try await fixture.ensureStalled("extras", daemon)
         for exit in 1...3 {
             _ = try await fixture.waitForPacks(running, "extras in flight (\(exit))") {
                 ($0["extras"]?["status"] as? String)?.contains("downloading") == true

@@ -103,10 +103,14 @@ extension PackService {
         }
         job.queue.async { [self] in
             // A local index that cannot be read only means less to reuse: those chunks are fetched.
-            let installed: PackIndex? = installedIndexPath.flatMap { path in try? PackIndex.read(path) }
+            let installed: PackIndex? = installedIndexPath.flatMap { path in
+                logged("asset pack \(job.key): the local version's index is not reused") { try PackIndex.read(path) }
+            }
             let result: Result<(PackJob.StagingBox, PackJobMachine.Prepared), PackFailure>
             do throws(PackError) {
-                let others: [PackIndex] = otherIndexPaths.compactMap { path in try? PackIndex.read(path) }
+                let others: [PackIndex] = otherIndexPaths.compactMap { path in
+                    logged("asset pack \(job.key): another pack's index is not reused") { try PackIndex.read(path) }
+                }
                 let plan = PackPlan(target: index, installed: installed, others: others)
                 let staging = try PackStaging(root: root, plan: plan)
                 staging.repair = job.repair

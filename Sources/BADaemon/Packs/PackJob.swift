@@ -174,8 +174,12 @@ extension PackService {
             case .measureSpace(let later):
                 let root = containers.packRoot(app: job.key.app)
                 let measure: @Sendable () -> Void = { [self] in
-                    // Unknown (statfs failed): taken as enough; a full disk is still caught on write.
-                    run(job, .space(free: try? freeSpace(root)))
+                    // Unknown (statfs failed, logged): taken as enough; a full disk is still caught
+                    // on write, and then waits for space.
+                    run(
+                        job,
+                        .space(free: logged("asset pack \(job.key): cannot measure free space") { try freeSpace(root) })
+                    )
                 }
                 if later { executor.after(retryInterval, measure) } else { measure() }
             case .fetch(let unit): fetch(unit, for: job)

@@ -101,6 +101,18 @@ extension PackService {
         }
     }
 
+    /// `body`'s result, or nil with what failed in the log (`what`: what was being done). For
+    /// reads whose failure costs work or a report, never trust or space: a local index not read is
+    /// fetched again, a leftover not listed stays for the next start.
+    func logged<T>(_ what: String, _ body: () throws -> T) -> T? {
+        do {
+            return try body()
+        } catch {
+            log("\(what): \(error)")
+            return nil
+        }
+    }
+
     func save(_ row: PackRow) {
         do { try store.savePack(row.stored) } catch { log("asset pack \(row.key): \(error)") }
     }

@@ -30,7 +30,10 @@ extension PackService {
             return
         }
         let known = Set(apps.map(\.appIdentifier)).union(rows.map(\.appIdentifier))
-        let roots = (try? FileManager.default.contentsOfDirectory(atPath: containers.packsDirectory)) ?? []
+        let roots =
+            logged("cannot list \(containers.packsDirectory) to clean up") {
+                try FileManager.default.contentsOfDirectory(atPath: containers.packsDirectory)
+            } ?? []
         for app in roots.sorted() where !app.hasPrefix(".") {
             let root = containers.packRoot(app: app)
             guard known.contains(app) else {

@@ -70,7 +70,8 @@ extension PackService {
     /// Removes everything of `app`'s packs: jobs, links, files, rows (`ba uninstall`). The other
     /// apps of its group keep theirs, and `CONTAINER/AssetPacks` leads to one of them, or goes.
     func uninstall(_ app: String) {
-        let group = (try? store.app(app))?.appGroupIdentifier
+        // Unreadable (logged): the group's links are not re-pointed.
+        let group = logged("packs of \(app): its app group") { try store.app(app) }??.appGroupIdentifier
         for key in jobs.keys where key.app == app { stopJob(key) }
         heldVersions = heldVersions.filter { $0.key.app != app }
         do { try store.removePackApp(app) } catch { log("packs of \(app): \(error)") }

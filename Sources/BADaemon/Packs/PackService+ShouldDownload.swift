@@ -32,7 +32,10 @@ extension PackService {
         delegate.packs(self, askExtensionOf: app, about: candidates.map(\.1)) { [self] declined in
             let asked = Set(candidates.map(\.0))
             // Read again: the rows may have changed while the extension ran.
-            for var row in (try? self.rows(app: app.bundleIdentifier)) ?? [] where asked.contains(row.packID) {
+            let rows = logged("asset packs of \(app.bundleIdentifier): its extension's answer is not recorded") {
+                try self.rows(app: app.bundleIdentifier)
+            }
+            for var row in rows ?? [] where asked.contains(row.packID) {
                 let now = declined.contains(row.packID)
                 guard row.declined != now else { continue }
                 row.declined = now

@@ -137,7 +137,9 @@ final class PackService: @unchecked Sendable {
             for version in (try? PackInstallation.versions(root: root, id: row.packID)) ?? [] where version != linked {
                 removeWhenFree(key, version: version)
             }
-            if let target = row.target, let app = try? store.app(row.appIdentifier) {
+            if let target = row.target,
+                let app = logged("asset pack \(key): not resumed", { try store.app(row.appIdentifier) }) ?? nil
+            {
                 // In flight when the last basd ended without its clean shutdown (which sets the
                 // count back to 0): after `parkAfter` such exits in a row the job may be what
                 // killed it, so it waits for `ba packs ensure` instead of starting again.
@@ -262,7 +264,11 @@ final class PackService: @unchecked Sendable {
             act(on: row, app: app, trigger: .ensure(requireLatest: requireLatest))
             return .packs(PackReport(packs: listing(app: name).filter { $0.assetPackID == pack }))
         }
-        let known = (try? row(Key(app: name, pack: pack)))??.entry != nil
+        let known: Bool
+        do { known = try row(Key(app: name, pack: pack))?.entry != nil } catch {
+            reply(Refusal(.internalError, "basd could not read its asset packs: \(error)").result)
+            return
+        }
         guard (try? store.packApps())?.contains(where: { $0.appIdentifier == name }) == true else {
             reply(
                 Refusal(
@@ -443,7 +449,9 @@ final class PackService: @unchecked Sendable {
 
     /// The essential packs of `event` for `app` that its extension did not decline, by ID.
     func essentialPacks(app: String, event: PackManifest.InstallationEvent) -> [String] {
-        ((try? rows(app: app)) ?? []).compactMap { row in
+        (logged("asset packs of \(app): the essential packs cannot be listed") { try rows(app: app) } ?? []).compactMap
+        {
+            row in
             guard !row.declined, case .essential(let events)? = row.entry?.downloadPolicy,
                 events.contains(event)
             else { return nil }
