@@ -14,7 +14,8 @@
 #   PREFIX/share/doc/swift-background-assets/    README.md, the docs, copyright
 #   PREFIX/share/background-assets/apps/         the drop-in folder apps' packages register in
 #   PREFIX/share/bash-completion/completions/ba, share/zsh/site-functions/_ba, share/fish/vendor_completions.d/ba.fish
-#   PREFIX/lib/systemd/user/basd.service, basd.socket   ExecStart= is PREFIX/bin/basd (or --unit-basd)
+#   PREFIX/lib/systemd/user/basd.service, basd.socket, basd.timer   ExecStart= is PREFIX/bin/basd (or
+#                                                --unit-basd); enabled for every user (*.wants/ links)
 #
 # Every binary is stripped and finds the runtime through its rpath ($ORIGIN-relative, so the prefix
 # can move), never in the toolchain. Apps and extensions built against the prefix use the same
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
         --prefix) prefix="$2"; shift 2 ;;
         --unit-basd) unit_basd="$2"; shift 2 ;;
         --skip-build) build=0; shift ;;
-        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install.sh: unknown argument $1 (see --help)" >&2; exit 64 ;;
     esac
 done
@@ -189,6 +190,7 @@ install -m 0644 README.md "$prefix/share/doc/swift-background-assets/"
 install -m 0644 docs/*.md "$prefix/share/doc/swift-background-assets/docs/"
 install -m 0644 packaging/copyright "$prefix/share/doc/swift-background-assets/"
 install -d "$prefix/share/doc/swift-background-assets/notices"
+install -m 0644 NOTICE "$prefix/share/doc/swift-background-assets/notices/swift-background-assets.NOTICE"
 for notice in "$scratch"/checkouts/*/NOTICE.txt; do
     package="$(basename "$(dirname "$notice")")"
     install -m 0644 "$notice" "$prefix/share/doc/swift-background-assets/notices/$package.NOTICE.txt"
@@ -198,10 +200,27 @@ done
 # pointed at the basd they will run.
 units="$(mktemp -d)"
 "$ba" service install --basd "$prefix/bin/basd" --unit-directory "$units" --no-systemctl > /dev/null
-for unit in basd.service basd.socket; do
-    sed "s#^ExecStart=$prefix/bin/basd#ExecStart=$unit_basd#" "$units/$unit" > "$prefix/lib/systemd/user/$unit"
+# Enabled for every user by the vendor's links below (as dbus-user-session ships dbus.socket's), so
+# each unit's [Install] section is left out (systemctl calls them "static": nothing to enable):
+# basd starts at each login (default.target), when a client connects (sockets.target) and every 15
+# minutes while it is not running (timers.target), so an app a package registers gets its essential
+# content before its first launch, with no maintainer script. A user opts out with
+# `systemctl --user mask basd.service basd.socket basd.timer`, an administrator for everyone with
+# `systemctl --global mask …`.
+for unit in basd.service basd.socket basd.timer; do
+    {
+        printf '# Installed with swift-background-assets, enabled for every user by the *.wants/ links\n'
+        printf '# beside it (mask it to opt out). See docs/operations.md.\n'
+        sed -e "s#^ExecStart=$prefix/bin/basd#ExecStart=$unit_basd#" -e '/^# Written by `ba service install`/d' \
+            -e '/^# It is rewritten by the next `ba service install`/d' -e '/^\[Install\]/,$d' "$units/$unit" \
+            | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
+    } > "$prefix/lib/systemd/user/$unit"
     chmod 0644 "$prefix/lib/systemd/user/$unit"
 done
 rm -r "$units"
+for link in default.target.wants/basd.service sockets.target.wants/basd.socket timers.target.wants/basd.timer; do
+    install -d "$prefix/lib/systemd/user/$(dirname "$link")"
+    ln -sfn "../$(basename "$link")" "$prefix/lib/systemd/user/$link"
+done
 
 echo "installed swift-background-assets $("$ba" --version) under $prefix"

@@ -7,8 +7,9 @@
 # Usage: scripts/package-deb.sh [--output DIR] [--skip-build]
 #   --output DIR   where the .deb goes (default: the current folder)
 #   --skip-build   package what scripts/install.sh built last
-# Then: sudo dpkg -i swift-background-assets_VERSION_ARCH.deb; every user who wants basd runs
-#   systemctl --user enable --now basd.socket
+# Then: sudo dpkg -i swift-background-assets_VERSION_ARCH.deb; the user units (basd.service,
+#   basd.socket, basd.timer) are enabled for every user from their next login (or at once:
+#   systemctl --user daemon-reload && systemctl --user start basd.socket basd.timer)
 # and `sudo dpkg -r swift-background-assets` removes it all.
 set -euo pipefail
 
@@ -18,7 +19,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --output) output="$2"; shift 2 ;;
         --skip-build) install_args+=(--skip-build); shift ;;
-        -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "package-deb.sh: unknown argument $1 (see --help)" >&2; exit 64 ;;
     esac
 done

@@ -40,8 +40,39 @@ struct InstalledPackageTests {
             FileManager.default.fileExists(
                 atPath: package.prefix + "/share/background-assets/apps", isDirectory: &isDirectory)
                 && isDirectory.boolValue)
+        // The project's own license (Apache-2.0), never the placeholder, and its NOTICE.
+        let copyright = try String(
+            contentsOfFile: package.prefix + "/share/doc/swift-background-assets/copyright", encoding: .utf8)
+        #expect(
+            copyright.contains("Files: *\nCopyright: 2026 the swift-background-assets authors\nLicense: Apache-2.0\n")
+                && !copyright.contains("LicenseRef"), "\(copyright)")
+        #expect(
+            FileManager.default.fileExists(
+                atPath: package.prefix + "/share/doc/swift-background-assets/notices/swift-background-assets.NOTICE"))
         let unit = try String(contentsOfFile: package.prefix + "/lib/systemd/user/basd.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/bin/basd"), "\(unit)")
+        // The timer beside the socket and the service, all three enabled for every user (the
+        // vendor's *.wants links that `systemctl --global enable` would make): basd starts at login
+        // and every 15 minutes, so a package's app gets its essentials before its first launch.
+        let timer = try String(contentsOfFile: package.prefix + "/lib/systemd/user/basd.timer", encoding: .utf8)
+        #expect(timer.contains("OnUnitInactiveSec=900s") && !timer.contains("[Install]"), "\(timer)")
+        for (link, unit) in [
+            ("default.target.wants/basd.service", "basd.service"), ("sockets.target.wants/basd.socket", "basd.socket"),
+            ("timers.target.wants/basd.timer", "basd.timer"),
+        ] {
+            let path = package.prefix + "/lib/systemd/user/" + link
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: path)
+            #expect(target == "../" + unit, "\(link) -> \(target ?? "nothing")")
+            #expect(FileManager.default.fileExists(atPath: path), "\(link) resolves")
+        }
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/systemctl") {
+            // systemd's own reading of the installed tree (offline: --root, no manager needed):
+            // "static", enabled by the package's links, nothing for a user to enable.
+            let enabled = try runProcessBlocking(
+                "/usr/bin/systemctl",
+                ["--root=" + package.root, "--global", "is-enabled", "basd.timer", "basd.socket", "basd.service"])
+            #expect(enabled.stdout == "static\nstatic\nstatic\n", "\(enabled.stdout)\(enabled.stderr)")
+        }
 
         // The issue's targets (issue 23): the .deb ≤ 25 MiB; installed ≤ 80 MiB until issue 33, whose
         // checks of network metadata, trust rules, typed pack model and swift-system file layer
