@@ -267,7 +267,8 @@ let package = Package(
         .testTarget(name: "BAAssetServerTests", dependencies: ["BAAssetServer", "BAHTTP", "BATestSupport"]),
         .testTarget(name: "BASampleAssetsTests", dependencies: ["BASampleAssets", "CCrypto"]),
         .testTarget(
-            name: "BADownloadEngineTests", dependencies: ["BADownloadEngine", "BAAssetServer", "BATestSupport"]),
+            name: "BADownloadEngineTests",
+            dependencies: ["BACore", "BADownloadEngine", "BAAssetServer", "BATestSupport"]),
         // A child process the crash-safety test kills with SIGKILL mid-write.
         .executableTarget(name: "BAStoreCrashProbe", dependencies: ["BAStore"], path: "Tests/BAStoreCrashProbe"),
         .testTarget(

@@ -271,6 +271,23 @@ package struct ParsedURL: Sendable, Equatable {
     package var scheme: String
     /// Lowercased host; IPv6 literals without brackets.
     package var host: String
+    /// The port the URL names (1–65535), or nil when it names none (or one that is not a port).
+    package var port: Int?
+    /// Whether the URL's authority has a `:` after its host with something that is not a port
+    /// (`host:x`, `host:99999`): no port-bound rule can match it.
+    package var hasInvalidPort = false
+
+    /// The port a connection uses: the one the URL names, else its scheme's (80 for http, 443 for
+    /// https); nil for another scheme without one, or an invalid port.
+    package var effectivePort: Int? {
+        if hasInvalidPort { return nil }
+        if let port { return port }
+        switch scheme {
+        case "http": return 80
+        case "https": return 443
+        default: return nil
+        }
+    }
 
     package init?(_ string: String) {
         // Byte-level parsing: URLs are ASCII in their scheme and delimiters, and this runs for
@@ -294,16 +311,36 @@ package struct ParsedURL: Sendable, Equatable {
         var start = colon + 3
         if let at = bytes[start..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) { start = at + 1 }
         var hostBytes: ArraySlice<UInt8>
+        // Where the host ends: a `:` there starts the port.
+        var hostEnd: Int
         if start < authorityEnd && bytes[start] == UInt8(ascii: "[") {
             guard let close = bytes[start..<authorityEnd].firstIndex(of: UInt8(ascii: "]")) else { return nil }
             hostBytes = bytes[(start + 1)..<close]
+            hostEnd = close + 1
         } else {
-            let end = bytes[start..<authorityEnd].firstIndex(of: UInt8(ascii: ":")) ?? authorityEnd
-            hostBytes = bytes[start..<end]
+            hostEnd = bytes[start..<authorityEnd].firstIndex(of: UInt8(ascii: ":")) ?? authorityEnd
+            hostBytes = bytes[start..<hostEnd]
         }
         guard !hostBytes.isEmpty, !hostBytes.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else { return nil }
         self.scheme = Self.asciiLowercased(schemeBytes)
         self.host = Self.asciiLowercased(hostBytes)
+        if hostEnd < authorityEnd {
+            // `:` then the port; an empty one (`host:`) is the scheme's default, as RFC 3986 says.
+            let portBytes = bytes[(hostEnd + 1)..<authorityEnd]
+            if bytes[hostEnd] != UInt8(ascii: ":") {
+                hasInvalidPort = true
+            } else if !portBytes.isEmpty {
+                if let port = Self.parsePort(portBytes) { self.port = port } else { hasInvalidPort = true }
+            }
+        }
+    }
+
+    /// A port's digits (1–65535, at most 5 digits), or nil.
+    package static func parsePort(_ bytes: ArraySlice<UInt8>) -> Int? {
+        guard (1...5).contains(bytes.count), bytes.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+        else { return nil }
+        let value = bytes.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        return (1...65_535).contains(value) ? value : nil
     }
 
     static func isAlphanumeric(_ byte: UInt8) -> Bool {

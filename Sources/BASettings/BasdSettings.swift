@@ -24,7 +24,7 @@ import Foundation
 /// | `caFile` | absolute path of a PEM file | none (the system's CAs) |
 /// | `caDirectory` | absolute path of a folder of hashed CA certificates | none (the system's CAs) |
 /// | `pinnedPublicKey` | `sha256//BASE64[;sha256//…]` or a key file's absolute path | none |
-/// | `allowedHosts` | non-empty array of host names, IP addresses or `*.` wildcards | none (every host) |
+/// | `allowedHosts` | non-empty array of host names, IP addresses or `*.` wildcards, each optionally with `:PORT` | none (every host) |
 /// | `waitOnMeteredNetwork` | boolean | `true` |
 /// | `lowPowerModeOnBattery` | boolean | `false` |
 ///
@@ -376,20 +376,41 @@ package struct BasdSettings: Sendable, Equatable {
     }
 
     /// Why `entry` is not an `allowedHosts` entry (a host name, an IP address or `*.` and a host
-    /// name), or nil when it is one.
+    /// name, each optionally with `:PORT`; an IPv6 address with a port in brackets, `[::1]:8080`),
+    /// or nil when it is one.
     static func hostProblem(_ entry: String) -> String? {
         if entry.contains("://") || entry.contains("/") {
             return "is not a host name: write the host alone (\"cdn.example.com\"), without scheme or path"
         }
-        if entry.hasPrefix("[") || entry.hasSuffix("]") {
-            return "has brackets: write an IPv6 address without them (\"::1\")"
+        let isIPv6 = { (text: Substring) -> Bool in
+            text.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." } && text.count >= 2
+                && text.filter { $0 == ":" }.count >= 2
         }
+        let portProblem =
+            "has a port that is not one: write a port from 1 to 65535 after the host (\"cdn.example.com:8443\")"
+        if entry.hasPrefix("[") {
+            // `[IPv6]` or `[IPv6]:PORT`.
+            guard let close = entry.firstIndex(of: "]"), isIPv6(entry[entry.index(after: entry.startIndex)..<close])
+            else {
+                return "has brackets but no IPv6 address in them: write \"[::1]:8080\", or \"::1\" for every port"
+            }
+            let rest = entry[entry.index(after: close)...]
+            if rest.isEmpty { return nil }
+            guard rest.hasPrefix(":"), Self.port(rest.dropFirst()) != nil else { return portProblem }
+            return nil
+        }
+        if entry.hasSuffix("]") { return "has a ] without [: write an IPv6 address as \"::1\" or \"[::1]:8080\"" }
+        var entry = Substring(entry)
         if entry.contains(":") {
-            // An IPv6 address; a port ("host:443") is not part of a host.
-            let isAddress = entry.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." } && entry.count >= 2
-            return isAddress ? nil : "is not a host name or IP address: leave out any port (\"cdn.example.com\")"
+            // An IPv6 address (every port), or a host with a port.
+            if isIPv6(entry) { return nil }
+            guard entry.filter({ $0 == ":" }).count == 1, let colon = entry.firstIndex(of: ":") else {
+                return "is not a host name or IP address: write \"cdn.example.com\" or \"cdn.example.com:8443\""
+            }
+            guard Self.port(entry[entry.index(after: colon)...]) != nil else { return portProblem }
+            entry = entry[..<colon]
         }
-        let name = entry.hasPrefix("*.") ? String(entry.dropFirst(2)) : entry
+        let name = entry.hasPrefix("*.") ? entry.dropFirst(2) : entry
         let labels = name.split(separator: ".", omittingEmptySubsequences: false)
         let validLabel = { (label: Substring) -> Bool in
             !label.isEmpty && label.count <= 63 && label.first != "-" && label.last != "-"
@@ -400,6 +421,14 @@ package struct BasdSettings: Sendable, Equatable {
                 + "or *. before one for its subdomains (\"*.example.com\")"
         }
         return nil
+    }
+
+    /// A port's digits (1–65535), or nil.
+    static func port(_ text: Substring) -> Int? {
+        guard (1...5).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(text),
+            (1...65_535).contains(value)
+        else { return nil }
+        return value
     }
 
     /// The known key nearest to a misspelt one, if it is near enough to be a typo.

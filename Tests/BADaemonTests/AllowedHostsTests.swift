@@ -82,6 +82,42 @@ struct AllowedHostsTests {
         #expect(server.requests(for: "/hop.bin").count == 1, "the loopback hop itself was fetched")
     }
 
+    @Test("an entry with a port allows that port alone: a redirect to another port of the same host fails at once")
+    func entriesWithPorts() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let other = try await AssetServer.start()
+        defer { Task { try? await other.shutdown() } }
+        let here = SampleAppFixture.bytes(5000, seed: 22)
+        other.setFile("/elsewhere.bin", contents: [7, 8, 9])
+        server.setBehavior(.redirect(to: other.url("/elsewhere.bin")), for: "/hop.bin")
+        let fixture = try SampleAppFixture(
+            server: server,
+            assets: [
+                .init(identifier: "here", path: "/here.bin", contents: here, essential: false),
+                .init(identifier: "hop", path: "/hop.bin", contents: [4, 5, 6], essential: false),
+            ])
+        defer { fixture.remove() }
+        let directory = try TemporaryDirectory()
+        _ = try writeSettings(#"{"allowedHosts": ["127.0.0.1:\#(server.port)", "localhost"]}"#, in: directory)
+        let daemon = try await DaemonProcess.start(directory: directory)
+        defer { daemon.kill() }
+
+        let install = try await runProcess(
+            ba, ["install", fixture.appDirectory, "--no-wait", "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
+        let rows = try await InstallCommandTests().waitForDownloads(daemon, "hop to fail, here to finish") {
+            InstallCommandTests.state($0["hop"]) == "failed" && InstallCommandTests.state($0["here"]) == "finished"
+        }
+        let hop = try #require(rows["hop"])
+        #expect(hop["errorCode"] as? Int == 202, "\(hop)")
+        #expect(
+            (hop["errorMessage"] as? String)?.contains("host '127.0.0.1' port \(other.port) is not in the allow-list")
+                == true, "\(hop)")
+        #expect(other.requests(for: "/elsewhere.bin").isEmpty, "the other port was never connected to")
+        #expect(rows["here"]?["bytesOnDisk"] as? Int == here.count)
+    }
+
     @Test("a manifest on an unlisted host fails at once; an edit of the list applies to the next request")
     func manifestAndEdit() async throws {
         let server = try await AssetServer.start()

@@ -1,3 +1,4 @@
+import BACore
 import Testing
 
 @testable import BADownloadEngine
@@ -408,5 +409,37 @@ import Testing
         #expect(
             !list.allows(host: "assets.example.com") && !list.allows(host: "evilassets.example.com")
                 && !list.allows(host: "example.com"))
+    }
+
+    /// An entry with a port allows that port alone (a URL without one has its scheme's); one
+    /// without allows every port.
+    @Test(arguments: [
+        ("http://127.0.0.1:8080/a", true), ("http://127.0.0.1:8081/a", false), ("http://127.0.0.1/a", false),
+        ("https://cdn.example.com/a", true), ("https://cdn.example.com:443/a", true),
+        ("https://cdn.example.com:80/a", false), ("https://cdn.example.com:8443/a", false),
+        ("http://[::1]:9000/a", true), ("http://[::1]:9001/a", false), ("https://x.assets.example.com:8443/a", true),
+        ("https://x.assets.example.com/a", false), ("http://localhost:1/a", true), ("http://localhost/a", true),
+        ("http://127.0.0.1:80x/a", false), ("http://127.0.0.1:99999/a", false),
+    ])
+    func allowListWithPorts(url: String, allowed: Bool) throws {
+        let list = HostAllowList(
+            ["127.0.0.1:8080", "cdn.example.com:443", "[::1]:9000", "*.assets.example.com:8443", "localhost"],
+            owner: "basd's allowedHosts setting")
+        let refusal = URLPolicy.check(url, allowLists: [list])
+        #expect((refusal == nil) == allowed, "\(url): \(refusal ?? "allowed")")
+        // A refusal names the port the connection would use (a URL whose port is not one has none).
+        if let refusal, ParsedURL(url)?.effectivePort != nil { #expect(refusal.contains(" port "), "\(refusal)") }
+    }
+
+    @Test("a URL's port, and the one a connection uses")
+    func ports() throws {
+        #expect(try #require(ParsedURL("http://h:8080/x")).effectivePort == 8080)
+        #expect(try #require(ParsedURL("http://h/x")).effectivePort == 80)
+        #expect(try #require(ParsedURL("https://h:/x")).effectivePort == 443)
+        #expect(try #require(ParsedURL("https://[::1]:8443")).effectivePort == 8443)
+        #expect(try #require(ParsedURL("https://[::1]")).effectivePort == 443)
+        #expect(try #require(ParsedURL("http://u:p@h:81/x")).effectivePort == 81)
+        #expect(try #require(ParsedURL("http://h:0/x")).effectivePort == nil)
+        #expect(try #require(ParsedURL("http://h:65536/x")).effectivePort == nil)
     }
 }

@@ -193,8 +193,11 @@ import Testing
         (#"{ "allowedHosts": [] }"#, .invalidValue, "leave the key out to allow every host"),
         (#"{ "allowedHosts": ["https://cdn.example.com"] }"#, .invalidValue, "without scheme or path"),
         (#"{ "allowedHosts": ["cdn.example.com/assets"] }"#, .invalidValue, "without scheme or path"),
-        (#"{ "allowedHosts": ["a.example", "cdn.example.com:443"] }"#, .invalidValue, "allowedHosts[1] "),
-        (#"{ "allowedHosts": ["[::1]"] }"#, .invalidValue, "without them"),
+        (#"{ "allowedHosts": ["a.example", "cdn.example.com:0"] }"#, .invalidValue, "allowedHosts[1] "),
+        (#"{ "allowedHosts": ["cdn.example.com:65536"] }"#, .invalidValue, "a port from 1 to 65535"),
+        (#"{ "allowedHosts": ["cdn.example.com:https"] }"#, .invalidValue, "a port from 1 to 65535"),
+        (#"{ "allowedHosts": ["[cdn.example.com]:80"] }"#, .invalidValue, "no IPv6 address in them"),
+        (#"{ "allowedHosts": ["::1]"] }"#, .invalidValue, "] without ["),
         (#"{ "allowedHosts": ["*"] }"#, .invalidValue, "*. before one"),
         (#"{ "allowedHosts": ["*example.com"] }"#, .invalidValue, "is not a host name"),
         (#"{ "allowedHosts": ["cdn..example.com"] }"#, .invalidValue, "is not a host name"),
@@ -210,7 +213,11 @@ import Testing
     @Test(arguments: [
         ("cdn.example.com", true), ("*.example.com", true), ("127.0.0.1", true), ("::1", true),
         ("fe80::1", true), ("localhost", true), ("under_score.example", false), ("*.*.example.com", false),
-        ("-a.example", false), ("a b.example", false), ("host:80", false), ("*.", false),
+        ("-a.example", false), ("a b.example", false), ("*.", false),
+        // A port: with a host, an address or a wildcard; an IPv6 address with one in brackets.
+        ("host:80", true), ("127.0.0.1:8080", true), ("*.example.com:443", true), ("[::1]:8080", true),
+        ("[::1]", true), ("host:", false), ("host:0", false), ("host:123456", false), ("a:b:c.example", false),
+        ("[::1]:", false), ("[::1]x", false), ("under_score:80", false),
     ])
     func hostEntries(entry: String, valid: Bool) {
         #expect((BasdSettings.hostProblem(entry) == nil) == valid, "\(entry)")
