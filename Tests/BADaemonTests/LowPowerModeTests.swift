@@ -6,7 +6,8 @@ import Testing
 @testable import BADaemon
 
 /// Low Power Mode: the profile table, then a real basd reading a fake power-profile file
-/// (`BASD_POWER_PROFILE_FILE`): no extension runs, background downloads wait, essentials go on.
+/// (`BASD_POWER_PROFILE_FILE`): background work waits (periodic runs, events, background
+/// downloads), an install's call and its essentials go on.
 @Suite("Low Power Mode", .timeLimit(.minutes(3)))
 struct LowPowerModeTests {
     let ba = BuildProducts.executable("ba")
@@ -44,47 +45,76 @@ struct LowPowerModeTests {
 
     /// A basd reading its power profile from a file that says power-saver, with a quick scheduler
     /// tick (a quarter of the minimum interval) that reads it; the file, to change the profile.
-    static func daemonInPowerSaver() async throws -> (DaemonProcess, profile: String) {
+    static func daemonInPowerSaver(
+        environment: [String: String] = [:]
+    ) async throws -> (
+        DaemonProcess, profile: String
+    ) {
         let directory = try TemporaryDirectory()
         let profile = try directory.write("profile", "power-saver\n")
         try FileManager.default.createDirectory(atPath: directory.path + "/state", withIntermediateDirectories: true)
         try Data(#"{"periodicMinimumIntervalSeconds": 1, "periodicBaseIntervalSeconds": 600}"#.utf8)
             .write(to: URL(fileURLWithPath: directory.path + "/state/config.json"))
         let daemon = try await DaemonProcess.start(
-            directory: directory, environment: ["BASD_POWER_PROFILE_FILE": profile])
+            directory: directory,
+            environment: environment.merging(["BASD_POWER_PROFILE_FILE": profile]) { _, profile in profile })
         return (daemon, profile)
     }
 
-    @Test("in power-saver no extension runs and background downloads wait; back to balanced they go on")
+    @Test(
+        "an app registered in power-saver through the drop-in folder gets its install call and essentials at once; its background download waits; balanced, it goes on"
+    )
     func basdFollowsThePowerProfile() async throws {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
-        let (daemon, profile) = try await Self.daemonInPowerSaver()
+        let share = try TemporaryDirectory()
+        defer { share.remove() }
+        let folder = share.path + "/background-assets/apps"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let (daemon, profile) = try await Self.daemonInPowerSaver(environment: [
+            "XDG_DATA_DIRS": share.path, "XDG_DATA_HOME": share.path + "/home",
+        ])
         defer { daemon.kill() }
+        _ = try await CLIQueries.poll(
+            "basd to see the power-saver profile", daemon, timeout: 20, read: { daemon.standardError },
+            until: { $0.contains("Low Power Mode is on") })
         // Held after its first 64 KiB until the test lets it go: it cannot finish before Low Power
-        // Mode holds it, however slow the machine (a trickle raced the scheduler's look).
+        // Mode holds it, however slow the machine.
         server.setBehavior(.stall(afterBytes: 64 << 10), for: "/levels/level-1.pak")
+        let catalog = SampleAppFixture.catalog
         let fixture = try SampleAppFixture(
             server: server,
             assets: [
-                .init(
-                    identifier: "catalog", path: "/catalog.json", contents: SampleAppFixture.catalog, essential: true),
+                .init(identifier: "catalog", path: "/catalog.json", contents: catalog, essential: true),
                 .init(
                     identifier: "level-1", path: "/levels/level-1.pak",
                     contents: SampleAppFixture.bytes(1 << 20, seed: 4), essential: false),
             ])
         defer { fixture.remove() }
 
-        let refused = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
-        #expect(refused.status == 34, "\(refused.stdout)\(refused.stderr)")
-        #expect(refused.stderr.contains("Low Power Mode is on (power profile power-saver"), "\(refused.stderr)")
+        // A package registers the app while the machine is in power-saver: the user is waiting for
+        // its essential content, so the install call runs at once (docs/lifecycle.md).
+        try FileManager.default.createSymbolicLink(
+            atPath: folder + "/sample", withDestinationPath: fixture.appDirectory)
+        let essential = try await CLIQueries.pollDownloads(
+            "the install call's essential download to finish in power-saver", daemon,
+            app: SampleAppFixture.bundleIdentifier, timeout: 60,
+            until: { rows in
+                rows.contains { $0["identifier"] as? String == "catalog" && $0["state"] as? String == "finished" }
+            })
+        #expect(essential.contains { $0["identifier"] as? String == "level-1" }, "\(essential)")
+        #expect(!daemon.standardError.contains("not calling the extension"), "\(daemon.standardError)")
+        // The background download the call scheduled waits for Low Power Mode, never started.
+        _ = try await CLIQueries.pollDownloads(
+            "level-1 to wait for Low Power Mode", daemon, app: SampleAppFixture.bundleIdentifier, timeout: 20,
+            until: { rows in
+                rows.contains {
+                    $0["identifier"] as? String == "level-1" && $0["waitingFor"] as? String == "lowPowerMode"
+                }
+            })
+        #expect(server.requests(for: "/levels/level-1.pak").isEmpty)
 
         try Data("balanced\n".utf8).write(to: URL(fileURLWithPath: profile))
-        _ = try await CLIQueries.poll(
-            "basd to see the balanced profile", daemon, timeout: 20, read: { daemon.standardError },
-            until: { $0.contains("Low Power Mode is off") })
-        let install = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
-        #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
         _ = try await CLIQueries.pollDownloads(
             "level-1 to start", daemon, app: SampleAppFixture.bundleIdentifier, timeout: 30,
             until: { rows in

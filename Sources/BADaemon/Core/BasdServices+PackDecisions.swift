@@ -16,7 +16,8 @@ extension BasdServices {
     ) {
         let name = app.bundleIdentifier
         guard let libraryPath = app.extensionPath else { return decided([]) }
-        if let reason = scheduler.refusalToCall(app, kind: nil, bypassAllowance: true) {
+        // Part of an install or update (the only triggers that ask): in Low Power Mode too.
+        if let reason = scheduler.refusalToCall(app, kind: .install, bypassAllowance: true) {
             log("\(name): not asking its extension which asset packs to download (\(reason)): all of them download")
             return decided([])
         }

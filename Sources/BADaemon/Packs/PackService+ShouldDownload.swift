@@ -15,7 +15,8 @@ extension PackService {
     /// fails or cannot be made declines nothing: every pack downloads, the system default
     /// (``PackServiceDelegate/packs(_:askExtensionOf:about:decided:)``).
     func askExtension(_ trigger: PackDecision.Trigger, app: StoredApp, then: @escaping () -> Void) {
-        guard case .installation(let event) = trigger, let delegate else { return then() }
+        // Without an extension there is nobody to ask (and nothing to log): every pack downloads.
+        guard case .installation(let event) = trigger, app.extensionPath != nil, let delegate else { return then() }
         let rows: [PackRow]
         do { rows = try self.rows(app: app.bundleIdentifier) } catch {
             // Not asked: every pack downloads (the default), and the log says why.

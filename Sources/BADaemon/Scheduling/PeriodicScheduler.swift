@@ -112,14 +112,18 @@ final class PeriodicScheduler: @unchecked Sendable {
     // MARK: - Gates
 
     /// Why the extension of `app` may not be called now (for `kind`), or nil. `bypassAllowance`
-    /// (`ba simulate`) skips the daily runtime allowance, nothing else.
+    /// (`ba simulate`) skips the daily runtime allowance, nothing else. An install's or update's
+    /// call (`kind` `.install` or `.update`) runs in Low Power Mode.
     func refusalToCall(_ app: StoredApp, kind: ContentRequestKind?, bypassAllowance: Bool) -> String? {
         guard let libraryPath = app.extensionPath else { return "the app has no extension (BAExtensionPath)" }
         guard extensions.isAvailable else { return "basd cannot start extension runners (see its log)" }
         guard settings.backgroundActivity else {
             return "background activity is off in basd's settings (backgroundActivity; error 111)"
         }
-        if let reason = checkLowPowerMode() {
+        // Low Power Mode holds background work (periodic runs, events, background downloads), not
+        // an install's or an update's call: the user is waiting for that app's essential content
+        // (docs/lifecycle.md#low-power-mode).
+        if kind != .install, kind != .update, let reason = checkLowPowerMode() {
             return "Low Power Mode is on (\(reason)): no extension runs until it is off"
         }
         if !app.launched, !settings.inAppContent {
