@@ -94,9 +94,12 @@ package struct PackInfo: Sendable, Hashable, Codable {
     package var waitingFor: WaitingReason?
     /// The last failure, said so a user can act on it.
     package var error: String?
-    /// While downloading: an install waits for it (an essential pack of the install's event, or
-    /// a requested one).
+    /// While downloading: the pack's policy is essential and the download is fetched at once (an
+    /// install waits for it). Never true for a prefetch or on-demand pack (see ``requested``).
     package var essential: Bool?
+    /// While downloading: a pack whose policy is not essential that the app (or `ba packs ensure`,
+    /// a repair) asked for, so it is fetched at once as an essential one is. Nil otherwise.
+    package var requested: Bool?
     /// Where the local version's files are (`CONTAINER/AssetPacks/ID`).
     package var path: String?
     /// True when the app's extension declined the pack for the last install or update

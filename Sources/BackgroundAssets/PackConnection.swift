@@ -88,7 +88,7 @@ final class PackConnection: @unchecked Sendable {
     /// Sends a `packs` request for this app; its packs as basd answers.
     ///
     /// - Throws: ``Lost`` when basd cannot be reached or the connection broke (after one more
-    ///   attempt on a new connection); ``BAError`` for basd's refusal.
+    ///   attempt on a new connection); for basd's refusal, the error of ``map(_:of:)``.
     func call(_ command: PackCommand) throws -> [PackInfo] {
         var attempt = 0
         while true {
@@ -115,7 +115,7 @@ final class PackConnection: @unchecked Sendable {
                     }
                     throw Lost(error: Self.map(error), wasConnected: true)
                 }
-                throw Self.map(error)
+                throw Self.map(error, of: command)
             } catch {
                 throw error as? BAError ?? BAError(.callerConnectionInvalid, reason: "\(error)")
             }
@@ -165,4 +165,17 @@ final class PackConnection: @unchecked Sendable {
     }
 
     static func map(_ error: DaemonClientError) -> BAError { AppDaemonConnection.map(error) }
+
+    /// basd's refusal of a `packs` request as the app sees it: one of basd's pack codes
+    /// (`docs/protocol.md`, "Errors": 1100 and up, a refused manifest or index, a parked job) is
+    /// the pack's `localAvailabilityFailure` with that code underneath, as a failed download's
+    /// is; any other, the ``BAError`` of ``map(_:)``.
+    static func map(_ error: DaemonClientError, of command: PackCommand) -> any Error {
+        guard error.code >= firstPackErrorCode else { return map(error) }
+        return PackEventHub.failure(
+            pack: command.pack ?? "", PackFailure(error.message, code: error.code))
+    }
+
+    /// The first of basd's pack error codes (`manifestUnsigned`).
+    static let firstPackErrorCode = 1100
 }

@@ -174,6 +174,16 @@ struct PackNamespaceTests {
         _ = try await CLIQueries.poll(
             "extras' staging folder", daemon, timeout: 60, read: { Self.names(Self.versions(daemon, "extras")) },
             until: { $0 == ["1.staging"] })
+        // Named by its policy: on demand, requested (fetched at once), never "essential".
+        let downloading = try await packs(daemon)
+        #expect(
+            downloading["extras"]?["requested"] as? Bool == true && downloading["extras"]?["essential"] == nil,
+            "\(downloading)")
+        _ = try await CLIQueries.poll(
+            "the log to name extras' policy", daemon, timeout: 10, read: { daemon.standardError },
+            until: {
+                $0.contains("asset pack extras of \(PackFixture.app): installing version 1 (on demand, requested)")
+            })
         let remove = try await runProcess(
             ba, ["packs", "remove", PackFixture.app, "extras", "--socket", daemon.socketPath])
         #expect(remove.status == 0, "\(remove.stdout)\(remove.stderr)")

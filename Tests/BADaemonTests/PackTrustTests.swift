@@ -172,6 +172,9 @@ struct PackTrustTests {
         let check = try await runProcess(ba, ["packs", "check", PackFixture.app, "--socket", daemon.socketPath])
         #expect(check.status == 0, "\(check.stdout)\(check.stderr)")
         _ = try await fixture.waitForPacks(daemon, "base 2") { $0["base"]?["localVersion"] as? Int == 2 }
+        let app = try TestApp(
+            socketPath: daemon.socketPath, bundleIdentifier: PackFixture.app, group: PackFixture.group)
+        defer { app.kill() }
 
         /// Serves `manifest` (and `signature`), checks, and expects a refusal with `code`.
         func refused(_ code: Int, _ says: String, manifest: Data, signature: Data?) async throws {
@@ -186,6 +189,13 @@ struct PackTrustTests {
             #expect(check.stderr.contains(says), "\(code): \(check.stderr)")
             let listed = try await runProcess(ba, ["packs", "--app", PackFixture.app, "--socket", daemon.socketPath])
             #expect(listed.stderr.contains("(error \(code))"), "\(listed.stdout)\(listed.stderr)")
+            // The app's checkForUpdates gets the same code, under its localAvailabilityFailure.
+            let checked = try await app.run("check")
+            let error = checked["error"] as? [String: Any] ?? [:]
+            #expect(error["domain"] as? String == "BAManagedErrorDomain" && error["code"] as? Int == 2, "\(checked)")
+            #expect(
+                error["underlyingDomain"] as? String == "org.swift-background-assets.basd"
+                    && error["underlyingCode"] as? Int == code, "\(checked)")
             let packs = try await fixture.packs(daemon)
             #expect(packs["base"]?["localVersion"] as? Int == 2, "\(code): \(packs)")
             #expect(AssetPackTests.same(PackFixture.packPath(daemon, "base") + "/base/a.bin", v2))

@@ -48,7 +48,12 @@ func describe(_ download: BADownload) -> [String: Any] {
 
 func describe(_ error: any Error) -> [String: Any] {
     let error = error as NSError
-    return ["domain": error.domain, "code": error.code, "reason": error.localizedDescription]
+    var described: [String: Any] = ["domain": error.domain, "code": error.code, "reason": error.localizedDescription]
+    if let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError {
+        described["underlyingDomain"] = underlying.domain
+        described["underlyingCode"] = underlying.code
+    }
+    return described
 }
 
 func sha256(_ data: Data) -> String {

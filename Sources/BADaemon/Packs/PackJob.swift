@@ -130,6 +130,16 @@ final class PackJob: @unchecked Sendable {
 }
 
 extension PackService {
+    /// A pack's policy as the log names it, and whether it is fetched at once for someone
+    /// waiting (`urgent`): "essential", "on demand, requested", "prefetch".
+    static func describe(_ policy: PackManifest.DownloadPolicy, urgent: Bool) -> String {
+        switch Self.policy(policy) {
+        case .essential: "essential"
+        case .prefetch: urgent ? "prefetch, requested" : "prefetch"
+        case .onDemand: urgent ? "on demand, requested" : "on demand"
+        }
+    }
+
     /// Starts (or resumes) installing `entry` for `key`.
     func startJob(_ key: Key, app: StoredApp, entry: Entry, essential: Bool, repair: Bool = false) {
         let job = PackJob(
@@ -145,7 +155,9 @@ extension PackService {
                     .paused(WaitingReason(hold)), appIdentifier: key.app, assetPackID: key.pack,
                     version: entry.version))
         }
-        log("asset pack \(key): installing version \(entry.version)\(essential ? " (essential)" : "")")
+        log(
+            "asset pack \(key): installing version \(entry.version) (\(Self.describe(entry.downloadPolicy, urgent: essential)))"
+        )
         run(job, .start)
     }
 

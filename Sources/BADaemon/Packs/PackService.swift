@@ -412,7 +412,15 @@ final class PackService: @unchecked Sendable {
                 if info.waitingFor == nil, !job.essential, transfers.fetchesWaitInQueue(job.fetchesInFlight) {
                     info.waitingFor = .queue
                 }
-                info.essential = job.essential
+                // Named by its policy: an on-demand or prefetch pack fetched at once is requested,
+                // not essential.
+                if job.essential {
+                    if Self.policy(job.entry.downloadPolicy) == .essential {
+                        info.essential = true
+                    } else {
+                        info.requested = true
+                    }
+                }
             } else if row.failure != nil {
                 status.insert(.failed)
             }
