@@ -25,7 +25,9 @@
 # Usage: Benchmarks/packs-device.sh [SCALE_PERCENT=100] [BUILD_DIR]
 #   SCALE_PERCENT scales every size (not the file count): 10 is 107 MB.
 #   An empty BUILD_DIR builds ba and basd in release.
-# Environment: PACKS_KEEP=1 keeps the temporary folder (basd's log, nginx's log, basd's CPU and RSS
+# Environment: PACKS_RTT_MS=50 puts every tool behind a link of 50 ms round trip
+# (Benchmarks/delay-proxy.py in front of nginx; casync is left out there unless PACKS_CASYNC=1).
+# PACKS_KEEP=1 keeps the temporary folder (basd's log, nginx's log, basd's CPU and RSS
 # sampled every 0.5 s during each ba phase in ba1.samples and ba2.samples); PACKS_PERF=1 also
 # records basd with perf during each ba phase (ba1.perf.txt, ba2.perf.txt: where its CPU went).
 set -euo pipefail
@@ -55,8 +57,10 @@ fi
 work="$(mktemp -d /tmp/ba-bench-packs-device.XXXXXX)"
 nginx_pid=""
 basd_pid=""
+proxy_pid=""
 cleanup() {
     if [ -n "$basd_pid" ]; then kill "$basd_pid" 2>/dev/null || true; wait "$basd_pid" 2>/dev/null || true; fi
+    if [ -n "$proxy_pid" ]; then kill "$proxy_pid" 2>/dev/null || true; wait "$proxy_pid" 2>/dev/null || true; fi
     if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null || true; wait "$nginx_pid" 2>/dev/null || true; fi
     if [ -n "${PACKS_KEEP:-}" ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
 }
@@ -144,6 +148,22 @@ nginx_pid=$!
 for _ in $(seq 1 100); do curl -sf -o /dev/null "$base/v1.caidx" && break; sleep 0.05; done
 curl -sf -o /dev/null "$base/v1.caidx" || { echo "nginx did not start:" >&2; cat "$work/nginx/error.log" >&2; exit 1; }
 log="$work/nginx/access.log"
+# PACKS_RTT_MS: every tool reaches nginx through Benchmarks/delay-proxy.py, which holds data half
+# of that each way (this kernel has no netem), and a new connection's first request one round trip
+# more (its handshake). casync, which fetches its chunks one at a time (a round trip each: 16,000
+# of them at 50 ms is over 13 minutes), is left out on such a link unless PACKS_CASYNC=1.
+rtt_ms=${PACKS_RTT_MS:-0}
+run_casync=${PACKS_CASYNC:-1}
+if [ "$rtt_ms" -gt 0 ]; then
+    run_casync=${PACKS_CASYNC:-0}
+    proxy_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    python3 "$(dirname "$0")/delay-proxy.py" "$proxy_port" "$port" "$(calc "$rtt_ms / 2")" > "$work/proxy.out" 2>&1 &
+    proxy_pid=$!
+    base="http://127.0.0.1:$proxy_port"
+    for _ in $(seq 1 100); do grep -qs ready "$work/proxy.out" && break; sleep 0.05; done
+    curl -sf -o /dev/null "$base/v1.caidx" || { echo "the delay proxy did not start:" >&2; cat "$work/proxy.out" >&2; exit 1; }
+    echo "== over a link of $rtt_ms ms round trip (Benchmarks/delay-proxy.py in front of nginx, for every tool)"
+fi
 
 # log_mark: the access log's line count now. log_bytes MARK / log_requests MARK [PATTERN]: bytes
 # sent and requests since MARK (whose request line matches PATTERN).
@@ -226,19 +246,21 @@ left=$((deleted_at + 61 - $(date +%s)))
 [ "$left" -gt 0 ] && sleep "$left"
 
 # casync
-m=$(log_mark)
-warm "$srv/v1.caidx" "$srv/store"
-timed ca1_s casync extract --store="$base/store" "$base/v1.caidx" "$work/out/ca1/"
-ca1_bytes=$(log_bytes "$m")
-ca1_requests=$(log_requests "$m")
-same "$work/v1/data" "$work/out/ca1" "casync extract of v1"
-m=$(log_mark)
-warm "$srv/v2.caidx" "$srv/store"
-timed ca2_s casync extract --store="$base/store" --seed="$work/out/ca1/" "$base/v2.caidx" "$work/out/ca2/"
-ca2_bytes=$(log_bytes "$m")
-ca2_requests=$(log_requests "$m")
-same "$work/v2/data" "$work/out/ca2" "casync extract of v2"
-ca_index=$(stat -c %s "$srv/v2.caidx")
+if [ "$run_casync" = 1 ]; then
+    m=$(log_mark)
+    warm "$srv/v1.caidx" "$srv/store"
+    timed ca1_s casync extract --store="$base/store" "$base/v1.caidx" "$work/out/ca1/"
+    ca1_bytes=$(log_bytes "$m")
+    ca1_requests=$(log_requests "$m")
+    same "$work/v1/data" "$work/out/ca1" "casync extract of v1"
+    m=$(log_mark)
+    warm "$srv/v2.caidx" "$srv/store"
+    timed ca2_s casync extract --store="$base/store" --seed="$work/out/ca1/" "$base/v2.caidx" "$work/out/ca2/"
+    ca2_bytes=$(log_bytes "$m")
+    ca2_requests=$(log_requests "$m")
+    same "$work/v2/data" "$work/out/ca2" "casync extract of v2"
+    ca_index=$(stat -c %s "$srv/v2.caidx")
+fi
 
 mkdir -p "$work/App"
 cat > "$work/App/Info.plist" <<PLIST
@@ -328,23 +350,29 @@ same "$work/v2/data" "$pack/data" "ba packs ensure's pack"
 printf '\n  %-34s %10s %16s %10s\n' "first install of v1" "seconds" "bytes fetched" "requests"
 printf '  %-34s %10.3f %16d %10d   median of %s\n' "curl | tar --zstd -x" "$tar1_s" "$tar1_bytes" 1 "$tar1_all"
 printf '  %-34s %10.3f %16d %10d   median of %s\n' "curl | tar --zstd -x; sync" "$tar1sync_s" "$tar1sync_bytes" 1 "$tar1sync_all"
-printf '  %-34s %10.3f %16d %10d\n' "casync extract" "$ca1_s" "$ca1_bytes" "$ca1_requests"
+[ "$run_casync" = 1 ] && printf '  %-34s %10.3f %16d %10d\n' "casync extract" "$ca1_s" "$ca1_bytes" "$ca1_requests"
 printf '  %-34s %10.3f %16d %10d   basd CPU %.2f s, peak RSS %s MiB\n' "ba install" "$ba1_s" "$ba1_bytes" \
     "$ba1_requests" "$ba1_cpu" "$ba1_peak"
 printf '\n  %-34s %10s %16s %10s\n' "update to v2" "seconds" "bytes fetched" "requests"
 printf '  %-34s %10.3f %16d %10d   median of %s\n' "curl | tar --zstd -x (all of v2)" "$tar2_s" "$tar2_bytes" 1 "$tar2_all"
-printf '  %-34s %10.3f %16d %10d\n' "casync extract --seed v1" "$ca2_s" "$ca2_bytes" "$ca2_requests"
+[ "$run_casync" = 1 ] && printf '  %-34s %10.3f %16d %10d\n' "casync extract --seed v1" "$ca2_s" "$ca2_bytes" "$ca2_requests"
 printf '  %-34s %10.3f %16d %10d   basd CPU %.2f s, peak RSS %s MiB\n' "ba packs ensure --latest" "$ba2_s" \
     "$ba2_bytes" "$ba2_requests" "$ba2_cpu" "$ba2_peak"
 ratio() { calc "$1 / $2"; }
-printf '\n  first install  time ba / curl|tar: %.3f (target <= 1.2)   ba / (curl|tar; sync): %.3f   ba / casync: %.3f\n' \
-    "$(ratio "$ba1_s" "$tar1_s")" "$(ratio "$ba1_s" "$tar1sync_s")" "$(ratio "$ba1_s" "$ca1_s")"
-printf '  update         bytes ba / (changed files + indexes): %.3f (target <= 1.1)   (%d / (%d + %d); content alone %.3f)\n' \
-    "$(ratio "$ba2_bytes" "$((changed_bytes + ba_index))")" "$ba2_bytes" "$changed_bytes" "$ba_index" \
+# ca_ratio SECONDS CASYNC_VAR: "   ba / casync: R", or nothing when casync did not run.
+ca_ratio() { [ "$run_casync" = 1 ] && printf '   ba / casync: %.3f' "$(ratio "$1" "${!2}")" || true; }
+label=""
+[ "$rtt_ms" -gt 0 ] && label=" ($rtt_ms ms RTT)"
+printf '\n  first install%s  time ba / curl|tar: %.3f (target <= 1.2)   ba / (curl|tar; sync): %.3f%s\n' \
+    "$label" "$(ratio "$ba1_s" "$tar1_s")" "$(ratio "$ba1_s" "$tar1sync_s")" "$(ca_ratio "$ba1_s" ca1_s)"
+printf '  update%s         bytes ba / (changed files + indexes): %.3f (target <= 1.1)   (%d / (%d + %d); content alone %.3f)\n' \
+    "$label" "$(ratio "$ba2_bytes" "$((changed_bytes + ba_index))")" "$ba2_bytes" "$changed_bytes" "$ba_index" \
     "$(ratio "$((ba2_bytes - ba2_index_bytes))" "$changed_bytes")"
-printf '  update         time ba / full curl|tar of v2: %.3f (target <= 1.0)   ba / casync: %.3f\n' \
-    "$(ratio "$ba2_s" "$tar2_s")" "$(ratio "$ba2_s" "$ca2_s")"
+printf '  update%s         time ba / full curl|tar of v2: %.3f (target <= 1.0)%s\n' \
+    "$label" "$(ratio "$ba2_s" "$tar2_s")" "$(ca_ratio "$ba2_s" ca2_s)"
 printf '  basd CPU / wall: install %.2f, update %.2f; read / written through system calls: install %.0f / %.0f MB, update %.0f / %.0f MB\n' \
     "$(ratio "$ba1_cpu" "$ba1_s")" "$(ratio "$ba2_cpu" "$ba2_s")" "$ba1_read" "$ba1_written" "$ba2_read" "$ba2_written"
-printf '  casync update bytes / (changed files + its index): %.3f   (%d / (%d + %d))\n' \
-    "$(calc "$ca2_bytes / ($changed_bytes + $ca_index)")" "$ca2_bytes" "$changed_bytes" "$ca_index"
+if [ "$run_casync" = 1 ]; then
+    printf '  casync update bytes / (changed files + its index): %.3f   (%d / (%d + %d))\n' \
+        "$(calc "$ca2_bytes / ($changed_bytes + $ca_index)")" "$ca2_bytes" "$changed_bytes" "$ca_index"
+fi
