@@ -92,6 +92,10 @@ package struct PackInfo: Sendable, Hashable, Codable {
     /// or background pack whose files all wait for the background concurrency; no place is given:
     /// pack files go to the engine directly, not through the download queue).
     package var waitingFor: WaitingReason?
+    /// With `waitingFor` `server`: the last failure to reach it (`http://…: Couldn't connect to
+    /// server`), and when basd tries it next (seconds since 1970).
+    package var waitingError: String?
+    package var nextAttemptAt: Double?
     /// The last failure, said so a user can act on it.
     package var error: String?
     /// While downloading: an install waits for it (an essential pack of the install's event, or
@@ -175,6 +179,10 @@ package struct PackEvent: Sendable, Hashable, Codable {
     /// The version's download size and the manifest's `userInfo` (JSON text), while downloading.
     package var downloadSize: Int64?
     package var userInfo: String?
+    /// With `paused` for `server`: the last failure to reach it, and when basd tries it next
+    /// (seconds since 1970).
+    package var waitingError: String?
+    package var nextAttemptAt: Double?
 
     package init(_ kind: Kind, appIdentifier: String, assetPackID: String, version: Int? = nil) {
         self.kind = kind
@@ -197,7 +205,7 @@ package struct PackEvent: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case kind, appIdentifier, assetPackID, version, bytesPresent, bytesTotal, bytesFetched, bytesReused,
-            message, downloadSize, userInfo, waitingFor, errorCode, errno, operation
+            message, downloadSize, userInfo, waitingFor, errorCode, errno, operation, waitingError, nextAttemptAt
     }
 
     package init(from decoder: any Decoder) throws {
@@ -232,6 +240,8 @@ package struct PackEvent: Sendable, Hashable, Codable {
         bytesReused = try container.decodeIfPresent(Int64.self, forKey: .bytesReused)
         downloadSize = try container.decodeIfPresent(Int64.self, forKey: .downloadSize)
         userInfo = try container.decodeIfPresent(String.self, forKey: .userInfo)
+        waitingError = try container.decodeIfPresent(String.self, forKey: .waitingError)
+        nextAttemptAt = try container.decodeIfPresent(Double.self, forKey: .nextAttemptAt)
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -246,6 +256,8 @@ package struct PackEvent: Sendable, Hashable, Codable {
         try container.encodeIfPresent(bytesReused, forKey: .bytesReused)
         try container.encodeIfPresent(downloadSize, forKey: .downloadSize)
         try container.encodeIfPresent(userInfo, forKey: .userInfo)
+        try container.encodeIfPresent(waitingError, forKey: .waitingError)
+        try container.encodeIfPresent(nextAttemptAt, forKey: .nextAttemptAt)
         switch kind {
         case .paused(let reason): try container.encode(reason, forKey: .waitingFor)
         case .failed(let failure):
