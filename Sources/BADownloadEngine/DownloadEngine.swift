@@ -248,8 +248,9 @@ final class EngineLoop: @unchecked Sendable {
             startDueTransfers()
             var active: Int32 = 0
             curl_multi_perform(multi, &active)
-            drainMessages()
+            // Before the ended requests: one that got an answer this turn keeps its own backoff.
             openAnsweredGates()
+            drainMessages()
             detectStalls()
             flushProgress()
             startDueTransfers()

@@ -73,7 +73,8 @@ extension EngineLoop {
         if !gates.isEmpty { answers.append(transfer) }
     }
 
-    /// The servers that answered this turn let their waiters go (after libcurl's callbacks).
+    /// The servers that answered this turn let their waiters go (after libcurl's callbacks,
+    /// before the requests that ended are handled).
     func openAnsweredGates() {
         guard !answers.isEmpty else { return }
         let answered = answers
