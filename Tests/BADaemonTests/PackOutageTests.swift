@@ -1,3 +1,4 @@
+import BACore
 import BADaemonProtocol
 import BATestSupport
 import Foundation
@@ -139,6 +140,74 @@ struct PackOutageTests {
         let present = lines.compactMap { $0["bytesPresent"] as? Int }
         #expect(Set(present).count > 6, "progress between bundles: \(present)")
         #expect(lines.last?["localVersion"] as? Int == 1, "the final state last: \(ensure.stdout)")
+    }
+
+    @Test(
+        "a pack ensured, and a download scheduled, while their server is down: both wait for the server from the start, and go on when it answers"
+    )
+    func serverDownFromTheStart() async throws {
+        let fixture = try await PackFixture.make()
+        defer { fixture.remove() }
+        let content = PackFixture.random(300_000, seed: 35)
+        try fixture.write(pack: "small", policy: PackFixture.onDemand, files: ["s.bin": content])
+        var nginx = try await Nginx.start(root: fixture.publish, directory: fixture.directory.path, limitRate: 0)
+        defer { nginx.stop() }
+        let port = nginx.port
+        try await fixture.publish(["small"], version: 1, baseURL: "http://127.0.0.1:\(port)")
+        nginx.stop()
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        let events = try ChildProcess(ba, ["events", "--follow", "--json", "--socket", daemon.socketPath])
+        defer { events.kill() }
+        try events.wait("subscribed") { $0.stderr.contains("following events") }
+
+        // An ordinary download from the same server, and the pack.
+        let client = try daemon.appClient(PackFixture.app)
+        defer { client.close() }
+        _ = try client.call(
+            .schedule(DownloadDescription(identifier: "d", url: "http://127.0.0.1:\(port)/packs/small/1.json")))
+        let ensure = try await runProcess(
+            ba, ["packs", "ensure", PackFixture.app, "small", "--no-wait", "--socket", daemon.socketPath])
+        #expect(ensure.status == 0, "\(ensure.stdout)\(ensure.stderr)")
+
+        _ = try await fixture.waitForPacks(daemon, "the pack waiting for the server") {
+            $0["small"]?["waitingFor"] as? String == "server"
+        }
+        try await events.waiting("a paused event for the server", timeout: 30) { child in
+            Self.packEvents(child).contains {
+                $0["kind"] as? String == "paused" && $0["waitingFor"] as? String == "server"
+            }
+        }
+        let download = try await CLIQueries.poll(
+            "the download waiting for the server", daemon, timeout: 60, read: { try await Self.download(daemon, "d") },
+            until: { $0?["waitingFor"] as? String == "server" })
+        let message: String = download?["errorMessage"] as? String ?? ""
+        #expect(message.contains("127.0.0.1:\(port)"), "\(download ?? [:])")
+        #expect(download?["nextAttemptAt"] is Double, "\(download ?? [:])")
+
+        nginx = try await Nginx.start(
+            root: fixture.publish, directory: fixture.directory.path, limitRate: 0, port: port)
+        _ = try await fixture.waitForPacks(daemon, "the pack to be local") { $0["small"]?["localVersion"] as? Int == 1 }
+        _ = try await CLIQueries.poll(
+            "the download to finish", daemon, timeout: 60, read: { try await Self.download(daemon, "d") },
+            until: { $0?["state"] as? String == "finished" })
+        try await events.waiting("began after the pause", timeout: 30) { child in
+            let kinds = Self.packEvents(child).compactMap { $0["kind"] as? String }
+            return kinds.firstIndex(of: "paused").map { kinds[$0...].contains("began") } ?? false
+        }
+    }
+
+    /// `ba downloads --json`'s row of the download `identifier` of the pack fixture's app.
+    static func download(_ daemon: DaemonProcess, _ identifier: String) async throws -> [String: Any]? {
+        let listed = try await runProcess(
+            BuildProducts.executable("ba"),
+            ["downloads", "--app", PackFixture.app, "--json", "--socket", daemon.socketPath])
+        guard let object = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any],
+            let rows = object["downloads"] as? [[String: Any]]
+        else { throw HarnessError("ba downloads failed: \(listed.stdout)\(listed.stderr)") }
+        return rows.first { $0["identifier"] as? String == identifier }
     }
 
     /// Waits (a bounded poll) for a line of basd's log that `matches`.

@@ -149,6 +149,7 @@ extension PackService {
                     version: entry.version))
         }
         log("asset pack \(key): installing version \(entry.version)\(essential ? " (essential)" : "")")
+        waitsForServerAtStart(job)
         run(job, .start)
     }
 

@@ -12,16 +12,7 @@ extension PackService {
         for job in jobs.values.sorted(by: { $0.key.description < $1.key.description })
         where !job.machine.phase.isOver && ServerGate.key(of: job.entry.indexURL) == server {
             if let waiting {
-                guard !job.waitingForServer else { continue }
-                job.waitingForServer = true
-                log(
-                    "asset pack \(job.key): waiting for its server \(server): \(waiting.reason); it goes on when the server answers"
-                )
-                var event = PackEvent(
-                    .paused(.server), appIdentifier: job.key.app, assetPackID: job.key.pack, version: job.entry.version)
-                event.waitingError = waiting.reason
-                event.nextAttemptAt = waiting.nextAttemptAt.timeIntervalSince1970
-                send(event)
+                waitsForServer(job, server: server, waiting)
             } else if job.waitingForServer {
                 job.waitingForServer = false
                 log("asset pack \(job.key): its server answers again; going on")
@@ -33,5 +24,26 @@ extension PackService {
                 }
             }
         }
+    }
+
+    /// A job starting while its server gives no answer waits for it from the start.
+    func waitsForServerAtStart(_ job: PackJob) {
+        guard let waiting = transfers.serverWait(of: job.entry.indexURL),
+            let server = ServerGate.key(of: job.entry.indexURL)
+        else { return }
+        waitsForServer(job, server: server, waiting)
+    }
+
+    private func waitsForServer(_ job: PackJob, server: String, _ waiting: TransferCoordinator.ServerWait) {
+        guard !job.waitingForServer else { return }
+        job.waitingForServer = true
+        log(
+            "asset pack \(job.key): waiting for its server \(server): \(waiting.reason); it goes on when the server answers"
+        )
+        var event = PackEvent(
+            .paused(.server), appIdentifier: job.key.app, assetPackID: job.key.pack, version: job.entry.version)
+        event.waitingError = waiting.reason
+        event.nextAttemptAt = waiting.nextAttemptAt.timeIntervalSince1970
+        send(event)
     }
 }
