@@ -127,7 +127,7 @@ package struct PackInfo: Sendable, Hashable, Codable {
 /// connection that asked to `follow`). Not kept: ``PackInfo`` in a listing says where a pack stands.
 ///
 /// On the wire (protocol version 1): `kind` is the case's name, with `waitingFor` for `paused`
-/// and `message` and `errorCode` for `failed`.
+/// (and for `server`, `waitingError` and `nextAttemptAt`) and `message` and `errorCode` for `failed`.
 package struct PackEvent: Sendable, Hashable, Codable {
     /// What happened.
     package enum Kind: Sendable, Hashable {
