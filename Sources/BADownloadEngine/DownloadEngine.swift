@@ -213,6 +213,8 @@ final class EngineLoop: @unchecked Sendable {
     var gates: [String: ServerGate] = [:]
     /// The server whose gate each transfer waits at (or probes).
     var gateOf: [ObjectIdentifier: String] = [:]
+    /// The gates' next probes, soonest first (an entry whose gate opened or moved is skipped).
+    var gateTimes = Heap<GateTime>()
     /// Transfers whose response head arrived this turn while some server is down (the gates
     /// open after libcurl's callbacks: no handle is added from within one).
     var answers: [Transfer] = []
@@ -281,9 +283,8 @@ final class EngineLoop: @unchecked Sendable {
         if let next = retryTimes.min {
             timeout = min(timeout, max(0, Int(milliseconds(next.until - now)) + 1))
         }
-        for gate in gates.values {
-            if let next = gate.nextProbe { timeout = min(timeout, max(0, Int(milliseconds(next - now)) + 1)) }
-        }
+        dropStaleGateTimes()
+        if let next = gateTimes.min { timeout = min(timeout, max(0, Int(milliseconds(next.until - now)) + 1)) }
         let realNow = ContinuousClock.now
         for transfer in active.values {
             let stallAt = transfer.lastActivity + configuration.stallTimeout
@@ -429,15 +430,16 @@ final class EngineLoop: @unchecked Sendable {
     /// Starts due retries, then background transfers up to the bound in order: priority, then
     /// arrival. Foreground and essential transfers never wait here and do not count against the bound.
     func startDueTransfers() {
-        if !gates.isEmpty { probeDueGates() }
+        if !gateTimes.isEmpty { probeDueGates() }
         if !retrying.isEmpty {
             let now = clock.now()
             dropStaleRetryTimes()
             while let next = retryTimes.min, next.until <= now {
                 _ = retryTimes.popMin()
                 let transfer = next.transfer
-                // One waiting at its server's gate is started by the gate.
-                if next.isCurrent(in: retrying), gateOf[ObjectIdentifier(transfer)] == nil {
+                // One waiting at its server's gate is started by the gate (and one whose server
+                // stopped answering meanwhile waits there).
+                if next.isCurrent(in: retrying), gateOf[ObjectIdentifier(transfer)] == nil, !joinsGate(transfer) {
                     retrying[ObjectIdentifier(transfer)] = nil
                     if transfer.startsAtOnce { start(transfer) } else { enqueue(transfer) }
                 }

@@ -79,11 +79,8 @@ extension EngineLoop {
         if id == nil {
             // The network changed: every server that gave no answer may answer now.
             let now = clock.now()
-            for server in gates.keys.sorted() {
-                guard var gate = gates[server] else { continue }
-                let actions = gate.networkChanged(now: now)
-                gates[server] = gate
-                performGate(server, actions)
+            for server in gates.keys.sorted() where gates[server] != nil {
+                updateGate(server) { gate, _ in gate.networkChanged(now: now) }
             }
         }
         for (key, transfer) in retrying where id == nil || transfer.id == id {

@@ -1,4 +1,5 @@
 import Foundation
+import HeapModule
 
 // Servers that give no answer (engine thread): the transfers that failed wait at the server's
 // ``ServerGate``, tried one at a time, and all go on at its first answer.
@@ -26,46 +27,49 @@ extension EngineLoop {
         if let other = gateOf[key], other != server { leaveGate(transfer) }
         gateOf[key] = server
         let now = clock.now()
+        var delay = Duration.zero
+        updateGate(server) { gate, random in
+            defer { delay = max(.zero, (gate.nextProbe ?? now) - now) }
+            return gate.noAnswer(transfer.id, urgent: transfer.startsAtOnce, reason: reason, now: now, random: random)
+        }
+        emit(.retrying(id: transfer.id, attempt: attempt, delay: delay, reason: reason))
+    }
+
+    /// Whether a transfer whose own wait to retry is over (a connection cut mid-body, say) waits
+    /// at its server's gate instead, the server giving no answer now: then it joins the waiters.
+    func joinsGate(_ transfer: Transfer) -> Bool {
+        guard !gates.isEmpty, let server = transfer.serverKey, let gate = gates[server], gate.isDown else {
+            return false
+        }
+        gateOf[ObjectIdentifier(transfer)] = server
+        let now = clock.now()
+        let reason = gate.reason
+        updateGate(server) { gate, random in
+            gate.noAnswer(transfer.id, urgent: transfer.startsAtOnce, reason: reason, now: now, random: random)
+        }
+        return true
+    }
+
+    /// Feeds one input to `server`'s gate (made if there is none), notes when its next probe is
+    /// due (``gateTimes``) and carries out its actions.
+    func updateGate(_ server: String, _ input: (inout ServerGate, Double) -> [ServerGate.Action]) {
         var gate =
             gates[server]
             ?? ServerGate(urgent: configuration.serverProbeUrgent, background: configuration.serverProbeBackground)
-        let actions = gate.noAnswer(
-            transfer.id, urgent: transfer.startsAtOnce, reason: reason, now: now,
-            random: Double.random(in: 0..<1, using: &random))
+        let before = gate.nextProbe
+        let actions = input(&gate, Double.random(in: 0..<1, using: &random))
         gates[server] = gate
-        emit(
-            .retrying(
-                id: transfer.id, attempt: attempt, delay: max(.zero, (gate.nextProbe ?? now) - now), reason: reason))
+        if let next = gate.nextProbe, next != before { gateTimes.insert(GateTime(until: next, server: server)) }
         performGate(server, actions)
-        if actions.contains(where: { if case .announceDown = $0 { true } else { false } }), gate.waiters.count == 1 {
-            gatherWaiting(for: server, reason: reason)
-        }
-    }
-
-    /// The server just stopped answering: the transfers already waiting out their own backoff
-    /// for it (a connection cut mid-body) wait at its gate from now on, not each on its timer.
-    private func gatherWaiting(for server: String, reason: String) {
-        let now = clock.now()
-        for transfer in retrying.values.sorted(by: { $0.sequence < $1.sequence }) {
-            let key = ObjectIdentifier(transfer)
-            guard gateOf[key] == nil, transfer.serverKey == server, var gate = gates[server] else { continue }
-            gateOf[key] = server
-            let actions = gate.noAnswer(
-                transfer.id, urgent: transfer.startsAtOnce, reason: reason, now: now,
-                random: Double.random(in: 0..<1, using: &random))
-            gates[server] = gate
-            performGate(server, actions)
-        }
     }
 
     /// `transfer` no longer waits at (or probes) a gate.
     func leaveGate(_ transfer: Transfer) {
-        guard let server = gateOf.removeValue(forKey: ObjectIdentifier(transfer)), var gate = gates[server] else {
+        guard let server = gateOf.removeValue(forKey: ObjectIdentifier(transfer)), gates[server] != nil else {
             return
         }
-        let actions = gate.left(transfer.id, now: clock.now())
-        gates[server] = gate
-        performGate(server, actions)
+        let now = clock.now()
+        updateGate(server) { gate, _ in gate.left(transfer.id, now: now) }
     }
 
     /// A response head arrived (in a libcurl callback): noted while some server is down.
@@ -83,25 +87,28 @@ extension EngineLoop {
         for transfer in answered {
             // The probe answered: it waits no more.
             gateOf[ObjectIdentifier(transfer)] = nil
-            guard let server = transfer.serverKey, var gate = gates[server] else {
-                continue
-            }
-            let actions = gate.answered(now: now)
-            gates[server] = gate
-            performGate(server, actions)
+            guard let server = transfer.serverKey, gates[server] != nil else { continue }
+            updateGate(server) { gate, _ in gate.answered(now: now) }
         }
     }
 
-    /// Starts the probes that are due.
+    /// Starts the probes that are due (``gateTimes``, soonest first: a turn does not walk every
+    /// gate, however many servers give no answer).
     func probeDueGates() {
         let now = clock.now()
-        for (server, gate) in gates {
-            guard let next = gate.nextProbe, next <= now else { continue }
-            var gate = gate
-            let actions = gate.probeDue(now: now)
-            gates[server] = gate
-            performGate(server, actions)
+        dropStaleGateTimes()
+        while let first = gateTimes.min, first.until <= now {
+            _ = gateTimes.popMin()
+            if gates[first.server]?.nextProbe == first.until {
+                updateGate(first.server) { gate, _ in gate.probeDue(now: now) }
+            }
+            dropStaleGateTimes()
         }
+    }
+
+    /// Pops the due times of gates that opened or were rescheduled since.
+    func dropStaleGateTimes() {
+        while let first = gateTimes.min, gates[first.server]?.nextProbe != first.until { _ = gateTimes.popMin() }
     }
 
     func performGate(_ server: String, _ actions: [ServerGate.Action]) {
@@ -133,4 +140,11 @@ extension EngineLoop {
         retrying[ObjectIdentifier(transfer)] = nil
         if transfer.startsAtOnce { start(transfer) } else { enqueue(transfer) }
     }
+}
+
+/// When a gate's next probe is due.
+struct GateTime: Comparable {
+    let until: Duration
+    let server: String
+    static func < (a: GateTime, b: GateTime) -> Bool { a.until < b.until }
 }
