@@ -210,7 +210,10 @@ final class EventPrinter: @unchecked Sendable {
             if let failure = event.failure {
                 details.append(failure.message + (failure.code.map { " (error \($0))" } ?? ""))
             }
-            if let reason = event.waitingFor { details.append(WaitingText.text(reason.rawValue)) }
+            if let reason = event.waitingFor {
+                details.append(
+                    WaitingText.text(reason.rawValue, error: event.waitingError, nextAttemptAt: event.nextAttemptAt))
+            }
             line = [
                 clock.string(from: now), event.appIdentifier, "pack \(event.assetPackID)", event.kind.name,
                 details.joined(separator: ", "),

@@ -294,6 +294,15 @@ struct FetchReporter {
         case .failed(let id, let error):
             object = ["event": "failed", "id": id, "error": error.code.rawValue, "message": message(error)]
             if let status = error.httpStatus { object["httpStatus"] = status }
+        case .serverWaiting(let server, let reason, let next, let waiting):
+            object = [
+                "event": "serverWaiting", "server": server, "reason": reason, "nextProbeSeconds": next.seconds,
+                "waiting": waiting,
+            ]
+        case .serverAnswered(let server, let released, let downFor):
+            object = [
+                "event": "serverAnswered", "server": server, "released": released, "downSeconds": downFor.seconds,
+            ]
         }
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
             return "{}"

@@ -87,7 +87,9 @@ struct PacksEnsure: ParsableCommand {
     @Flag(help: "Return once the download has started.")
     var noWait = false
 
-    @Flag(help: "Print the final state as JSON.")
+    @Flag(
+        help:
+            "JSON lines: one per change while it downloads (its bytes, what it waits for), then the final state.")
     var json = false
 
     func run() throws {
@@ -224,7 +226,10 @@ enum PackCalls {
             } else if let size = pack.downloadSize, pack.localVersion == nil {
                 progress = HumanReadable.bytes(size) + " to download"
             }
-            var note = pack.waitingFor.map { WaitingText.text($0.rawValue) } ?? ""
+            var note =
+                pack.waitingFor.map {
+                    WaitingText.text($0.rawValue, error: pack.waitingError, nextAttemptAt: pack.nextAttemptAt)
+                } ?? ""
             if pack.declined == true { note = "declined by the extension (`ba packs ensure` downloads it)" }
             if let error = pack.error { note = error + (pack.errorCode.map { " (error \($0))" } ?? "") }
             let policy: String = pack.policy?.rawValue ?? "-"
@@ -239,8 +244,9 @@ enum PackCalls {
 }
 
 /// Follows packs of one app until none of those watched is downloading: a progress bar on a
-/// terminal. basd's listing is read every 100 ms (one small request), which also sees a pack
-/// that finished before the wait began.
+/// terminal (with what it waits for), or with `json` a JSON line (`{"packs":[…]}`, as the
+/// listing) each time the packs downloading change. basd's listing is read every 100 ms (one
+/// small request), which also sees a pack that finished before the wait began.
 struct PackWaiter {
     var session: DaemonSession
     var app: String
@@ -257,6 +263,7 @@ struct PackWaiter {
     func wait(_ watched: (PackInfo) -> Bool) throws -> Outcome {
         var lastDraw = ContinuousClock.now - .seconds(1)
         var drew = false
+        var lastLine = ""
         var ids: Set<String>?
         while true {
             let report = try PackCalls.call(session, PackCommand(action: .list, app: app))
@@ -272,14 +279,29 @@ struct PackWaiter {
                 }
                 return Outcome(packs: packs, failures: failures)
             }
-            if terminal && !json && ContinuousClock.now - lastDraw >= .milliseconds(200) {
+            if json {
+                // One line per change (the next try's time left out: it alone is no change).
+                var shown = downloading
+                for index in shown.indices { shown[index].nextAttemptAt = nil }
+                let compared = jsonLine(PackReport(packs: shown))
+                if compared != lastLine {
+                    lastLine = compared
+                    print(jsonLine(PackReport(packs: downloading)))
+                }
+            } else if terminal && ContinuousClock.now - lastDraw >= .milliseconds(200) {
                 lastDraw = ContinuousClock.now
                 let present = downloading.reduce(Int64(0)) { $0 + ($1.bytesPresent ?? 0) }
                 let total = downloading.reduce(Int64(0)) { $0 + ($1.bytesTotal ?? 0) }
                 let fraction = total > 0 ? Double(present) / Double(total) : 0
-                let line = String(
+                var line = String(
                     format: "\r\u{1B}[Kpacks [%@] %3.0f%%  %@ / %@  %d downloading", HumanReadable.bar(fraction),
                     fraction * 100, HumanReadable.bytes(present), HumanReadable.bytes(total), downloading.count)
+                if let waiting = downloading.first(where: { $0.waitingFor != nil }), let reason = waiting.waitingFor {
+                    line +=
+                        "; "
+                        + WaitingText.text(
+                            reason.rawValue, error: waiting.waitingError, nextAttemptAt: waiting.nextAttemptAt)
+                }
                 FileHandle.standardError.write(Data(line.utf8))
                 drew = true
             }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a waiting download or pack waits for, as `ba downloads` and `ba packs` say it in text
 /// (the JSON gives the `waitingFor` name itself).
 ///
@@ -12,6 +14,19 @@ enum WaitingText {
         case "offline", "captivePortal", "limitedConnectivity": "waiting for the network: \(waitingFor)"
         default: "waiting for \(waitingFor)"
         }
+    }
+
+    /// The text for `waitingFor`, and for `server` the error and when basd tries it next
+    /// (`waiting for the server (http://…: Couldn't connect to server); next try in 2 s`).
+    static func text(_ waitingFor: String, error: String?, nextAttemptAt: Double?) -> String {
+        guard waitingFor == "server" else { return text(waitingFor) }
+        var text = "waiting for the server"
+        if let error { text += " (\(error))" }
+        if let next = nextAttemptAt {
+            let seconds = max(0, Int((next - Date().timeIntervalSince1970).rounded(.up)))
+            text += "; next try in \(seconds) s"
+        }
+        return text
     }
 
     /// `1st`, `2nd`, `3rd`, `4th`, … `11th`, `12th`, `13th`, … `21st`.

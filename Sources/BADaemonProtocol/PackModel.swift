@@ -67,6 +67,9 @@ package struct WaitingReason: RawRepresentable, Sendable, Hashable, Codable, Cus
     package static let limitedConnectivity = WaitingReason(rawValue: "limitedConnectivity")
     /// The background concurrency: its files wait for a slot.
     package static let queue = WaitingReason(rawValue: "queue")
+    /// Its server gives no answer (refused, unreachable, cut before answering): it goes on at
+    /// the server's first answer, which basd tries for one request at a time.
+    package static let server = WaitingReason(rawValue: "server")
 
     package var description: String { rawValue }
 

@@ -92,6 +92,10 @@ package struct PackInfo: Sendable, Hashable, Codable {
     /// or background pack whose files all wait for the background concurrency; no place is given:
     /// pack files go to the engine directly, not through the download queue).
     package var waitingFor: WaitingReason?
+    /// With `waitingFor` `server`: the last failure to reach it (`http://…: Couldn't connect to
+    /// server`), and when basd tries it next (seconds since 1970).
+    package var waitingError: String?
+    package var nextAttemptAt: Double?
     /// The last failure, said so a user can act on it.
     package var error: String?
     /// While downloading: the pack's policy is essential and the download is fetched at once (an
@@ -126,7 +130,7 @@ package struct PackInfo: Sendable, Hashable, Codable {
 /// connection that asked to `follow`). Not kept: ``PackInfo`` in a listing says where a pack stands.
 ///
 /// On the wire (protocol version 1): `kind` is the case's name, with `waitingFor` for `paused`
-/// and `message` and `errorCode` for `failed`.
+/// (and for `server`, `waitingError` and `nextAttemptAt`) and `message` and `errorCode` for `failed`.
 package struct PackEvent: Sendable, Hashable, Codable {
     /// What happened.
     package enum Kind: Sendable, Hashable {
@@ -178,6 +182,10 @@ package struct PackEvent: Sendable, Hashable, Codable {
     /// The version's download size and the manifest's `userInfo` (JSON text), while downloading.
     package var downloadSize: Int64?
     package var userInfo: String?
+    /// With `paused` for `server`: the last failure to reach it, and when basd tries it next
+    /// (seconds since 1970).
+    package var waitingError: String?
+    package var nextAttemptAt: Double?
 
     package init(_ kind: Kind, appIdentifier: String, assetPackID: String, version: Int? = nil) {
         self.kind = kind
@@ -200,7 +208,7 @@ package struct PackEvent: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case kind, appIdentifier, assetPackID, version, bytesPresent, bytesTotal, bytesFetched, bytesReused,
-            message, downloadSize, userInfo, waitingFor, errorCode, errno, operation
+            message, downloadSize, userInfo, waitingFor, errorCode, errno, operation, waitingError, nextAttemptAt
     }
 
     package init(from decoder: any Decoder) throws {
@@ -235,6 +243,8 @@ package struct PackEvent: Sendable, Hashable, Codable {
         bytesReused = try container.decodeIfPresent(Int64.self, forKey: .bytesReused)
         downloadSize = try container.decodeIfPresent(Int64.self, forKey: .downloadSize)
         userInfo = try container.decodeIfPresent(String.self, forKey: .userInfo)
+        waitingError = try container.decodeIfPresent(String.self, forKey: .waitingError)
+        nextAttemptAt = try container.decodeIfPresent(Double.self, forKey: .nextAttemptAt)
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -249,6 +259,8 @@ package struct PackEvent: Sendable, Hashable, Codable {
         try container.encodeIfPresent(bytesReused, forKey: .bytesReused)
         try container.encodeIfPresent(downloadSize, forKey: .downloadSize)
         try container.encodeIfPresent(userInfo, forKey: .userInfo)
+        try container.encodeIfPresent(waitingError, forKey: .waitingError)
+        try container.encodeIfPresent(nextAttemptAt, forKey: .nextAttemptAt)
         switch kind {
         case .paused(let reason): try container.encode(reason, forKey: .waitingFor)
         case .failed(let failure):

@@ -211,7 +211,9 @@ package struct DownloadInfo: Sendable, Hashable, Codable {
     /// What an active download waits for before its transfer can go on, if anything: `"space"`
     /// (the file system is full; it resumes by itself when there is room), `"retry"` (an attempt
     /// failed, or the host could not be reached; ``errorMessage`` says why and ``nextAttemptAt``
-    /// when it tries again), `"lowPowerMode"` (a background download while the power profile
+    /// when it tries again), `"server"` (its server gave no answer: it goes on at the server's
+    /// first answer, which basd tries one request at a time; ``errorMessage`` and
+    /// ``nextAttemptAt`` as for `"retry"`), `"lowPowerMode"` (a background download while the power profile
     /// saves power), `"meteredNetwork"` (the network is metered, and the request disallows it or
     /// the download is a background one), `"offline"`, `"captivePortal"` or `"limitedConnectivity"`
     /// (a background download while NetworkManager's connectivity is none, a captive portal or

@@ -38,6 +38,10 @@ package final class DownloadEngine: Sendable {
         package var durable: Bool = true
         /// The `User-Agent` sent with every request (a request's own header wins); nil sends none.
         package var userAgent: String?
+        /// How a server that gives no answer is tried again (``ServerGate``): for work someone
+        /// waits for (foreground, essential), and for the rest.
+        package var serverProbeUrgent: ServerGate.Schedule = .urgent
+        package var serverProbeBackground: ServerGate.Schedule = .background
         /// libcurl's own trace of every request (`CURLOPT_VERBOSE`) on standard error: for
         /// debugging a server or a proxy (`basd --log-level debug`).
         package var verbose = false
@@ -205,6 +209,15 @@ final class EngineLoop: @unchecked Sendable {
     /// bytes), freed with the handle: it says what `curl_easy_strerror` cannot ("no alternative
     /// certificate subject name matches target host name …").
     var errorBuffers: [ObjectIdentifier: UnsafeMutablePointer<CChar>] = [:]
+    /// Servers that gave no answer, by ``ServerGate/key(of:)``: their failed transfers wait there.
+    var gates: [String: ServerGate] = [:]
+    /// The server whose gate each transfer waits at (or probes).
+    var gateOf: [ObjectIdentifier: String] = [:]
+    /// The gates' next probes, soonest first (an entry whose gate opened or moved is skipped).
+    var gateTimes = Heap<GateTime>()
+    /// Transfers whose response head arrived this turn while some server is down (the gates
+    /// open after libcurl's callbacks: no handle is added from within one).
+    var answers: [Transfer] = []
     var sequence = 0
     var running = true
     var random = SystemRandomNumberGenerator()
@@ -237,6 +250,8 @@ final class EngineLoop: @unchecked Sendable {
             startDueTransfers()
             var active: Int32 = 0
             curl_multi_perform(multi, &active)
+            // Before the ended requests: one that got an answer this turn keeps its own backoff.
+            openAnsweredGates()
             drainMessages()
             detectStalls()
             flushProgress()
@@ -268,6 +283,8 @@ final class EngineLoop: @unchecked Sendable {
         if let next = retryTimes.min {
             timeout = min(timeout, max(0, Int(milliseconds(next.until - now)) + 1))
         }
+        dropStaleGateTimes()
+        if let next = gateTimes.min { timeout = min(timeout, max(0, Int(milliseconds(next.until - now)) + 1)) }
         let realNow = ContinuousClock.now
         for transfer in active.values {
             let stallAt = transfer.lastActivity + configuration.stallTimeout
@@ -287,18 +304,20 @@ final class EngineLoop: @unchecked Sendable {
         // Collected first (detach changes `active`); usually empty, so nothing is allocated.
         let stalled = active.values.filter { now - $0.lastActivity >= configuration.stallTimeout }
         for transfer in stalled {
+            let answered = transfer.decision != nil
             detach(transfer)
             emitProgress(transfer, force: true)
             let policy = transfer.machine.isForeground ? configuration.foregroundRetry : configuration.backgroundRetry
             let reason =
                 "\(transfer.machine.currentURL): no data for \(LogDuration.text(configuration.stallTimeout))"
                 + transfer.requestBytesText
-            apply(
+            ended(
+                transfer,
                 transfer.machine.requestEnded(
                     .retryable(reason: reason, retryAfter: nil, isConnectivity: false), policy: policy, now: now,
                     random: Double.random(in: 0..<1, using: &random), bytesOnDisk: transfer.bytesOnDisk,
                     validator: transfer.validator),
-                to: transfer)
+                answered: answered)
         }
     }
 
@@ -355,6 +374,7 @@ final class EngineLoop: @unchecked Sendable {
             transfer.machine.promote()
             // Waiting out a backoff: promoted means now.
             if transfer.machine.retryNow() { retrying[ObjectIdentifier(transfer)] = nil }
+            leaveGate(transfer)
             if transfer.machine.state == .running {
                 // Take it off the wire keeping every byte written, then resume it in the
                 // foreground with a ranged request.
@@ -410,13 +430,16 @@ final class EngineLoop: @unchecked Sendable {
     /// Starts due retries, then background transfers up to the bound in order: priority, then
     /// arrival. Foreground and essential transfers never wait here and do not count against the bound.
     func startDueTransfers() {
+        if !gateTimes.isEmpty { probeDueGates() }
         if !retrying.isEmpty {
             let now = clock.now()
             dropStaleRetryTimes()
             while let next = retryTimes.min, next.until <= now {
                 _ = retryTimes.popMin()
                 let transfer = next.transfer
-                if next.isCurrent(in: retrying) {
+                // One waiting at its server's gate is started by the gate (and one whose server
+                // stopped answering meanwhile waits there).
+                if next.isCurrent(in: retrying), gateOf[ObjectIdentifier(transfer)] == nil, !joinsGate(transfer) {
                     retrying[ObjectIdentifier(transfer)] = nil
                     if transfer.startsAtOnce { start(transfer) } else { enqueue(transfer) }
                 }
@@ -498,6 +521,7 @@ final class EngineLoop: @unchecked Sendable {
 
     /// Drops a transfer that has ended from every index.
     func forget(_ transfer: Transfer) {
+        leaveGate(transfer)
         transfers[transfer.id] = nil
         if heldForNetwork[transfer.id] === transfer { heldForNetwork[transfer.id] = nil }
         destinations[transfer.request.destination] = nil
@@ -560,31 +584,4 @@ struct QueueEntry: Comparable {
     }
 
     static func == (a: QueueEntry, b: QueueEntry) -> Bool { a.transfer === b.transfer && a.generation == b.generation }
-}
-
-/// The engine's events, one by one, read a batch at a time: iterating costs one suspension per
-/// batch the engine thread handed over, not per event.
-package struct DownloadEvents: AsyncSequence, Sendable {
-    package typealias Element = DownloadEvent
-
-    /// The events as the engine thread handed them over: everything of one turn together.
-    package let batches: AsyncStream<[DownloadEvent]>
-
-    package struct AsyncIterator: AsyncIteratorProtocol {
-        var batches: AsyncStream<[DownloadEvent]>.AsyncIterator
-        var current: [DownloadEvent] = []
-        var index = 0
-
-        package mutating func next() async -> DownloadEvent? {
-            while index == current.count {
-                guard let batch = await batches.next() else { return nil }
-                current = batch
-                index = 0
-            }
-            defer { index += 1 }
-            return current[index]
-        }
-    }
-
-    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(batches: batches.makeAsyncIterator()) }
 }

@@ -130,6 +130,7 @@ package enum DownloadEvent: Sendable, Equatable {
             .retrying(let id, _, _, _), .needsCredentials(let id, _), .finished(let id, _, _, _, _),
             .failed(let id, _):
             id
+        case .serverWaiting(let server, _, _, _), .serverAnswered(let server, _, _): "server:" + server
         }
     }
 
@@ -149,6 +150,14 @@ package enum DownloadEvent: Sendable, Equatable {
     /// the network over all attempts (equal to `size` when nothing was fetched twice).
     case finished(id: String, path: String, size: Int64, sha256: String, receivedBytes: Int64)
     case failed(id: String, error: DownloadError)
+    /// Requests to `server` (``ServerGate/key(of:)``) got no answer (`reason`, the last failure):
+    /// the transfers that failed wait for it, tried one at a time, the next try in `nextProbeIn`;
+    /// `waiting` transfers wait. Sent when the server goes down and after each failed try. Its
+    /// ``id`` is `server:` and the server.
+    case serverWaiting(server: String, reason: String, nextProbeIn: Duration, waiting: Int)
+    /// `server` answered (or the network changed): its `released` waiting transfers start again
+    /// now; it was down for `downFor`.
+    case serverAnswered(server: String, released: Int, downFor: Duration)
 }
 
 /// An answer to ``DownloadEvent/needsCredentials(id:challenge:)``.

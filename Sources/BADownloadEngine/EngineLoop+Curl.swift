@@ -101,6 +101,7 @@ extension EngineLoop {
 
     func requestEnded(_ transfer: Transfer, result: CURLcode) {
         let outcome = outcome(of: transfer, result: result)
+        let answered = transfer.decision != nil
         detach(transfer)
         // A transfer that ends here reports its bytes with `finished`; one that will go on
         // reports where it stopped.
@@ -109,7 +110,7 @@ extension EngineLoop {
         let action = transfer.machine.requestEnded(
             outcome, policy: policy, now: clock.now(), random: Double.random(in: 0..<1, using: &random),
             bytesOnDisk: transfer.bytesOnDisk, validator: transfer.validator)
-        apply(action, to: transfer)
+        ended(transfer, action, answered: answered)
     }
 
     /// Turns libcurl's result and the response decision into the state machine's outcome.

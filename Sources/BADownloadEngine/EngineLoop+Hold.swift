@@ -76,9 +76,17 @@ extension EngineLoop {
 // Cutting a retry's wait short (engine thread).
 extension EngineLoop {
     func retryNow(_ id: String?) {
+        if id == nil {
+            // The network changed: every server that gave no answer may answer now.
+            let now = clock.now()
+            for server in gates.keys.sorted() where gates[server] != nil {
+                updateGate(server) { gate, _ in gate.networkChanged(now: now) }
+            }
+        }
         for (key, transfer) in retrying where id == nil || transfer.id == id {
             guard transfer.machine.retryNow() else { continue }
             retrying[key] = nil
+            leaveGate(transfer)
             if transfer.startsAtOnce { start(transfer) } else { enqueue(transfer) }
         }
     }

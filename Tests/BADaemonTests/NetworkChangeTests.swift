@@ -52,7 +52,7 @@ struct NetworkChangeTests {
         var waitingUntil = 0.0
         // (8 s: starting nsenter and ip on a loaded machine takes seconds.)
         try await waitUntil("a retry wait of more than 8 s", timeout: 90) {
-            guard let info = try download(), info.waitingFor == "retry", let next = info.nextAttemptAt else {
+            guard let info = try download(), info.waitingFor == "server", let next = info.nextAttemptAt else {
                 return false
             }
             waitingUntil = next

@@ -60,7 +60,10 @@ struct PackFixture {
     }
 
     /// `ba pack build` of version `version` of every pack given, then `ba pack publish`.
-    func publish(_ packs: [String], version: Int, key: String? = nil, bundleSize: Int? = nil) async throws {
+    /// `baseURL`: where the index and chunks are served from (the fixture's server when nil).
+    func publish(
+        _ packs: [String], version: Int, key: String? = nil, bundleSize: Int? = nil, baseURL: String? = nil
+    ) async throws {
         for id in packs {
             let build = try await runProcess(
                 ba,
@@ -68,7 +71,7 @@ struct PackFixture {
                     + (bundleSize.map { ["--bundle-size", String($0)] } ?? []))
             #expect(build.status == 0, "\(build.stdout)\(build.stderr)")
         }
-        var arguments = ["pack", "publish", publish, "--base-url", server.baseURL]
+        var arguments = ["pack", "publish", publish, "--base-url", baseURL ?? server.baseURL]
         if let key { arguments += ["--key", key, "--app", Self.app] }
         let published = try await runProcess(ba, arguments)
         #expect(published.status == 0, "\(published.stdout)\(published.stderr)")

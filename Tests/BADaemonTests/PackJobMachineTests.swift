@@ -154,10 +154,40 @@ struct PackJobMachineTests {
             input: .accepted(single.key, bytesPresent: 20, at: start), phase: .fetching,
             actions: [.send(.progress), .fetch(other)]),
         Row(
-            name: "accepted again within 250 ms: no progress event",
+            name: "accepted again within 250 ms, less than 1 % more: no progress event",
+            before: fetching + [.accepted(single.key, bytesPresent: 20, at: start)],
+            input: .accepted(other.key, bytesPresent: 25, at: start + .milliseconds(100)), phase: .fetching,
+            actions: []),
+        Row(
+            name: "accepted again within 250 ms, 1 % more or over: progress",
             before: fetching + [.accepted(single.key, bytesPresent: 20, at: start)],
             input: .accepted(other.key, bytesPresent: 60, at: start + .milliseconds(100)), phase: .fetching,
+            actions: [.send(.progress)]),
+        Row(
+            name: "bytes of a bundle in flight: progress inside it", before: fetching,
+            input: .fetchProgress(bundle.key, bytes: 50, at: start), phase: .fetching, actions: [.send(.progress)]),
+        Row(
+            name: "more bytes within 250 ms, under 1 %: no progress event",
+            before: fetching + [.fetchProgress(bundle.key, bytes: 50, at: start)],
+            input: .fetchProgress(bundle.key, bytes: 52, at: start + .milliseconds(50)), phase: .fetching,
             actions: []),
+        Row(
+            name: "more bytes within 250 ms, 1 % or over: progress",
+            before: fetching + [.fetchProgress(bundle.key, bytes: 50, at: start)],
+            input: .fetchProgress(bundle.key, bytes: 60, at: start + .milliseconds(50)), phase: .fetching,
+            actions: [.send(.progress)]),
+        Row(
+            name: "more bytes 250 ms later, however few: progress",
+            before: fetching + [.fetchProgress(bundle.key, bytes: 50, at: start)],
+            input: .fetchProgress(bundle.key, bytes: 51, at: start + .milliseconds(300)), phase: .fetching,
+            actions: [.send(.progress)]),
+        Row(
+            name: "no new bytes: no progress event, however late",
+            before: fetching + [.fetchProgress(bundle.key, bytes: 50, at: start)],
+            input: .fetchProgress(bundle.key, bytes: 50, at: start + .seconds(5)), phase: .fetching, actions: []),
+        Row(
+            name: "bytes of a unit not in flight are ignored", before: fetching,
+            input: .fetchProgress("nothing", bytes: 50, at: start), phase: .fetching, actions: []),
         Row(
             name: "the disk fills up under a fetch: fetched again once there is space", before: fetching,
             input: .fetchFailed(bundle.key, .init(message: "disk full", noSpace: true)),
@@ -224,6 +254,30 @@ struct PackJobMachineTests {
         let actions = machine.handle(row.input)
         #expect(machine.phase == row.phase, "\(row.name)")
         #expect(actions == row.actions, "\(row.name)")
+    }
+
+    @Test("the bytes shown move inside a bundle in proportion to its chunks, and never back at its acceptance")
+    func bytesInFlight() {
+        // The bundle: 100 bytes fetched for a chunk of 200 (uncompressed).
+        var machine = Self.machine(Self.fetching)
+        #expect(machine.bytesShown == 0)
+        _ = machine.handle(.fetchProgress(Self.bundle.key, bytes: 25, at: Self.start))
+        #expect(machine.bytesShown == 50)
+        #expect(machine.bytesFetchedShown == 25)
+        _ = machine.handle(.fetchProgress(Self.bundle.key, bytes: 100, at: Self.start))
+        #expect(machine.bytesShown == 200)
+        // A lying engine's count is bounded by the unit's size.
+        _ = machine.handle(.fetchProgress(Self.bundle.key, bytes: 1 << 40, at: Self.start))
+        #expect(machine.bytesShown == 200)
+        _ = machine.handle(.fetched(Self.bundle.key, path: "/f/bundle"))
+        _ = machine.handle(.accepted(Self.bundle.key, bytesPresent: 200, at: Self.start))
+        #expect(machine.bytesShown == 200)
+        #expect(machine.bytesFetchedShown == 100)
+        // A failed fetch's bytes no longer count.
+        _ = machine.handle(.fetchProgress(Self.single.key, bytes: 5, at: Self.start))
+        #expect(machine.bytesShown == 210)
+        _ = machine.handle(.stop)
+        #expect(machine.bytesShown == 200)
     }
 
     @Test("a bad frame fails the job saying the CDN served it; the local version stays")

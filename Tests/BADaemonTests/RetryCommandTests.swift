@@ -89,7 +89,7 @@ struct RetryCommandTests {
         #expect(again.status == 32, "\(again.stdout)\(again.stderr)")
     }
 
-    @Test("an unreachable server: waiting for retry with the last error and the next attempt; ba retry starts it now")
+    @Test("an unreachable server: waiting for the server with the last error and the next try; ba retry starts it now")
     func retryCutsTheWaitShort() async throws {
         let port = try Self.closedPort()
         let daemon = try await DaemonProcess.start()
@@ -101,7 +101,7 @@ struct RetryCommandTests {
         let waiting = try await CLIQueries.poll(
             "a retry wait of more than 5 s", daemon, timeout: 90, read: { try await row(daemon, "asset") },
             until: { row in
-                guard row?["waitingFor"] as? String == "retry", let next = row?["nextAttemptAt"] as? Double else {
+                guard row?["waitingFor"] as? String == "server", let next = row?["nextAttemptAt"] as? Double else {
                     return false
                 }
                 return next - Date().timeIntervalSince1970 > 5
@@ -110,7 +110,7 @@ struct RetryCommandTests {
         #expect(lastError.contains("127.0.0.1:\(port)"), "\(waiting ?? [:])")
         #expect(waiting?["state"] as? String != "failed")
         let text = try await runProcess(ba, ["downloads", "--app", Self.app, "--socket", daemon.socketPath])
-        #expect(text.stdout.contains("(waiting for retry until "), "\(text.stdout)")
+        #expect(text.stdout.contains("(waiting for server until "), "\(text.stdout)")
 
         // The server comes up on that port; ba retry does not wait for the backoff.
         let server = try await AssetServer.start(port: port)

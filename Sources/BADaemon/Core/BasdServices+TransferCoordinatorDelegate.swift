@@ -42,4 +42,8 @@ extension BasdServices: TransferCoordinatorDelegate {
     func transfers(_ transfers: TransferCoordinator, backgroundHoldChanged reason: NetworkConditions.Hold?) {
         packs.backgroundHoldChanged(reason)
     }
+
+    func transfers(_ transfers: TransferCoordinator, server: String, waiting: TransferCoordinator.ServerWait?) {
+        packs.serverChanged(server, waiting: waiting)
+    }
 }

@@ -163,7 +163,11 @@ extension PackService {
         transfers.fetchPackFile(
             .init(
                 id: id, url: base + unit.path, destination: directory + "/" + unit.key, expectedSize: unit.size,
-                essential: job.essential), for: job.app
+                essential: job.essential), for: job.app,
+            progress: { [self] bytes in
+                guard live(job) else { return }
+                run(job, .fetchProgress(unit.key, bytes: bytes, at: clock.instant))
+            }
         ) { [self] result in
             guard live(job) else {
                 if case .success(let path) = result { unlink(path) }

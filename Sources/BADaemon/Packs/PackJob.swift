@@ -27,6 +27,8 @@ final class PackJob: @unchecked Sendable {
     var machine: PackJobMachine
     /// The engine's fetch id of each unit in flight, by unit key.
     var fetchIDs: [String: String] = [:]
+    /// Its server gives no answer: it was told `paused` (`server`), and is told `began` when it answers.
+    var waitingForServer = false
     /// The staging folder (on ``queue`` only).
     var staging: StagingBox?
 
@@ -56,9 +58,10 @@ final class PackJob: @unchecked Sendable {
 
     var index: PackIndex? { machine.index }
     var bytesTotal: Int64? { machine.bytesTotal }
-    var bytesPresent: Int64? { machine.bytesPresent }
+    /// What staging holds and what the fetches in flight brought so far (``PackJobMachine/bytesShown``).
+    var bytesPresent: Int64? { machine.bytesShown }
     var bytesToFetch: Int64? { machine.bytesToFetch }
-    var bytesFetched: Int64 { machine.bytesFetched }
+    var bytesFetched: Int64 { machine.bytesFetchedShown }
     var bytesReused: Int64? { machine.bytesReused }
     var waitingFor: WaitingReason? { machine.waitingFor }
     /// The engine's ids of its fetches in flight.
@@ -158,6 +161,7 @@ extension PackService {
         log(
             "asset pack \(key): installing version \(entry.version) (\(Self.describe(entry.downloadPolicy, urgent: essential)))"
         )
+        waitsForServerAtStart(job)
         run(job, .start)
     }
 

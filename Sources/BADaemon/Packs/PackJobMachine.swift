@@ -59,6 +59,8 @@ struct PackJobMachine: Sendable {
         case space(free: Int64?)
         /// A unit's file is here (its key).
         case fetched(String, path: String)
+        /// Bytes of a unit's file arrived: `bytes` of it so far (the engine's progress).
+        case fetchProgress(String, bytes: Int64, at: ContinuousClock.Instant)
         case fetchFailed(String, FetchFailure)
         /// A unit's chunks are checked and written; staging now holds `bytesPresent`.
         case accepted(String, bytesPresent: Int64, at: ContinuousClock.Instant)
@@ -111,7 +113,11 @@ struct PackJobMachine: Sendable {
     private(set) var bytesReused: Int64?
     /// Why it waits, while it waits for space.
     private(set) var waitingFor: WaitingReason?
+    /// The bytes of each unit in flight fetched so far, by unit key.
+    private(set) var inFlightBytes: [String: Int64] = [:]
     private var lastProgress: ContinuousClock.Instant?
+    /// ``bytesShown`` when progress was last sent.
+    private var lastShown: Int64 = 0
 
     init(
         key: PackService.Key, version: Int, downloadSize: Int64, chunkWindow: Int, bundleWindow: Int,
@@ -135,6 +141,7 @@ struct PackJobMachine: Sendable {
             let keys = inFlight.keys.sorted()
             phase = .stopped
             inFlight = [:]
+            inFlightBytes = [:]
             return keys.isEmpty ? [] : [.cancelFetches(keys)]
         case (.created, .start):
             phase = .fetchingIndex
@@ -163,9 +170,15 @@ struct PackJobMachine: Sendable {
         case (.fetching, .fetched(let unitKey, let path)), (.waitingForSpace, .fetched(let unitKey, let path)):
             guard let unit = inFlight[unitKey] else { return [] }
             return [.accept(unit, path: path)]
+        case (.fetching, .fetchProgress(let unitKey, let bytes, let now)),
+            (.waitingForSpace, .fetchProgress(let unitKey, let bytes, let now)):
+            guard let unit = inFlight[unitKey] else { return [] }
+            inFlightBytes[unitKey] = min(max(0, bytes), unit.size)
+            return progressIfDue(now)
         case (.fetching, .fetchFailed(let unitKey, let failure)),
             (.waitingForSpace, .fetchFailed(let unitKey, let failure)):
             guard let unit = inFlight.removeValue(forKey: unitKey) else { return [] }
+            inFlightBytes[unitKey] = nil
             if failure.noSpace { return waitForSpace(refetch: unit) }
             let missing =
                 failure.httpStatus == 404
@@ -174,16 +187,13 @@ struct PackJobMachine: Sendable {
         case (.fetching, .accepted(let unitKey, let present, let now)),
             (.waitingForSpace, .accepted(let unitKey, let present, let now)):
             guard let unit = inFlight.removeValue(forKey: unitKey) else { return [] }
+            inFlightBytes[unitKey] = nil
             bytesPresent = present
             bytesFetched += unit.size
-            var actions: [Action] = []
-            if lastProgress.map({ now - $0 >= progressInterval }) ?? true {
-                lastProgress = now
-                actions.append(.send(.progress))
-            }
-            return actions + (waitingFor == nil ? fill() : [])
+            return progressIfDue(now) + (waitingFor == nil ? fill() : [])
         case (.fetching, .rejected(let unitKey, let error)), (.waitingForSpace, .rejected(let unitKey, let error)):
             guard let unit = inFlight.removeValue(forKey: unitKey) else { return [] }
+            inFlightBytes[unitKey] = nil
             if error.isNoSpace { return waitForSpace(refetch: unit) }
             if error.code == .badContent {
                 return fail(
@@ -210,6 +220,38 @@ struct PackJobMachine: Sendable {
             // An input this phase does not expect (a late or repeated answer): nothing to do.
             return []
         }
+    }
+
+    /// What staging holds and, of each unit in flight, its needed chunks' bytes in proportion to
+    /// the bytes of it fetched so far: progress as bytes arrive, not per unit. Never more than
+    /// ``bytesTotal``; nil before the plan.
+    var bytesShown: Int64? {
+        guard let present = bytesPresent else { return nil }
+        var arriving: Int64 = 0
+        for (key, fetched) in inFlightBytes {
+            guard let unit = inFlight[key], unit.size > 0 else { continue }
+            let needed = unit.chunks.reduce(Int64(0)) { $0 + Int64($1.0.length) }
+            // Both bounded by the index's limits: no overflow in the product.
+            arriving += needed.multipliedReportingOverflow(by: fetched).overflow ? needed : needed * fetched / unit.size
+        }
+        return min(present + arriving, bytesTotal ?? .max)
+    }
+
+    /// The compressed bytes fetched: of the units accepted, and of those in flight so far.
+    var bytesFetchedShown: Int64 { bytesFetched + inFlightBytes.values.reduce(0, +) }
+
+    /// A `progress` event when ``progressInterval`` passed since the last one, or the bytes shown
+    /// moved by 1 % of the version or more (and moved at all).
+    private mutating func progressIfDue(_ now: ContinuousClock.Instant) -> [Action] {
+        let shown = bytesShown ?? 0
+        guard shown != lastShown || lastProgress == nil else { return [] }
+        let step = max(1, (bytesTotal ?? 0) / 100)
+        guard lastProgress.map({ now - $0 >= progressInterval }) ?? true || abs(shown - lastShown) >= step else {
+            return []
+        }
+        lastProgress = now
+        lastShown = shown
+        return [.send(.progress)]
     }
 
     /// A failure said as `message`, with the errno and call (or check) of `error`.
@@ -306,6 +348,7 @@ struct PackJobMachine: Sendable {
         let keys = inFlight.keys.sorted()
         phase = .failed(failure)
         inFlight = [:]
+        inFlightBytes = [:]
         return (keys.isEmpty ? [] : [.cancelFetches(keys)]) + [
             .log(failure.message), .recordFailure(failure), .send(.failed(failure)),
         ]

@@ -14,6 +14,13 @@ protocol PackTransfers: AnyObject {
         _ fetch: TransferCoordinator.PackFetch, for app: StoredApp,
         done: @escaping (Result<String, TransferCoordinator.PackFetchFailure>) -> Void)
     func cancelPackFetch(_ id: String)
+    /// Like ``fetchPackFile(_:for:done:)``, and `progress` hears the bytes of the file so far
+    /// (at most every 100 ms, on the executor).
+    func fetchPackFile(
+        _ fetch: TransferCoordinator.PackFetch, for app: StoredApp, progress: @escaping (Int64) -> Void,
+        done: @escaping (Result<String, TransferCoordinator.PackFetchFailure>) -> Void)
+    /// Whether the server of `url` gives no answer now (its fetches wait for it), and why.
+    func serverWait(of url: String) -> TransferCoordinator.ServerWait?
     /// Whether every one of the pack fetches `ids` in flight waits for the engine's background
     /// concurrency (none started): the pack says it waits in the queue.
     func fetchesWaitInQueue(_ ids: some Collection<String>) -> Bool
@@ -21,6 +28,14 @@ protocol PackTransfers: AnyObject {
 
 extension TransferCoordinator: PackTransfers {
     var backgroundHold: NetworkConditions.Hold? { window.backgroundHeld ? backgroundHoldReason : nil }
+}
+
+extension PackTransfers {
+    func fetchPackFile(
+        _ fetch: TransferCoordinator.PackFetch, for app: StoredApp, progress: @escaping (Int64) -> Void,
+        done: @escaping (Result<String, TransferCoordinator.PackFetchFailure>) -> Void
+    ) { fetchPackFile(fetch, for: app, done: done) }
+    func serverWait(of url: String) -> TransferCoordinator.ServerWait? { nil }
 }
 
 /// Who hears what happens to packs (``BasdServices``, which hands the events to the CLI observers).
@@ -408,6 +423,12 @@ final class PackService: @unchecked Sendable {
                 info.bytesReused = job.bytesReused
                 info.waitingFor =
                     job.waitingFor ?? (!job.essential ? transfers.backgroundHold.map(WaitingReason.init) : nil)
+                if info.waitingFor == nil, let wait = transfers.serverWait(of: job.entry.indexURL) {
+                    // Its server gives no answer: it goes on at the server's first answer.
+                    info.waitingFor = .server
+                    info.waitingError = wait.reason
+                    info.nextAttemptAt = wait.nextAttemptAt.timeIntervalSince1970
+                }
                 // Its files queue with background downloads (not through the window: no place).
                 if info.waitingFor == nil, !job.essential, transfers.fetchesWaitInQueue(job.fetchesInFlight) {
                     info.waitingFor = .queue

@@ -21,6 +21,15 @@ extension TransferCoordinator {
         var waitingEvents: [WireEvent] = []
         defer { for event in waitingEvents { delegate?.transfers(self, waiting: event) } }
         for event in events {
+            switch event {
+            case .serverWaiting(let server, let reason, let next, let waiting):
+                serverWaiting(server, reason: reason, nextProbeIn: next, waiting: waiting)
+                continue
+            case .serverAnswered(let server, let released, let downFor):
+                serverAnswered(server, released: released, downFor: downFor)
+                continue
+            default: break
+            }
             if event.id.hasPrefix("manifest:") || event.id.hasPrefix("pack:") {
                 noteSideFetch(event)
                 sideFetches[event.id]?(event)
@@ -59,7 +68,7 @@ extension TransferCoordinator {
                 // Resumed later with a `began` the app hears (Apple's didBegin after didPause).
                 waitingToRetry.remove(id)
                 perform(window.handle(.paused(id)))
-            case .progress, .validator, .needsCredentials:
+            case .progress, .validator, .needsCredentials, .serverWaiting, .serverAnswered:
                 break
             }
             toStore.append(event)
@@ -180,7 +189,7 @@ extension TransferCoordinator {
                         uniqueIdentifier: id, bytesOnDisk: mark.bytes, totalBytes: mark.totalBytes, validator: value),
                     into: &afterCommit)
                 progress[id]?.recordedAt = clock.instant
-            case .retrying:
+            case .retrying, .serverWaiting, .serverAnswered:
                 // Taken by the window when it arrived (``handle(_:)``): nothing to record.
                 break
             case .needsCredentials(let id, let challenge):

@@ -77,7 +77,8 @@ extension TransferCoordinator {
     /// stored download: its end goes to `done`, once, on the executor (a failure's partial file
     /// and validator removed first); a credential challenge is declined.
     func addSideFetch(
-        _ request: DownloadRequest, done: @escaping (Result<(path: String, size: Int64), DownloadError>) -> Void
+        _ request: DownloadRequest, progress: ((Int64) -> Void)? = nil,
+        done: @escaping (Result<(path: String, size: Int64), DownloadError>) -> Void
     ) {
         let id = request.id
         let partial = request.partialPath
@@ -94,6 +95,8 @@ extension TransferCoordinator {
                 done(.failure(error))
             case .needsCredentials:
                 engine.respond(to: id, with: .cancel)
+            case .progress(_, let bytes, _):
+                progress?(bytes)
             default:
                 break
             }
@@ -132,12 +135,21 @@ extension TransferCoordinator {
     func fetchPackFile(
         _ fetch: PackFetch, for app: StoredApp, done: @escaping (Result<String, PackFetchFailure>) -> Void
     ) {
+        fetchPackFile(fetch, for: app, progress: { _ in }, done: done)
+    }
+
+    /// Like ``fetchPackFile(_:for:done:)``; `progress` hears the bytes of the file so far (the
+    /// engine's progress: at most every 100 ms), on the executor.
+    func fetchPackFile(
+        _ fetch: PackFetch, for app: StoredApp, progress: @escaping (Int64) -> Void,
+        done: @escaping (Result<String, PackFetchFailure>) -> Void
+    ) {
         var request = DownloadRequest(
             id: "pack:" + fetch.id, url: fetch.url, destination: fetch.destination, expectedSize: fetch.expectedSize,
             byteLimit: fetch.byteLimit, priority: fetch.essential ? 900 : 100, isEssential: fetch.essential,
             allowList: app.launched ? nil : app.restrictions.domainAllowList.map(HostAllowList.init), trust: trust)
         request.durable = false
-        addSideFetch(request) { result in
+        addSideFetch(request, progress: progress) { result in
             switch result {
             case .success(let (path, _)):
                 done(.success(path))
@@ -181,7 +193,7 @@ extension TransferCoordinator {
         case .paused: backgroundSideFetches[event.id] = .queued
         case .retrying: backgroundSideFetches[event.id] = .waitingToRetry
         case .finished, .failed: backgroundSideFetches[event.id] = nil
-        case .progress, .validator, .needsCredentials: break
+        case .progress, .validator, .needsCredentials, .serverWaiting, .serverAnswered: break
         }
     }
 

@@ -47,9 +47,15 @@ extension TransferCoordinator {
         }
     }
 
-    /// A link, address or route came or went: every transfer waiting to retry tries now.
+    /// A link, address or route came or went: every transfer waiting to retry tries now, and
+    /// so do the asset-pack files waiting for a server that gave no answer (not in the window).
     func networkChanged() {
         delegate?.transfersNetworkChanged(self)
-        perform(window.handle(.networkChanged))
+        let actions = window.handle(.networkChanged)
+        if actions.isEmpty && (!serverWaits.isEmpty || backgroundSideFetches.values.contains(.waitingToRetry)) {
+            log("the network changed: the servers that gave no answer are tried again now")
+            engine.retryNow(nil)
+        }
+        perform(actions)
     }
 }

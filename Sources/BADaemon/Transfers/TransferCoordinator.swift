@@ -85,6 +85,8 @@ final class TransferCoordinator: @unchecked Sendable {
     var cancelledLately: [String: String] = [:]
     /// Transfers waiting out a retry's backoff: their next `began` is an attempt, not a beginning.
     var waitingToRetry: Set<String> = []
+    /// Servers that give no answer, by ``ServerGate/key(of:)`` (the engine's ``DownloadEvent/serverWaiting(server:reason:nextProbeIn:waiting:)``).
+    var serverWaits: [String: ServerWait] = [:]
     private var eventsTask: Task<Void, Never>?
     /// Whether Low Power Mode is on (the scheduler reads the power profile, or power-profiles-daemon tells).
     var lowPowerMode = false
@@ -322,7 +324,15 @@ final class TransferCoordinator: @unchecked Sendable {
             errorMessage: download.lastError?.message)
         guard download.state.isActive else { return info }
         let now = clock.now
-        switch window.place(of: download.uniqueIdentifier) {
+        let place = window.place(of: download.uniqueIdentifier)
+        if case .inEngine(_, .some) = place, let server = serverWait(of: download.url) {
+            // Its server gives no answer: it goes on when the server answers (one transfer tries it).
+            info.waitingFor = "server"
+            info.errorMessage = server.reason
+            info.nextAttemptAt = server.nextAttemptAt.timeIntervalSince1970
+            return info
+        }
+        switch place {
         case .waitingForSpace: info.waitingFor = "space"
         case .inEngine(_, .some(let wait)) where wait.until > now:
             info.waitingFor = "retry"

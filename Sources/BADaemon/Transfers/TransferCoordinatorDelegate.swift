@@ -39,4 +39,12 @@ protocol TransferCoordinatorDelegate: AnyObject {
     /// What holds background transfers changed (Low Power Mode, a metered network, restricted
     /// connectivity; nil: nothing): non-essential asset packs wait for the same.
     func transfers(_ transfers: TransferCoordinator, backgroundHoldChanged reason: NetworkConditions.Hold?)
+
+    /// `server` gives no answer (`waiting`: why, the next try; told again after each failed
+    /// try), or answers again (nil): asset packs fetching from it wait for it, or go on.
+    func transfers(_ transfers: TransferCoordinator, server: String, waiting: TransferCoordinator.ServerWait?)
+}
+
+extension TransferCoordinatorDelegate {
+    func transfers(_ transfers: TransferCoordinator, server: String, waiting: TransferCoordinator.ServerWait?) {}
 }

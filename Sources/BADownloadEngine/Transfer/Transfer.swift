@@ -92,6 +92,14 @@ final class Transfer: @unchecked Sendable {
     }
 
     var id: String { request.id }
+    /// The server of its current URL (``ServerGate/key(of:)``), kept while the URL stays.
+    var serverKey: String? {
+        if let cached = serverKeyCache, cached.url == machine.currentURL { return cached.key }
+        let key = ServerGate.key(of: machine.currentURL)
+        serverKeyCache = (machine.currentURL, key)
+        return key
+    }
+    private var serverKeyCache: (url: String, key: String?)?
     /// Foreground and essential transfers start at once, outside the background bound (an essential
     /// download is what the app waits for before it can run; it keeps the background retry policy).
     var startsAtOnce: Bool { machine.isForeground || request.isEssential }
@@ -256,6 +264,7 @@ final class Transfer: @unchecked Sendable {
             head, requestedOffset: requestOffset, sentValidator: requestValidator, expectedSize: request.expectedSize,
             url: machine.currentURL)
         self.decision = decision
+        loop?.noteAnswer(self)
         if case .write(let offset, let total, let validator) = decision {
             self.total = total
             if let limit = request.byteLimit, let total, total > limit {
