@@ -85,6 +85,8 @@ public actor AssetPackManager {
     /// All local asset packs share one namespace: `path` is looked for in each (in the order of
     /// their IDs), or only in `assetPackID`'s when given. Read from the disk (no call to basd, which
     /// need not be running); a link on the way is never followed, and only a regular file is read.
+    /// The file is read into memory, up to the size it had when opened, whatever `options` say
+    /// (kept for Apple's signature).
     /// - Throws: ``ManagedBackgroundAssetsError/fileNotFound(at:)`` when no local pack has it;
     ///   ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` when `assetPackID` is not local.
     public nonisolated func contents(
