@@ -163,4 +163,20 @@ import Testing
     func linkForm(target: String, version: Int?) {
         #expect(LocalPacks.version(ofLinkTarget: target, id: "a") == version)
     }
+
+    @Test("without basd: the app's pack links in basd's default state folder, when they are there")
+    func offlineFolder() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("packstate-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let links = state + "/packs/com.example.app/AssetPacks"
+        try FileManager.default.createDirectory(atPath: links, withIntermediateDirectories: true)
+        let environment = ["BA_STATE_DIR": state]
+        #expect(PackConnection.offlinePacksFolder(app: "com.example.app", environment: environment) == links)
+        #expect(
+            PackConnection.offlinePacksFolder(app: "com.example.app", environment: ["XDG_DATA_HOME": state + "/x"])
+                == nil)
+        for app in ["com.example.other", "..", "../packs/com.example.app", ""] {
+            #expect(PackConnection.offlinePacksFolder(app: app, environment: environment) == nil, "\(app)")
+        }
+    }
 }
