@@ -23,8 +23,9 @@ import Foundation
 /// ```
 ///
 /// The app needs `BAHasManagedAssetPacks`, `BAManifestURL` and `BAAppGroupID` in its
-/// `Info.plist` (docs/info-plist.md), and basd running. Calls that need basd and cannot reach
-/// it throw ``BAError`` 55 naming its socket. A pack is local only once a
+/// `Info.plist` (docs/info-plist.md). Calls that need basd (listing, downloading, updating,
+/// removing packs) and cannot reach it throw ``BAError`` 55 naming its socket; reading the local
+/// packs' files and their local status works without basd, from the disk. A pack is local only once a
 /// ``DownloadStatusUpdate/finished(_:)`` update was posted for it; ``ensureLocalAvailability(of:)``
 /// never checks for updates unless asked to.
 public actor AssetPackManager {
@@ -82,14 +83,18 @@ public actor AssetPackManager {
     /// Returns the contents of an asset file at the specified relative path.
     ///
     /// All local asset packs share one namespace: `path` is looked for in each (in the order of
-    /// their IDs), or only in `assetPackID`'s when given.
+    /// their IDs), or only in `assetPackID`'s when given. Read from the disk (no call to basd, which
+    /// need not be running); a link on the way is never followed, and only a regular file is read.
+    /// The file is read into memory, up to the size it had when opened, whatever `options` say
+    /// (kept for Apple's signature).
     /// - Throws: ``ManagedBackgroundAssetsError/fileNotFound(at:)`` when no local pack has it;
     ///   ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` when `assetPackID` is not local.
     public nonisolated func contents(
         at path: FilePath, searchingInAssetPackWithID assetPackID: String? = nil, options: Data.ReadingOptions = []
     ) throws -> Data {
-        let file = try PackFiles.locate(path, in: try connection.packsFolder(), pack: assetPackID, files: true)
-        return try Data(contentsOf: URL(fileURLWithPath: file), options: options)
+        let file = try LocalPacks(links: try connection.packsFolder()).locate(path, pack: assetPackID, files: true)
+        defer { try? file.descriptor.close() }
+        return try LocalPacks.readAll(file.descriptor, path: path)
     }
 
     /// Opens and returns a file descriptor (read-only, close-on-exec) for an asset file at the
@@ -99,15 +104,16 @@ public actor AssetPackManager {
     public nonisolated func descriptor(
         for path: FilePath, searchingInAssetPackWithID assetPackID: String? = nil
     ) throws -> FileDescriptor {
-        let file = try PackFiles.locate(path, in: try connection.packsFolder(), pack: assetPackID, files: true)
-        return try FileDescriptor.open(FilePath(file), .readOnly, options: [.closeOnExec])
+        try LocalPacks(links: try connection.packsFolder()).locate(path, pack: assetPackID, files: true).descriptor
     }
 
     /// Returns a URL for the specified relative path (a file or a folder) in the local asset
-    /// packs' shared namespace: the first pack, in the order of their IDs, that has it.
+    /// packs' shared namespace: the first pack, in the order of their IDs, that has it (through
+    /// the pack's link, so a later read sees the version current then). Works without basd.
     public nonisolated func url(for path: FilePath) throws -> URL {
-        let item = try PackFiles.locate(path, in: try connection.packsFolder(), pack: nil, files: false)
-        return URL(fileURLWithPath: item)
+        let item = try LocalPacks(links: try connection.packsFolder()).locate(path, pack: nil, files: false)
+        try? item.descriptor.close()
+        return URL(fileURLWithPath: item.path, isDirectory: item.isFolder)
     }
 
     // MARK: Managing asset packs
@@ -236,11 +242,11 @@ public actor AssetPackManager {
         }
     }
 
-    /// Checks whether an asset pack is available locally (its files are in place; no basd call
-    /// beyond the first connection).
+    /// Checks whether an asset pack is available locally: its link leads to a version's folder
+    /// (read from the disk; basd need not be running).
     public nonisolated func assetPackIsAvailableLocally(withID assetPackID: String) -> Bool {
         guard let folder = try? connection.packsFolder() else { return false }
-        return PackFiles.isLocal(assetPackID, in: folder)
+        return LocalPacks(links: folder).isLocal(assetPackID)
     }
 
     /// Checks the current status relative to a particular asset pack: whether the local version
@@ -252,7 +258,9 @@ public actor AssetPackManager {
     }
 
     /// Checks an asset pack's local status, as basd last knew the server's version (no
-    /// network). Without basd: `downloaded` if its files are in place, else empty.
+    /// network). Without basd, only the disk can say: `downloaded` if its link leads to a
+    /// version, else empty (whether an update is available or the pack is obsolete needs basd's
+    /// manifest).
     public func localStatus(ofAssetPackWithID assetPackID: String) async -> AssetPack.Status {
         if let infos = try? await call(PackCommand(action: .list)),
             let info = infos.first(where: { $0.assetPackID == assetPackID })

@@ -123,10 +123,23 @@ final class PackConnection: @unchecked Sendable {
     }
 
     /// The folder where this app's local packs are: `CONTAINER/AppAssetPacks/BUNDLE_ID`, its own
-    /// even when other apps of its group have packs (`docs/packs.md`, "Where the files are").
+    /// even when other apps of its group have packs (`docs/packs.md`, "Where the files are"), as
+    /// basd named the container (kept once known).
+    ///
+    /// basd not reachable before it was ever reached: basd's own folder of the app's pack links
+    /// in its default state folder, `STATE/packs/BUNDLE_ID/AssetPacks` (``offlinePacksFolder``),
+    /// when it is there; it is looked for again on each call, basd first.
     func packsFolder() throws(BAError) -> String {
         if let known = state.withLock({ packs }) { return known }
-        _ = try connected()
+        do {
+            _ = try connected()
+        } catch {
+            guard let who = try? identity(),
+                let offline = Self.offlinePacksFolder(
+                    app: who.bundleIdentifier, environment: ProcessInfo.processInfo.environment)
+            else { throw error }
+            return offline
+        }
         guard let known = state.withLock({ packs }) else {
             throw BAError(
                 .callerConnectionNotAccepted,
@@ -137,6 +150,19 @@ final class PackConnection: @unchecked Sendable {
 
     /// `CONTAINER/AppAssetPacks/APP`: basd links it to the app's packs (one namespace per app).
     static func packsFolder(container: String, app: String) -> String { container + "/AppAssetPacks/" + app }
+
+    /// Without basd: `STATE/packs/APP/AssetPacks` in basd's default state folder (`$BA_STATE_DIR`,
+    /// else `$XDG_DATA_HOME/background-assets`, …), where the container's `AppAssetPacks/APP`
+    /// leads, when it is a folder; else nil.
+    static func offlinePacksFolder(app: String, environment: [String: String]) -> String? {
+        guard LocalPacks.isPlainName(app) else { return nil }
+        let path = DaemonProtocol.defaultStateDirectory(environment) + "/packs/" + app + "/AssetPacks"
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue else {
+            return nil
+        }
+        return path
+    }
 
     /// Starts connecting in the background (a listener began; nothing to wait for).
     func connectInBackground() {

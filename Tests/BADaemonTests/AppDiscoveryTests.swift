@@ -56,7 +56,7 @@ struct AppDiscoveryTests {
         #expect(
             FileManager.default.contents(atPath: PackFixture.packPath(daemon, "base") + "/base/config.bin")
                 == Data(config))
-        #expect(daemon.standardError.contains("app discovery: \(folder)/game: \(PackFixture.app) 1.0 installed"))
+        #expect(await daemon.logged("app discovery: \(folder)/game: \(PackFixture.app) 1.0 installed"))
 
         // The package is upgraded: its Info.plist says 1.1.
         let plist = fixture.appDirectory + "/Info.plist"
@@ -76,7 +76,7 @@ struct AppDiscoveryTests {
         _ = try await CLIQueries.poll(
             "the app to be uninstalled", daemon, timeout: 30, read: { try await Self.apps(daemon) },
             until: { $0[PackFixture.app] == nil })
-        #expect(daemon.standardError.contains("is gone: uninstalling \(PackFixture.app)"))
+        #expect(await daemon.logged("is gone: uninstalling \(PackFixture.app)"))
     }
 
     @Test(

@@ -212,7 +212,7 @@ extension AssetPackManagerTests {
         // The first installation's policies now apply: the essential pack comes without asking.
         _ = try await fixture.waitForPacks(daemon, "base to be local") { $0["base"]?["localVersion"] as? Int == 1 }
         #expect(try await app.run("read base/config.bin").string("sha256") == Self.sha256(config))
-        #expect(daemon.standardError.contains("opted into managed asset packs by using AssetPackManager"))
+        #expect(await daemon.logged("opted into managed asset packs by using AssetPackManager"))
 
         // An update whose Info.plist still does not declare packs keeps them.
         try Self.writeInfo(fixture, version: "1.1", declaresPacks: false)
@@ -275,7 +275,7 @@ extension AssetPackManagerTests {
         let all = try await app.run("apacks")
         #expect(all.bool("ok") == true && (all["packs"] as? [Any])?.isEmpty == true, "\(all.object)")
         #expect(try await app.run("apack base").errorCode == 0)
-        #expect(daemon.standardError.contains("does not get managed asset packs after all"))
+        #expect(await daemon.logged("does not get managed asset packs after all"))
         try Self.writeInfo(fixture, version: "1.1", declaresPacks: false)
         let update = try await runProcess(ba, ["update", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(update.status == 0, "\(update.stdout)\(update.stderr)")

@@ -116,7 +116,7 @@ struct CoreDefectTests {
         #expect(server.requests(for: "/torn.bin").count == 1)
         let delivered = folder + "/\(downloads[1].uniqueIdentifier)-torn"
         #expect(FileManager.default.contents(atPath: delivered) == Data(torn))
-        #expect(daemon.standardError.contains("was already complete"), "\(daemon.standardError)")
+        #expect(await daemon.logged("was already complete"), "\(daemon.standardError)")
     }
 
     /// `.`, `..`, empty and NUL identifiers, names that would alias basd's folders, and paths that
@@ -227,7 +227,7 @@ struct CoreDefectTests {
             until: { $0.contains("bad input") })
         let lines = daemon.standardError.split(separator: "\n")
         #expect(!lines.contains { $0.hasPrefix("basd: forged line") }, "\(daemon.standardError)")
-        #expect(daemon.standardError.contains(#"x\nbasd: forged line"#), "\(daemon.standardError)")
+        #expect(await daemon.logged(#"x\nbasd: forged line"#), "\(daemon.standardError)")
     }
 
     /// A queued download holds no file descriptor: basd under `ulimit -n 128` finishes 300 of them

@@ -22,6 +22,9 @@ struct DesktopIntegrationTests {
         defer { daemon.kill() }
         let status = try await runProcess(ba, ["status", "--socket", daemon.socketPath])
         #expect(status.status == 0, "\(status.stderr)")
+        for line in ["desktop: no session bus", "desktop: no system bus", "launcher progress is not shown"] {
+            #expect(await daemon.logged(line), "\(daemon.standardError)")
+        }
         let lines = daemon.standardError.split(separator: "\n")
         #expect(lines.count { $0.contains("desktop: no session bus") } == 1, "\(daemon.standardError)")
         #expect(lines.count { $0.contains("desktop: no system bus") } == 1, "\(daemon.standardError)")
@@ -29,7 +32,7 @@ struct DesktopIntegrationTests {
 
         let off = try await DaemonProcess.start(arguments: ["--no-desktop-bus"])
         defer { off.kill() }
-        #expect(off.standardError.contains("desktop: D-Bus integration is off"), "\(off.standardError)")
+        #expect(await off.logged("desktop: D-Bus integration is off"), "\(off.standardError)")
         #expect(!off.standardError.contains("desktop: no session bus"), "\(off.standardError)")
     }
 

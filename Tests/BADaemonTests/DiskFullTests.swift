@@ -95,7 +95,7 @@ struct DiskFullTests {
             "the download waiting for space", daemon, app: DownloadServiceTests.app, timeout: 30,
             until: { $0.first?["waitingFor"] as? String == "space" })
         #expect(rows.first?["state"] as? String != "failed")
-        #expect(daemon.standardError.contains("waits for disk space"), "\(daemon.standardError)")
+        #expect(await daemon.logged("waits for disk space"), "\(daemon.standardError)")
         #expect(!inbox.all.contains { $0.kind == .failed }, "\(inbox.all)")
 
         // Space comes back: the transfer resumes by itself and the app hears it finished.

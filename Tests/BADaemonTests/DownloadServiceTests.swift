@@ -250,7 +250,7 @@ struct DownloadServiceTests {
         try await Self.waitForFinishedRun(daemon)
         let kept = daemon.stateDirectory + "/groups/" + Self.group + "/Assets/catalog"
         #expect(FileManager.default.contents(atPath: kept) == Data(catalog), "basd log: \(daemon.standardError)")
-        #expect(daemon.standardError.contains("SampleSwiftExtension: scheduled 0 assets from the catalog"))
+        #expect(await daemon.logged("SampleSwiftExtension: scheduled 0 assets from the catalog"))
         // The event is delivered: a new app connection hears nothing about it, and basd leaves the
         // moved file alone.
         let inbox = EventInbox()

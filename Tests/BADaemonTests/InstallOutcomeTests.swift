@@ -179,7 +179,7 @@ struct InstallOutcomeTests {
         let identifiers = rows.compactMap { $0["identifier"] as? String }
         #expect(!identifiers.contains("stale"), "\(rows)")
         #expect(identifiers.contains("keep"), "\(rows)")
-        #expect(daemon.standardError.contains("cancelled \"stale\""), "\(daemon.standardError)")
+        #expect(await daemon.logged("cancelled \"stale\""), "\(daemon.standardError)")
     }
 
     @Test("an extension removed while its manifest is fetched: the install ends (exit 33), no manifest left, basd free")

@@ -70,6 +70,7 @@ struct NetworkChangeTests {
         // basd's own time of its reaction, from its log line, not when this test saw the end (a
         // loaded machine took 15 s more to show it): the retry came from the network change,
         // before the backoff's next attempt.
+        #expect(await daemon.logged("the network changed: 1 transfer(s) waiting to retry try again now"))
         let log = daemon.standardError
         let changed = log.split(separator: "\n").first {
             $0.contains("the network changed: 1 transfer(s) waiting to retry try again now")

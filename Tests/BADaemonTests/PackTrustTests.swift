@@ -278,7 +278,7 @@ struct PackTrustTests {
         #expect((parked["extras"]?["status"] as? String)?.contains("downloading") == false, "\(parked)")
         #expect(parked["base"]?["localVersion"] as? Int == 1, "\(parked)")
         #expect(fixture.server.requests(for: "/packs/extras/1-0.bundle").count == 3)
-        #expect(running.standardError.contains("parked"), "\(running.standardError)")
+        #expect(await running.logged("parked"), "\(running.standardError)")
         // A periodic check leaves it alone; ensure tries again.
         let check = try await runProcess(ba, ["packs", "check", PackFixture.app, "--socket", running.socketPath])
         #expect(check.status == 0, "\(check.stdout)\(check.stderr)")

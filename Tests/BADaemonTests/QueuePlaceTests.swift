@@ -81,25 +81,30 @@ struct QueuePlaceTests {
         let server = try await AssetServer.start()
         defer { Task { try? await server.shutdown() } }
         server.setFile("/first.bin", contents: SampleAppFixture.bytes(50_000, seed: 5))
-        // Fails once, to be tried again 5 s later: long enough for slow to be scheduled and take the
-        // slot first however loaded the machine (with 1 s, a run on a busy machine scheduled slow
-        // after first's wait was over).
-        server.setBehavior(.status(503, retryAfter: "5", times: 1), for: "/first.bin")
+        // Fails once, to be tried again in 10 minutes: its wait ends only when the test says so
+        // (ba retry), once slow holds the slot, however loaded the machine.
+        server.setBehavior(.status(503, retryAfter: "600", times: 1), for: "/first.bin")
         server.setFile("/slow.bin", contents: SampleAppFixture.bytes(1_000_000, seed: 6))
         server.setBehavior(.trickle(bytesPerSecond: 2_000), for: "/slow.bin")
         let app = "com.example.queue"
         let (daemon, client) = try await Self.oneSlot(app: app)
         defer { daemon.kill() }
         defer { client.close() }
-        // first takes the slot and fails; only then is slow scheduled, and takes the freed slot, so
-        // that when first's wait is over, slow holds the slot. (Scheduled together, a busy machine
-        // could hand slow the slot before first ever ran: a red run saw first never requested.)
-        try client.call(
-            .schedule(DownloadDescription(identifier: "first", url: server.url("/first.bin"), priority: 9)))
-        _ = try await CLIQueries.poll(
-            "first's 503", daemon, timeout: 30, read: { server.requests(for: "/first.bin").count },
-            until: { $0 >= 1 })
+        // In order: first takes the slot, fails and waits to retry; then slow is scheduled and
+        // takes the freed slot; then first's wait is cut short, with the slot taken.
+        guard
+            case .downloads(let scheduled) = try client.call(
+                .schedule(DownloadDescription(identifier: "first", url: server.url("/first.bin"), priority: 9))),
+            let firstID = scheduled.first?.uniqueIdentifier
+        else { throw HarnessError("schedule did not answer the download") }
+        _ = try await CLIQueries.pollDownloads(
+            "first to wait to retry after its 503", daemon, app: app, timeout: 30,
+            until: { Self.row($0, "first")?["waitingFor"] as? String == "retry" })
         try client.call(.schedule(DownloadDescription(identifier: "slow", url: server.url("/slow.bin"))))
+        _ = try await CLIQueries.pollDownloads(
+            "slow to download", daemon, app: app, timeout: 30, until: { Self.state($0, "slow") == "downloading" })
+        let retry = try await runProcess(CLIQueries.ba, ["retry", firstID, "--socket", daemon.socketPath])
+        #expect(retry.status == 0, "\(retry.stdout)\(retry.stderr)")
         let queued = try await CLIQueries.pollDownloads(
             "first to wait 1st in line after its retry wait, behind slow", daemon, app: app, timeout: 30,
             until: { Self.state($0, "slow") == "downloading" && Self.place($0, "first") == 1 })

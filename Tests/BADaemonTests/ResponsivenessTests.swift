@@ -146,7 +146,7 @@ struct ResponsivenessTests {
             try await Task.sleep(for: .milliseconds(20))
         }
         let samples = try sampler.stop()
-        #expect(daemon.standardError.contains("BATestChatty: scheduled \(count)"))
+        #expect(await daemon.logged("BATestChatty: scheduled \(count)"))
         let during = samples.filter { $0.activeDownloads > 0 && $0.activeDownloads < count }
         let distinct = Set(during.map(\.activeDownloads))
         #expect(distinct.count >= 2, "answers at \(distinct.sorted()) active downloads only")

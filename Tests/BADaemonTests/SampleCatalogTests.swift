@@ -104,7 +104,7 @@ struct SampleCatalogTests {
             #expect(kept == Data(bytes), "\(identifier): \(kept?.count ?? -1) bytes")
         }
         #expect(
-            daemon.standardError.contains("\(library): scheduled 3 assets from the catalog"), "\(daemon.standardError)")
+            await daemon.logged("\(library): scheduled 3 assets from the catalog"), "\(daemon.standardError)")
         // One download per asset, each finished: the catalog's are non-essential, checked by
         // SHA-256, with their URLs resolved against the catalog's own URL.
         let rows = try await Self.rows(daemon)
@@ -208,7 +208,7 @@ struct SampleCatalogTests {
         let kept = FileManager.default.contents(atPath: Self.container(daemon) + "/Assets/level-1")
         #expect(kept == Data(assets.contents["level-1"] ?? []))
         #expect(
-            daemon.standardError.contains("\(library): re-queued level-1 as a non-essential download"),
+            await daemon.logged("\(library): re-queued level-1 as a non-essential download"),
             "\(daemon.standardError)")
         #expect(server.requests(for: "/levels/level-1.pak").count == 2)
         let level1 = try await Self.rows(daemon).filter { $0["identifier"] as? String == "level-1" }

@@ -80,7 +80,7 @@ struct ShouldDownloadTests {
         // Asked once, about the three packs, and recorded as its own run.
         let asked = try await Self.runs(daemon).filter { $0["event"] as? String == "shouldDownload" }
         #expect(asked.count == 1 && asked.first?["verdict"] as? String == "ok", "\(asked)")
-        #expect(daemon.standardError.contains("its extension declined extras"), "\(daemon.standardError)")
+        #expect(await daemon.logged("its extension declined extras"), "\(daemon.standardError)")
 
         // Kept across a restart, and a periodic check (which retries install-time packs that
         // never arrived) leaves it alone.
@@ -155,6 +155,6 @@ struct ShouldDownloadTests {
         #expect(packs.values.allSatisfy { $0["declined"] == nil }, "\(packs)")
         let asked = try await Self.runs(daemon).filter { $0["event"] as? String == "shouldDownload" }
         #expect(asked.count == 1 && asked.first?["verdict"] as? String == "crashed", "\(asked)")
-        #expect(daemon.standardError.contains("shouldDownload ended crashed"), "\(daemon.standardError)")
+        #expect(await daemon.logged("shouldDownload ended crashed"), "\(daemon.standardError)")
     }
 }

@@ -15,6 +15,9 @@ struct TransferWindowTests {
         .init(id: id, priority: priority, isUrgent: false)
     }
     static let wait = Window.RetryWait(reason: "HTTP 503", until: Date(timeIntervalSince1970: 1_000))
+    /// Before and after ``wait`` ends.
+    static let earlier = Date(timeIntervalSince1970: 500)
+    static let later = Date(timeIntervalSince1970: 1_500)
 
     /// A starting state, made by feeding events to a fresh 4-wide window.
     struct Start: CustomStringConvertible, Sendable {
@@ -123,10 +126,19 @@ struct TransferWindowTests {
             start: aWaitsForSpace, event: .promoted(background("a")), actions: [.resumeAfterSpaceWait("a")], after: [:]),
         Row(start: aUnstartable, event: .promoted(background("a")), actions: [.start("a")], after: ["a": engine(.max)]),
         // `ba retry` of an active download.
-        Row(start: aWaitsForSpace, event: .retryRequested("a"), actions: [.resumeAfterSpaceWait("a")], after: [:]),
         Row(
-            start: aRetrying, event: .retryRequested("a"), actions: [.retryInEngine("a")], after: ["a": engine(5, wait)]
-        ),
+            start: aWaitsForSpace, event: .retryRequested("a", now: earlier), actions: [.resumeAfterSpaceWait("a")],
+            after: [:]),
+        // A wait to retry ends now (its reason kept: the listing says queue and the last failure).
+        Row(
+            start: aRetrying, event: .retryRequested("a", now: earlier), actions: [.retryInEngine("a")],
+            after: ["a": engine(5, Window.RetryWait(reason: wait.reason, until: earlier))]),
+        Row(
+            start: aRetrying, event: .retryRequested("a", now: later), actions: [.retryInEngine("a")],
+            after: ["a": engine(5, wait)]),
+        Row(
+            start: aInEngine, event: .retryRequested("a", now: earlier), actions: [.retryInEngine("a")],
+            after: ["a": engine()]),
         // Cancel and uninstall: a transfer in the engine counts until the engine says it ended.
         Row(start: aInEngine, event: .cancelled("a"), actions: [.stopInEngine("a")], after: ["a": engine()]),
         Row(
@@ -300,7 +312,8 @@ struct TransferWindowTests {
                 id: id, priority: Int64(generator.next() % 10), isUrgent: generator.next() % 5 == 0)
             let events: [Window.Event] = [
                 .scheduled(candidate), .admit(candidate), .restarted, .queueRead([candidate], exhausted: true),
-                .unstartable(id), .promoted(candidate), .retryRequested(id), .cancelled(id), .dropped(id), .began(id),
+                .unstartable(id), .promoted(candidate), .retryRequested(id, now: Self.wait.until), .cancelled(id),
+                .dropped(id), .began(id),
                 .paused(id),
                 .retrying(id, Self.wait), .ended(id), .outOfSpace(id, freeBytes: 1000), .eventsHandled, .storeRefused,
                 .lookAgainDue(storeBlocked: false), .freeSpaceMeasured(100_000), .networkChanged,

@@ -72,7 +72,7 @@ struct UninstallTests {
         #expect(!FileManager.default.fileExists(atPath: container(daemon)))
         #expect(try await appCount(daemon) == 0)
         #expect(try await allDownloads(daemon).isEmpty)
-        #expect(daemon.standardError.contains("uninstalled com.example.ba.sample 1.0 (ba uninstall)"))
+        #expect(await daemon.logged("uninstalled com.example.ba.sample 1.0 (ba uninstall)"))
 
         // Idempotent: a removal hook run twice.
         let second = try await runProcess(
@@ -124,8 +124,8 @@ struct UninstallTests {
         let apps = try await CLIQueries.poll(
             "basd to uninstall the app", daemon, timeout: 30, read: { try await appCount(daemon) }, until: { $0 == 0 })
         #expect(apps == 0)
-        #expect(daemon.standardError.contains("is gone; uninstalling it"), "\(daemon.standardError)")
-        #expect(daemon.standardError.contains("(app directory gone)"), "\(daemon.standardError)")
+        #expect(await daemon.logged("is gone; uninstalling it"), "\(daemon.standardError)")
+        #expect(await daemon.logged("(app directory gone)"), "\(daemon.standardError)")
         #expect(!FileManager.default.fileExists(atPath: container(daemon)))
         #expect(try await allDownloads(daemon).isEmpty)
     }

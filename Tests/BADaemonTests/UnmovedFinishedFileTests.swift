@@ -54,7 +54,7 @@ struct UnmovedFinishedFileTests {
                 FileManager.default.contents(atPath: path).map(Array.init) == contents[event.identifier],
                 "\(event.identifier) at \(path)\n\(daemon.standardError)")
         }
-        #expect(daemon.standardError.contains("did not move the finished file"), "\(daemon.standardError)")
+        #expect(await daemon.logged("did not move the finished file"), "\(daemon.standardError)")
         try app.call(.acknowledgeEvents(throughSequence: try #require(finished.map(\.sequence).max())))
         for event in finished {
             #expect(!FileManager.default.fileExists(atPath: try #require(event.destination)))

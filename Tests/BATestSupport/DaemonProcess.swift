@@ -92,6 +92,25 @@ package final class DaemonProcess: @unchecked Sendable {
     /// What basd wrote to standard error so far: its log.
     package var standardError: String { child.stderr }
 
+    /// Whether basd's log has `text` within `timeout` seconds (waiting on a thread of its own,
+    /// looking again whenever basd writes). A log line about something a test saw through another
+    /// channel (a listing, an answer, a file, an event) can reach the pipe after it: reading
+    /// ``standardError`` once then is a race a loaded machine loses.
+    ///
+    /// ```swift
+    /// #expect(await daemon.logged("its extension declined extras"), "\(daemon.standardError)")
+    /// ```
+    package func logged(_ text: String, timeout: Double = 30) async -> Bool {
+        do {
+            try await child.waiting("basd's log line \(text.debugDescription)", timeout: timeout) {
+                $0.stderr.contains(text)
+            }
+            return true
+        } catch {
+            return child.stderr.contains(text)
+        }
+    }
+
     /// Sends `signal` to basd.
     package func send(_ signal: Int32) { child.signal(signal) }
 

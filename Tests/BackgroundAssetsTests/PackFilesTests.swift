@@ -82,35 +82,101 @@ import Testing
         #expect(removed == ["b", "d"])
     }
 
-    @Test("the shared namespace: first pack by ID, or the one named; nothing outside the packs")
-    func locate() throws {
+    /// `ROOT/AssetPacks/ID -> ../.background-assets/packs/ID/1` for each pack, as basd lays them out.
+    static func layout(_ files: [(pack: String, path: String)]) throws -> String {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("packfiles-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        for (pack, file) in [("alpha", "shared/x.txt"), ("beta", "shared/x.txt"), ("beta", "only/y.txt")] {
-            let path = root + "/" + pack + "/" + file
+        try FileManager.default.createDirectory(atPath: root + "/AssetPacks", withIntermediateDirectories: true)
+        for (pack, file) in files {
+            let path = root + "/.background-assets/packs/" + pack + "/1/" + file
             try FileManager.default.createDirectory(
                 atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try Data(pack.utf8).write(to: URL(fileURLWithPath: path))
-        }
-        try FileManager.default.createDirectory(atPath: root + "/.background-assets", withIntermediateDirectories: true)
-        #expect(try PackFiles.locate("shared/x.txt", in: root, pack: nil, files: true) == root + "/alpha/shared/x.txt")
-        #expect(
-            try PackFiles.locate("shared/x.txt", in: root, pack: "beta", files: true) == root + "/beta/shared/x.txt")
-        #expect(try PackFiles.locate("only/y.txt", in: root, pack: nil, files: true) == root + "/beta/only/y.txt")
-        #expect(try PackFiles.locate("only", in: root, pack: nil, files: false) == root + "/beta/only")
-        for (path, pack) in [
-            ("only", nil), ("only/y.txt", "alpha"), ("../beta/only/y.txt", "alpha"), ("/etc/passwd", nil), ("", nil),
-            ("shared/./x.txt", nil),
-        ] as [(FilePath, String?)] {
-            #expect(throws: ManagedBackgroundAssetsError.self, "\(path) in \(pack ?? "all")") {
-                try PackFiles.locate(path, in: root, pack: pack, files: true)
+            let link = root + "/AssetPacks/" + pack
+            if (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil {
+                try FileManager.default.createSymbolicLink(
+                    atPath: link, withDestinationPath: "../.background-assets/packs/" + pack + "/1")
             }
         }
-        #expect(throws: ManagedBackgroundAssetsError.self) {
-            try PackFiles.locate("x", in: root, pack: "gamma", files: true)
+        return root
+    }
+
+    /// Where `locate` found `path`, read back.
+    static func found(_ packs: LocalPacks, _ path: FilePath, pack: String? = nil, files: Bool = true) throws -> String {
+        let item = try packs.locate(path, pack: pack, files: files)
+        defer { try? item.descriptor.close() }
+        return item.isFolder
+            ? item.path
+            : item.path + "=" + String(decoding: try LocalPacks.readAll(item.descriptor, path: path), as: UTF8.self)
+    }
+
+    @Test("the shared namespace: first pack by ID, or the one named; nothing outside the packs, no link followed")
+    func locate() throws {
+        let root = try Self.layout([("alpha", "shared/x.txt"), ("beta", "shared/x.txt"), ("beta", "only/y.txt")])
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let links = root + "/AssetPacks"
+        let packs = LocalPacks(links: links)
+        #expect(try Self.found(packs, "shared/x.txt") == links + "/alpha/shared/x.txt=alpha")
+        #expect(try Self.found(packs, "shared/x.txt", pack: "beta") == links + "/beta/shared/x.txt=beta")
+        #expect(try Self.found(packs, "only/y.txt") == links + "/beta/only/y.txt=beta")
+        #expect(try Self.found(packs, "only", files: false) == links + "/beta/only")
+        #expect(packs.isLocal("alpha") && packs.currentVersion(of: "beta") == 1)
+        // Planted: a link in a version, a pack link out of the tree, one not of basd's form.
+        let version = root + "/.background-assets/packs/beta/1"
+        try FileManager.default.createSymbolicLink(atPath: version + "/hosts", withDestinationPath: "/etc/hosts")
+        try FileManager.default.createSymbolicLink(atPath: version + "/up", withDestinationPath: "..")
+        try FileManager.default.createSymbolicLink(atPath: links + "/etc", withDestinationPath: "/etc")
+        try FileManager.default.createSymbolicLink(
+            atPath: links + "/gamma", withDestinationPath: "../.background-assets/packs/beta/1")
+        try FileManager.default.createDirectory(atPath: links + "/delta", withIntermediateDirectories: true)
+        for (path, pack) in [
+            ("only", nil), ("only/y.txt", "alpha"), ("../beta/only/y.txt", "alpha"), ("/etc/passwd", nil), ("", nil),
+            ("shared/./x.txt", nil), ("hosts", nil), ("up/1/only/y.txt", nil), ("hostname", "etc"),
+        ] as [(FilePath, String?)] {
+            #expect(throws: ManagedBackgroundAssetsError.self, "\(path) in \(pack ?? "all")") {
+                try packs.locate(path, pack: pack, files: true)
+            }
         }
-        #expect(throws: ManagedBackgroundAssetsError.self) {
-            try PackFiles.locate("x", in: root, pack: ".background-assets", files: true)
+        for pack in ["gamma", "delta", "etc", ".background-assets", "nothing", "../AssetPacks"] {
+            #expect(!packs.isLocal(pack), "\(pack)")
+            let error = #expect(throws: ManagedBackgroundAssetsError.self, "\(pack)") {
+                try packs.locate("x", pack: pack, files: true)
+            }
+            guard case .assetPackNotFound(let id)? = error, id == pack else {
+                Issue.record("\(pack): \(String(describing: error))")
+                continue
+            }
+        }
+        // No folder at all: nothing is local.
+        #expect(!LocalPacks(links: root + "/none").isLocal("alpha"))
+    }
+
+    @Test(
+        "a pack's link counts only as ../.background-assets/packs/ID/N, N a version within bounds",
+        arguments: [
+            ("../.background-assets/packs/a/1", 1),
+            ("../.background-assets/packs/a/9007199254740991", 9_007_199_254_740_991),
+            ("../.background-assets/packs/a/9007199254740992", nil), ("../.background-assets/packs/b/1", nil),
+            ("../.background-assets/packs/a/1/..", nil), ("../.background-assets/packs/a/", nil),
+            ("/x/.background-assets/packs/a/1", nil), ("../.background-assets/packs/a/+1", nil),
+            ("../.background-assets/packs/a/1.staging", nil), ("../.background-assets/packs/a/99999999999999999", nil),
+        ] as [(String, Int?)])
+    func linkForm(target: String, version: Int?) {
+        #expect(LocalPacks.version(ofLinkTarget: target, id: "a") == version)
+    }
+
+    @Test("without basd: the app's pack links in basd's default state folder, when they are there")
+    func offlineFolder() throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("packstate-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let links = state + "/packs/com.example.app/AssetPacks"
+        try FileManager.default.createDirectory(atPath: links, withIntermediateDirectories: true)
+        let environment = ["BA_STATE_DIR": state]
+        #expect(PackConnection.offlinePacksFolder(app: "com.example.app", environment: environment) == links)
+        #expect(
+            PackConnection.offlinePacksFolder(app: "com.example.app", environment: ["XDG_DATA_HOME": state + "/x"])
+                == nil)
+        for app in ["com.example.other", "..", "../packs/com.example.app", ""] {
+            #expect(PackConnection.offlinePacksFolder(app: app, environment: environment) == nil, "\(app)")
         }
     }
 }

@@ -213,7 +213,7 @@ struct InstalledPackageTests {
         try await poll("the extension, in basd's sandbox, to get the essential file") {
             daemon.standardError.contains("hello arrived at")
         }
-        #expect(daemon.standardError.contains("app discovery: \(registration): com.example.hello 1.0 installed"))
+        #expect(await daemon.logged("app discovery: \(registration): com.example.hello 1.0 installed"))
 
         try FileManager.default.removeItem(atPath: registration)
         try await poll("the app to be uninstalled once its registration is gone") {

@@ -14,7 +14,7 @@ extension TransferCoordinator {
                 AppleErrorCode.downloadNotScheduled.rawValue, "no download has unique identifier \(uniqueIdentifier)")
         }
         if download.state.isActive {
-            perform(window.handle(.retryRequested(uniqueIdentifier)))
+            perform(window.handle(.retryRequested(uniqueIdentifier, now: clock.now)))
             log("download \(uniqueIdentifier): retry now (ba retry)")
             return
         }

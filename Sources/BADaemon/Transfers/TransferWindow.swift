@@ -85,8 +85,9 @@ struct TransferWindow: Equatable, Sendable {
         case unstartable(String)
         /// The download was promoted to the foreground (the candidate is its row after that).
         case promoted(Candidate)
-        /// `ba retry` of an active download: try now.
-        case retryRequested(String)
+        /// `ba retry` of an active download at `now`: try now. A wait to retry ends then (the
+        /// engine queues the transfer again: with its slots taken, it waits in the queue).
+        case retryRequested(String, now: Date)
         /// The download was cancelled (its row is gone).
         case cancelled(String)
         /// Its app was uninstalled (its row is gone).
@@ -259,10 +260,19 @@ struct TransferWindow: Equatable, Sendable {
                 // Still in the store: handed to the engine now, in the foreground.
                 return admit(Candidate(id: candidate.id, priority: candidate.priority, isUrgent: true))
             }
-        case .retryRequested(let id):
-            guard case .waitingForSpace = places[id] else { return [.retryInEngine(id)] }
-            set(id, nil)
-            return [.resumeAfterSpaceWait(id)]
+        case .retryRequested(let id, let now):
+            switch places[id] {
+            case .waitingForSpace:
+                set(id, nil)
+                return [.resumeAfterSpaceWait(id)]
+            case .inEngine(let priority, var wait?) where wait.until > now:
+                // Over now, its reason kept: the last failure is still said while it waits for a slot.
+                wait.until = now
+                set(id, .inEngine(priority: priority, retry: wait))
+                return [.retryInEngine(id)]
+            default:
+                return [.retryInEngine(id)]
+            }
         case .cancelled(let id):
             // A transfer in the engine counts in the window until the engine says it ended.
             switch places[id] {
