@@ -96,6 +96,9 @@ struct LowPowerModeTests {
         // its essential content, so the install call runs at once (docs/lifecycle.md).
         try FileManager.default.createSymbolicLink(
             atPath: folder + "/sample", withDestinationPath: fixture.appDirectory)
+        _ = try await CLIQueries.poll(
+            "the app to be installed from the drop-in folder", daemon, timeout: 30,
+            read: { try await AppDiscoveryTests.apps(daemon) }, until: { $0[SampleAppFixture.bundleIdentifier] != nil })
         let essential = try await CLIQueries.pollDownloads(
             "the install call's essential download to finish in power-saver", daemon,
             app: SampleAppFixture.bundleIdentifier, timeout: 60,
