@@ -27,11 +27,14 @@ final class PackJob: @unchecked Sendable {
     var machine: PackJobMachine
     /// The engine's fetch id of each unit in flight, by unit key.
     var fetchIDs: [String: String] = [:]
-    /// The staging folder (on ``queue`` only).
+    /// The staging folder (see ``StagingBox``).
     var staging: StagingBox?
 
+    /// The job's staging: on ``queue`` to prepare and finish it, and under ``lock`` on the
+    /// engine thread while units are in flight (their ``PackUnitSink``s write what lands).
     final class StagingBox: @unchecked Sendable {
         let staging: PackStaging
+        let lock = NSLock()
         init(_ staging: PackStaging) { self.staging = staging }
     }
 
@@ -183,7 +186,6 @@ extension PackService {
                 }
                 if later { executor.after(retryInterval, measure) } else { measure() }
             case .fetch(let unit): fetch(unit, for: job)
-            case .accept(let unit, let path): accept(job, unit: unit, path: path)
             case .cancelFetches(let keys):
                 for key in keys {
                     if let id = job.fetchIDs.removeValue(forKey: key) { transfers.cancelPackFetch(id) }

@@ -57,10 +57,8 @@ struct PackJobMachine: Sendable {
         case prepared(Result<Prepared, PackFailure>)
         /// The free bytes where the version is staged (nil: unknown, taken as enough).
         case space(free: Int64?)
-        /// A unit's file is here (its key).
-        case fetched(String, path: String)
         case fetchFailed(String, FetchFailure)
-        /// A unit's chunks are checked and written; staging now holds `bytesPresent`.
+        /// A unit arrived, its chunks checked and written as they landed; staging now holds `bytesPresent`.
         case accepted(String, bytesPresent: Int64, at: ContinuousClock.Instant)
         case rejected(String, PackError)
         case finished(Result<Void, PackError>)
@@ -75,8 +73,9 @@ struct PackJobMachine: Sendable {
         /// Measure the free space, then answer ``Input/space(free:)`` (at once, or after
         /// ``PackService/retryInterval`` when `later`).
         case measureSpace(later: Bool)
+        /// Fetch the unit straight into staging, then ``Input/accepted(_:bytesPresent:at:)``
+        /// (or ``Input/rejected(_:_:)``, ``Input/fetchFailed(_:_:)``).
         case fetch(PackJob.Unit)
-        case accept(PackJob.Unit, path: String)
         case cancelFetches([String])
         /// Verify and switch (on the job's queue), then ``Input/finished(_:)``.
         case finish
@@ -160,9 +159,6 @@ struct PackJobMachine: Sendable {
             return [log] + (units.isEmpty ? fill() : [.measureSpace(later: false)])
         case (.fetching, .space(let free)), (.waitingForSpace, .space(let free)):
             return spaceMeasured(free)
-        case (.fetching, .fetched(let unitKey, let path)), (.waitingForSpace, .fetched(let unitKey, let path)):
-            guard let unit = inFlight[unitKey] else { return [] }
-            return [.accept(unit, path: path)]
         case (.fetching, .fetchFailed(let unitKey, let failure)),
             (.waitingForSpace, .fetchFailed(let unitKey, let failure)):
             guard let unit = inFlight.removeValue(forKey: unitKey) else { return [] }
@@ -237,11 +233,10 @@ struct PackJobMachine: Sendable {
         return [.prepare(index)]
     }
 
-    /// The space needed before the next byte: what staging still lacks and the units still to
-    /// fetch (their compressed files sit in `.fetch` while they are checked).
+    /// The space needed before the next byte: what staging still lacks (units are written
+    /// straight into staging, with no copy of their own).
     var spaceNeeded: Int64 {
-        let unwritten = max(0, (bytesTotal ?? 0) - (bytesPresent ?? 0))
-        return next == units.count ? 0 : unwritten + units[next...].reduce(0) { $0 + $1.size }
+        next == units.count ? 0 : max(0, (bytesTotal ?? 0) - (bytesPresent ?? 0))
     }
 
     private mutating func spaceMeasured(_ free: Int64?) -> [Action] {
