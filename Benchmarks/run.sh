@@ -7,7 +7,8 @@
 # small files returned by the extension of an app that is not running, to the last event's call),
 # then asset packs on the device against casync and curl | tar, served by nginx
 # (Benchmarks/packs-device.sh: a first install of 1.07 GB and a delta update; PACKS_SCALE, a
-# percentage, default 100, shrinks it for a quicker run).
+# percentage, default 100, shrinks it for a quicker run), then a first install's bytes written and
+# its bytes fetched under kill -9 without validators (Benchmarks/packs-resume.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -26,3 +27,7 @@ echo
 "$(dirname "$0")/basd.sh" 3 "$build" "${3:-100000}" "${4:-5000}"
 echo
 "$(dirname "$0")/packs-device.sh" "${PACKS_SCALE:-100}" "$build"
+echo
+# Content-addressed fetching (issue 34): bytes written per first install, and bytes fetched per
+# first install under kill -9 from a server without validators.
+"$(dirname "$0")/packs-resume.sh" 256 "$build"

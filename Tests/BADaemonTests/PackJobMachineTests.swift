@@ -236,6 +236,37 @@ struct PackJobMachineTests {
         #expect(actions.first == .cancelFetches([Self.bundle.key]))
     }
 
+    /// A bundle of ten frames of 100 bytes, and the units that fetch `needed` of them (by number).
+    static func units(needing needed: [Int]) -> [PackJob.Unit] {
+        let chunks = (0..<10).map { chunk(Character(UnicodeScalar(UInt8(0x61 + $0))), stored: 100) }
+        let index = PackIndex(
+            formatVersion: 1, id: "levels", version: 2, userInfo: nil, downloadPolicy: .onDemand,
+            chunking: try! .init(average: 4096),
+            files: [
+                PackIndex.File(
+                    path: "a", size: 2000, mode: 0o644, sha256: String(repeating: "0", count: 64), chunks: chunks)
+            ], bundles: [PackIndex.Bundle(path: "packs/levels/2-0.bundle", size: 1000, chunks: 10)])
+        return PackJob.Unit.plan(needed.map { chunks[$0] }, index: index)
+    }
+
+    @Test("a bundle is fetched from its first needed frame when 90 % of the rest is needed, else chunk by chunk")
+    func unitPlan() {
+        let whole = Self.units(needing: Array(0..<10))
+        #expect(whole.count == 1 && whole[0].isBundle && whole[0].start == 0 && whole[0].bytesToFetch == 1000)
+        // A resume after kill -9: the first four frames are in staging; the rest of the bundle, by Range.
+        let rest = Self.units(needing: Array(4..<10))
+        #expect(rest.count == 1 && rest[0].isBundle && rest[0].start == 400 && rest[0].bytesToFetch == 600)
+        #expect(rest[0].chunks.map(\.1) == [400, 500, 600, 700, 800, 900])
+        // A delta: a few frames here and there are fetched one by one.
+        let delta = Self.units(needing: [1, 5, 9])
+        #expect(delta.count == 3 && delta.allSatisfy { !$0.isBundle && $0.bytesToFetch == 100 })
+        // One frame of the ten in staging already: still 90 % of the bundle, fetched whole.
+        let gap = Self.units(needing: [0, 1, 2, 3, 4, 6, 7, 8, 9])
+        #expect(gap.count == 1 && gap[0].start == 0 && gap[0].bytesToFetch == 1000)
+        // Two of the nine from the second on: 700 of 900 bytes, chunk by chunk.
+        #expect(Self.units(needing: [1, 2, 3, 5, 6, 7, 9]).count == 7)
+    }
+
     /// Thousands of interleavings: the environment answers fetches (accepted as they land) and space checks
     /// in a random order, sometimes with a full disk, a 404 or a stop. Whatever happens, the
     /// windows hold, no unit is fetched twice at once, the job finishes only once every unit was

@@ -150,7 +150,7 @@ struct PackJobMachine: Sendable {
             bytesTotal = prepared.bytesTotal
             bytesPresent = prepared.bytesPresent
             bytesReused = prepared.bytesReused
-            bytesToFetch = prepared.units.reduce(0) { $0 + $1.size }
+            bytesToFetch = prepared.units.reduce(0) { $0 + $1.bytesToFetch }
             phase = .fetching
             let bundles = prepared.units.filter(\.isBundle).count
             let log = Action.log(
@@ -171,7 +171,7 @@ struct PackJobMachine: Sendable {
             (.waitingForSpace, .accepted(let unitKey, let present, let now)):
             guard let unit = inFlight.removeValue(forKey: unitKey) else { return [] }
             bytesPresent = present
-            bytesFetched += unit.size
+            bytesFetched += unit.bytesToFetch
             var actions: [Action] = []
             if lastProgress.map({ now - $0 >= progressInterval }) ?? true {
                 lastProgress = now
