@@ -8,9 +8,9 @@
 #   written: basd's write_bytes (/proc/PID/io: what it sent toward the disk) over a first
 #            install, per byte of the pack's files (target <= 1.1: the files, written once);
 #   fetched: nginx's $body_bytes_sent over the pack's bundle and chunk requests of a first install
-#            during which basd is killed at a quarter, half and three quarters of the pack (basd
-#            restarted each time, `ba packs ensure` again after the third, which parks the job),
-#            per byte of the pack's bundles (target <= 1.05).
+#            during which basd is killed three times, a fifth of the whole install's time after
+#            each (re)start (basd restarted each time, `ba packs ensure` again after the third,
+#            which parks the job), per byte of the pack's bundles (target <= 1.05).
 # Usage: Benchmarks/packs-resume.sh [FILES=256] [BUILD_DIR]; RATE=16m in the environment.
 set -euo pipefail
 files=${1:-256}
@@ -118,7 +118,9 @@ start_basd "$work/state1"
 sync
 before=$(written)
 m=$(log_mark)
+start=$(date +%s.%N)
 ensure
+end=$(date +%s.%N)
 after=$(written)
 first_fetched=$(unit_bytes "$m")
 diff -rq "$work/v1/data" "$work/state1/groups/group.$app/AssetPacks/game/data" >/dev/null || { echo "the pack differs from its source" >&2; exit 1; }
@@ -130,12 +132,11 @@ start_basd "$work/state2"
 m=$(log_mark)
 ensure --no-wait
 kills=0
-for quarter in 1 2 3; do
-    for _ in $(seq 1 1200); do
-        present=$(pack_field bytesPresent); total=$(pack_field bytesTotal)
-        [ -n "$present" ] && [ -n "$total" ] && [ "$total" -gt 0 ] && [ $((present * 4)) -ge $((total * quarter)) ] && break
-        sleep 0.05
-    done
+# A bundle counts in `ba packs` only once it is whole, so the kills go by time: a fifth of the
+# whole install's after each (re)start.
+fifth_s=$(calc "($end - $start) / 5")
+for _ in 1 2 3; do
+    sleep "$fifth_s"
     [ -z "$(pack_field localVersion)" ] && kills=$((kills + 1))
     kill -9 "$basd_pid"; wait "$basd_pid" 2>/dev/null || true
     start_basd "$work/state2"

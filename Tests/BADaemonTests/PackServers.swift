@@ -116,7 +116,12 @@ final class NginxServer {
         ServedRequest.parse((try? String(contentsOfFile: directory + "/access.log", encoding: .utf8)) ?? "")
     }
 
-    func stop() { child.kill() }
+    /// Stops nginx: SIGTERM to its master, which ends its worker (a SIGKILL would leave the worker
+    /// running), then SIGKILL if it has not exited within 10 s.
+    func stop() {
+        child.signal(SIGTERM)
+        if child.waitForExit(timeout: 10) == nil { child.kill() }
+    }
 }
 
 /// A loopback HTTP/1.1 server of the test's own (python3) that serves `root` as a lying CDN does
