@@ -8,7 +8,8 @@
 # then asset packs on the device against casync and curl | tar, served by nginx
 # (Benchmarks/packs-device.sh: a first install of 1.07 GB and a delta update; PACKS_SCALE, a
 # percentage, default 100, shrinks it for a quicker run), on loopback and again over a link of 50 ms
-# round trip.
+# round trip, then a first install's bytes written and its bytes fetched under kill -9 without
+# validators (Benchmarks/packs-resume.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -31,3 +32,7 @@ echo
 # The same over a link of 50 ms round trip (a delay proxy of the benchmark's own in front of
 # nginx, for every tool; casync, a round trip per chunk, is left out there).
 PACKS_RTT_MS=50 "$(dirname "$0")/packs-device.sh" "${PACKS_SCALE:-100}" "$build"
+echo
+# Content-addressed fetching (issue 34): bytes written per first install, and bytes fetched per
+# first install under kill -9 from a server without validators.
+"$(dirname "$0")/packs-resume.sh" 256 "$build"

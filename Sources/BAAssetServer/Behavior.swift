@@ -18,6 +18,11 @@ package enum Behavior: Sendable, Equatable {
     /// still says `Accept-Ranges: bytes`, so a client must check for 206 rather than trust that header.
     case ignoreRange
 
+    /// Answers a ranged request with 206 and another range than the one asked for: from `shift`
+    /// bytes after the asked start (before it when negative; at least 0, at most the last byte) to
+    /// the end, with a `Content-Range` that says so, as a cache that mangles ranges does.
+    case wrongRange(shift: Int)
+
     /// Gives every response a new strong `ETag` and a later `Last-Modified`, as if the file were replaced
     /// between any two requests (the bytes stay the same). An `If-Range` therefore never matches.
     case changeETagEachRequest

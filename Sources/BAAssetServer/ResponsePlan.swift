@@ -41,6 +41,11 @@ struct ResponsePlan: Equatable {
         case .switchVersionAfterDrop(_, let before, let after, _):
             selection = .select(range: range, ifRange: nil, size: size, validators: validators)
             lies = generation <= 1 ? before : after
+        case .wrongRange(let shift):
+            if case .partial(let asked) = selection, size > 0 {
+                let start = min(max(0, asked.lowerBound + shift), size - 1)
+                selection = .partial(start..<size)
+            }
         default:
             break
         }

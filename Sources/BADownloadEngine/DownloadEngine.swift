@@ -347,6 +347,14 @@ final class EngineLoop: @unchecked Sendable {
                             "\(request.destination) is already the destination of download '\(other)'")))
                 return
             }
+            if request.sink != nil, (request.expectedSize ?? -1) < 0 {
+                emit(
+                    .failed(
+                        id: request.id,
+                        error: DownloadError(
+                            .protocolViolation, "a content-addressed download ('\(request.id)') needs its size")))
+                return
+            }
             guard transfers[request.id] == nil else {
                 emit(
                     .failed(

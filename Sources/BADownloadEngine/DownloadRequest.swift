@@ -84,6 +84,11 @@ package struct DownloadRequest: Sendable {
     /// False when the transfer must not use a metered network: while the engine holds such
     /// transfers (``DownloadEngine/holdMetered(_:)``) it waits, foreground and essential or not.
     package var allowsMeteredNetwork = true
+    /// A content-addressed download: the body goes to this sink, not to a file, and resumes with
+    /// `Range` and no validator (see ``DownloadSink``). Needs ``expectedSize``; ``destination``
+    /// and ``partialPath`` then only name the transfer (nothing is written there), ``sha256``
+    /// and ``validator`` are not used, and `finished`'s `path` is ``destination``.
+    package var sink: (any DownloadSink)?
 
     package init(
         id: String, url: String, destination: String, partialPath: String? = nil, headers: [Header] = [],

@@ -71,9 +71,11 @@ extension EngineLoop {
         emit(.began(id: transfer.id, offset: offset, isForeground: transfer.machine.isForeground))
     }
 
-    /// Takes the transfer's handle off the multi handle and frees it.
+    /// Takes the transfer's handle off the multi handle and frees it. A sink's transfer keeps only
+    /// what its sink kept (a unit the request's end cut short is dropped).
     func detach(_ transfer: Transfer) {
         active[ObjectIdentifier(transfer)] = nil
+        if let sink = transfer.request.sink { transfer.bytesOnDisk = sink.rewind() }
         if let easy = transfer.easy {
             curl_multi_remove_handle(multi, easy)
             curl_easy_cleanup(easy)

@@ -145,13 +145,11 @@ extension PackService {
         return String(job.entry.indexURL.dropLast(suffix.count))
     }
 
-    /// Fetches one unit through the engine into `.fetch/ID-VERSION/KEY`.
+    /// Fetches one unit through the engine straight into staging (``PackUnitSink``): each frame
+    /// checked and written where the index places it as it lands, a resume asking only for the
+    /// frames still needed. No copy of the unit is written.
     func fetch(_ unit: PackJob.Unit, for job: PackJob) {
-        let directory = fetchDirectory(app: job.key.app) + "/\(job.key.pack)-\(job.entry.version)"
-        do { try Self.makeDirectories(directory) } catch {
-            run(job, .fetchFailed(unit.key, .init(message: "cannot create \(directory): \(error)")))
-            return
-        }
+        guard let box = job.staging else { return }
         guard let base = baseURL(job) else {
             let message = "the index URL \(job.entry.indexURL) does not say where the chunks are"
             run(job, .fetchFailed(unit.key, .init(message: message)))
@@ -160,20 +158,26 @@ extension PackService {
         fetchSequence += 1
         let id = "\(job.key.app)/\(job.key.pack)/\(job.entry.version)/\(unit.key)"
         job.fetchIDs[unit.key] = id
+        let log = self.log
+        let key = job.key
+        let sink = PackUnitSink(unit: unit, staging: box) { log("asset pack \(key): \($0)") }
+        // The destination only names the fetch in the engine: nothing is written there.
+        let name = fetchDirectory(app: job.key.app) + "/\(job.key.pack)-\(job.entry.version)/" + unit.key
         transfers.fetchPackFile(
             .init(
-                id: id, url: base + unit.path, destination: directory + "/" + unit.key, expectedSize: unit.size,
-                essential: job.essential), for: job.app,
+                id: id, url: base + unit.path, destination: name, expectedSize: unit.size, essential: job.essential,
+                sink: sink), for: job.app,
             progress: { [self] bytes in
                 guard live(job) else { return }
                 run(job, .fetchProgress(unit.key, bytes: bytes, at: clock.instant))
             }
         ) { [self] result in
-            guard live(job) else {
-                if case .success(let path) = result { unlink(path) }
+            guard live(job) else { return }
+            job.fetchIDs[unit.key] = nil
+            if let rejection = sink.rejection {
+                run(job, .rejected(unit.key, rejection))
                 return
             }
-            job.fetchIDs[unit.key] = nil
             switch result {
             case .failure(let failure):
                 run(
@@ -181,46 +185,9 @@ extension PackService {
                     .fetchFailed(
                         unit.key,
                         .init(message: failure.message, noSpace: failure.noSpace, httpStatus: failure.httpStatus)))
-            case .success(let path):
-                run(job, .fetched(unit.key, path: path))
-            }
-        }
-    }
-
-    /// Checks each chunk of a fetched unit and writes it where the index places it (on the
-    /// job's queue): a chunk file whole, a bundle chunk by chunk at its offsets.
-    func accept(_ job: PackJob, unit: PackJob.Unit, path: String) {
-        guard let box = job.staging else { return }
-        job.queue.async { [self] in
-            let result: Result<Int64, PackError>
-            do throws(PackError) {
-                let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-                guard fd >= 0 else {
-                    throw PackError.system("cannot open the fetched \(path)", call: "open")
-                }
-                defer { close(fd) }
-                for (chunk, offset) in unit.chunks {
-                    // At most one chunk's frame at a time: bounded by PackLimits through the index's check.
-                    var frame = [UInt8](repeating: 0, count: chunk.storedLength)
-                    let count = frame.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
-                    guard count == chunk.storedLength else {
-                        throw PackError("\(unit.path) is shorter than its index says (at \(offset))", code: .badContent)
-                    }
-                    let accepted: Result<Void, PackError> = frame.withUnsafeBytes { buffer in
-                        Result { () throws(PackError) in try box.staging.accept(sha256: chunk.sha256, frame: buffer) }
-                    }
-                    try accepted.get()
-                }
-                result = .success(box.staging.bytesPresent)
-            } catch {
-                result = .failure(error)
-            }
-            unlink(path)
-            executor.async { [self] in
-                switch result {
-                case .failure(let error): run(job, .rejected(unit.key, error))
-                case .success(let present): run(job, .accepted(unit.key, bytesPresent: present, at: clock.instant))
-                }
+            case .success:
+                let present = box.lock.withLock { box.staging.bytesPresent }
+                run(job, .accepted(unit.key, bytesPresent: present, at: clock.instant))
             }
         }
     }

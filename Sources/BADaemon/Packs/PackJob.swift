@@ -29,11 +29,14 @@ final class PackJob: @unchecked Sendable {
     var fetchIDs: [String: String] = [:]
     /// Its server gives no answer: it was told `paused` (`server`), and is told `began` when it answers.
     var waitingForServer = false
-    /// The staging folder (on ``queue`` only).
+    /// The staging folder (see ``StagingBox``).
     var staging: StagingBox?
 
+    /// The job's staging: on ``queue`` to prepare and finish it, and under ``lock`` on the
+    /// engine thread while units are in flight (their ``PackUnitSink``s write what lands).
     final class StagingBox: @unchecked Sendable {
         let staging: PackStaging
+        let lock = NSLock()
         init(_ staging: PackStaging) { self.staging = staging }
     }
 
@@ -78,10 +81,17 @@ final class PackJob: @unchecked Sendable {
         var isBundle: Bool
         /// Unique in the job: the chunk's SHA-256 or `bundle-K`.
         var key: String
+        /// Where its first needed frame starts: a bundle whose first frames are in staging already
+        /// (a resume after `kill -9`) is fetched from there (`Range`), not whole. 0 for a chunk file.
+        var start: Int64 = 0
 
-        /// How `chunks` (the needed ones, in index order) are fetched: a bundle whole when at
-        /// least 90 % of its bytes are needed (a first install: a few large requests), else its
-        /// needed chunks one by one (a delta: only what changed, never 10 % more).
+        /// The bytes its fetch brings: from ``start`` to the end.
+        var bytesToFetch: Int64 { size - start }
+
+        /// How `chunks` (the needed ones, in index order) are fetched: a bundle from its first
+        /// needed frame to its end when at least 90 % of those bytes are needed (a first install:
+        /// a few large requests; a resume: the rest of each bundle it had begun), else its needed
+        /// chunks one by one (a delta: only what changed, never 10 % more).
         static func plan(_ chunks: [PackIndex.Chunk], index: PackIndex) -> [Unit] {
             guard let layout = index.bundleLayout, let bundles = index.bundles else {
                 return chunks.map(single)
@@ -100,12 +110,13 @@ final class PackJob: @unchecked Sendable {
                 let bundle = bundles[place.bundle]
                 let wanted = needed[place.bundle] ?? []
                 let bytes = wanted.reduce(Int64(0)) { $0 + Int64($1.0.storedLength) }
-                if bytes * 10 >= bundle.size * 9 {
+                let start = wanted.map(\.1).min() ?? 0
+                if bytes * 10 >= (bundle.size - start) * 9 {
                     if taken.insert(place.bundle).inserted {
                         units.append(
                             Unit(
                                 path: bundle.path, size: bundle.size, chunks: wanted, isBundle: true,
-                                key: "bundle-\(place.bundle)"))
+                                key: "bundle-\(place.bundle)", start: start))
                     }
                 } else {
                     units.append(single(chunk))
@@ -117,6 +128,7 @@ final class PackJob: @unchecked Sendable {
         /// Units are the same when they fetch the same file the same way (their chunks follow).
         static func == (lhs: Unit, rhs: Unit) -> Bool {
             lhs.key == rhs.key && lhs.path == rhs.path && lhs.size == rhs.size && lhs.isBundle == rhs.isBundle
+                && lhs.start == rhs.start
         }
 
         func hash(into hasher: inout Hasher) {
@@ -199,7 +211,6 @@ extension PackService {
                 }
                 if later { executor.after(retryInterval, measure) } else { measure() }
             case .fetch(let unit): fetch(unit, for: job)
-            case .accept(let unit, let path): accept(job, unit: unit, path: path)
             case .cancelFetches(let keys):
                 for key in keys {
                     if let id = job.fetchIDs.removeValue(forKey: key) { transfers.cancelPackFetch(id) }

@@ -57,12 +57,10 @@ struct PackJobMachine: Sendable {
         case prepared(Result<Prepared, PackFailure>)
         /// The free bytes where the version is staged (nil: unknown, taken as enough).
         case space(free: Int64?)
-        /// A unit's file is here (its key).
-        case fetched(String, path: String)
-        /// Bytes of a unit's file arrived: `bytes` of it so far (the engine's progress).
+        /// Bytes of a unit arrived: `bytes` of it so far (the engine's progress).
         case fetchProgress(String, bytes: Int64, at: ContinuousClock.Instant)
         case fetchFailed(String, FetchFailure)
-        /// A unit's chunks are checked and written; staging now holds `bytesPresent`.
+        /// A unit arrived, its chunks checked and written as they landed; staging now holds `bytesPresent`.
         case accepted(String, bytesPresent: Int64, at: ContinuousClock.Instant)
         case rejected(String, PackError)
         case finished(Result<Void, PackError>)
@@ -77,8 +75,9 @@ struct PackJobMachine: Sendable {
         /// Measure the free space, then answer ``Input/space(free:)`` (at once, or after
         /// ``PackService/retryInterval`` when `later`).
         case measureSpace(later: Bool)
+        /// Fetch the unit straight into staging, then ``Input/accepted(_:bytesPresent:at:)``
+        /// (or ``Input/rejected(_:_:)``, ``Input/fetchFailed(_:_:)``).
         case fetch(PackJob.Unit)
-        case accept(PackJob.Unit, path: String)
         case cancelFetches([String])
         /// Verify and switch (on the job's queue), then ``Input/finished(_:)``.
         case finish
@@ -158,7 +157,7 @@ struct PackJobMachine: Sendable {
             bytesTotal = prepared.bytesTotal
             bytesPresent = prepared.bytesPresent
             bytesReused = prepared.bytesReused
-            bytesToFetch = prepared.units.reduce(0) { $0 + $1.size }
+            bytesToFetch = prepared.units.reduce(0) { $0 + $1.bytesToFetch }
             phase = .fetching
             let bundles = prepared.units.filter(\.isBundle).count
             let log = Action.log(
@@ -167,13 +166,11 @@ struct PackJobMachine: Sendable {
             return [log] + (units.isEmpty ? fill() : [.measureSpace(later: false)])
         case (.fetching, .space(let free)), (.waitingForSpace, .space(let free)):
             return spaceMeasured(free)
-        case (.fetching, .fetched(let unitKey, let path)), (.waitingForSpace, .fetched(let unitKey, let path)):
-            guard let unit = inFlight[unitKey] else { return [] }
-            return [.accept(unit, path: path)]
         case (.fetching, .fetchProgress(let unitKey, let bytes, let now)),
             (.waitingForSpace, .fetchProgress(let unitKey, let bytes, let now)):
             guard let unit = inFlight[unitKey] else { return [] }
-            inFlightBytes[unitKey] = min(max(0, bytes), unit.size)
+            // The engine counts from the unit's start (a resumed bundle begins at `start`).
+            inFlightBytes[unitKey] = min(max(0, bytes - unit.start), unit.bytesToFetch)
             return progressIfDue(now)
         case (.fetching, .fetchFailed(let unitKey, let failure)),
             (.waitingForSpace, .fetchFailed(let unitKey, let failure)):
@@ -189,7 +186,7 @@ struct PackJobMachine: Sendable {
             guard let unit = inFlight.removeValue(forKey: unitKey) else { return [] }
             inFlightBytes[unitKey] = nil
             bytesPresent = present
-            bytesFetched += unit.size
+            bytesFetched += unit.bytesToFetch
             return progressIfDue(now) + (waitingFor == nil ? fill() : [])
         case (.fetching, .rejected(let unitKey, let error)), (.waitingForSpace, .rejected(let unitKey, let error)):
             guard let unit = inFlight.removeValue(forKey: unitKey) else { return [] }
@@ -229,10 +226,12 @@ struct PackJobMachine: Sendable {
         guard let present = bytesPresent else { return nil }
         var arriving: Int64 = 0
         for (key, fetched) in inFlightBytes {
-            guard let unit = inFlight[key], unit.size > 0 else { continue }
+            guard let unit = inFlight[key], unit.bytesToFetch > 0 else { continue }
             let needed = unit.chunks.reduce(Int64(0)) { $0 + Int64($1.0.length) }
             // Both bounded by the index's limits: no overflow in the product.
-            arriving += needed.multipliedReportingOverflow(by: fetched).overflow ? needed : needed * fetched / unit.size
+            arriving +=
+                needed.multipliedReportingOverflow(by: fetched).overflow
+                ? needed : needed * fetched / unit.bytesToFetch
         }
         return min(present + arriving, bytesTotal ?? .max)
     }
@@ -279,11 +278,10 @@ struct PackJobMachine: Sendable {
         return [.prepare(index)]
     }
 
-    /// The space needed before the next byte: what staging still lacks and the units still to
-    /// fetch (their compressed files sit in `.fetch` while they are checked).
+    /// The space needed before the next byte: what staging still lacks (units are written
+    /// straight into staging, with no copy of their own).
     var spaceNeeded: Int64 {
-        let unwritten = max(0, (bytesTotal ?? 0) - (bytesPresent ?? 0))
-        return next == units.count ? 0 : unwritten + units[next...].reduce(0) { $0 + $1.size }
+        next == units.count ? 0 : max(0, (bytesTotal ?? 0) - (bytesPresent ?? 0))
     }
 
     private mutating func spaceMeasured(_ free: Int64?) -> [Action] {

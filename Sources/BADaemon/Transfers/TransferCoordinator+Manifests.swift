@@ -126,6 +126,10 @@ extension TransferCoordinator {
         /// at once; the others queue with background downloads (the background concurrency) and
         /// hold in Low Power Mode like them. Neither fails fast.
         var essential: Bool
+        /// Where the body goes instead of a file, for bytes the signed index fixes (an asset
+        /// pack's unit): resumed with `Range` and no validator (``DownloadSink``). Needs
+        /// `expectedSize`; `done` then gets `destination`, where nothing was written.
+        var sink: (any DownloadSink)? = nil
     }
 
     /// Fetches one file for the pack service: the URL rules, `allowedHosts`, TLS settings, proxies
@@ -149,6 +153,7 @@ extension TransferCoordinator {
             byteLimit: fetch.byteLimit, priority: fetch.essential ? 900 : 100, isEssential: fetch.essential,
             allowList: app.launched ? nil : app.restrictions.domainAllowList.map(HostAllowList.init), trust: trust)
         request.durable = false
+        request.sink = fetch.sink
         addSideFetch(request, progress: progress) { result in
             switch result {
             case .success(let (path, _)):

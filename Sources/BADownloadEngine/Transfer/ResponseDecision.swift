@@ -93,4 +93,51 @@ package enum ResponseDecision: Equatable, Sendable {
             return .fail(DownloadError(.serverStatus, what, httpStatus: status))
         }
     }
+
+    /// Decides for one response to a content-addressed request (``DownloadRequest/sink``): its
+    /// bytes are fixed by the owner (who checks each unit as it lands), so no validator is needed
+    /// and any response that holds the bytes from `requestedOffset` on is used. A 200, or a 206
+    /// starting before `requestedOffset`, is written from its own start (the bytes before
+    /// `requestedOffset` are dropped by the transfer); a 206 starting after it, or without a usable
+    /// `Content-Range`, starts again without a range; a size other than `expectedSize` fails (the
+    /// server has another file). Other statuses are decided as ``decide(_:requestedOffset:sentValidator:expectedSize:url:)`` does.
+    package static func decideContentAddressed(
+        _ head: ResponseHead, requestedOffset: Int64, expectedSize: Int64, url: String
+    ) -> ResponseDecision {
+        let status = head.status
+        let what = "server answered \(status)\(head.reason.isEmpty ? "" : " \(head.reason)") for \(url)"
+        switch status {
+        case 206:
+            guard let rangeHeader = head["content-range"], let range = ContentRange(rangeHeader),
+                let first = range.first
+            else {
+                return .restartWithoutRange(reason: "\(what) with no usable Content-Range")
+            }
+            if let total = range.total, total != expectedSize {
+                return .fail(
+                    DownloadError(
+                        .sizeMismatch, "\(what): the file is \(total) bytes, expected \(expectedSize)",
+                        httpStatus: status))
+            }
+            guard first <= requestedOffset, first < expectedSize else {
+                return .restartWithoutRange(
+                    reason: "\(what) with Content-Range starting at \(first), but \(requestedOffset) was requested")
+            }
+            return .write(offset: first, total: expectedSize, validator: nil)
+        case 200:
+            if let length = head.contentLength, length != expectedSize {
+                return .fail(
+                    DownloadError(
+                        .sizeMismatch, "\(what): it declared \(length) bytes, expected \(expectedSize)",
+                        httpStatus: status))
+            }
+            return .write(offset: 0, total: expectedSize, validator: nil)
+        case 416:
+            if requestedOffset == expectedSize { return .alreadyComplete(total: expectedSize) }
+            return .restartWithoutRange(reason: what)
+        default:
+            return decide(
+                head, requestedOffset: requestedOffset, sentValidator: nil, expectedSize: expectedSize, url: url)
+        }
+    }
 }

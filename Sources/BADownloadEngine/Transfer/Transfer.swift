@@ -56,6 +56,10 @@ final class Transfer: @unchecked Sendable {
     var discardedBodyBytes = 0
     var total: Int64?
 
+    /// Content-addressed (``DownloadRequest/sink``): the resource offset of the current
+    /// response's next body byte; bytes before ``bytesOnDisk`` (kept already) are dropped.
+    var position: Int64 = 0
+
     /// Body bytes received from the network, over all attempts.
     var receivedBytes: Int64 = 0
     /// ``receivedBytes`` when the current request started.
@@ -87,7 +91,7 @@ final class Transfer: @unchecked Sendable {
         self.sequence = sequence
         self.machine = TransferStateMachine(
             url: request.url, isForeground: request.isForeground, allowList: request.allowList,
-            allowedHosts: request.trust.allowedHosts)
+            allowedHosts: request.trust.allowedHosts, contentAddressed: request.sink != nil)
         self.credential = request.credential
     }
 
@@ -109,6 +113,11 @@ final class Transfer: @unchecked Sendable {
 
     /// Opens the partial file and learns what is on disk (and its validator, if remembered).
     func openPartialFile() throws(DownloadError) {
+        if let sink = request.sink {
+            // No file: what is kept is the sink's.
+            bytesOnDisk = sink.rewind()
+            return
+        }
         guard fd < 0 else { return }
         fd = open(request.partialPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         if fd < 0 && errno == ENOENT {
@@ -136,6 +145,8 @@ final class Transfer: @unchecked Sendable {
     }
 
     func truncate(to size: Int64) throws(DownloadError) {
+        // A sink keeps what it checked; a response that starts earlier is dropped up to it instead.
+        if request.sink != nil { return }
         guard ftruncate(fd, off_t(size)) == 0 else { throw fileError("ftruncate", request.partialPath) }
         bytesOnDisk = size
         if size == 0 {
@@ -205,8 +216,20 @@ final class Transfer: @unchecked Sendable {
         return true
     }
 
-    /// Checks size and SHA-256, then fsyncs and renames the partial file into place.
+    /// Checks size and SHA-256, then fsyncs and renames the partial file into place (a sink's
+    /// transfer: checks the size and tells the sink).
     func finish() -> Result<String, DownloadError> {
+        if let sink = request.sink {
+            guard request.expectedSize == bytesOnDisk else {
+                return .failure(
+                    DownloadError(
+                        .sizeMismatch,
+                        "the server sent \(bytesOnDisk) bytes for \(machine.currentURL), expected \(request.expectedSize ?? 0)"
+                    ))
+            }
+            do { try sink.finish() } catch { return .failure(error) }
+            return .success("")
+        }
         if let expected = request.expectedSize, expected != bytesOnDisk {
             return .failure(
                 DownloadError(
@@ -260,12 +283,36 @@ final class Transfer: @unchecked Sendable {
     func headerLine(_ line: UnsafeRawBufferPointer) {
         if let loop { lastActivity = loop.clock.now() }
         guard head.consume(bytes: line) else { return }
-        let decision = ResponseDecision.decide(
-            head, requestedOffset: requestOffset, sentValidator: requestValidator, expectedSize: request.expectedSize,
-            url: machine.currentURL)
+        let decision =
+            if request.sink != nil, let expectedSize = request.expectedSize {
+                ResponseDecision.decideContentAddressed(
+                    head, requestedOffset: requestOffset, expectedSize: expectedSize, url: machine.currentURL)
+            } else {
+                ResponseDecision.decide(
+                    head, requestedOffset: requestOffset, sentValidator: requestValidator,
+                    expectedSize: request.expectedSize, url: machine.currentURL)
+            }
         self.decision = decision
         loop?.noteAnswer(self)
-        if case .write(let offset, let total, let validator) = decision {
+        if case .write(let offset, let total, _) = decision, let sink = request.sink {
+            self.total = total
+            position = offset
+            if offset < bytesOnDisk {
+                let again = bytesOnDisk - offset
+                let asked = "Range: bytes=\(requestOffset)-"
+                let why =
+                    if requestOffset == 0 {
+                        "a request without a range"
+                    } else if head.status == 200 {
+                        "a 200 to \(asked)"
+                    } else {
+                        "a 206 from \(offset) to \(asked)"
+                    }
+                sink.note(
+                    "\(machine.currentURL): \(why): the first \(again) bytes, kept already, are fetched again and dropped"
+                )
+            }
+        } else if case .write(let offset, let total, let validator) = decision {
             self.total = total
             if let limit = request.byteLimit, let total, total > limit {
                 abortError = DownloadError(
@@ -299,6 +346,7 @@ final class Transfer: @unchecked Sendable {
             if case .restartWithoutRange = decision { return false }
             return discardedBodyBytes <= 64 * 1024
         }
+        if let sink = request.sink { return take(bytes, into: sink) }
         if let expected = request.expectedSize, bytesOnDisk + Int64(bytes.count) > expected {
             abortError = DownloadError(
                 .sizeMismatch, "the server sent more than the expected \(expected) bytes for \(machine.currentURL)")
@@ -312,5 +360,30 @@ final class Transfer: @unchecked Sendable {
         receivedBytes += Int64(bytes.count)
         if let loop { lastActivity = loop.clock.now() }
         return append(bytes)
+    }
+
+    /// A content-addressed body's bytes: those before ``bytesOnDisk`` (kept already) dropped, the
+    /// rest handed to `sink`; false aborts the request.
+    private func take(_ bytes: UnsafeRawBufferPointer, into sink: any DownloadSink) -> Bool {
+        receivedBytes += Int64(bytes.count)
+        if let loop { lastActivity = loop.clock.now() }
+        let skip = Int(min(Int64(bytes.count), max(0, bytesOnDisk - position)))
+        position += Int64(skip)
+        let rest = UnsafeRawBufferPointer(rebasing: bytes[skip...])
+        guard !rest.isEmpty else { return true }
+        if let expected = request.expectedSize, position + Int64(rest.count) > expected {
+            abortError = DownloadError(
+                .sizeMismatch, "the server sent more than the expected \(expected) bytes for \(machine.currentURL)")
+            return false
+        }
+        do {
+            try sink.take(rest)
+        } catch {
+            abortError = error
+            return false
+        }
+        position += Int64(rest.count)
+        bytesOnDisk = position
+        return true
     }
 }

@@ -64,13 +64,21 @@ package struct TransferStateMachine: Sendable {
     private var allowList: HostAllowList?
     /// The machine's own allow-list (basd's `allowedHosts`): checked with ``allowList`` and never lifted.
     private let allowedHosts: HostAllowList?
+    /// The bytes are fixed by the owner (``DownloadRequest/sink``): a request resumes from
+    /// `bytesOnDisk` with no validator (the owner checks what lands).
+    package let contentAddressed: Bool
 
     package static let maximumRedirects = 10
     package static let maximumRestarts = 3
 
     /// A transfer of `url`; every hop must satisfy both `allowedHosts` (the machine's, kept for the
     /// transfer's life) and `allowList` (the app's pre-launch list, dropped by ``liftAllowList()``).
-    package init(url: String, isForeground: Bool, allowList: HostAllowList?, allowedHosts: HostAllowList? = nil) {
+    /// With `contentAddressed`, every request resumes from what is kept, validator or not.
+    package init(
+        url: String, isForeground: Bool, allowList: HostAllowList?, allowedHosts: HostAllowList? = nil,
+        contentAddressed: Bool = false
+    ) {
+        self.contentAddressed = contentAddressed
         self.currentURL = url
         self.originalURL = url
         self.isForeground = isForeground
@@ -93,9 +101,7 @@ package struct TransferStateMachine: Sendable {
         }
         state = .running
         attempts += 1
-        // Without a validator a range could splice two versions: start from zero.
-        let offset = validator == nil ? 0 : bytesOnDisk
-        return .startRequest(url: currentURL, offset: offset, validator: offset > 0 ? validator : nil)
+        return resumeRequest(url: currentURL, bytesOnDisk: bytesOnDisk, validator: validator)
     }
 
     /// Ends a wait for a retry now (a promotion, `ba retry`, a network change): true when the
@@ -157,8 +163,7 @@ package struct TransferStateMachine: Sendable {
             }
             currentURL = resolved
             attempts += 1
-            let offset = validator == nil ? 0 : bytesOnDisk
-            return .startRequest(url: resolved, offset: offset, validator: offset > 0 ? validator : nil)
+            return resumeRequest(url: resolved, bytesOnDisk: bytesOnDisk, validator: validator)
         case .restartWithoutRange(let reason):
             restartCount += 1
             guard restartCount <= Self.maximumRestarts else {
@@ -215,6 +220,15 @@ package struct TransferStateMachine: Sendable {
         credentialsSent = true
         state = .queued
         return start(bytesOnDisk: bytesOnDisk, validator: validator)
+    }
+
+    /// A request for `url` that keeps the `bytesOnDisk` already there when it is safe: always for
+    /// content-addressed bytes (no validator sent), else only with a validator (without one a
+    /// range could splice two versions: start from zero).
+    private func resumeRequest(url: String, bytesOnDisk: Int64, validator: String?) -> Action {
+        if contentAddressed { return .startRequest(url: url, offset: bytesOnDisk, validator: nil) }
+        let offset = validator == nil ? 0 : bytesOnDisk
+        return .startRequest(url: url, offset: offset, validator: offset > 0 ? validator : nil)
     }
 
     /// Verification finished.
