@@ -8,6 +8,8 @@
 # then asset packs on the device against casync and curl | tar, served by nginx
 # (Benchmarks/packs-device.sh: a first install of 1.07 GB and a delta update; PACKS_SCALE, a
 # percentage, default 100, shrinks it for a quicker run).
+# Then (issue 34, point 4) what a 2-file and a 58-file update of a 300-file pack fetch, metadata
+# included, against the bytes they change (Benchmarks/packs-updates.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -26,3 +28,6 @@ echo
 "$(dirname "$0")/basd.sh" 3 "$build" "${3:-100000}" "${4:-5000}"
 echo
 "$(dirname "$0")/packs-device.sh" "${PACKS_SCALE:-100}" "$build"
+# Issue 34, point 4: update bytes against changed bytes (2-file and 58-file updates).
+echo
+"$(dirname "$0")/packs-updates.sh" 2048 "$build"

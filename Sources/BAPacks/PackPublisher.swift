@@ -65,12 +65,8 @@ package enum PackPublisher {
             guard let data = FileManager.default.contents(atPath: publishDirectory + "/" + relative) else {
                 throw PackError("cannot read \(publishDirectory)/\(relative)")
             }
-            let index: PackIndex
-            do {
-                index = try JSONCoding.decoder.decode(PackIndex.self, from: data)
-            } catch {
-                throw PackError("\(publishDirectory)/\(relative) is not a pack index: \(JSONCoding.describe(error))")
-            }
+            // Decoded and checked as a device does (a format 2 root with its parts).
+            let index = try PackIndex.read(publishDirectory + "/" + relative)
             guard index.id == id, index.version == newest else {
                 throw PackError(
                     "\(publishDirectory)/\(relative) describes \(index.id) version \(index.version), not its path's")

@@ -1,0 +1,196 @@
+import BAPacks
+import BATestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// nginx on a loopback port, serving a folder as plain files, each response's bytes in its access
+/// log (`$body_bytes_sent`). Started under `timeout`, so it stops by itself if a test dies first.
+final class Nginx: @unchecked Sendable {
+    let directory: String
+    let port: Int
+    let process: Process
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+    var accessLog: String { directory + "/access.log" }
+
+    private init(directory: String, port: Int, process: Process) {
+        self.directory = directory
+        self.port = port
+        self.process = process
+    }
+
+    static func start(root: String, directory: String) async throws -> Nginx {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for attempt in 0..<10 {
+            let port = TestPorts.belowEphemeralRange()
+            let config = """
+                user \(String(cString: getpwuid(getuid()).pointee.pw_name)) \(String(cString: getgrgid(getgid()).pointee.gr_name));
+                worker_processes 1;
+                pid \(directory)/nginx.pid;
+                error_log \(directory)/error.log;
+                events { worker_connections 64; }
+                http {
+                    log_format bytes '$body_bytes_sent $status $request_uri';
+                    access_log \(directory)/access.log bytes;
+                    default_type application/octet-stream;
+                    client_body_temp_path \(directory)/body;
+                    proxy_temp_path \(directory)/proxy;
+                    fastcgi_temp_path \(directory)/fastcgi;
+                    uwsgi_temp_path \(directory)/uwsgi;
+                    scgi_temp_path \(directory)/scgi;
+                    server { listen 127.0.0.1:\(port); root \(root); }
+                }
+                """
+            try Data(config.utf8).write(to: URL(fileURLWithPath: directory + "/nginx.conf"))
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+            process.arguments = [
+                "600", "/usr/sbin/nginx", "-e", directory + "/error.log", "-p", directory + "/", "-c",
+                directory + "/nginx.conf", "-g", "daemon off;",
+            ]
+            try process.run()
+            let server = Nginx(directory: directory, port: port, process: process)
+            for _ in 0..<100 where process.isRunning {
+                let probe = try await runProcess("/usr/bin/curl", ["-s", "-o", "/dev/null", server.baseURL + "/"])
+                if probe.status == 0 { return server }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            server.stop()
+            if attempt == 9 { break }
+        }
+        throw HarnessError(
+            "nginx did not start: \((try? String(contentsOfFile: directory + "/error.log", encoding: .utf8)) ?? "")")
+    }
+
+    /// The access log's lines so far.
+    func mark() -> Int { lines().count }
+
+    /// (path, bytes sent) of each request after `mark`.
+    func requests(since mark: Int) -> [(path: String, bytes: Int)] {
+        lines().dropFirst(mark).compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 3, let bytes = Int(fields[0]) else { return nil }
+            return (String(fields[2]), bytes)
+        }
+    }
+
+    private func lines() -> [Substring] {
+        let text = (try? String(contentsOfFile: accessLog, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n")
+    }
+
+    /// Stops nginx's master (its pid file names it; `timeout` then ends with it), then `timeout`
+    /// itself if it is still there; bounded waits.
+    func stop() {
+        let text = (try? String(contentsOfFile: directory + "/nginx.pid", encoding: .utf8)) ?? ""
+        if let master = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), master > 1 {
+            kill(master, SIGTERM)
+        }
+        for _ in 0..<200 where process.isRunning { usleep(50_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+}
+
+/// Index format 2 end to end (issue 34, points 4 and 8): real basd, real nginx on loopback. A
+/// small update fetches the parts of what changed (counted from nginx's access log), and a
+/// publish folder pruned to its newest version still installs and updates.
+@Suite("pack metadata updates", .serialized)
+struct PackMetadataUpdateTests {
+    let ba = BuildProducts.executable("ba")
+
+    /// 80 files of 384 KiB: the source of version `version`, files in `changed` rewritten.
+    static func files(changed: Set<Int>, salt: UInt64) -> [String: [UInt8]] {
+        Dictionary(
+            uniqueKeysWithValues: (0..<80).map { number in
+                let seed = UInt64(number) + (changed.contains(number) ? salt * 1000 : 0)
+                return (String(format: "level-%03d.bin", number), PackFixture.random(384 << 10, seed: 500 + seed))
+            })
+    }
+
+    @Test("a 2-file update fetches its chunks and the index parts that changed; prune keeps what devices need")
+    func smallUpdateAndPrune() async throws {
+        let fixture = try await PackFixture.make()
+        defer { fixture.remove() }
+        let nginx = try await Nginx.start(root: fixture.publish, directory: fixture.directory.path + "/nginx")
+        defer { nginx.stop() }
+        // The app reads its manifest from nginx.
+        let plist = fixture.appDirectory + "/Info.plist"
+        let info = try String(contentsOfFile: plist, encoding: .utf8).replacingOccurrences(
+            of: fixture.server.url("/manifest.json"), with: nginx.baseURL + "/manifest.json")
+        try Data(info.utf8).write(to: URL(fileURLWithPath: plist))
+        func publish(_ version: Int) async throws {
+            let build = try await runProcess(
+                ba,
+                ["pack", "build", fixture.source + "/levels.json", "--version", String(version), "-o", fixture.publish])
+            #expect(build.status == 0, "\(build.stdout)\(build.stderr)")
+            let published = try await runProcess(ba, ["pack", "publish", fixture.publish, "--base-url", nginx.baseURL])
+            #expect(published.status == 0, "\(published.stdout)\(published.stderr)")
+        }
+        try fixture.write(pack: "levels", policy: PackFixture.essential, files: Self.files(changed: [], salt: 0))
+        try await publish(1)
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+
+        // Version 2 rewrites 2 of the 120 files.
+        let v1 = try PackIndexRoot.decode(
+            Array(try Data(contentsOf: URL(fileURLWithPath: fixture.publish + "/packs/levels/1.json"))))
+        try fixture.write(pack: "levels", policy: PackFixture.essential, files: Self.files(changed: [7, 68], salt: 1))
+        try await publish(2)
+        let root = try PackIndexRoot.decode(
+            Array(try Data(contentsOf: URL(fileURLWithPath: fixture.publish + "/packs/levels/2.json"))))
+        #expect(root.parts.count >= 3)
+        let mark = nginx.mark()
+        let update = try await runProcess(
+            ba, ["packs", "ensure", PackFixture.app, "levels", "--latest", "--socket", daemon.socketPath])
+        #expect(update.status == 0, "\(update.stdout)\(update.stderr)")
+        let fetched = nginx.requests(since: mark)
+        let total = fetched.reduce(0) { $0 + $1.bytes }
+        let metadata = fetched.filter { !$0.path.hasPrefix("/chunks/") && !$0.path.hasSuffix(".bundle") }
+            .reduce(0) { $0 + $1.bytes }
+        let parts = fetched.filter { $0.path.hasPrefix("/meta/") }
+        let changedBytes = 2 * (384 << 10)
+        // Only the parts of the two files (one each, or one for both): the parts version 1 had
+        // are never fetched again, and the metadata is a fraction of one whole (format 1) index.
+        let newParts = Set(root.parts.map { "/" + PackIndexRoot.partPath($0.sha256) })
+            .subtracting(v1.parts.map { "/" + PackIndexRoot.partPath($0.sha256) })
+        #expect((1...2).contains(newParts.count))
+        #expect(Set(parts.map(\.path)) == newParts && parts.count == newParts.count, "\(fetched.map(\.path))")
+        let wholeIndex = try JSONEncoder().encode(try PackIndex.read(fixture.publish + "/packs/levels/2.json")).count
+        #expect(metadata * 2 < wholeIndex, "metadata \(metadata), a format 1 index \(wholeIndex)")
+        #expect(Double(total) <= 1.05 * Double(changedBytes), "fetched \(total) for \(changedBytes) changed")
+        let v2 = try FileManager.default.contentsOfDirectory(atPath: PackFixture.packPath(daemon, "levels") + "/levels")
+        #expect(v2.count == 80)
+
+        // Version 3 (2 more files), then the folder pruned to its newest version.
+        try fixture.write(
+            pack: "levels", policy: PackFixture.essential, files: Self.files(changed: [7, 68, 30, 31], salt: 2))
+        try await publish(3)
+        let prune = try await runProcess(ba, ["pack", "prune", fixture.publish, "--keep", "1", "--grace", "0"])
+        #expect(prune.status == 0, "\(prune.stdout)\(prune.stderr)")
+        #expect(
+            prune.stdout.contains("removed packs/levels/1.json") && prune.stdout.contains("freed"), "\(prune.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: fixture.publish + "/packs/levels/2.json"))
+        let verify = try await runProcess(ba, ["pack", "verify", fixture.publish])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+        // The device (at version 2, whose index the folder no longer has) updates from it.
+        let toThree = try await runProcess(
+            ba, ["packs", "ensure", PackFixture.app, "levels", "--latest", "--socket", daemon.socketPath])
+        #expect(toThree.status == 0, "\(toThree.stdout)\(toThree.stderr)")
+        #expect((try await fixture.packs(daemon))["levels"]?["localVersion"] as? Int == 3)
+        // And a device without it installs it whole from the pruned folder.
+        let removed = try await runProcess(
+            ba, ["packs", "remove", PackFixture.app, "levels", "--socket", daemon.socketPath])
+        #expect(removed.status == 0, "\(removed.stdout)\(removed.stderr)")
+        let again = try await runProcess(
+            ba, ["packs", "ensure", PackFixture.app, "levels", "--socket", daemon.socketPath])
+        #expect(again.status == 0, "\(again.stdout)\(again.stderr)")
+        let source = fixture.source + "/levels/level-031.bin"
+        let local = PackFixture.packPath(daemon, "levels") + "/levels/level-031.bin"
+        #expect(FileManager.default.contents(atPath: local) == FileManager.default.contents(atPath: source))
+    }
+}
