@@ -65,8 +65,13 @@ package enum PackPublisher {
             guard let data = FileManager.default.contents(atPath: publishDirectory + "/" + relative) else {
                 throw PackError("cannot read \(publishDirectory)/\(relative)")
             }
-            // Decoded and checked as a device does (a format 2 root with its parts).
-            let index = try PackIndex.read(publishDirectory + "/" + relative)
+            // Format 1 as it is (a device checks it); a format 2 root with its parts, as a device reads it.
+            let index: PackIndex
+            if let whole = try? JSONCoding.decoder.decode(PackIndex.self, from: data) {
+                index = whole
+            } else {
+                index = try PackIndex.read(publishDirectory + "/" + relative)
+            }
             guard index.id == id, index.version == newest else {
                 throw PackError(
                     "\(publishDirectory)/\(relative) describes \(index.id) version \(index.version), not its path's")

@@ -166,10 +166,26 @@ struct PackMetadataUpdateTests {
         let v2 = try FileManager.default.contentsOfDirectory(atPath: PackFixture.packPath(daemon, "levels") + "/levels")
         #expect(v2.count == 80)
 
-        // Version 3 (2 more files), then the folder pruned to its newest version.
+        // Version 3 (2 more files); a lying CDN first serves other bytes under a new part's
+        // name: refused by its SHA-256 before it is decompressed, version 2 stays.
         try fixture.write(
             pack: "levels", policy: PackFixture.essential, files: Self.files(changed: [7, 68, 30, 31], salt: 2))
         try await publish(3)
+        let v3 = try PackIndexRoot.decode(
+            Array(try Data(contentsOf: URL(fileURLWithPath: fixture.publish + "/packs/levels/3.json"))))
+        let fresh = try #require(v3.parts.first { part in !root.parts.contains { $0.sha256 == part.sha256 } })
+        let freshPath = fixture.publish + "/" + PackIndexRoot.partPath(fresh.sha256)
+        let genuine = try Data(contentsOf: URL(fileURLWithPath: freshPath))
+        var lie = genuine
+        lie[lie.count / 2] ^= 0xFF
+        try lie.write(to: URL(fileURLWithPath: freshPath))
+        let lied = try await runProcess(
+            ba, ["packs", "ensure", PackFixture.app, "levels", "--latest", "--socket", daemon.socketPath])
+        #expect(lied.status == 20, "\(lied.stdout)\(lied.stderr)")
+        #expect(lied.stderr.contains("the CDN serves another file"), "\(lied.stderr)")
+        #expect((try await fixture.packs(daemon))["levels"]?["localVersion"] as? Int == 2)
+        try genuine.write(to: URL(fileURLWithPath: freshPath))
+        // Then the folder pruned to its newest version.
         let prune = try await runProcess(ba, ["pack", "prune", fixture.publish, "--keep", "1", "--grace", "0"])
         #expect(prune.status == 0, "\(prune.stdout)\(prune.stderr)")
         #expect(
