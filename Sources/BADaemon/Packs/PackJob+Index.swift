@@ -42,10 +42,11 @@ extension PackService {
                 fetch.found(files, for: part.sha256)
             }
             var queued: Set<String> = []
+            // Reversed: taken from the end, in the root's order.
             fetch.queue = fetch.missing.filter { number in
                 let name = root.parts[number].sha256
                 return fetch.byName[name] == nil && queued.insert(name).inserted
-            }
+            }.reversed()
             fetchIndexParts(fetch, for: job)
         }
     }
@@ -77,8 +78,7 @@ extension PackService {
             return
         }
         let directory = fetchDirectory(app: job.key.app)
-        while fetch.inFlight < Self.indexPartWindow, let number = fetch.queue.first {
-            fetch.queue.removeFirst()
+        while fetch.inFlight < Self.indexPartWindow, let number = fetch.queue.popLast() {
             let part = fetch.root.parts[number]
             do { try Self.makeDirectories(directory) } catch {
                 fetch.failed = true
@@ -192,7 +192,7 @@ final class IndexPartFetch {
     var byName: [String: [PackIndex.File]] = [:]
     /// Part numbers not in the store.
     var missing: [Int] = []
-    /// Distinct parts still to fetch.
+    /// Distinct parts still to fetch, the next one last.
     var queue: [Int] = []
     var inFlight = 0
     var failed = false
