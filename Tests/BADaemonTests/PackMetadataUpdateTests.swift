@@ -198,6 +198,13 @@ struct PackMetadataUpdateTests {
             ba, ["packs", "ensure", PackFixture.app, "levels", "--latest", "--socket", daemon.socketPath])
         #expect(toThree.status == 0, "\(toThree.stdout)\(toThree.stderr)")
         #expect((try await fixture.packs(daemon))["levels"]?["localVersion"] as? Int == 3)
+        // basd keeps the parts of its local version's index, and no other version's.
+        let store = daemon.stateDirectory + "/packs/\(PackFixture.app)/meta"
+        var kept: Set<String> = []
+        for prefix in try FileManager.default.contentsOfDirectory(atPath: store) {
+            kept.formUnion(try FileManager.default.contentsOfDirectory(atPath: store + "/" + prefix))
+        }
+        #expect(kept == Set(v3.parts.map(\.sha256)))
         // And a device without it installs it whole from the pruned folder.
         let removed = try await runProcess(
             ba, ["packs", "remove", PackFixture.app, "levels", "--socket", daemon.socketPath])
