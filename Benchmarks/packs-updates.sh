@@ -132,3 +132,13 @@ chunks=$(python3 -c 'import json,sys; print(sum(len(f["chunks"]) for f in json.l
     "$work/format1/packs/game/1.json")
 printf '\n  %d files, %d chunks; index: root %d bytes + parts %d bytes (zstd); in format 1: %d bytes, fetched whole by every update\n' \
     "$files" "$chunks" "$whole" "$parts_total" "$format1"
+
+# Point 8: the publish folder after the three versions, then pruned to the newest (what it frees),
+# and the device still updates from the pruned folder.
+before=$(du -sb "$work/srv/pub" | cut -f1)
+"$build/ba" pack prune "$work/srv/pub" --keep 1 --grace 0 >"$work/prune.out"
+after=$(du -sb "$work/srv/pub" | cut -f1)
+content=$((files * size))
+printf '  publish folder: %d bytes for 3 versions of %d bytes of content (%.2fx); pruned to --keep 1: %d bytes (%.2fx); %s\n' \
+    "$before" "$content" "$(calc "$before / $content")" "$after" "$(calc "$after / $content")" "$(tail -n 1 "$work/prune.out")"
+update 2
