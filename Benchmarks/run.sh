@@ -8,8 +8,9 @@
 # then asset packs on the device against casync and curl | tar, served by nginx
 # (Benchmarks/packs-device.sh: a first install of 1.07 GB and a delta update; PACKS_SCALE, a
 # percentage, default 100, shrinks it for a quicker run), on loopback and again over a link of 50 ms
-# round trip, then a first install's bytes written and its bytes fetched under kill -9 without
-# validators (Benchmarks/packs-resume.sh).
+# round trip; then what a 2-file and a 58-file update of a 300-file pack fetch, metadata included,
+# against the bytes they change (Benchmarks/packs-updates.sh); then a first install's bytes written
+# and its bytes fetched under kill -9 without validators (Benchmarks/packs-resume.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -36,3 +37,6 @@ echo
 # Content-addressed fetching (issue 34): bytes written per first install, and bytes fetched per
 # first install under kill -9 from a server without validators.
 "$(dirname "$0")/packs-resume.sh" 256 "$build"
+# Issue 34, point 4: update bytes against changed bytes (2-file and 58-file updates).
+echo
+"$(dirname "$0")/packs-updates.sh" 2048 "$build"

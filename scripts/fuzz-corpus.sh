@@ -2,8 +2,8 @@
 # Regenerates the fuzzer's seed corpus (Fuzz/corpus/, committed so CI need not build packs) with
 # the real `ba pack build` and `ba pack publish`: two small packs, one in two versions, published
 # with a merged extension key. Each seed is the selector byte PackMetadataFuzzing reads (0 an
-# index, 1 a download manifest, 2 two indexes split by a NUL byte, 3 an index described in binary)
-# and the document.
+# index, 1 a download manifest, 2 two indexes split by a NUL byte, 3 an index described in binary,
+# 0xF0 a format 2 root, a NUL byte and its parts' frames) and the document.
 # The inputs are fixed bytes (AES-CTR of zeros), so the same `ba` writes the same seeds.
 #
 # Usage: scripts/fuzz-corpus.sh   (BA_SCRATCH: the scratch path to build `ba` in, default .build)
@@ -33,7 +33,7 @@ bytes 700 2 >"$work/levels/Levels/b.bin"
 printf 'intro' >"$work/levels/intro.bin"
 cp "$work/levels/Levels/b.bin" "$work/extras/a.bin"
 publish="$work/public"
-small=(--chunk-size 256 --bundle-size 1024)
+small=(--chunk-size 256 --bundle-size 1024 --index-format 1)
 "$ba" pack build "$work/levels/Manifest.json" --version 1 -o "$publish" "${small[@]}"
 "$ba" pack build "$work/extras/Manifest.json" --version 1 -o "$publish" "${small[@]}"
 # Version 2: a.bin changed in its middle, intro.bin the same, b.bin gone.
@@ -62,4 +62,16 @@ seed two-indexes-extras-beside-levels 02 "$publish/packs/extras/1.json" "$publis
 le64() { for shift in 0 8 16 24 32 40 48 56; do printf '\\x%02x' $((($1 >> shift) & 255)); done; }
 printf "\x03\x01\x00$(le64 10)$(le64 420)\x01\x02\x02$(le64 4)$(le64 5)\x03$(le64 6)$(le64 7)\x02$(le64 12)$(le64 2)$(le64 1)" \
     >"$corpus/structured-one-file-two-chunks-one-bundle"
+# A format 2 index (selector 0xF0): version 2 of levels again, as a root and its parts' frames.
+"$ba" pack build "$work/levels/Manifest.json" --version 2 -o "$work/tree" --chunk-size 256 --bundle-size 1024
+tree_seed() { # NAME ROOT: 0xF0, the root, a NUL, each part's frame in the root's order
+    {
+        printf '\xf0'
+        cat "$2"
+        printf '\0'
+        /usr/bin/python3 -c 'import json,sys; [print(p["sha256"]) for p in json.load(open(sys.argv[1]))["parts"]]' "$2" |
+            while read -r sha; do cat "$work/tree/meta/${sha:0:2}/$sha"; done
+    } >"$corpus/$1"
+}
+tree_seed tree-levels-2 "$work/tree/packs/levels/2.json"
 ls -l "$corpus"

@@ -20,7 +20,9 @@ struct Pack: ParsableCommand {
               ba pack keygen -o pack-signing.key
               ba pack publish public --base-url https://cdn.example.com/game --key pack-signing.key --app com.example.game
             """,
-        subcommands: [PackTemplate.self, PackBuild.self, PackVerify.self, PackKeygen.self, PackPublish.self])
+        subcommands: [
+            PackTemplate.self, PackBuild.self, PackVerify.self, PackKeygen.self, PackPublish.self, PackPrune.self,
+        ])
 }
 
 /// `ba pack template`: writes a manifest to start from.
@@ -103,6 +105,12 @@ struct PackBuild: ParsableCommand {
     )
     var bundleSize: Int64 = 16 << 20
 
+    @Option(
+        help:
+            "Index format: 2 (a root and parts addressed by hash: an update fetches only the parts that changed) or 1 (one document, for devices whose basd reads only format 1)."
+    )
+    var indexFormat = 2
+
     func run() throws {
         guard let data = FileManager.default.contents(atPath: manifest) else {
             printError("cannot read the manifest \(manifest)")
@@ -124,8 +132,10 @@ struct PackBuild: ParsableCommand {
             }
             let folder = root ?? (manifest as NSString).deletingLastPathComponent
             guard bundleSize >= 0 else { throw PackError("--bundle-size must be 0 (no bundles) or a size in bytes") }
+            guard indexFormat == 1 || indexFormat == 2 else { throw PackError("--index-format is 1 or 2") }
             var builder = PackBuilder(parameters: parameters)
             builder.bundleSize = bundleSize
+            builder.indexFormat = indexFormat
             let report = try builder.build(
                 parsed, root: folder.isEmpty ? "." : folder, version: version, publishDirectory: output)
             let index = report.index
@@ -135,6 +145,59 @@ struct PackBuild: ParsableCommand {
                     + "\(report.chunksWritten) chunk(s) written (\(HumanReadable.bytes(report.bytesWritten))), "
                     + "\(report.chunksReused) already in \(output); download size \(HumanReadable.bytes(index.downloadSize))"
             )
+        } catch {
+            printError("\(error)")
+            throw ExitCode(BAExitCode.packInvalid.rawValue)
+        }
+    }
+}
+
+/// `ba pack prune`: removes what no kept version of a publish folder references.
+struct PackPrune: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prune", abstract: "Remove old versions' indexes, bundles and chunks from a publish folder.",
+        discussion: """
+            Keeps the newest --keep versions of each pack and every version manifest.json lists, with \
+            everything their indexes reference; removes other versions' indexes, then bundles, index parts \
+            and chunks no kept index references and that are older than --grace (a build in progress, a \
+            manifest a CDN still serves). A manifest or kept index that cannot be read removes nothing.
+
+            Examples:
+              ba pack prune public --keep 2
+              ba pack prune public --keep 1 --grace 0 --dry-run
+            """)
+
+    @Argument(help: "The publish folder.")
+    var folder: String
+
+    @Option(help: "How many of each pack's newest versions to keep (at least 1).")
+    var keep: Int
+
+    @Option(help: "Leave unreferenced files younger than this: Nd, Nh, Ns, or 0 (default 1h).")
+    var grace = "1h"
+
+    @Flag(help: "Print what would be removed, and remove nothing.")
+    var dryRun = false
+
+    func validate() throws {
+        guard grace == "0" || PackPublish.seconds(grace) != nil else {
+            throw ValidationError("--grace \(grace): give days, hours or seconds, e.g. 1h, 90s, or 0")
+        }
+    }
+
+    func run() throws {
+        do throws(PackError) {
+            let report = try PackPruner.prune(
+                folder, keep: keep, grace: TimeInterval(PackPublish.seconds(grace) ?? 0), dryRun: dryRun)
+            for path in report.removed { print("\(dryRun ? "would remove" : "removed") \(path)") }
+            let kept = report.kept.keys.sorted().map { id in
+                "\(id) " + (report.kept[id] ?? []).map(String.init).joined(separator: ", ")
+            }
+            print(
+                "\(dryRun ? "would free" : "freed") \(HumanReadable.bytes(report.bytesFreed)) in \(report.removed.count) file(s); "
+                    + "kept \(kept.joined(separator: "; "))"
+                    + (report.young > 0
+                        ? "; \(report.young) unreferenced file(s) younger than --grace \(grace) left" : ""))
         } catch {
             printError("\(error)")
             throw ExitCode(BAExitCode.packInvalid.rawValue)

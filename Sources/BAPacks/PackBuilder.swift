@@ -25,6 +25,9 @@ package struct PackBuilder {
     package var compressionLevel: Int32 = 3
     /// A bundle is cut once it holds this many bytes (the last one may be smaller); 0 writes none.
     package var bundleSize: Int64 = 16 << 20
+    /// The index format written: 2 (a root and parts, ``PackIndexRoot``: an update fetches the
+    /// parts that changed) or 1 (one document, which basd before format 2 reads).
+    package var indexFormat = PackIndexRoot.format
 
     package init(parameters: ContentDefinedChunker.Parameters) { self.parameters = parameters }
 
@@ -53,7 +56,8 @@ package struct PackBuilder {
         let chunker = ContentDefinedChunker(parameters)
         var report = Report(
             index: PackIndex(
-                formatVersion: 1, id: manifest.assetPackID, version: version, userInfo: manifest.userInfo,
+                formatVersion: indexFormat == 1 ? 1 : PackIndexRoot.format, id: manifest.assetPackID, version: version,
+                userInfo: manifest.userInfo,
                 downloadPolicy: manifest.downloadPolicy, chunking: parameters, files: []),
             chunksWritten: 0, chunksReused: 0, bytesWritten: 0)
         for path in paths {
@@ -233,10 +237,22 @@ package struct PackBuilder {
     /// The index, refused if that version is published already with other content.
     private func writeIndex(_ index: PackIndex, publishDirectory: String) throws(PackError) {
         let bytes: [UInt8]
+        var parts: [(sha256: String, frame: [UInt8])] = []
         do {
-            bytes = Array(try JSONCoding.encoder.encode(index))
+            if indexFormat == PackIndexRoot.format {
+                let tree = try PackIndexRoot.split(index)
+                parts = tree.frames
+                bytes = Array(try JSONCoding.encoder.encode(tree.root))
+            } else {
+                bytes = Array(try JSONCoding.encoder.encode(index))
+            }
         } catch {
             throw PackError("cannot encode the index of \(index.id): \(error)")
+        }
+        guard bytes.count <= PackLimits.maximumIndexBytes else {
+            throw PackError(
+                "the index of \(index.id) is \(bytes.count) bytes; devices take at most \(PackLimits.maximumIndexBytes): split the pack"
+            )
         }
         let path = publishDirectory + "/" + PackIndex.indexPath(id: index.id, version: index.version)
         if let existing = FileManager.default.contents(atPath: path) {
@@ -247,8 +263,18 @@ package struct PackBuilder {
             }
             return
         }
+        // Content first, the root last: no root is ever served whose parts or bundles are missing.
+        for part in parts {
+            let partPath = publishDirectory + "/" + PackIndexRoot.partPath(part.sha256)
+            if PackFileSystem.status(atPath: partPath, followLinks: true)?.size == Int64(part.frame.count) { continue }
+            try Self.writeAtomically(part.frame, to: partPath)
+        }
         try writeBundles(index, publishDirectory: publishDirectory)
         try Self.writeAtomically(bytes, to: path)
+        if indexFormat == PackIndexRoot.format {
+            // What a device does with it, from the folder's files: a tree this writes is one it reads.
+            _ = try PackIndex.read(path)
+        }
     }
 
     static func writeAtomically(_ bytes: [UInt8], to path: String) throws(PackError) {

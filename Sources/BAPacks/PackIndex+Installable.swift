@@ -10,6 +10,12 @@ extension PackIndex {
         let index = try JSONCoding.decodeBounded(
             PackIndex.self, from: bytes, limit: PackLimits.maximumIndexBytes, what: "the index",
             sizeCheck: "indexSize")
+        // Format 2 is a root and parts (``PackIndexRoot``), never one document.
+        guard index.formatVersion == 1 else {
+            throw .invalid(
+                "the index has format version \(index.formatVersion) in one document; this basd reads 1 (and 2 as a root with parts)",
+                check: "format")
+        }
         try index.checkInstallable()
         return index
     }
@@ -30,9 +36,9 @@ extension PackIndex {
     ///   value: an index comes from the network, and a hostile one must neither write outside its
     ///   folder nor make the device allocate, trap or loop on what it says.
     package func checkInstallable() throws(PackError) {
-        guard formatVersion == 1 else {
+        guard formatVersion == 1 || formatVersion == PackIndexRoot.format else {
             throw .invalid(
-                "the index has format version \(formatVersion); this basd reads 1 (update basd)", check: "format")
+                "the index has format version \(formatVersion); this basd reads 1 and 2 (update basd)", check: "format")
         }
         guard PackManifest.isValidID(id) else {
             throw .invalid("the index names pack \"\(id)\", which is not a usable pack id", check: "id")

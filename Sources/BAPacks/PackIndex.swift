@@ -112,7 +112,9 @@ package struct PackIndex: Sendable, Hashable, Codable {
 }
 
 extension PackIndex {
-    /// The index in the file at `path`, decoded and checked (``decode(_:)``).
+    /// The index in the file at `path`, decoded and checked (``Document/decode(_:)``): a format 2
+    /// root with its parts from ``PackIndexRoot/partsRoot(forIndexAt:)``, each checked against
+    /// its SHA-256 before it is decompressed (``PackIndexRoot/files(of:frame:)``).
     package static func read(_ path: String) throws(PackError) -> PackIndex {
         let bytes: [UInt8]
         do {
@@ -120,8 +122,25 @@ extension PackIndex {
         } catch {
             throw PackError("cannot read the index \(path): \(error)")
         }
-        do {
-            return try decode(bytes)
+        do throws(PackError) {
+            switch try Document.decode(bytes) {
+            case .whole(let index): return index
+            case .tree(let root):
+                let parts = PackIndexRoot.partsRoot(forIndexAt: path)
+                var files: [[File]] = []
+                for part in root.parts {
+                    let partPath = parts + "/" + PackIndexRoot.partPath(part.sha256)
+                    let frame: [UInt8]
+                    do { frame = try RegularFile.read(partPath, limit: part.storedLength) } catch {
+                        throw PackError("cannot read the index part \(partPath): \(error)")
+                    }
+                    let decoded: Result<[File], PackError> = frame.withUnsafeBytes { buffer in
+                        Result { () throws(PackError) in try root.files(of: part, frame: buffer) }
+                    }
+                    files.append(try decoded.get())
+                }
+                return try root.assemble(files)
+            }
         } catch {
             throw PackError("\(path): \(error)", code: error.code, operation: error.operation)
         }

@@ -28,6 +28,8 @@ package enum PackLimits {
     package static let maximumPacks = 1000
     /// The largest index a device fetches (64 MiB holds 100,000 files and 500,000 chunks).
     package static let maximumIndexBytes = 64 << 20
+    /// The most parts an index of format 2 has (``PackIndexRoot``): its fan-out (its depth is 2).
+    package static let maximumIndexParts = 16_384
     /// The largest download manifest a device fetches.
     package static let maximumManifestBytes = 16 << 20
 
@@ -35,6 +37,12 @@ package enum PackLimits {
     /// a longer frame is a lie (and a larger allocation than the chunk needs).
     package static func maximumStoredLength(_ length: Int) -> Int {
         guard length >= 0, length <= maximumChunkLength else { return 0 }
+        return ZSTD_compressBound(length)
+    }
+
+    /// The largest zstd frame an index part of `length` bytes (at most ``maximumIndexBytes``) can have.
+    package static func maximumStoredIndexPart(_ length: Int) -> Int {
+        guard length >= 0, length <= maximumIndexBytes else { return 0 }
         return ZSTD_compressBound(length)
     }
 }

@@ -1,3 +1,4 @@
+import BAHashing
 import Foundation
 
 /// What a device does with pack metadata it downloads, on arbitrary bytes: the entry point of the
@@ -22,13 +23,27 @@ package enum PackMetadataFuzzing {
         /// encoded as JSON and then goes as with ``index``. A fuzzer rarely spells a number
         /// such as 4611686018427387904 in JSON text; here it flips the bytes of one.
         case structured = 3
+        /// A format 2 index (first byte 0xF0 or above, which the four above never use): a root
+        /// (``PackIndexRoot``), a NUL byte, then its parts' zstd frames back to back, each as long
+        /// as the root says. Each part is checked as the root names it, and again with the name
+        /// and length of the bytes given (a fuzzer cannot forge a SHA-256, so this is how it
+        /// reaches the decompression and the part's decoder); then the whole is assembled,
+        /// checked and planned as with ``index``.
+        case tree = 4
+
+        /// What an input's first byte selects.
+        package static func of(_ first: UInt8) -> Selector {
+            first >= 0xF0 ? .tree : Selector(rawValue: first % 4) ?? .index
+        }
     }
 
     /// Runs what `bytes` selects; returns when done, whatever the bytes (or traps: a finding).
     package static func run(_ bytes: UnsafeRawBufferPointer) {
-        guard let first = bytes.first, let selector = Selector(rawValue: first % 4) else { return }
+        guard let first = bytes.first else { return }
         let document = Array(bytes.dropFirst())
-        switch selector {
+        switch Selector.of(first) {
+        case .tree:
+            if let index = exerciseTree(document) { _ = PackPlan(target: index, installed: index) }
         case .index:
             if let index = exercise(document) {
                 _ = PackPlan(target: index, installed: index)
@@ -115,6 +130,32 @@ package enum PackMetadataFuzzing {
             _ = raw.downloadSize
         }
         guard let index = try? PackIndex.decode(document) else { return nil }
+        _ = index.bundleLayout
+        _ = index.downloadSize
+        _ = PackPlan(target: index, installed: nil)
+        return index
+    }
+
+    /// A format 2 root and its parts' frames (``Selector/tree``); the assembled index, or nil.
+    private static func exerciseTree(_ document: [UInt8]) -> PackIndex? {
+        let split = document.firstIndex(of: 0) ?? document.endIndex
+        guard let root = try? PackIndexRoot.decode(Array(document[..<split])) else { return nil }
+        var rest = split < document.endIndex ? document[(split + 1)...] : []
+        var files: [[PackIndex.File]] = []
+        for part in root.parts {
+            let frame = Array(rest.prefix(part.storedLength))
+            rest = rest.dropFirst(frame.count)
+            var named = part
+            named.sha256 = frame.withUnsafeBytes { SHA256Hasher.hex(of: $0) }
+            named.storedLength = frame.count
+            let found = frame.withUnsafeBytes { buffer in
+                _ = try? root.files(of: part, frame: buffer)
+                return try? root.files(of: named, frame: buffer)
+            }
+            guard let found else { return nil }
+            files.append(found)
+        }
+        guard let index = try? root.assemble(files) else { return nil }
         _ = index.bundleLayout
         _ = index.downloadSize
         _ = PackPlan(target: index, installed: nil)

@@ -65,11 +65,12 @@ package enum PackPublisher {
             guard let data = FileManager.default.contents(atPath: publishDirectory + "/" + relative) else {
                 throw PackError("cannot read \(publishDirectory)/\(relative)")
             }
+            // Format 1 as it is (a device checks it); a format 2 root with its parts, as a device reads it.
             let index: PackIndex
-            do {
-                index = try JSONCoding.decoder.decode(PackIndex.self, from: data)
-            } catch {
-                throw PackError("\(publishDirectory)/\(relative) is not a pack index: \(JSONCoding.describe(error))")
+            if let whole = try? JSONCoding.decoder.decode(PackIndex.self, from: data) {
+                index = whole
+            } else {
+                index = try PackIndex.read(publishDirectory + "/" + relative)
             }
             guard index.id == id, index.version == newest else {
                 throw PackError(

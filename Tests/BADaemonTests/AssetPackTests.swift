@@ -370,7 +370,7 @@ struct AssetPackTests {
         defer { fixture.remove() }
         try fixture.write(
             pack: "base", policy: PackFixture.essential, files: ["a.bin": PackFixture.random(50_000, seed: 51)])
-        try await fixture.publish(["base"], version: 1)
+        try await fixture.publish(["base"], version: 1, indexFormat: 1)
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         // The CDN serves an index that is not the one the manifest names.

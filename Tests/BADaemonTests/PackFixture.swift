@@ -1,5 +1,6 @@
 import BAAssetServer
 import BADaemonProtocol
+import BAPacks
 import BATestSupport
 import Foundation
 import Testing
@@ -60,15 +61,18 @@ struct PackFixture {
     }
 
     /// `ba pack build` of version `version` of every pack given, then `ba pack publish`.
-    /// `baseURL`: where the index and chunks are served from (the fixture's server when nil).
+    /// `baseURL`: where the index and chunks are served from (the fixture's server when nil);
+    /// `indexFormat`: `ba pack build --index-format` (format 2 when nil).
     func publish(
-        _ packs: [String], version: Int, key: String? = nil, bundleSize: Int? = nil, baseURL: String? = nil
+        _ packs: [String], version: Int, key: String? = nil, bundleSize: Int? = nil, indexFormat: Int? = nil,
+        baseURL: String? = nil
     ) async throws {
         for id in packs {
             let build = try await runProcess(
                 ba,
                 ["pack", "build", source + "/" + id + ".json", "--version", String(version), "-o", publish]
-                    + (bundleSize.map { ["--bundle-size", String($0)] } ?? []))
+                    + (bundleSize.map { ["--bundle-size", String($0)] } ?? [])
+                    + (indexFormat.map { ["--index-format", String($0)] } ?? []))
             #expect(build.status == 0, "\(build.stdout)\(build.stderr)")
         }
         var arguments = ["pack", "publish", publish, "--base-url", baseURL ?? server.baseURL]
@@ -118,10 +122,8 @@ struct PackFixture {
 
     /// The chunk names (SHA-256) of one published version, in index order.
     func chunks(pack: String, version: Int) throws -> [String] {
-        let data = try Data(contentsOf: URL(fileURLWithPath: publish + "/packs/\(pack)/\(version).json"))
-        let index = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-        let files = try #require(index["files"] as? [[String: Any]])
-        return files.flatMap { ($0["chunks"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String } }
+        let index = try PackIndex.read(publish + "/" + PackIndex.indexPath(id: pack, version: version))
+        return index.files.flatMap { $0.chunks.map(\.sha256) }
     }
 
     /// Bytes the server sent for chunk requests (each chunk file's size), from request `from` on.

@@ -288,7 +288,11 @@ struct PackNamespaceTests {
             files: Dictionary(
                 uniqueKeysWithValues: files.keys.enumerated().map { ($1, PackFixture.random(1000, seed: UInt64($0))) }))
         let build = try await runProcess(
-            ba, ["pack", "build", fixture.source + "/base.json", "--version", "1", "-o", fixture.publish])
+            ba,
+            [
+                "pack", "build", fixture.source + "/base.json", "--version", "1", "-o", fixture.publish,
+                "--index-format", "1",
+            ])
         #expect(build.status == 0, "\(build.stdout)\(build.stderr)")
         // The publisher's index gives the odd modes (and publishing signs off its new SHA-256).
         let indexPath = fixture.publish + "/packs/base/1.json"

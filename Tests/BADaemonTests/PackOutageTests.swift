@@ -28,7 +28,7 @@ struct PackOutageTests {
         try fixture.write(pack: "big", policy: PackFixture.onDemand, files: ["big.bin": content])
         // nginx serves the publish folder at 256 KiB/s a connection: 1 MiB bundles take seconds.
         var nginx = try await Nginx.start(
-            root: fixture.publish, directory: fixture.directory.path, limitRate: 256 << 10)
+            root: fixture.publish, directory: fixture.directory.path, limitRate: String(256 << 10))
         defer { nginx.stop() }
         let port = nginx.port
         try await fixture.publish(["big"], version: 1, bundleSize: 1 << 20, baseURL: "http://127.0.0.1:\(port)")
@@ -95,7 +95,7 @@ struct PackOutageTests {
 
         // Back, without a rate limit: the pack is done soon after (measured from basd's log).
         nginx = try await Nginx.start(
-            root: fixture.publish, directory: fixture.directory.path, limitRate: 0, port: port)
+            root: fixture.publish, directory: fixture.directory.path, port: port)
         let back = Date()
         _ = try await fixture.waitForPacks(
             daemon, "the pack to be local", until: { $0["big"]?["localVersion"] as? Int == 1 })
@@ -150,7 +150,7 @@ struct PackOutageTests {
         defer { fixture.remove() }
         let content = PackFixture.random(300_000, seed: 35)
         try fixture.write(pack: "small", policy: PackFixture.onDemand, files: ["s.bin": content])
-        var nginx = try await Nginx.start(root: fixture.publish, directory: fixture.directory.path, limitRate: 0)
+        var nginx = try await Nginx.start(root: fixture.publish, directory: fixture.directory.path)
         defer { nginx.stop() }
         let port = nginx.port
         try await fixture.publish(["small"], version: 1, baseURL: "http://127.0.0.1:\(port)")
@@ -188,7 +188,7 @@ struct PackOutageTests {
         #expect(download?["nextAttemptAt"] is Double, "\(download ?? [:])")
 
         nginx = try await Nginx.start(
-            root: fixture.publish, directory: fixture.directory.path, limitRate: 0, port: port)
+            root: fixture.publish, directory: fixture.directory.path, port: port)
         _ = try await fixture.waitForPacks(daemon, "the pack to be local") { $0["small"]?["localVersion"] as? Int == 1 }
         _ = try await CLIQueries.poll(
             "the download to finish", daemon, timeout: 60, read: { try await Self.download(daemon, "d") },
@@ -230,88 +230,6 @@ struct PackOutageTests {
     /// The pack events `ba events --json` printed.
     static func packEvents(_ child: ChildProcess) -> [[String: Any]] {
         child.jsonLines.compactMap { $0["pack"] as? [String: Any] }
-    }
-}
-
-/// nginx in the foreground, one process (`master_process off`: stopped by its pid, nothing left
-/// behind), on a loopback port below the ephemeral range, serving `root`; each connection limited
-/// to `limitRate` bytes a second (0: none). Its access log gives the paths asked for.
-struct Nginx {
-    static let path = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
-    let child: ChildProcess
-    let port: Int
-    let folder: String
-
-    static func start(root: String, directory: String, limitRate: Int, port: Int? = nil) async throws -> Nginx {
-        guard let nginx = path else { throw HarnessError("no nginx") }
-        for attempt in 0..<20 {
-            let chosen = port ?? TestPorts.belowEphemeralRange()
-            let folder = directory + "/nginx-\(chosen)-\(attempt)-\(UUID().uuidString.prefix(8))"
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-            let conf = """
-                daemon off;
-                master_process off;
-                pid \(folder)/nginx.pid;
-                error_log \(folder)/error.log;
-                events { worker_connections 256; }
-                http {
-                    access_log \(folder)/access.log;
-                    default_type application/octet-stream;
-                    client_body_temp_path \(folder)/body;
-                    proxy_temp_path \(folder)/proxy;
-                    fastcgi_temp_path \(folder)/fastcgi;
-                    uwsgi_temp_path \(folder)/uwsgi;
-                    scgi_temp_path \(folder)/scgi;
-                    server {
-                        listen 127.0.0.1:\(chosen);
-                        root \(root);
-                        \(limitRate > 0 ? "limit_rate \(limitRate);" : "")
-                    }
-                }
-                """
-            try Data(conf.utf8).write(to: URL(fileURLWithPath: folder + "/nginx.conf"))
-            let child = try ChildProcess(
-                nginx, ["-e", folder + "/error.log", "-p", folder + "/", "-c", folder + "/nginx.conf"])
-            let deadline = Date(timeIntervalSinceNow: 20)
-            while child.isRunning && !Self.accepts(chosen) && Date() < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            if child.isRunning && Self.accepts(chosen) { return Nginx(child: child, port: chosen, folder: folder) }
-            child.kill()
-            // A given port must be free soon (the server before it just stopped); another is tried only when none was given.
-            if port == nil { continue }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        throw HarnessError("nginx did not start")
-    }
-
-    func stop() { child.kill() }
-
-    /// The TCP connections established to 127.0.0.1:`port` (the server's side, from /proc/net/tcp).
-    static func establishedConnections(to port: Int) -> Int {
-        let data = FileHandle(forReadingAtPath: "/proc/net/tcp")?.readDataToEndOfFile() ?? Data()
-        let local = String(format: "0100007F:%04X", port)
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").filter { line in
-            let fields = line.split(separator: " ")
-            // sl, local_address, rem_address, st (01: ESTABLISHED)
-            return fields.count > 3 && fields[1] == local && fields[3] == "01"
-        }.count
-    }
-
-    /// Whether something listens on 127.0.0.1:`port`.
-    static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
     }
 }
 

@@ -71,7 +71,8 @@ struct PackResumeTests {
         let files = Self.files(32, size: 1 << 20, seed: 500)
         // 2 MB/s per response: four bundles at once take about 4 s for the 32 MiB, long enough
         // for three kills at a quarter, half and three quarters however loaded the machine.
-        let nginx = try NginxServer(root: fixture.publish, directory: fixture.directory.path + "/nginx", rate: "2m")
+        let nginx = try await Nginx.start(
+            root: fixture.publish, directory: fixture.directory.path, limitRate: "2m", validators: false)
         defer { nginx.stop() }
         try await publish(fixture, files: files, baseURL: nginx.baseURL, bundleSize: 1 << 20, chunkSize: 16_384)
         let bundles = try bundleBytes(fixture)

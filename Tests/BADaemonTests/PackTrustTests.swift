@@ -95,7 +95,8 @@ struct PackTrustTests {
                     "a.bin": PackFixture.random(100_000, seed: 332), "b.bin": PackFixture.random(50_000, seed: 333),
                 ])
         }
-        try await fixture.publish(["base", "huge", "overflow", "negative"], version: 1, key: key)
+        // Format 1: the lies are in one JSON document (format 2's parts: PackIndexTreeTests, the fuzzer).
+        try await fixture.publish(["base", "huge", "overflow", "negative"], version: 1, key: key, indexFormat: 1)
         try Self.tamper(fixture, pack: "huge") { index in
             Self.firstChunk(&index) { $0["length"] = 1 << 40 }
             var files = index["files"] as? [[String: Any]] ?? []

@@ -26,7 +26,7 @@ struct PackFuzzRegressionTests {
         #expect(Self.inputs("regressions").count >= 9)
         // The seeds cover every selector: both decoders, the two-index plan, the binary index.
         let selectors = Set(Self.inputs("corpus").compactMap { try? Data(contentsOf: URL(fileURLWithPath: $0)).first })
-        let chosen = Set(selectors.compactMap { PackMetadataFuzzing.Selector(rawValue: $0 % 4) })
+        let chosen = Set(selectors.map { PackMetadataFuzzing.Selector.of($0) })
         #expect(chosen == Set(PackMetadataFuzzing.Selector.allCases))
     }
 
@@ -36,7 +36,7 @@ struct PackFuzzRegressionTests {
         for path in Self.inputs("corpus") {
             let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
             let index: PackIndex
-            switch bytes.first.flatMap({ PackMetadataFuzzing.Selector(rawValue: $0 % 4) }) {
+            switch bytes.first.map({ PackMetadataFuzzing.Selector.of($0) }) {
             case .index: index = try JSONCoding.decoder.decode(PackIndex.self, from: Data(bytes.dropFirst()))
             case .structured: index = PackMetadataFuzzing.structuredIndex(Array(bytes.dropFirst()))
             default: continue
@@ -57,7 +57,7 @@ struct PackFuzzRegressionTests {
     func everyRegressionIsRefused(_ path: String) throws {
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         let document: [UInt8]
-        switch bytes.first.flatMap({ PackMetadataFuzzing.Selector(rawValue: $0 % 4) }) {
+        switch bytes.first.map({ PackMetadataFuzzing.Selector.of($0) }) {
         case .index: document = Array(bytes.dropFirst())
         case .structured:
             document = Array(

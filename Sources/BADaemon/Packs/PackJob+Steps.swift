@@ -9,7 +9,7 @@ import Foundation
 /// the machine with what came of it (through `run(_:_:)`, on the executor).
 extension PackService {
     /// The index: kept from an earlier attempt if its SHA-256 is right, else fetched; its SHA-256
-    /// must be the manifest's, and it is decoded within bounds (``PackIndex/decode(_:)``) before
+    /// must be the manifest's, and it is decoded within bounds (``resolveIndex(_:of:)``) before
     /// anything believes it.
     func loadIndex(_ job: PackJob) {
         let path = indexPath(app: job.key.app, pack: job.key.pack, version: job.entry.version)
@@ -17,7 +17,7 @@ extension PackService {
         if let bytes = try? RegularFile.read(path, limit: PackLimits.maximumIndexBytes),
             bytes.withUnsafeBytes({ SHA256Hasher.hex(of: $0) }) == job.entry.indexSHA256
         {
-            run(job, .indexLoaded(decode(bytes, of: job)))
+            resolveIndex(bytes, of: job)
             return
         }
         let directory = fetchDirectory(app: job.key.app)
@@ -46,14 +46,17 @@ extension PackService {
                             PackFailure("cannot fetch the pack's index \(job.entry.indexURL): \(failure.message)"))))
             case .success(let fetched):
                 defer { unlink(fetched) }
-                run(job, .indexLoaded(keep(fetched, as: path, of: job)))
+                switch keep(fetched, as: path, of: job) {
+                case .failure(let failure): run(job, .indexLoaded(.failure(failure)))
+                case .success(let bytes): resolveIndex(bytes, of: job)
+                }
             }
         }
     }
 
     /// The fetched index at `fetched`, checked against the manifest's SHA-256, kept at `path`
-    /// for a later attempt, and decoded.
-    private func keep(_ fetched: String, as path: String, of job: PackJob) -> Result<PackIndex, PackFailure> {
+    /// for a later attempt.
+    private func keep(_ fetched: String, as path: String, of job: PackJob) -> Result<[UInt8], PackFailure> {
         let bytes: [UInt8]
         do { bytes = try RegularFile.read(fetched, limit: PackLimits.maximumIndexBytes) } catch {
             return .failure(PackFailure("cannot read the fetched index: \(error)"))
@@ -71,18 +74,7 @@ extension PackService {
         } catch {
             return .failure(PackFailure("cannot keep the index at \(path): \(error)"))
         }
-        return decode(bytes, of: job)
-    }
-
-    private func decode(_ bytes: [UInt8], of job: PackJob) -> Result<PackIndex, PackFailure> {
-        do {
-            return .success(try PackIndex.decode(bytes))
-        } catch {
-            return .failure(
-                PackFailure(
-                    "the index at \(job.entry.indexURL) is refused: \(error)", code: PackJobMachine.invalidMetadataCode)
-            )
-        }
+        return .success(bytes)
     }
 
     /// Plans from the local version, prepares or resumes staging and takes the local chunks (on
@@ -139,7 +131,7 @@ extension PackService {
 
     /// The publish folder's URL (the index's, less `packs/ID/N.json`), ending in `/`: the
     /// manifest's decoder made sure the index URL ends so.
-    private func baseURL(_ job: PackJob) -> String? {
+    func baseURL(_ job: PackJob) -> String? {
         let suffix = PackIndex.indexPath(id: job.key.pack, version: job.entry.version)
         guard job.entry.indexURL.hasSuffix(suffix) else { return nil }
         return String(job.entry.indexURL.dropLast(suffix.count))
@@ -236,6 +228,7 @@ extension PackService {
             try? FileManager.default.removeItem(
                 atPath: indexPath(app: job.key.app, pack: job.key.pack, version: previous))
         }
+        sweepIndexParts(app: job.key.app)
         sweepFetchIfIdle(app: job.key.app)
     }
 
