@@ -252,7 +252,7 @@ let package = Package(
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]),
         // The scheduling rules, and basd's settings file (BASettings) built on them.
-        .testTarget(name: "BASchedulingTests", dependencies: ["BAScheduling", "BASettings"]),
+        .testTarget(name: "BASchedulingTests", dependencies: ["BAScheduling", "BASettings", "BATestSupport"]),
         .testTarget(name: "BAPurgeTests", dependencies: ["BAPurge"]),
         // The D-Bus layer against real dbus-daemons and Python stand-ins (skipped without them).
         .testTarget(name: "BADesktopBusTests", dependencies: ["BADesktopBus", "BATestSupport"]),

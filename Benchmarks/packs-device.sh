@@ -113,41 +113,8 @@ tar --zstd -cf "$srv/v2.tar.zst" -C "$work/v2/data" .
 casync make --store="$srv/store" "$srv/v1.caidx" "$work/v1/data/" >/dev/null
 casync make --store="$srv/store" "$srv/v2.caidx" "$work/v2/data/" >/dev/null
 
-# nginx on a free loopback port, its own config, in the foreground of a background job.
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-base="http://127.0.0.1:$port"
-# Its workers run as the user who starts it (root's would otherwise be nobody, who cannot read
-# the temporary folder); a user other than root is told the directive is ignored, in error.log.
-cat > "$work/nginx/nginx.conf" <<CONF
-user $(id -un) $(id -gn);
-worker_processes auto;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
-events { worker_connections 1024; }
-http {
-    log_format bench '\$body_bytes_sent \$status "\$request"';
-    access_log $work/nginx/access.log bench;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 100000;
-    keepalive_timeout 60s;
-    default_type application/octet-stream;
-    client_body_temp_path $work/nginx/body;
-    proxy_temp_path $work/nginx/proxy;
-    fastcgi_temp_path $work/nginx/fastcgi;
-    uwsgi_temp_path $work/nginx/uwsgi;
-    scgi_temp_path $work/nginx/scgi;
-    server {
-        listen 127.0.0.1:$port;
-        root $srv;
-    }
-}
-CONF
-nginx -e "$work/nginx/error.log" -p "$work/nginx/" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
-nginx_pid=$!
-for _ in $(seq 1 100); do curl -sf -o /dev/null "$base/v1.caidx" && break; sleep 0.05; done
-curl -sf -o /dev/null "$base/v1.caidx" || { echo "nginx did not start:" >&2; cat "$work/nginx/error.log" >&2; exit 1; }
-log="$work/nginx/access.log"
+# nginx on a free loopback port (common.sh), in the foreground of a background job.
+start_nginx "$work" "$srv"
 # PACKS_RTT_MS: every tool reaches nginx through Benchmarks/delay-proxy.py, which holds data half
 # of that each way (this kernel has no netem), and a new connection's first request one round trip
 # more (its handshake). casync, which fetches its chunks one at a time (a round trip each: 16,000
@@ -165,11 +132,6 @@ if [ "$rtt_ms" -gt 0 ]; then
     echo "== over a link of $rtt_ms ms round trip (Benchmarks/delay-proxy.py in front of nginx, for every tool)"
 fi
 
-# log_mark: the access log's line count now. log_bytes MARK / log_requests MARK [PATTERN]: bytes
-# sent and requests since MARK (whose request line matches PATTERN).
-log_mark() { wc -l < "$log"; }
-log_bytes() { tail -n +$(($1 + 1)) "$log" | awk -v p="${2:-}" '$0 ~ p {s += $1} END {printf "%.0f\n", s}'; }
-log_requests() { tail -n +$(($1 + 1)) "$log" | awk -v p="${2:-}" '$0 ~ p {n++} END {print n + 0}'; }
 now() { date +%s.%N; }
 # timed OUT_VAR COMMAND...: runs the command after a sync, its seconds into OUT_VAR.
 timed() {
@@ -303,7 +265,7 @@ basd_sample() {
 pack="$work/state/groups/$group/AssetPacks/game"
 
 # ba_phase NAME COMMAND...: a timed phase of basd; sets NAME_s, NAME_bytes, NAME_requests,
-# NAME_index_bytes (the download manifest and indexes), NAME_cpu, NAME_peak, NAME_read and
+# NAME_index_bytes (the download manifest, index roots and the index parts fetched), NAME_cpu, NAME_peak, NAME_read and
 # NAME_written (MB through system calls).
 ba_phase() {
     local name=$1 cpu0 cpu1 io0 io1 m sampler seconds perf=""
@@ -335,7 +297,7 @@ ba_phase() {
     printf -v "${name}_s" '%s' "$seconds"
     printf -v "${name}_bytes" '%s' "$(log_bytes "$m")"
     printf -v "${name}_requests" '%s' "$(log_requests "$m")"
-    printf -v "${name}_index_bytes" '%s' "$(log_bytes "$m" ' /pub/(manifest[.]json|packs/[^/]+/[0-9]+[.]json) ')"
+    printf -v "${name}_index_bytes" '%s' "$(log_bytes "$m" ' /pub/(manifest[.]json|packs/[^/]+/[0-9]+[.]json|meta/[0-9a-f]+/[0-9a-f]+) ')"
     printf -v "${name}_cpu" '%s' "$(calc "$cpu1 - $cpu0")"
     printf -v "${name}_peak" '%s' "$(basd_peak_mib)"
 }
@@ -343,7 +305,6 @@ ba_phase ba1 "$build/ba" install "$work/App" --socket "$socket"
 same "$work/v1/data" "$pack/data" "ba install's pack"
 echo "building and publishing v2 with ba pack ..." >&2
 publish 2
-ba_index=$(($(stat -c %s "$srv/pub/packs/game/2.json") + $(stat -c %s "$srv/pub/manifest.json")))
 ba_phase ba2 "$build/ba" packs ensure "$app" game --latest --socket "$socket"
 same "$work/v2/data" "$pack/data" "ba packs ensure's pack"
 
@@ -365,8 +326,10 @@ label=""
 [ "$rtt_ms" -gt 0 ] && label=" ($rtt_ms ms RTT)"
 printf '\n  first install%s  time ba / curl|tar: %.3f (target <= 1.2)   ba / (curl|tar; sync): %.3f%s\n' \
     "$label" "$(ratio "$ba1_s" "$tar1_s")" "$(ratio "$ba1_s" "$tar1sync_s")" "$(ca_ratio "$ba1_s" ca1_s)"
-printf '  update%s         bytes ba / (changed files + indexes): %.3f (target <= 1.1)   (%d / (%d + %d); content alone %.3f)\n' \
-    "$label" "$(ratio "$ba2_bytes" "$((changed_bytes + ba_index))")" "$ba2_bytes" "$changed_bytes" "$ba_index" \
+# The update's metadata (manifest, index root, the parts of what changed) is fetched with it: all of
+# it over the changed files' bytes, and the content alone.
+printf '  update%s         bytes ba / changed files: %.3f (target <= 1.1)   (%d / %d; metadata %d bytes; content alone %.3f)\n' \
+    "$label" "$(ratio "$ba2_bytes" "$changed_bytes")" "$ba2_bytes" "$changed_bytes" "$ba2_index_bytes" \
     "$(ratio "$((ba2_bytes - ba2_index_bytes))" "$changed_bytes")"
 printf '  update%s         time ba / full curl|tar of v2: %.3f (target <= 1.0)%s\n' \
     "$label" "$(ratio "$ba2_s" "$tar2_s")" "$(ca_ratio "$ba2_s" ca2_s)"

@@ -38,34 +38,7 @@ mkdir -p "$work/v1/data" "$work/srv/pub" "$work/nginx" "$work/App"
 for i in $(seq -w 1 "$files"); do head -c $((1 << 20)) /dev/urandom > "$work/v1/data/f$i.bin"; done
 pack_bytes=$((files << 20))
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-base="http://127.0.0.1:$port"
-cat > "$work/nginx/nginx.conf" <<CONF
-user $(id -un) $(id -gn);
-worker_processes 1;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
-events { worker_connections 1024; }
-http {
-    log_format units '\$body_bytes_sent \$status "\$request"';
-    access_log $work/nginx/access.log units;
-    default_type application/octet-stream;
-    client_body_temp_path $work/nginx/body;
-    proxy_temp_path $work/nginx/proxy;
-    fastcgi_temp_path $work/nginx/fastcgi;
-    uwsgi_temp_path $work/nginx/uwsgi;
-    scgi_temp_path $work/nginx/scgi;
-    server {
-        listen 127.0.0.1:$port;
-        root $work/srv;
-        etag off;
-        add_header Last-Modified "";
-        limit_rate $rate;
-    }
-}
-CONF
-nginx -e "$work/nginx/error.log" -p "$work/nginx/" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
-nginx_pid=$!
+start_nginx "$work" "$work/srv" "etag off; add_header Last-Modified \"\"; limit_rate $rate;"
 cat > "$work/Manifest.json" <<'JSON'
 { "assetPackID": "game", "downloadPolicy": { "onDemand": {} },
   "fileSelectors": [ { "directory": "data" } ], "platforms": ["linux"] }
@@ -107,8 +80,7 @@ value = packs[0].get(sys.argv[1]) if packs else None
 print("" if value is None else value)' "$1" || true
 }
 written() { awk '/^write_bytes/ {print $2}' "/proc/$basd_pid/io"; }
-log_mark() { wc -l < "$work/nginx/access.log"; }
-unit_bytes() { tail -n +$(($1 + 1)) "$work/nginx/access.log" | awk '/[.]bundle |\/chunks\// {s += $1} END {printf "%.0f\n", s}'; }
+unit_bytes() { log_bytes "$1" '[.]bundle |/chunks/'; }
 ensure() { "$build/ba" packs ensure "$app" game "$@" --socket "$work/basd.sock" >/dev/null; }
 
 echo "== $files files, $pack_bytes bytes; $bundle_bytes bytes of bundles; nginx without ETag or Last-Modified, $rate per response"

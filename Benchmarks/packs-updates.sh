@@ -38,33 +38,7 @@ for i in $(seq -w 0 $((files - 1))); do
     head -c "$size" /dev/urandom >"$work/src/data/d${i:0:2}/f$i.bin"
 done
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-base="http://127.0.0.1:$port"
-cat >"$work/nginx/nginx.conf" <<CONF
-user $(id -un) $(id -gn);
-worker_processes 1;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
-events { worker_connections 1024; }
-http {
-    log_format bench '\$body_bytes_sent \$status "\$request"';
-    access_log $work/nginx/access.log bench;
-    default_type application/octet-stream;
-    client_body_temp_path $work/nginx/body;
-    proxy_temp_path $work/nginx/proxy;
-    fastcgi_temp_path $work/nginx/fastcgi;
-    uwsgi_temp_path $work/nginx/uwsgi;
-    scgi_temp_path $work/nginx/scgi;
-    server { listen 127.0.0.1:$port; root $work/srv; }
-}
-CONF
-nginx -e "$work/nginx/error.log" -p "$work/nginx/" -c "$work/nginx/nginx.conf" -g 'daemon off;' &
-nginx_pid=$!
-for _ in $(seq 1 100); do curl -s -o /dev/null "$base/" && break; sleep 0.05; done
-log="$work/nginx/access.log"
-log_mark() { wc -l <"$log"; }
-log_bytes() { tail -n +$(($1 + 1)) "$log" | awk -v p="${2:-}" '$0 ~ p {s += $1} END {printf "%.0f\n", s}'; }
-log_requests() { tail -n +$(($1 + 1)) "$log" | awk -v p="${2:-}" '$0 ~ p {n++} END {print n + 0}'; }
+start_nginx "$work" "$work/srv"
 
 app=com.example.bench.updates
 cat >"$work/Manifest.json" <<'JSON'

@@ -35,11 +35,9 @@ extension PackIndex {
     /// - Throws: ``PackError`` (``PackError/Code/invalidMetadata``) naming the first bad path or
     ///   value: an index comes from the network, and a hostile one must neither write outside its
     ///   folder nor make the device allocate, trap or loop on what it says.
-    package func checkInstallable() throws(PackError) {
-        guard formatVersion == 1 || formatVersion == PackIndexRoot.format else {
-            throw .invalid(
-                "the index has format version \(formatVersion); this basd reads 1 and 2 (update basd)", check: "format")
-        }
+    /// The pack id and version an index (or its root) names: a usable id, a version from 1 to
+    /// ``PackLimits/maximumVersion``.
+    static func checkIdentity(id: String, version: Int) throws(PackError) {
         guard PackManifest.isValidID(id) else {
             throw .invalid("the index names pack \"\(id)\", which is not a usable pack id", check: "id")
         }
@@ -48,6 +46,14 @@ extension PackIndex {
                 "the index of \(id) gives version \(version); versions are 1 to \(PackLimits.maximumVersion)",
                 check: "version")
         }
+    }
+
+    package func checkInstallable() throws(PackError) {
+        guard formatVersion == 1 || formatVersion == PackIndexRoot.format else {
+            throw .invalid(
+                "the index has format version \(formatVersion); this basd reads 1 and 2 (update basd)", check: "format")
+        }
+        try Self.checkIdentity(id: id, version: version)
         guard files.count <= PackLimits.maximumFiles else {
             throw .invalid(
                 "the index of \(id) lists \(files.count) files; a pack has at most \(PackLimits.maximumFiles)",

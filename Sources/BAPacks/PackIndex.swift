@@ -42,7 +42,8 @@ package struct PackIndex: Sendable, Hashable, Codable {
         package var chunks: Int
     }
 
-    /// The index format; this build writes and reads 1.
+    /// The index format: 1 (the files listed here), or 2 when a root (``PackIndexRoot``) and its
+    /// parts were assembled into it.
     package var formatVersion: Int
     package var id: String
     package var version: Int

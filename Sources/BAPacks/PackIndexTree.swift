@@ -118,14 +118,7 @@ extension PackIndexRoot {
         guard formatVersion == Self.format else {
             throw .invalid("the index root has format version \(formatVersion), not 2", check: "format")
         }
-        guard PackManifest.isValidID(id) else {
-            throw .invalid("the index names pack \"\(id)\", which is not a usable pack id", check: "id")
-        }
-        guard (1...PackLimits.maximumVersion).contains(version) else {
-            throw .invalid(
-                "the index of \(id) gives version \(version); versions are 1 to \(PackLimits.maximumVersion)",
-                check: "version")
-        }
+        try PackIndex.checkIdentity(id: id, version: version)
         guard parts.count <= PackLimits.maximumIndexParts else {
             throw .invalid(
                 "the index of \(id) has \(parts.count) parts; at most \(PackLimits.maximumIndexParts)",

@@ -1,4 +1,5 @@
 import BACore
+import BATestSupport
 import Foundation
 import Testing
 

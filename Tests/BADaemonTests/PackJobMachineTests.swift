@@ -1,5 +1,6 @@
 import BACore
 import BADaemonProtocol
+import BATestSupport
 import Foundation
 import Testing
 

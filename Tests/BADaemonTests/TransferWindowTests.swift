@@ -1,3 +1,4 @@
+import BATestSupport
 import Foundation
 import Testing
 

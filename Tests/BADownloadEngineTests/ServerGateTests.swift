@@ -1,4 +1,5 @@
 import BADownloadEngine
+import BATestSupport
 import Testing
 
 /// `ServerGate` without I/O: a table of its transitions (inputs that bring a gate to a state, one
@@ -171,7 +172,7 @@ struct ServerGateTests {
     /// gate is open, and each transfer is started (probed or released) only while it waits.
     @Test("a seeded random run keeps the invariants")
     func randomRun() {
-        var generator = GateRandom(state: 42)
+        var generator = SeededGenerator(state: 42)
         var gate = Gate()
         var now = Duration.zero
         var running: Set<String> = ["t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9", "t10", "t11"]
@@ -212,17 +213,5 @@ struct ServerGateTests {
             if gate.isDown { #expect(gate.probe != nil || gate.nextProbe != nil, "a gate down always has a next try") }
             #expect(running.count + gate.waiters.count == 12)
         }
-    }
-}
-
-/// SplitMix64: a seeded generator, so the random run is the same every time.
-struct GateRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,3 +1,4 @@
+import BATestSupport
 import Foundation
 import Testing
 
@@ -54,7 +55,7 @@ import Testing
     }
 
     @Test func jitterStaysWithinTenPercentAndUsesBothSides() {
-        var rng = SplitMix64(seed: 42)
+        var rng = SeededGenerator(state: 42)
         let interval = policy.interval(usage: AppUsage(), registeredAt: Clock.start, now: Clock.start)
         var lowest = TimeInterval.infinity
         var highest = -TimeInterval.infinity
@@ -71,7 +72,7 @@ import Testing
     }
 
     @Test func jitterNeverLeavesTheMinimumAndMaximum() {
-        var rng = SplitMix64(seed: 7)
+        var rng = SeededGenerator(state: 7)
         var busy = AppUsage()
         for hour in 0..<60 { busy.recordLaunch(at: Clock.start - Double(hour) * Clock.hour) }
         for _ in 0..<500 {
@@ -89,8 +90,8 @@ import Testing
     }
 
     @Test func sameSeedSameSchedule() {
-        var first = SplitMix64(seed: 1)
-        var second = SplitMix64(seed: 1)
+        var first = SeededGenerator(state: 1)
+        var second = SeededGenerator(state: 1)
         let a = (0..<5).map { _ in
             policy.nextRun(
                 after: Clock.start, usage: AppUsage(), registeredAt: Clock.start, now: Clock.start, using: &first)
@@ -104,7 +105,7 @@ import Testing
     }
 
     @Test func noJitterWhenZero() {
-        var rng = SplitMix64(seed: 3)
+        var rng = SeededGenerator(state: 3)
         let exact = PeriodicPolicy(jitter: 0)
         let next = exact.nextRun(
             after: Clock.start, usage: AppUsage(), registeredAt: Clock.start, now: Clock.start,

@@ -1,3 +1,4 @@
+import BATestSupport
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
     let registered = Clock.start
 
     @Test func aNewAppIsScheduledOneIntervalFromNow() throws {
-        var rng = SplitMix64(seed: 11)
+        var rng = SeededGenerator(state: 11)
         var state = PeriodicState()
         #expect(!state.isDue(now: Clock.start))
         let scheduled = state.ensureScheduled(
@@ -29,7 +30,7 @@ import Testing
     }
 
     @Test func aLaunchBringsARunScheduledWhileIdleCloserAndNeverPushesOneOut() throws {
-        var rng = SplitMix64(seed: 13)
+        var rng = SeededGenerator(state: 13)
         var usage = AppUsage()
         var state = PeriodicState()
         // Idle for 10 days since registration: the run after this one is a week out.
@@ -59,7 +60,7 @@ import Testing
     }
 
     @Test func downtimeAcrossManyDueTimesRunsOnceThenSchedulesFromThatRun() throws {
-        var rng = SplitMix64(seed: 12)
+        var rng = SeededGenerator(state: 12)
         var usage = AppUsage()
         var state = PeriodicState()
         usage.recordLaunch(at: Clock.start)
@@ -93,7 +94,7 @@ import Testing
     }
 
     @Test func aRestoredStateWithOnlyALastRunCatchesUp() {
-        var rng = SplitMix64(seed: 13)
+        var rng = SeededGenerator(state: 13)
         var state = PeriodicState(nextRun: nil, lastRun: Clock.start)
         state.ensureScheduled(
             now: Clock.start + 30 * Clock.day, policy: policy, usage: AppUsage(),
@@ -103,7 +104,7 @@ import Testing
 
     @Test func aScheduleBeyondTheMaximumIsRescheduledFromNow() throws {
         // Scheduled a year ahead: the clock went back.
-        var rng = SplitMix64(seed: 14)
+        var rng = SeededGenerator(state: 14)
         var state = PeriodicState(nextRun: Clock.start + 365 * Clock.day, lastRun: nil)
         let scheduled = state.ensureScheduled(
             now: Clock.start, policy: policy, usage: AppUsage(),

@@ -1,3 +1,4 @@
+import BATestSupport
 import Foundation
 import Testing
 
@@ -5,7 +6,7 @@ import Testing
 
 @Suite struct SchedulingStateTests {
     func populated() -> SchedulingState {
-        var rng = SplitMix64(seed: 99)
+        var rng = SeededGenerator(state: 99)
         var state = SchedulingState()
         state.usage.recordLaunch(at: Clock.start)
         state.usage.recordLaunch(at: Clock.start + 0.25)
