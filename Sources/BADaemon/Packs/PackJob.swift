@@ -37,7 +37,19 @@ final class PackJob: @unchecked Sendable {
     final class StagingBox: @unchecked Sendable {
         let staging: PackStaging
         let lock = NSLock()
+        /// The job stopped (``close()``): a sink still in flight writes nothing more.
+        private var closed = false
         init(_ staging: PackStaging) { self.staging = staging }
+
+        /// From now on ``whileOpen(_:)`` runs nothing: the fetches of a stopped job (removed,
+        /// replaced, failed) write no more frames into its staging, which the next attempt
+        /// prepares again, even before the engine has handled their cancellation.
+        func close() { lock.withLock { closed = true } }
+
+        /// `body` with the staging, under the lock, unless the job stopped (nil then).
+        func whileOpen<T>(_ body: (PackStaging) -> T) -> T? {
+            lock.withLock { closed ? nil : body(staging) }
+        }
     }
 
     /// `queue` is the pack's own (``PackService/packQueue(_:)``), shared with its removal.
@@ -57,7 +69,10 @@ final class PackJob: @unchecked Sendable {
     }
 
     /// No switch to its version from now on (it stopped: removed, replaced, failed).
-    func cancel() { gate.close() }
+    func cancel() {
+        gate.close()
+        staging?.close()
+    }
 
     var index: PackIndex? { machine.index }
     var bytesTotal: Int64? { machine.bytesTotal }

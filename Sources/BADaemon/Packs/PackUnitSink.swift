@@ -16,7 +16,8 @@ import Foundation
 /// allows (``PackLimits/maximumStoredLength(_:)``).
 ///
 /// Its calls come from the engine thread; the staging is the job's, which no step of the job
-/// touches while its units are in flight (``PackJob/StagingBox``, whose lock the sinks hold).
+/// touches while its units are in flight (``PackJob/StagingBox``, whose lock the sinks hold); once
+/// the job stops, the box is closed and a sink still in flight writes nothing more.
 final class PackUnitSink: DownloadSink, @unchecked Sendable {
     private let unit: PackJob.Unit
     private let box: PackJob.StagingBox
@@ -103,10 +104,13 @@ final class PackUnitSink: DownloadSink, @unchecked Sendable {
 
     /// Hands the complete frame to staging.
     private func accept(_ chunk: PackIndex.Chunk) throws(DownloadError) {
-        let result: Result<Void, PackError> = box.lock.withLock {
+        let written: Result<Void, PackError>? = box.whileOpen { staging in
             frame.withUnsafeBytes { buffer in
-                Result { () throws(PackError) in try box.staging.accept(sha256: chunk.sha256, frame: buffer) }
+                Result { () throws(PackError) in try staging.accept(sha256: chunk.sha256, frame: buffer) }
             }
+        }
+        guard let result = written else {
+            throw DownloadError(.cancelled, "\(unit.path): the pack's job stopped; no more of it is written")
         }
         switch result {
         case .success: break
