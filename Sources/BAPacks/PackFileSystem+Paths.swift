@@ -7,6 +7,33 @@ import SystemPackage
 // Calls by path, for what is not below a trusted pack folder: a publisher's own folders (`ba pack
 // build`, `ba pack publish`) and `/proc` (who holds a version).
 extension PackFileSystem {
+    /// The names in the folder at `path`, sorted (`.` and `..` left out). A folder that is not
+    /// there is empty when `missingIsEmpty`; any other failure is an error, never an empty
+    /// listing: what publishes, verifies or prunes a folder must not take "cannot read" for
+    /// "nothing there".
+    ///
+    /// The corresponding C functions are `opendir` and `readdir`.
+    package static func names(in path: String, missingIsEmpty: Bool = false) throws(PackError) -> [String] {
+        guard let directory = opendir(path) else {
+            if errno == ENOENT && missingIsEmpty { return [] }
+            throw .system("cannot list \(path)", call: "opendir")
+        }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(directory) else {
+                if errno != 0 { throw .system("cannot list \(path)", call: "readdir") }
+                break
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { buffer in
+                String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
     /// Opens the file at `path` for reading; a symbolic link there is refused (`ELOOP`).
     ///
     /// The corresponding C function is `open` (`O_NOFOLLOW`).

@@ -117,6 +117,12 @@ extension PackIndex {
     /// root with its parts from ``PackIndexRoot/partsRoot(forIndexAt:)``, each checked against
     /// its SHA-256 before it is decompressed (``PackIndexRoot/files(of:frame:)``).
     package static func read(_ path: String) throws(PackError) -> PackIndex {
+        try readWithDocument(path).index
+    }
+
+    /// ``read(_:)``'s index and the document it was read from (a format 2 root names its parts),
+    /// from one read of the file.
+    package static func readWithDocument(_ path: String) throws(PackError) -> (index: PackIndex, document: Document) {
         let bytes: [UInt8]
         do {
             bytes = try RegularFile.read(path, limit: PackLimits.maximumIndexBytes)
@@ -124,8 +130,9 @@ extension PackIndex {
             throw PackError("cannot read the index \(path): \(error)")
         }
         do throws(PackError) {
-            switch try Document.decode(bytes) {
-            case .whole(let index): return index
+            let document = try Document.decode(bytes)
+            switch document {
+            case .whole(let index): return (index, document)
             case .tree(let root):
                 let parts = PackIndexRoot.partsRoot(forIndexAt: path)
                 var files: [[File]] = []
@@ -140,7 +147,7 @@ extension PackIndex {
                     }
                     files.append(try decoded.get())
                 }
-                return try root.assemble(files)
+                return (try root.assemble(files), document)
             }
         } catch {
             throw PackError("\(path): \(error)", code: error.code, operation: error.operation)

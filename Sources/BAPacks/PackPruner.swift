@@ -34,8 +34,10 @@ package enum PackPruner {
         var referenced: Set<String> = []
         var staleIndexes: [String] = []
         let packs = publishDirectory + "/packs"
-        for id in ((try? manager.contentsOfDirectory(atPath: packs)) ?? []).sorted() where !id.hasPrefix(".") {
-            let versions = ((try? manager.contentsOfDirectory(atPath: packs + "/" + id)) ?? [])
+        // Every listing that fails stops the prune: a folder read as empty would leave what it
+        // references unreferenced.
+        for id in try PackFileSystem.names(in: packs, missingIsEmpty: true) where !id.hasPrefix(".") {
+            let versions = try PackFileSystem.names(in: packs + "/" + id)
                 .compactMap { $0.hasSuffix(".json") ? Int($0.dropLast(5)) : nil }.sorted()
             var kept = Set(versions.suffix(keep))
             if let version = pinned[id] {
@@ -64,14 +66,13 @@ package enum PackPruner {
         // Indexes first: no index is left that names a removed file.
         var candidates = staleIndexes
         for id in report.kept.keys.sorted() {
-            let names = ((try? manager.contentsOfDirectory(atPath: packs + "/" + id)) ?? []).sorted()
+            let names = try PackFileSystem.names(in: packs + "/" + id)
             candidates += names.filter { $0.hasSuffix(".bundle") }.map { "packs/\(id)/\($0)" }
         }
         for store in ["meta", "chunks"] {
             let top = publishDirectory + "/" + store
-            for prefix in ((try? manager.contentsOfDirectory(atPath: top)) ?? []).sorted() where !prefix.hasPrefix(".")
-            {
-                let names = ((try? manager.contentsOfDirectory(atPath: top + "/" + prefix)) ?? []).sorted()
+            for prefix in try PackFileSystem.names(in: top, missingIsEmpty: true) where !prefix.hasPrefix(".") {
+                let names = try PackFileSystem.names(in: top + "/" + prefix)
                 candidates += names.filter { !$0.hasPrefix(".") }.map { "\(store)/\(prefix)/\($0)" }
             }
         }
@@ -80,10 +81,10 @@ package enum PackPruner {
             guard let info = PackFileSystem.status(atPath: path, followLinks: false), info.type == .regular else {
                 continue
             }
-            let isIndex = relative.hasSuffix(".json")
-            if !isIndex, let modified = try? manager.attributesOfItem(atPath: path)[.modificationDate] as? Date,
-                now.timeIntervalSince(modified) < grace
-            {
+            // Within the grace period, or of an age that cannot be told: kept (only an index of a
+            // version not kept goes whatever its age).
+            let modified = (try? manager.attributesOfItem(atPath: path))?[.modificationDate] as? Date
+            if !relative.hasSuffix(".json"), modified.map({ now.timeIntervalSince($0) < grace }) ?? true {
                 report.young += 1
                 continue
             }
@@ -104,13 +105,12 @@ package enum PackPruner {
     ) throws(PackError) {
         let path = publishDirectory + "/" + relative
         let index: PackIndex
-        do { index = try PackIndex.read(path) } catch {
+        let document: PackIndex.Document
+        do { (index, document) = try PackIndex.readWithDocument(path) } catch {
             throw PackError("a kept version's index cannot be read, so nothing is removed: \(error)")
         }
         referenced.insert(relative)
-        if let bytes = FileManager.default.contents(atPath: path),
-            case .tree(let root) = try PackIndex.Document.decode(Array(bytes))
-        {
+        if case .tree(let root) = document {
             for part in root.parts { referenced.insert(PackIndexRoot.partPath(part.sha256)) }
         }
         for bundle in index.bundles ?? [] { referenced.insert(bundle.path) }
@@ -122,12 +122,12 @@ package enum PackPruner {
     /// The version of each pack the folder's `manifest.json` lists (none without one); a
     /// manifest that cannot be read is an error: what it references is not known.
     private static func manifestVersions(_ publishDirectory: String) throws(PackError) -> [String: Int] {
-        let path = publishDirectory + "/manifest.json"
-        guard FileManager.default.fileExists(atPath: path) else { return [:] }
-        guard let data = FileManager.default.contents(atPath: path),
-            let manifest = try? JSONCoding.decoder.decode(PackPublisher.DownloadManifest.self, from: data)
-        else {
-            throw PackError("cannot read \(path), so what devices are told to fetch is not known: nothing is removed")
+        let manifest: PackPublisher.DownloadManifest
+        do {
+            guard let current = try PackPublisher.currentManifest(publishDirectory) else { return [:] }
+            manifest = current
+        } catch {
+            throw PackError("what devices are told to fetch is not known, so nothing is removed: \(error)")
         }
         return Dictionary(
             manifest.assetPacks.map { ($0.assetPackID, $0.version) }, uniquingKeysWith: { first, _ in first })

@@ -51,8 +51,8 @@ package enum PackPublisher {
         let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         let packs = publishDirectory + "/packs"
         var entries: [DownloadManifest.Entry] = []
-        for id in ((try? FileManager.default.contentsOfDirectory(atPath: packs)) ?? []).sorted() {
-            let versions = ((try? FileManager.default.contentsOfDirectory(atPath: packs + "/" + id)) ?? [])
+        for id in try PackFileSystem.names(in: packs, missingIsEmpty: true) {
+            let versions = try PackFileSystem.names(in: packs + "/" + id)
                 .compactMap { $0.hasSuffix(".json") ? Int($0.dropLast(5)) : nil }
             guard var newest = versions.max() else { continue }
             if let pinned = downgrades[id] {
@@ -121,15 +121,25 @@ package enum PackPublisher {
     /// format 1): the next one publishes one above it. One that cannot be read is an error, never
     /// 0: starting again at 1 would be refused by every device as a rollback.
     static func lastSequence(_ publishDirectory: String) throws(PackError) -> Int {
-        let path = publishDirectory + "/manifest.json"
-        guard FileManager.default.fileExists(atPath: path) else { return 0 }
-        guard let data = FileManager.default.contents(atPath: path),
-            let manifest = try? JSONCoding.decoder.decode(DownloadManifest.self, from: data)
-        else {
+        do {
+            return try currentManifest(publishDirectory)?.sequence ?? 0
+        } catch {
             throw PackError(
-                "cannot read the sequence of \(path), the folder's last manifest: restore it (devices refuse a sequence that does not grow)"
+                "cannot read the sequence of the folder's last manifest: restore it (devices refuse a sequence that does not grow): \(error)"
             )
         }
-        return manifest.sequence ?? 0
+    }
+
+    /// The folder's current `manifest.json`, nil when there is none; one that cannot be read or
+    /// decoded is an error (saying why), never taken for none.
+    static func currentManifest(_ publishDirectory: String) throws(PackError) -> DownloadManifest? {
+        let path = publishDirectory + "/manifest.json"
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        do {
+            return try JSONCoding.decoder.decode(
+                DownloadManifest.self, from: Data(RegularFile.read(path, limit: PackLimits.maximumManifestBytes)))
+        } catch {
+            throw PackError("cannot read \(path): \(error)")
+        }
     }
 }

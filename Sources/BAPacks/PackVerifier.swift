@@ -18,11 +18,20 @@ package enum PackVerifier {
     package static func verify(publishDirectory: String) -> Report {
         var report = Report()
         let packs = publishDirectory + "/packs"
-        let ids = ((try? FileManager.default.contentsOfDirectory(atPath: packs)) ?? []).sorted()
+        // A folder that cannot be listed is a problem, never "nothing to check".
+        let ids: [String]
+        do { ids = try PackFileSystem.names(in: packs, missingIsEmpty: true) } catch {
+            report.problems.append("\(error)")
+            return report
+        }
         if ids.isEmpty { report.problems.append("\(packs) holds no pack indexes: run `ba pack build` first") }
         var verified: [String: Bool] = [:]
         for id in ids {
-            let names = ((try? FileManager.default.contentsOfDirectory(atPath: packs + "/" + id)) ?? []).sorted()
+            let names: [String]
+            do { names = try PackFileSystem.names(in: packs + "/" + id) } catch {
+                report.problems.append("\(error)")
+                continue
+            }
             for name in names where name.hasSuffix(".json") {
                 let path = packs + "/" + id + "/" + name
                 // As a device reads it: a format 2 root with its parts, each checked by its SHA-256.

@@ -122,4 +122,21 @@ struct PackPruneTests {
         try bytes.write(to: URL(fileURLWithPath: index))
         #expect(Self.files(publish) == before)
     }
+
+    /// A pack folder that cannot be listed (here a link to nowhere) is not a pack without versions:
+    /// its chunks would then be referenced by nothing, and go.
+    @Test func removesNothingWhenAPackFolderCannotBeListed() throws {
+        let folder = try Folder()
+        defer { folder.remove() }
+        let publish = folder.path + "/public"
+        _ = try Self.threeVersions(folder)
+        let before = Self.files(publish)
+        try FileManager.default.moveItem(atPath: publish + "/packs/levels", toPath: folder.path + "/levels-aside")
+        try FileManager.default.createSymbolicLink(
+            atPath: publish + "/packs/levels", withDestinationPath: folder.path + "/nowhere")
+        #expect(throws: PackError.self) { try PackPruner.prune(publish, keep: 1, grace: 0) }
+        try FileManager.default.removeItem(atPath: publish + "/packs/levels")
+        try FileManager.default.moveItem(atPath: folder.path + "/levels-aside", toPath: publish + "/packs/levels")
+        #expect(Self.files(publish) == before)
+    }
 }
