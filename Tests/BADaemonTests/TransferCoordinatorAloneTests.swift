@@ -41,14 +41,9 @@ struct TransferCoordinatorAloneTests {
         }
     }
 
-    @Test("a download finishes, another is cancelled, the network changes: each is reported to the delegate")
-    func reportsUpward() async throws {
-        let server = try await AssetServer.start()
-        defer { Task { try? await server.shutdown() } }
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let bytes = SampleAppFixture.bytes(20_000, seed: 7)
-        server.setFile("/a.bin", contents: bytes)
+    /// A state folder in `directory` whose store has one app registered (no extension), and
+    /// settings that allow loopback hosts only.
+    static func stateWithOneApp(in directory: TemporaryDirectory) throws -> (String, BAStore, BasdSettings) {
         let stateDirectory = directory.path + "/state"
         try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
         let store = try BAStore.open(path: stateDirectory + "/state.sqlite")
@@ -59,6 +54,18 @@ struct TransferCoordinatorAloneTests {
                 manifestURL: nil))
         var settings = BasdSettings()
         settings.allowedHosts = TestSettings.loopbackHosts
+        return (stateDirectory, store, settings)
+    }
+
+    @Test("a download finishes, another is cancelled, the network changes: each is reported to the delegate")
+    func reportsUpward() async throws {
+        let server = try await AssetServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let bytes = SampleAppFixture.bytes(20_000, seed: 7)
+        server.setFile("/a.bin", contents: bytes)
+        let (stateDirectory, store, settings) = try Self.stateWithOneApp(in: directory)
         let executor = ServiceExecutor()
         let log = LogInbox()
         let coordinator = TransferCoordinator(
@@ -108,16 +115,7 @@ struct TransferCoordinatorAloneTests {
         let port = try RetryCommandTests.closedPort()
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let stateDirectory = directory.path + "/state"
-        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true)
-        let store = try BAStore.open(path: stateDirectory + "/state.sqlite")
-        try store.register(
-            StoredApp(
-                bundleIdentifier: SchedulerServiceTests.app, version: "1.0",
-                appGroupIdentifier: SchedulerServiceTests.group, appDirectory: directory.path, extensionPath: nil,
-                manifestURL: nil))
-        var settings = BasdSettings()
-        settings.allowedHosts = TestSettings.loopbackHosts
+        let (stateDirectory, store, settings) = try Self.stateWithOneApp(in: directory)
         var configuration = BasdServices.Configuration(stateDirectory: stateDirectory, daemonVersion: "test")
         // The gate's own next try far off: only the network change explains a quick end.
         configuration.engine.serverProbeUrgent = .init(initial: .seconds(120), maximum: .seconds(120))
