@@ -57,12 +57,19 @@ public actor AssetPackManager {
 
     // MARK: Accessing asset packs
 
-    /// The asset packs that are available to download: those the app's download manifest lists.
-    public var allAssetPacks: Set<AssetPack> {
+    /// The manifest of asset packs that are available to download: the app's download manifest as
+    /// basd last read it.
+    public var manifest: AssetPackManifest {
         get async throws {
             let infos = try await call(PackCommand(action: .list))
-            return Set(infos.filter { $0.serverVersion != nil }.compactMap(PackEventHub.assetPack))
+            return AssetPackManifest(
+                assetPacks: Set(infos.filter { $0.serverVersion != nil }.compactMap(PackEventHub.assetPack)))
         }
+    }
+
+    /// The asset packs that are available to download: those the app's download manifest lists.
+    public var allAssetPacks: Set<AssetPack> {
+        get async throws { try await manifest.assetPacks }
     }
 
     /// Returns the asset pack with the given ID.
