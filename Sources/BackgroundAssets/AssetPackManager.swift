@@ -32,7 +32,7 @@ public actor AssetPackManager {
     /// The shared manager.
     public static let shared = AssetPackManager(connection: .shared)
 
-    private nonisolated let connection: PackConnection
+    nonisolated let connection: PackConnection
 
     /// An asynchronous sequence of download-status updates for all asset packs. It never
     /// finishes; each `for await` loop gets the updates from when it starts. As on Apple's system

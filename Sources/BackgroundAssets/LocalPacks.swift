@@ -136,7 +136,7 @@ struct LocalPacks {
     }
 
     /// Opens the folder at `path` (the entry point given: links on the way to it followed).
-    private static func openFolder(_ path: String) -> Int32? {
+    static func openFolder(_ path: String) -> Int32? {
         let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         return fd >= 0 ? fd : nil
     }
@@ -153,7 +153,7 @@ struct LocalPacks {
     /// Opens `id`'s current version folder: the link read, then `..`, `.background-assets`,
     /// `packs`, `ID` and `N` opened one at a time without following links. A link switched (and
     /// its old version removed) between the read and the open is read again, a few times.
-    private static func openVersion(_ id: String, links: Int32) -> Int32? {
+    static func openVersion(_ id: String, links: Int32) -> Int32? {
         for _ in 0..<3 {
             guard let version = linkedVersion(id, links: links) else { return nil }
             var folder = openat(links, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)

@@ -22,7 +22,7 @@ struct AssetPackOfflineTests {
     }
 
     @Test(
-        "contents, descriptor, url, assetPackIsAvailableLocally and localStatus from the disk with basd stopped; links planted in the packs are not followed"
+        "contents, descriptor, url, assetPackIsAvailableLocally, localStatus, localVersion and localSize from the disk with basd stopped; links planted in the packs are not followed"
     )
     func readsWithoutBasd() async throws {
         let fixture = try await PackFixture.make()
@@ -61,6 +61,15 @@ struct AssetPackOfflineTests {
         #expect(local.int("status") == 1 << 6, "\(local.object)")  // downloaded: no manifest to say more
         let extras = try await app.run("local extras")
         #expect(extras["available"] as? Bool == false && extras.int("status") == 0, "\(extras.object)")
+        // Local version and size (27.2), from the disk.
+        #expect(try await app.run("lversion base").int("version") == 1)
+        #expect(try await app.run("lsize base logical").int("size") == config.count + level.count)
+        let allocated = try await app.run("lsize base allocated").int("size") ?? -1
+        #expect(allocated > 0 && allocated % 512 == 0, "allocated \(allocated)")
+        for command in ["lversion extras", "lsize extras logical", "lsize ../base allocated"] {
+            let refused = try await app.run(command)
+            #expect(refused.bool("ok") == false && refused.errorCode == 0, "\(command): \(refused.object)")
+        }
         for (command, code) in [("read x.bin extras", 0), ("read extras/x.bin", 1), ("read base/nothing.bin", 1)] {
             let refused = try await app.run(command)
             #expect(refused.bool("ok") == false && refused.errorCode == code, "\(command): \(refused.object)")
@@ -90,6 +99,12 @@ struct AssetPackOfflineTests {
         #expect(try await app.run("url base/etc").bool("ok") == false)
         for pack in ["outside", "climbing", "other"] {
             #expect(try await app.run("local \(pack)")["available"] as? Bool == false, "\(pack)")
+        }
+        // Planted links and FIFOs are not counted in a size, nor followed; planted packs have none.
+        #expect(try await app.run("lsize base logical").int("size") == config.count + level.count)
+        for pack in ["outside", "climbing", "other"] {
+            #expect(try await app.run("lversion \(pack)").errorCode == 0, "\(pack)")
+            #expect(try await app.run("lsize \(pack) logical").errorCode == 0, "\(pack)")
         }
         // The pack itself still reads.
         #expect(try await app.run("read base/config.bin").string("sha256") == AssetPackManagerTests.sha256(config))

@@ -13,6 +13,7 @@
 //   url PATH                         url(for:)
 //   local ID                         assetPackIsAvailableLocally(withID:) and localStatus(ofAssetPackWithID:)
 //   relstatus ID VERSION             status(relativeTo:) of that version
+//   lversion ID | lsize ID METHOD    localVersion(ofAssetPackWithID:) | localSize(…, calculationMethod: logical|allocated)
 //   removepack ID                    remove(assetPackWithID:)
 import BackgroundAssets
 import Foundation
@@ -146,6 +147,13 @@ func runPackCommand(_ words: [String]) -> Bool {
         later(command) {
             let status = await manager.localStatus(ofAssetPackWithID: words[1])
             return ["available": manager.assetPackIsAvailableLocally(withID: words[1]), "status": status.rawValue]
+        }
+    case ("lversion", 2):
+        later(command) { ["version": try manager.localVersion(ofAssetPackWithID: words[1])] }
+    case ("lsize", 3):
+        later(command) {
+            let method: SizeCalculationMethod = words[2] == "allocated" ? .allocated : .logical
+            return ["size": try await manager.localSize(ofAssetPackWithID: words[1], calculationMethod: method)]
         }
     case ("relstatus", 3):
         later(command) {

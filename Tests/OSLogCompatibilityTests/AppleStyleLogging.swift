@@ -24,3 +24,18 @@ struct AppleStyleLogging {
         #expect(!Self.signposter.isEnabled)
     }
 }
+
+extension AppleStyleLogging {
+    @Test("Apple's sample logs an optional error, objects and attributes unchanged")
+    func optionalsObjectsAndAttributes() {
+        var error: (any Error)? = nil
+        Logger.ext.warning("Failed to acquire lock: \(error)")
+        error = CocoaError(.fileLocking)
+        Logger.ext.warning("Failed to acquire lock: \(error)")
+        Logger.ext.warning("Failed to acquire lock: \(error, privacy: .public)")
+        let object: NSObject? = NSString(string: "name")
+        let url = NSURL(fileURLWithPath: "/tmp/x")
+        Logger.ext.info("object \(object) \(url, privacy: .public) \(url, privacy: .public, attributes: "x")")
+        Logger.ext.info("\("text", attributes: "a") \(3, attributes: "a") \(1.5, attributes: "a")")
+    }
+}

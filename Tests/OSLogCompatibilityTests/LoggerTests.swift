@@ -172,4 +172,27 @@ import os
             exit(message == "visible too <private>" ? 0 : 1)
         }
     }
+
+    @Test("optional errors and objects: the value or (null), private by default; attributes change nothing shown")
+    func optionalErrorsAndObjects() {
+        let logger = logger()
+        var error: (any Error)? = nil
+        logger.info("lock: \(error, privacy: .public)")
+        error = CocoaError(.fileLocking)
+        logger.info("lock: \(error, privacy: .public)")
+        logger.info("lock: \(error)")
+        let plain: any Error = CocoaError(.fileLocking)
+        logger.info("plain: \(plain, privacy: .public, attributes: "x")")
+        var object: NSObject? = nil
+        logger.info("object: \(object, privacy: .public)")
+        object = NSString(string: "name")
+        logger.info("object: \(object, privacy: .public) \(object)")
+        logger.info("\("text", privacy: .public, attributes: "a") \(7, attributes: "a") \(0.5, attributes: "a")")
+        let described = String(describing: CocoaError(.fileLocking))
+        #expect(
+            messages == [
+                "lock: (null)", "lock: \(described)", "lock: <private>", "plain: \(described)",
+                "object: (null)", "object: name <private>", "text 7 0.500000",
+            ])
+    }
 }
