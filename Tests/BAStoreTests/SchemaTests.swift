@@ -55,18 +55,20 @@ import Testing
         let test = try TestStore()
         defer { test.remove() }
         try test.store.close()
+        // One version beyond this build's, whatever this build's is.
+        let next = BAStore.schemaVersion + 1
         try test.tamper { db in
             try db.execute(sql: "CREATE TABLE later_feature (id INTEGER PRIMARY KEY)")
-            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v11')")
-            try db.execute(sql: "PRAGMA user_version = 11")
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v\(next)')")
+            try db.execute(sql: "PRAGMA user_version = \(next)")
         }
         let error = #expect(throws: BAStoreError.self) { _ = try BAStore.open(path: test.path) }
         #expect(error?.code == .schemaTooNew)
-        #expect(error?.message.contains("schema version 11") == true, "\(String(describing: error))")
-        #expect(error?.message.contains("up to 10") == true, "\(String(describing: error))")
-        #expect(error?.message.contains("v11") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("schema version \(next)") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("up to \(BAStore.schemaVersion)") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("v\(next)") == true, "\(String(describing: error))")
         // Refused untouched.
-        #expect(try TestStore.inspect(test.path) { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 11)
+        #expect(try TestStore.inspect(test.path) { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == next)
 
         // A newer migration alone (same user_version) is refused too.
         try test.tamper { db in try db.execute(sql: "PRAGMA user_version = 2") }
