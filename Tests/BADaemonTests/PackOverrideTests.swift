@@ -79,7 +79,7 @@ struct PackOverrideTests {
         #expect(listed.stdout.contains("overridden with \(manifestURL)"), "\(listed.stdout)")
         let ensure = try await runProcess(ba, ["packs", "ensure", PackFixture.app, "extra"] + socket())
         #expect(ensure.status == 0, "\(ensure.stdout)\(ensure.stderr)")
-        let file = PackFixture.packPath(daemon, "extra") + "/x/e.bin"
+        let file = PackFixture.packPath(daemon, "extra") + "/extra/x/e.bin"
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: file))) == PackFixture.random(200_000, seed: 35))
         #expect(fixture.server.requests.allSatisfy { !$0.path.hasPrefix("/packs/extra") }, "all from the test server")
 
