@@ -104,4 +104,36 @@ struct PackOverrideTests {
         serve.signal(SIGTERM)
         #expect(serve.waitForTermination() == .exited(0))
     }
+
+    /// A host basd's `allowedHosts` allows is still refused when it is not this machine: an
+    /// override is a test loop, not another CDN. An uninstall takes the override with the app.
+    @Test func onlyLoopbackAndGoneWithTheApp() async throws {
+        let fixture = try await PackFixture.make()
+        defer { fixture.remove() }
+        try fixture.write(pack: "base", policy: PackFixture.essential, files: ["a.bin": [1]])
+        try await fixture.publish(["base"], version: 1)
+        let settings = try TemporaryDirectory()
+        defer { settings.remove() }
+        let config = try settings.write(
+            "config.json", #"{"allowedHosts": ["127.0.0.1", "::1", "localhost", "203.0.113.7"]}"#)
+        let daemon = try await DaemonProcess.start(environment: ["BA_CONFIG": config])
+        defer { daemon.kill() }
+        let socket = ["--socket", daemon.socketPath]
+        #expect(try await runProcess(ba, ["install", fixture.appDirectory] + socket).status == 0)
+        let remote = try await runProcess(
+            ba, ["packs", "override", PackFixture.app, "https://203.0.113.7/manifest.json"] + socket)
+        #expect(remote.status == 33, "\(remote.stdout)")
+        #expect(remote.stderr.contains("a test server on this machine"), "\(remote.stderr)")
+        let plain = try await runProcess(
+            ba, ["packs", "override", PackFixture.app, "http://203.0.113.7/manifest.json"] + socket)
+        #expect(plain.status == 33 && plain.stderr.contains("plain http"), "\(plain.stderr)")
+
+        let set = try await runProcess(
+            ba, ["packs", "override", PackFixture.app, fixture.server.url("/manifest.json")] + socket)
+        #expect(set.status == 0, "\(set.stdout)\(set.stderr)")
+        #expect(try await runProcess(ba, ["uninstall", PackFixture.app] + socket).status == 0)
+        #expect(try await runProcess(ba, ["install", fixture.appDirectory] + socket).status == 0)
+        let listed = try await runProcess(ba, ["packs", "--json"] + socket)
+        #expect(listed.status == 0 && !listed.stdout.contains("overrides"), "\(listed.stdout)")
+    }
 }

@@ -287,4 +287,31 @@ struct DepotConvertTests {
         #expect(manifest.isExcluded("bin/debug/a.so") && !manifest.isExcluded("bin/debug/more/a.so"))
         #expect(!manifest.isExcluded("bin/a.so"))
     }
+
+    /// A ContentRoot written as a Windows path is replaced with --content-root; a LocalPath
+    /// written as an absolute path inside the content root is made relative to it.
+    @Test func contentRootGivenAndAbsolutePathsInsideIt() async throws {
+        let folder = try PackBuildTests.Folder()
+        defer { folder.remove() }
+        try Self.content(folder)
+        let root = folder.path + "/content"
+        let script = """
+            "DepotBuildConfig"
+            {
+            	"ContentRoot" "D:\\Build\\Game\\"
+            	"FileMapping" { "LocalPath" "\(root)/bin/*.so" "DepotPath" "lib" }
+            }
+            """
+        let files = try await Self.convertAndBuild(folder, script: script, id: "libs", extra: ["--content-root", root])
+        #expect(Set(files.keys) == ["lib/core.so"])
+        let outside = DepotScript.Located(text: "/etc/passwd", line: 3)
+        #expect(throws: DepotScript.ConvertError.self) {
+            _ = try DepotScript.inside(outside, root: root, what: "LocalPath")
+        }
+        // A prefix that is not a folder of the root is outside it ("/x/content-other" of "/x/content").
+        let sibling = DepotScript.Located(text: root + "-other/a", line: 4)
+        #expect(throws: DepotScript.ConvertError.self) {
+            _ = try DepotScript.inside(sibling, root: root, what: "LocalPath")
+        }
+    }
 }
