@@ -20,6 +20,7 @@ struct Pack: ParsableCommand {
               ba pack verify public
               ba pack keygen -o pack-signing.key
               ba pack publish public --base-url https://cdn.example.com/game --key pack-signing.key --app com.example.game
+              ba pack serve public --port 8080
             """,
         subcommands: [
             PackTemplate.self, PackConvert.self, PackBuild.self, PackVerify.self, PackKeygen.self, PackPublish.self,
