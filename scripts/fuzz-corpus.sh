@@ -74,4 +74,28 @@ tree_seed() { # NAME ROOT: 0xF0, the root, a NUL, each part's frame in the root'
     } >"$corpus/$1"
 }
 tree_seed tree-levels-2 "$work/tree/packs/levels/2.json"
+# A Steam depot build script (selector 0xE0, `ba pack convert`), in Steamworks' documented form.
+cat >"$work/depot.vdf" <<'VDF'
+"DepotBuildConfig"
+{
+	// a depot's script, as Steamworks documents it
+	"DepotID" "1001"
+	"ContentRoot" "content\"
+	"FileMapping"
+	{
+		"LocalPath" "*"
+		"DepotPath" "."
+		"recursive" "1"
+	}
+	"FileMapping"
+	{
+		"LocalPath" "voice\en\*.ogg"
+		"DepotPath" "audio\voice"
+	}
+	"FileExclusion" "*.pdb"
+	"FileExclusion" "bin/*.map"
+	"InstallScript" "installscript.vdf"
+}
+VDF
+seed depot-script.vdf e0 "$work/depot.vdf"
 ls -l "$corpus"

@@ -135,7 +135,7 @@ final class AssetRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         if let memory = decision.memoryFile {
             return serve(
                 .memory(memory.contents), size: memory.contents.readableBytes, validators: memory.validators,
-                decision: decision, head: head, context: context)
+                decision: decision, path: path, head: head, context: context)
         }
         guard let root = store.rootPath else {
             return sendText(.notFound, "no such asset", to: head, context: context)
@@ -153,7 +153,7 @@ final class AssetRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
                     self.openFiles[ObjectIdentifier(disk.handle)] = disk.handle
                     self.serve(
                         .file(disk.handle), size: disk.size, validators: disk.validators, decision: decision,
-                        head: head, context: context)
+                        path: path, head: head, context: context)
                 case .success(.notFound):
                     self.sendText(.notFound, "no such asset", to: head, context: context)
                 case .success(.forbidden):
@@ -168,14 +168,14 @@ final class AssetRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     private func serve(
-        _ body: AssetBody, size: Int, validators: Validators, decision: RequestDecision, head: HTTPRequestHead,
-        context: ChannelHandlerContext
+        _ body: AssetBody, size: Int, validators: Validators, decision: RequestDecision, path: String,
+        head: HTTPRequestHead, context: ChannelHandlerContext
     ) {
         let plan = ResponsePlan.asset(
             isHead: head.method == .HEAD, range: head.headers.first(name: "range"),
             ifRange: head.headers.first(name: "if-range"), size: size,
             validators: validators.changed(generation: decision.generation), behavior: decision.behavior,
-            generation: decision.generation)
+            generation: decision.generation, contentType: ContentType.of(path))
         let close = plan.closeAfter || !head.isKeepAlive
         writeHead(plan.status, headers: plan.headers, close: close, for: head, context: context)
 

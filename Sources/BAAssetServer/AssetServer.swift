@@ -129,6 +129,13 @@ package final class AssetServer: Sendable {
         store.setDefaultBehavior(behavior)
     }
 
+    /// Answers every `count`th request (of any path, counted from now; HEAD too) with 503, as a
+    /// CDN that fails now and then does, before any behaviour; `nil` stops it.
+    package func setFailEvery(_ count: Int?) {
+        precondition(count.map { $0 >= 1 } ?? true, "setFailEvery needs a count of 1 or more")
+        store.setFailEvery(count)
+    }
+
     /// Every request received so far, in order of arrival (the most recent 200,000 at most).
     package var requests: [RecordedRequest] {
         store.requests

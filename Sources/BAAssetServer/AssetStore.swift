@@ -40,6 +40,9 @@ final class AssetStore: Sendable {
         var behaviors: [String: BehaviorSlot] = [:]
         /// Applies to every path without a behaviour of its own.
         var defaultBehavior: Behavior?
+        /// Every this many requests (of any path) is answered 503 (``AssetServer/setFailEvery(_:)``).
+        var failEvery: Int?
+        var counted = 0
         var requests: [RecordedRequest] = []
         var connections: [ObjectIdentifier: any Channel] = [:]
         var isShutDown = false
@@ -92,9 +95,23 @@ final class AssetStore: Sendable {
 
     /// Takes the decision for one request of `path`, counting it against a `status` behaviour's `times` and
     /// advancing a `changeETagEachRequest` generation.
+    func setFailEvery(_ count: Int?) {
+        state.withLock {
+            $0.failEvery = count
+            $0.counted = 0
+        }
+    }
+
     func decide(_ path: String) -> RequestDecision {
         state.withLock { state in
             var decision = RequestDecision(behavior: nil, generation: 0, memoryFile: state.files[path])
+            if let every = state.failEvery {
+                state.counted += 1
+                if state.counted % every == 0 {
+                    decision.behavior = .status(503)
+                    return decision
+                }
+            }
             guard var slot = state.behaviors[path] else {
                 decision.behavior = state.defaultBehavior
                 return decision

@@ -29,7 +29,7 @@ struct ResponsePlan: Equatable {
     /// the asset, such as `status`, are handled before this).
     static func asset(
         isHead: Bool, range: String?, ifRange: String?, size: Int, validators: Validators, behavior: Behavior?,
-        generation: Int = 0
+        generation: Int = 0, contentType: String = "application/octet-stream"
     ) -> ResponsePlan {
         var selection: ByteRangeSelection =
             behavior == .ignoreRange
@@ -68,7 +68,7 @@ struct ResponsePlan: Equatable {
             return ResponsePlan(
                 status: .rangeNotSatisfiable, headers: headers, body: 0..<0, delivery: .all, closeAfter: false)
         }
-        headers.add(name: "Content-Type", value: "application/octet-stream")
+        headers.add(name: "Content-Type", value: contentType)
         if let lies {
             if let etag = lies.etag { headers.add(name: "ETag", value: etag) }
             if let lastModified = lies.lastModified { headers.add(name: "Last-Modified", value: lastModified) }
@@ -111,5 +111,21 @@ extension Validators {
         let bare =
             etag.hasPrefix("\"") && etag.hasSuffix("\"") && etag.count >= 2 ? etag.dropFirst().dropLast() : etag[...]
         return Validators(etag: "\"\(bare)-g\(generation)\"", lastModified: lastModified + Int64(generation))
+    }
+}
+
+/// The media type of a served path, by its extension: what a CDN configured for a publish folder
+/// sends (`manifest.json` and indexes as JSON, signatures as text, chunks and bundles as bytes).
+enum ContentType {
+    static func of(_ path: String) -> String {
+        let name = path.split(separator: "/").last ?? ""
+        guard let dot = name.lastIndex(of: ".") else { return "application/octet-stream" }
+        switch name[name.index(after: dot)...].lowercased() {
+        case "json": return "application/json"
+        case "sig", "txt", "pub": return "text/plain; charset=utf-8"
+        case "zst": return "application/zstd"
+        case "html": return "text/html; charset=utf-8"
+        default: return "application/octet-stream"
+        }
     }
 }

@@ -15,13 +15,16 @@ struct Pack: ParsableCommand {
 
             Examples:
               ba pack template -o Manifest.json
+              ba pack convert depot_build_1001.vdf --asset-pack-id voice-english -l en-US --on-demand -o voice-english.json
               ba pack build Manifest.json --version 1 -o public
               ba pack verify public
               ba pack keygen -o pack-signing.key
               ba pack publish public --base-url https://cdn.example.com/game --key pack-signing.key --app com.example.game
+              ba pack serve public --port 8080
             """,
         subcommands: [
-            PackTemplate.self, PackBuild.self, PackVerify.self, PackKeygen.self, PackPublish.self, PackPrune.self,
+            PackTemplate.self, PackConvert.self, PackBuild.self, PackVerify.self, PackKeygen.self, PackPublish.self,
+            PackPrune.self,
         ])
 }
 
@@ -93,7 +96,10 @@ struct PackBuild: ParsableCommand {
     @Option(name: .shortAndLong, help: "The publish folder (created if missing).")
     var output: String
 
-    @Option(help: "The folder the file selectors are relative to (default: the manifest's folder).")
+    @Option(
+        help:
+            "The folder the file selectors and mappings are relative to (default: the manifest's contentRoot, or its folder)."
+    )
     var root: String?
 
     @Option(help: "The average chunk size in bytes, a power of two (default 65536).")
@@ -130,14 +136,15 @@ struct PackBuild: ParsableCommand {
             } catch {
                 throw PackError("--chunk-size: \(error)")
             }
-            let folder = root ?? (manifest as NSString).deletingLastPathComponent
+            let folder = parsed.rootFolder(
+                manifestFolder: (manifest as NSString).deletingLastPathComponent, root: root)
             guard bundleSize >= 0 else { throw PackError("--bundle-size must be 0 (no bundles) or a size in bytes") }
             guard indexFormat == 1 || indexFormat == 2 else { throw PackError("--index-format is 1 or 2") }
             var builder = PackBuilder(parameters: parameters)
             builder.bundleSize = bundleSize
             builder.indexFormat = indexFormat
             let report = try builder.build(
-                parsed, root: folder.isEmpty ? "." : folder, version: version, publishDirectory: output)
+                parsed, root: folder, version: version, publishDirectory: output)
             let index = report.index
             let size = index.files.reduce(Int64(0)) { $0 + $1.size }
             print(

@@ -20,8 +20,11 @@ struct Packs: ParsableCommand {
               ba packs remove com.example.game extras
               ba packs verify com.example.game --repair
               ba packs check com.example.game
+              ba packs override com.example.game http://127.0.0.1:8080/manifest.json
             """,
-        subcommands: [PacksList.self, PacksEnsure.self, PacksRemove.self, PacksVerify.self, PacksCheck.self],
+        subcommands: [
+            PacksList.self, PacksEnsure.self, PacksRemove.self, PacksVerify.self, PacksCheck.self, PacksOverride.self,
+        ],
         defaultSubcommand: PacksList.self)
 }
 
@@ -51,6 +54,9 @@ struct PacksList: ParsableCommand {
             return
         }
         for problem in report.problems { printError("manifest check failed: \(problem)") }
+        for (name, url) in (report.overrides ?? [:]).sorted(by: { $0.key < $1.key }) {
+            print("\(name): download manifest overridden with \(url) (`ba packs override \(name) --clear` ends it)")
+        }
         guard !report.packs.isEmpty else {
             print(app.map { "\($0) has no asset packs" } ?? "no app has asset packs")
             return

@@ -29,6 +29,10 @@ package struct PackCommand: Sendable, Hashable, Codable {
         /// Stop downloading `pack` (an app cancelled its `Progress`): the download ends with a
         /// `failed` event saying so; what is verified in staging is kept for the next attempt.
         case cancel
+        /// Point `app`'s download manifest at `url` (a loopback test server, `ba pack serve`)
+        /// instead of its `BAManifestURL`, until an `override` without `url` clears it; kept by
+        /// basd across restarts. The user's (`ba packs override`), never an app's.
+        case override
     }
 
     package var action: Action
@@ -36,15 +40,19 @@ package struct PackCommand: Sendable, Hashable, Codable {
     package var pack: String?
     package var requireLatest: Bool?
     package var repair: Bool?
+    /// For `override`: the download manifest URL to use (nil: clear the override).
+    package var url: String?
 
     package init(
-        action: Action, app: String? = nil, pack: String? = nil, requireLatest: Bool? = nil, repair: Bool? = nil
+        action: Action, app: String? = nil, pack: String? = nil, requireLatest: Bool? = nil, repair: Bool? = nil,
+        url: String? = nil
     ) {
         self.action = action
         self.app = app
         self.pack = pack
         self.requireLatest = requireLatest
         self.repair = repair
+        self.url = url
     }
 }
 
@@ -54,10 +62,15 @@ package struct PackReport: Sendable, Hashable, Codable {
     package var packs: [PackInfo]
     /// What `verify` found wrong, one line each (empty when all is well).
     package var problems: [String]
+    /// The apps whose download manifest the user pointed elsewhere (`ba packs override`), by
+    /// app: the URL basd reads instead of `BAManifestURL`. Given by `list` and `override`; nil
+    /// when none is set (or from a basd without overrides).
+    package var overrides: [String: String]?
 
-    package init(packs: [PackInfo], problems: [String] = []) {
+    package init(packs: [PackInfo], problems: [String] = [], overrides: [String: String]? = nil) {
         self.packs = packs
         self.problems = problems
+        self.overrides = overrides
     }
 }
 

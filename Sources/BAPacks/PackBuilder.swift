@@ -44,7 +44,7 @@ package struct PackBuilder {
                 "chunks of up to \(parameters.maximum) bytes would be refused by devices, which take at most \(PackLimits.maximumChunkLength): use --chunk-size \(PackLimits.maximumChunkLength / 4) or less"
             )
         }
-        let paths = try Self.select(manifest.fileSelectors, root: root)
+        let paths = try Self.files(of: manifest, root: root)
         guard !paths.isEmpty else {
             throw PackError("the file selectors of \(manifest.assetPackID) match no files under \(root)")
         }
@@ -60,8 +60,9 @@ package struct PackBuilder {
                 userInfo: manifest.userInfo,
                 downloadPolicy: manifest.downloadPolicy, chunking: parameters, files: []),
             chunksWritten: 0, chunksReused: 0, bytesWritten: 0)
-        for path in paths {
-            report.index.files.append(try add(path, root: root, chunker: chunker, into: publishDirectory, &report))
+        for (path, source) in paths {
+            report.index.files.append(
+                try add(path, source: source, root: root, chunker: chunker, into: publishDirectory, &report))
         }
         report.index.bundles = bundleSize > 0 ? bundles(of: report.index) : nil
         // What a device checks (PackIndex.decode), checked before the index is written: a pack
@@ -89,7 +90,7 @@ package struct PackBuilder {
         return found.sorted()
     }
 
-    private static func walk(_ directory: String, root: String, into found: inout Set<String>) throws(PackError) {
+    static func walk(_ directory: String, root: String, into found: inout Set<String>) throws(PackError) {
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: root + "/" + directory)
@@ -112,7 +113,7 @@ package struct PackBuilder {
         }
     }
 
-    private static func requireRegularFile(_ path: String, root: String) throws(PackError) {
+    static func requireRegularFile(_ path: String, root: String) throws(PackError) {
         guard let info = PackFileSystem.status(atPath: root + "/" + path, followLinks: false) else {
             throw PackError("file selector \"\(path)\" names no file under \(root)")
         }
@@ -124,10 +125,10 @@ package struct PackBuilder {
 
     /// Cuts one file, stores its new chunks, and describes it.
     private func add(
-        _ path: String, root: String, chunker: ContentDefinedChunker, into publishDirectory: String,
+        _ path: String, source: String, root: String, chunker: ContentDefinedChunker, into publishDirectory: String,
         _ report: inout Report
     ) throws(PackError) -> PackIndex.File {
-        let full = root + "/" + path
+        let full = root + "/" + source
         let opened = try PackFileSystem.openForReading(full)
         let info = try PackFileSystem.status(of: opened, display: full)
         var file = PackIndex.File(

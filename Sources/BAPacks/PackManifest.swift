@@ -69,6 +69,13 @@ package struct PackManifest: Sendable, Hashable {
     /// Apple's platform names and `linux`; empty means every platform.
     package var platforms: [String]
     package var userInfo: JSONValue?
+    /// Steam-style mappings (``FileMapping``, `ba pack convert`'s), besides ``fileSelectors``.
+    package var fileMappings: [FileMapping] = []
+    /// Patterns of files (relative to the root) that no mapping or selector packs.
+    package var fileExclusions: [String] = []
+    /// The folder the files are read from, relative to the manifest's folder (or absolute); nil:
+    /// the manifest's folder. `--root` wins over it.
+    package var contentRoot: String?
 
     /// Whether the pack is for Linux (its platforms name `linux`, or name none).
     package var isForLinux: Bool { platforms.isEmpty || platforms.contains { $0.lowercased() == "linux" } }
@@ -112,6 +119,11 @@ package struct PackManifest: Sendable, Hashable {
         } else {
             downloadPolicy = .onDemand
         }
+        let mappings = try Self.mappings(raw.fileMappings ?? [], id: id)
+        let exclusions = try Self.exclusions(raw.fileExclusions ?? [], id: id)
+        if let root = raw.contentRoot, root.isEmpty {
+            throw PackError("the contentRoot of \(id) is empty: remove it, or name a folder")
+        }
         var selectors: [FileSelector] = []
         for (index, selector) in (raw.fileSelectors ?? []).enumerated() {
             switch (selector.file, selector.directory) {
@@ -122,9 +134,10 @@ package struct PackManifest: Sendable, Hashable {
                     "fileSelectors[\(index)] of \(id) must have exactly one of \"file\" or \"directory\"")
             }
         }
-        guard !selectors.isEmpty else {
+        guard !selectors.isEmpty || !mappings.isEmpty else {
             throw PackError(
-                "the manifest of \(id) selects no files: add {\"file\": …} or {\"directory\": …} to fileSelectors")
+                "the manifest of \(id) selects no files: add {\"file\": …} or {\"directory\": …} to fileSelectors, or fileMappings"
+            )
         }
         let platforms = raw.platforms ?? []
         if let unknown = platforms.first(where: { !Self.knownPlatforms.contains($0) }) {
@@ -134,7 +147,7 @@ package struct PackManifest: Sendable, Hashable {
         }
         return PackManifest(
             assetPackID: id, downloadPolicy: downloadPolicy, fileSelectors: selectors, platforms: platforms,
-            userInfo: raw.userInfo)
+            userInfo: raw.userInfo, fileMappings: mappings, fileExclusions: exclusions, contentRoot: raw.contentRoot)
     }
 
     /// 1–128 of `[A-Za-z0-9._-]`, not starting with a dot (it names a folder on the device).
@@ -171,7 +184,7 @@ package struct PackManifest: Sendable, Hashable {
     }
 
     /// A selector's path: relative, no `..`, no empty or `.` parts, normalized without a trailing slash.
-    private static func relativePath(_ path: String, id: String) throws(PackError) -> String {
+    static func relativePath(_ path: String, id: String) throws(PackError) -> String {
         let parts = path.split(separator: "/", omittingEmptySubsequences: true).filter { $0 != "." }
         guard !path.hasPrefix("/"), !parts.isEmpty, !parts.contains("..") else {
             throw PackError(
@@ -198,5 +211,8 @@ package struct PackManifest: Sendable, Hashable {
         var fileSelectors: [Selector]?
         var platforms: [String]?
         var userInfo: JSONValue?
+        var fileMappings: [FileMapping.Raw]?
+        var fileExclusions: [String]?
+        var contentRoot: String?
     }
 }

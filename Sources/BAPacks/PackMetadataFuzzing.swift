@@ -30,10 +30,17 @@ package enum PackMetadataFuzzing {
         /// reaches the decompression and the part's decoder); then the whole is assembled,
         /// checked and planned as with ``index``.
         case tree = 4
+        /// A Steam depot build script (first byte 0xE0 to 0xEF, which the four first never use):
+        /// parsed (``KeyValues``, ``DepotScript``) and converted to a pack manifest, as `ba pack
+        /// convert` does, and its exclusions matched against its mappings' paths. Not network data,
+        /// but a parser of text a user is handed.
+        case depotScript = 5
 
         /// What an input's first byte selects.
         package static func of(_ first: UInt8) -> Selector {
-            first >= 0xF0 ? .tree : Selector(rawValue: first % 4) ?? .index
+            if first >= 0xF0 { return .tree }
+            if first >= 0xE0 { return .depotScript }
+            return Selector(rawValue: first % 4) ?? .index
         }
     }
 
@@ -50,6 +57,8 @@ package enum PackMetadataFuzzing {
             }
         case .manifest:
             exerciseManifest(document)
+        case .depotScript:
+            exerciseDepotScript(document)
         case .twoIndexes:
             let split = document.firstIndex(of: 0) ?? document.endIndex
             let first = exercise(Array(document[..<split]))
@@ -63,6 +72,19 @@ package enum PackMetadataFuzzing {
                 let index = exercise(Array(encoded))
             else { return }
             _ = PackPlan(target: index, installed: index)
+        }
+    }
+
+    /// A depot script, parsed and converted (nothing is read from disk: the folders are absolute).
+    static func exerciseDepotScript(_ document: [UInt8]) {
+        guard let script = try? DepotScript.parse(document) else { return }
+        let conversion = DepotScript.Conversion(
+            assetPackID: "fuzz", downloadPolicy: .onDemand, language: "en-US", scriptFolder: "/fuzz/script",
+            contentRoot: nil, outputFolder: "/fuzz/out")
+        guard let converted = try? script.manifest(conversion) else { return }
+        for mapping in converted.manifest.fileMappings {
+            _ = converted.manifest.isExcluded(mapping.localPath)
+            _ = PackManifest.matches(mapping.localPath, pattern: mapping.split.name)
         }
     }
 

@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 10
+    static let currentVersion = 11
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -53,6 +53,10 @@ enum Schema {
         migrator.registerMigration("v10") { db in
             try db.execute(sql: v10)
             try db.execute(sql: "PRAGMA user_version = 10")
+        }
+        migrator.registerMigration("v11") { db in
+            try db.execute(sql: v11)
+            try db.execute(sql: "PRAGMA user_version = 11")
         }
         return migrator
     }
@@ -305,5 +309,16 @@ extension Schema {
             CHECK (interrupted_starts >= 0);
         ALTER TABLE pack_app ADD COLUMN check_error_code INTEGER;
         ALTER TABLE pack_app ADD COLUMN key_warning TEXT;
+        """
+
+    /// Version 11 (issue 35, a local test loop): `pack_override` holds the download manifest URL
+    /// the user pointed an app at (`ba packs override APP URL`), used instead of its
+    /// `BAManifestURL` until cleared. One row per app with packs; it goes with the app's packs.
+    static let v11 = """
+        CREATE TABLE pack_override (
+            app_id               TEXT    PRIMARY KEY NOT NULL,
+            url                  TEXT    NOT NULL,
+            set_at               TEXT    NOT NULL
+        );
         """
 }

@@ -17,7 +17,7 @@ struct BACommand: AsyncParsableCommand {
               ba service install
             """,
         version: BASubcommands.version,
-        subcommands: [BADemoCommand.command] + BASubcommands.all)
+        subcommands: [BADemoCommand.command] + BASubcommands.all(pack: PackWithServe.self))
 
     init() {}
 }

@@ -136,12 +136,18 @@ extension PackService {
             return
         }
         checks[name] = [done]
-        guard let url = app.manifestURL else {
+        let source: (url: String, overridden: Bool)?
+        do { source = try manifestSource(of: app) } catch {
+            finishCheck(name, failure: PackCheckFailure(error))
+            return
+        }
+        guard let (url, overridden) = source else {
             finishCheck(
                 name,
                 failure: .other("\(name) has no BAManifestURL: add the URL of its download manifest to its Info.plist"))
             return
         }
+        let override = overridden ? url : nil
         let key: [UInt8]?
         do {
             key = try publicKey(of: name)
@@ -166,7 +172,8 @@ extension PackService {
                 finishCheck(name, failure: .other("cannot fetch the download manifest \(url): \(failure.message)"))
             case .success(let path):
                 guard let key else {
-                    readManifest(app, path: path, signature: nil, publicKey: nil, trigger: trigger)
+                    readManifest(
+                        app, path: path, signature: nil, publicKey: nil, override: override, trigger: trigger)
                     return
                 }
                 fetchSequence += 1
@@ -182,7 +189,9 @@ extension PackService {
                         finishCheck(
                             name, failure: PackCheckFailure(.unsigned("\(url).sig: \(failure.message)")))
                     case .success(let signature):
-                        readManifest(app, path: path, signature: signature, publicKey: key, trigger: trigger)
+                        readManifest(
+                            app, path: path, signature: signature, publicKey: key, override: override,
+                            trigger: trigger)
                     }
                 }
             }
@@ -208,7 +217,8 @@ extension PackService {
     }
 
     private func readManifest(
-        _ app: StoredApp, path: String, signature: String?, publicKey: [UInt8]?, trigger: PackDecision.Trigger
+        _ app: StoredApp, path: String, signature: String?, publicKey: [UInt8]?, override: String?,
+        trigger: PackDecision.Trigger
     ) {
         let name = app.bundleIdentifier
         defer {
@@ -241,7 +251,8 @@ extension PackService {
             return
         }
         let sha256 = bytes.withUnsafeBytes { SHA256Hasher.hex(of: $0) }
-        let keyText = publicKey.map { Data($0).base64EncodedString() } ?? ""
+        let keyText = Self.trustKey(
+            publicKey: publicKey.map { Data($0).base64EncodedString() } ?? "", override: override)
         let mark: ManifestTrust.Mark?
         let stored: [StoredPack]
         do {

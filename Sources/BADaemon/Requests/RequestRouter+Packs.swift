@@ -24,7 +24,11 @@ extension RequestRouter {
             for (app, error) in packs.checkErrors(app: command.app).sorted(by: { $0.key < $1.key }) {
                 problems.append("\(app): \(error)")
             }
-            reply(.packs(PackReport(packs: packs.listing(app: command.app), problems: problems)))
+            reply(
+                .packs(
+                    PackReport(
+                        packs: packs.listing(app: command.app), problems: problems,
+                        overrides: packOverrides(app: command.app))))
         case .ensure:
             guard let app = need(command.app, "an app"), let pack = need(command.pack, "a pack id") else { return }
             packs.ensure(app: app, pack: pack, requireLatest: command.requireLatest ?? false, reply: reply)
@@ -66,6 +70,8 @@ extension RequestRouter {
                     }
                 }
             }
+        case .override:
+            overridePacks(command, reply: reply)
         case .cancel:
             guard let app = need(command.app, "an app"), let pack = need(command.pack, "a pack id") else { return }
             reply(packs.cancel(app: app, pack: pack))

@@ -132,6 +132,10 @@ final class RequestRouter: @unchecked Sendable {
                     guard command.action != .verify else {
                         throw Refusal(.callerConnectionInvalid, "`packs verify` is for ba (ba packs verify)")
                     }
+                    // Where an app's packs come from is the user's to change, never the app's.
+                    guard command.action != .override else {
+                        throw Refusal(.callerConnectionInvalid, "`packs override` is for ba (ba packs override)")
+                    }
                 }
                 servePacks(command, from: client, session: session, reply: reply)
                 return nil

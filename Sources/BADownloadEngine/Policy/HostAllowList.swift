@@ -79,11 +79,11 @@ package struct HostAllowList: Sendable, Equatable {
 }
 
 /// The URL rules of every hop: https (or loopback http), and every allow-list there is.
-enum URLPolicy {
+package enum URLPolicy {
     /// nil when `url` may be fetched; else the reason. A URL must be allowed by every list in
     /// `allowLists` (basd's `allowedHosts` and an app's pre-launch list both apply); the reason names
     /// the first list that refuses it.
-    static func check(_ url: String, allowLists: [HostAllowList]) -> String? {
+    package static func check(_ url: String, allowLists: [HostAllowList]) -> String? {
         if let violation = DownloadRules.checkURL(url) { return violation.reason }
         guard let parsed = ParsedURL(url) else { return nil }
         for list in allowLists where !list.allows(host: parsed.host, port: parsed.effectivePort) {
