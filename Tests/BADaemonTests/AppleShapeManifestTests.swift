@@ -13,8 +13,8 @@ import Testing
 /// create` writes (`{"assetPacks": [{"id", "url", "version", "downloadSize", "downloadPolicy",
 /// "host": {"thirdParty": {}}, "userInfo"}]}`), with our index SHA-256 added beside Apple's keys,
 /// is installed by a real basd from nginx; a hand-written format 1 manifest (what an app installed
-/// before format 3 is served) still installs; one whose `downloadSize` lies below the index's is
-/// refused, the pack's local version staying.
+/// before format 3 is served) still installs; an update whose `downloadSize` lies below the
+/// index's is refused, the pack's local version staying.
 @Suite("Apple's self-hosted manifest shape, end to end", .serialized, .timeLimit(.minutes(5)))
 struct AppleShapeManifestTests {
     let ba = BuildProducts.executable("ba")
@@ -122,8 +122,17 @@ struct AppleShapeManifestTests {
                "indexURL": "\(nginx.baseURL)/packs/extras/1.json", "indexSHA256": "\(extrasSHA)"}]}
             """
         }
-        // First with a downloadSize that lies (below what the index needs): refused, version 1 stays.
-        try writeManifest(fixture, formatOne(downloadSize: 1000))
+        // First in Apple's shape with a downloadSize that lies (below what the index needs): the
+        // update is refused, version 1 stays.
+        try writeManifest(
+            fixture,
+            """
+            {"assetPacks": [{"id": "levels", "url": "\(nginx.baseURL)/packs/levels/2.json", "version": 2,
+              "downloadSize": 1000, "host": {"thirdParty": {}}, "indexSHA256": "\(sha2)",
+              "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation", "subsequentUpdate"]}}},
+             {"id": "extras", "url": "\(nginx.baseURL)/packs/extras/1.json", "version": 1, "downloadSize": \(extrasSize),
+              "downloadPolicy": {"onDemand": {}}, "indexSHA256": "\(extrasSHA)"}]}
+            """)
         let lied = try await runProcess(
             ba, ["packs", "ensure", PackFixture.app, "levels", "--latest", "--socket", daemon.socketPath])
         #expect(lied.status == 20, "\(lied.stdout)\(lied.stderr)")
