@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the fuzzer's seed corpus (Fuzz/corpus/, committed so CI need not build packs) with
 # the real `ba pack build` and `ba pack publish`: two small packs, one in two versions, published
-# with a merged extension key. Each seed is the selector byte PackMetadataFuzzing reads (0 an
+# with a merged extension key (format 2), signed in Apple's shape (format 3), and a format 3
+# manifest written by hand. Each seed is the selector byte PackMetadataFuzzing reads (0 an
 # index, 1 a download manifest, 2 two indexes split by a NUL byte, 3 an index described in binary,
 # 0xF0 a format 2 root, a NUL byte and its parts' frames) and the document.
 # The inputs are fixed bytes (AES-CTR of zeros), so the same `ba` writes the same seeds.
@@ -43,7 +44,19 @@ rm "$work/levels/Levels/b.bin"
 "$ba" pack build "$work/levels/Manifest.json" --version 2 -o "$publish" "${small[@]}"
 printf '{"applicationGroupIdentifier":"group.example","assets":[{"identifier":"catalog","fileSize":809}]}' \
     >"$work/merge.json"
-"$ba" pack publish "$publish" --base-url https://cdn.example.com/game --merge "$work/merge.json"
+"$ba" pack publish "$publish" --base-url https://cdn.example.com/game --merge "$work/merge.json" --manifest-format 2
+cp "$publish/manifest.json" "$work/manifest-format-2.json"
+# Format 3, Apple's self-hosted shape (the default): signed, so that it has sequence, expiry and app.
+"$ba" pack keygen -o "$work/signing.key" >/dev/null
+"$ba" pack publish "$publish" --base-url https://cdn.example.com/game --key "$work/signing.key" --app com.example.game
+# And as a person writes it by hand from Apple's description: no formatVersion, `host`, a key of
+# nobody's, our indexSHA256 beside Apple's keys.
+sha="$(sha256sum "$publish/packs/extras/1.json" | cut -d' ' -f1)"
+cat >"$work/manifest-hand.json" <<JSON
+{"assetPacks": [{"id": "extras", "url": "https://cdn.example.com/game/packs/extras/1.json", "version": 1,
+  "downloadSize": 729, "downloadPolicy": {"onDemand": {}}, "host": {"thirdParty": {}},
+  "userInfo": {"note": "by hand"}, "indexSHA256": "$sha", "comment": "unknown keys are ignored"}]}
+JSON
 
 corpus=Fuzz/corpus
 rm -rf "$corpus"
@@ -54,7 +67,9 @@ seed() { # NAME SELECTOR FILE [FILE]: the selector byte, FILE, and a NUL and the
 seed index-levels-1 00 "$publish/packs/levels/1.json"
 seed index-levels-2 00 "$publish/packs/levels/2.json"
 seed index-extras-1 00 "$publish/packs/extras/1.json"
-seed manifest-merged 01 "$publish/manifest.json"
+seed manifest-merged 01 "$work/manifest-format-2.json"
+seed manifest-apple-shape 01 "$publish/manifest.json"
+seed manifest-apple-hand-written 01 "$work/manifest-hand.json"
 seed two-indexes-levels-2-over-1 02 "$publish/packs/levels/2.json" "$publish/packs/levels/1.json"
 seed two-indexes-extras-beside-levels 02 "$publish/packs/extras/1.json" "$publish/packs/levels/1.json"
 # A binary-described index (selector 3, PackMetadataFuzzing.structuredIndex): one file "a" of 10

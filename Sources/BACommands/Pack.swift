@@ -302,6 +302,10 @@ struct PackPublish: ParsableCommand {
             the apps it is for (--app, required with --key). Devices refuse a sequence below the one they \
             accepted, and a pack version below their local one unless --downgrade ID=VERSION says so.
 
+            The manifest is in Apple's self-hosted shape (format 3: each pack's id, url, version, \
+            downloadSize, downloadPolicy, host and userInfo, with indexSHA256 beside them); \
+            --manifest-format 2 writes the format a basd from before it reads.
+
             Examples:
               ba pack publish public --base-url https://cdn.example.com/game
               ba pack publish public --base-url https://cdn.example.com/game --key pack-signing.key --app com.example.game
@@ -341,6 +345,12 @@ struct PackPublish: ParsableCommand {
             valueName: "file"))
     var merge: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "3: Apple's self-hosted shape (the default); 2: the format a basd from before it reads.",
+            valueName: "format"))
+    var manifestFormat: Int = PackPublisher.DownloadManifest.currentFormat
+
     /// `--expires` in seconds: `Nd`, `Nh` or `Ns`, N from 1.
     static func seconds(_ text: String) -> Int? {
         let units: [Character: Int] = ["d": 86400, "h": 3600, "s": 1]
@@ -360,6 +370,9 @@ struct PackPublish: ParsableCommand {
             guard parts.count == 2, Int(parts[1]).map({ $0 >= 1 }) == true else {
                 throw ValidationError("--downgrade \(pin): give ID=VERSION, e.g. levels=3")
             }
+        }
+        guard manifestFormat == 2 || manifestFormat == 3 else {
+            throw ValidationError("--manifest-format \(manifestFormat): give 3 (Apple's shape) or 2")
         }
         if key != nil && apps.isEmpty {
             throw ValidationError(
@@ -399,7 +412,7 @@ struct PackPublish: ParsableCommand {
             let manifest = try PackPublisher.publish(
                 folder, baseURL: baseURL, signingKey: seed, mergingKeys: merged, apps: apps,
                 expires: Date().addingTimeInterval(TimeInterval(Self.seconds(expires) ?? 30 * 86400)),
-                downgrades: downgrades)
+                downgrades: downgrades, format: manifestFormat)
             for entry in manifest.assetPacks {
                 print(
                     "\(entry.assetPackID) version \(entry.version): \(HumanReadable.bytes(entry.downloadSize)) at \(entry.indexURL)"

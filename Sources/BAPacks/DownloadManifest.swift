@@ -7,6 +7,11 @@ extension PackPublisher {
     /// bytes fresh and bound to their purpose (The Update Framework's threats: rollback, freeze,
     /// mix-and-match): a ``sequence`` that must grow, an ``expires`` date and the ``apps`` it is
     /// for. A device checks them with ``ManifestTrust``.
+    ///
+    /// One model for every format on the wire: format 3 is Apple's self-hosted shape (`id`, `url`,
+    /// `host`; `DownloadManifest+AppleShape.swift`), read and written through ``decode(_:)`` and
+    /// ``wireBytes()``. Its `Codable` conformance is the model's own form (format 1 and 2's keys),
+    /// which basd also stores an ``Entry`` in.
     package struct DownloadManifest: Sendable, Hashable, Codable {
         /// One pack's entry.
         package struct Entry: Sendable, Hashable, Codable {
@@ -37,9 +42,10 @@ extension PackPublisher {
             }
         }
 
-        /// 2 from this build (1: no sequence, expiry or apps; read only from an unsigned manifest).
+        /// 3 from this build: Apple's shape (2: our own keys; 1: no sequence, expiry or apps, read
+        /// only from an unsigned manifest).
         package var formatVersion: Int
-        /// Grows with every manifest published from the folder (format 2).
+        /// Grows with every manifest published from the folder (format 2; format 3 when signed).
         package var sequence: Int?
         /// After it, a device refuses the manifest (ISO 8601, UTC; format 2).
         package var expires: String?
@@ -48,7 +54,7 @@ extension PackPublisher {
         package var assetPacks: [Entry]
 
         package init(
-            formatVersion: Int = 2, sequence: Int? = nil, expires: String? = nil, apps: [String]? = nil,
+            formatVersion: Int = currentFormat, sequence: Int? = nil, expires: String? = nil, apps: [String]? = nil,
             assetPacks: [Entry]
         ) {
             self.formatVersion = formatVersion
@@ -61,41 +67,44 @@ extension PackPublisher {
         /// ``expires`` as a date (nil when absent or not ISO 8601).
         package var expiryDate: Date? { expires.flatMap(Self.parseDate) }
 
-        /// The format this build writes.
-        package static let currentFormat = 2
+        /// The format this build writes (`ba pack publish --manifest-format 2` writes the one before).
+        package static let currentFormat = 3
 
-        /// The manifest in `bytes`, decoded and checked against ``PackLimits``: the format (1 or
-        /// 2), format 2's sequence (1 to 2^53 − 1), expiry (ISO 8601) and apps (1 to 100 bundle
-        /// identifiers); at most ``PackLimits/maximumPacks`` packs, each id once and usable, each
-        /// version 1 to 2^53 − 1, each download size 0 to ``PackLimits/maximumPackBytes``, each index
-        /// URL http(s) ending in `packs/ID/VERSION.json`, each index SHA-256 64 hex digits.
+        /// The manifest in `bytes`, in any format (``decodeUnchecked(_:)``), checked against
+        /// ``PackLimits``: the format (1 to 3), format 2's sequence (1 to 2^53 − 1), expiry (ISO 8601)
+        /// and apps (1 to 100 bundle identifiers), which format 3 has together or not at all; at most
+        /// ``PackLimits/maximumPacks`` packs, each id once and usable, each version 1 to 2^53 − 1, each
+        /// download size 0 to ``PackLimits/maximumPackBytes``, each index URL http(s) ending in
+        /// `packs/ID/VERSION.json`, each index SHA-256 64 hex digits.
         ///
         /// - Throws: ``PackError`` (``PackError/Code/invalidMetadata``) naming the first broken rule.
         package static func decode(_ bytes: [UInt8]) throws(PackError) -> DownloadManifest {
-            let manifest = try JSONCoding.decodeBounded(
-                DownloadManifest.self, from: bytes, limit: PackLimits.maximumManifestBytes,
-                what: "the download manifest", sizeCheck: "manifestSize")
+            let manifest = try decodeUnchecked(bytes)
             try manifest.check()
             return manifest
         }
 
         private func check() throws(PackError) {
-            guard formatVersion == 1 || formatVersion == 2 else {
+            guard (1...3).contains(formatVersion) else {
                 throw .invalid(
-                    "the download manifest has format version \(formatVersion); this basd reads 1 and 2 (update basd)",
+                    "the download manifest has format version \(formatVersion); this basd reads 1 to 3 (update basd)",
                     check: "format")
             }
-            if formatVersion == 2 {
+            // Format 3 is also what a person writes by hand in Apple's shape: unsigned, it may
+            // leave out the freshness (as format 1); given, it is whole.
+            if formatVersion == 2 || (formatVersion == 3 && (sequence != nil || expires != nil)) {
                 guard let sequence, (1...PackLimits.maximumVersion).contains(sequence) else {
                     throw .invalid(
-                        "the download manifest (format 2) has no sequence from 1 to \(PackLimits.maximumVersion)",
+                        "the download manifest (format \(formatVersion)) has no sequence from 1 to \(PackLimits.maximumVersion)",
                         check: "sequence")
                 }
                 guard expiryDate != nil else {
                     throw .invalid(
-                        "the download manifest (format 2) has no \"expires\" date in ISO 8601 (e.g. 2027-01-31T00:00:00Z)",
+                        "the download manifest (format \(formatVersion)) has no \"expires\" date in ISO 8601 (e.g. 2027-01-31T00:00:00Z)",
                         check: "expires")
                 }
+            }
+            if formatVersion >= 2 {
                 if let apps {
                     guard (1...100).contains(apps.count),
                         apps.allSatisfy({ (1...255).contains($0.utf8.count) && !$0.contains("/") })
@@ -138,9 +147,12 @@ extension PackPublisher {
                     entry.indexURL.utf8.count <= 4096,
                     entry.indexURL.hasSuffix("/" + PackIndex.indexPath(id: id, version: entry.version))
                 else {
+                    let key = formatVersion == 3 ? "url" : "indexURL"
                     throw .invalid(
-                        "the download manifest gives pack \(id) the index URL \(entry.indexURL.prefix(200)); it is an http(s) URL ending in /\(PackIndex.indexPath(id: id, version: entry.version))",
-                        check: "indexURL")
+                        "the download manifest gives pack \(id) the \(key) \(entry.indexURL.prefix(200)); it is the http(s) URL of the pack's index, ending in /\(PackIndex.indexPath(id: id, version: entry.version))"
+                            + (formatVersion == 3
+                                ? " (an Apple Archive is not read here: build the pack with `ba pack build`)" : ""),
+                        check: key)
                 }
             }
         }

@@ -10,7 +10,8 @@ package enum ManifestRefusal: Error, Sendable, Hashable, CustomStringConvertible
     case badSignature
     /// The manifest breaks a rule or bound (``PackError/Code/invalidMetadata``).
     case invalid(PackError)
-    /// A signed manifest of format 1: nothing in it is fresh (no sequence, expiry or apps).
+    /// A signed manifest with nothing fresh in it (no sequence, expiry or apps): format 1, or
+    /// format 3 (Apple's shape) written without them.
     case notFresh
     /// It names other apps, not this one (mix-and-match).
     case wrongApp(app: String, listed: [String])
@@ -50,7 +51,7 @@ package enum ManifestRefusal: Error, Sendable, Hashable, CustomStringConvertible
             "the download manifest's signature does not match BAAssetPackPublicKey: refused (was it signed with another key, or changed after signing?)"
         case .invalid(let error): "\(error)"
         case .notFresh:
-            "the signed download manifest is format 1, with no sequence, expiry or app: refused, as it could be an old one replayed; publish it again with this `ba pack publish --key … --app …`"
+            "the signed download manifest has no sequence, expiry or app (format 1, or Apple's shape without them): refused, as it could be an old one replayed; publish it again with this `ba pack publish --key … --app …`"
         case .wrongApp(let app, let listed):
             "the download manifest is for \(listed.isEmpty ? "no app" : listed.joined(separator: ", ")), not \(app): refused (publish it with `ba pack publish --app \(app)`)"
         case .expired(let date):
@@ -118,8 +119,9 @@ package enum ManifestTrust {
         }
     }
 
-    /// Accepts the manifest (with the mark to store: nil for a format 1 manifest, which has no
-    /// sequence) or says which rule refuses it, checked in this order: format 1 only unsigned;
+    /// Accepts the manifest (with the mark to store: nil for a manifest without a sequence, format 1
+    /// or a format 3 written by hand) or says which rule refuses it, checked in this order: a
+    /// manifest without a sequence only unsigned;
     /// the app among `apps` (a signed manifest must list it); not expired; the sequence not below
     /// the mark, and equal only with the same bytes; no local pack's version going down unless
     /// its entry `allowsDowngrade`.

@@ -1,3 +1,4 @@
+import BACore
 import BAHashing
 import Foundation
 
@@ -13,7 +14,8 @@ package enum PackMetadataFuzzing {
         /// A pack index: decoded, checked, laid out in bundles, sized, and planned against itself
         /// (an update) and against nothing (a first install).
         case index = 0
-        /// A download manifest (`manifest.json`), decoded.
+        /// A download manifest (`manifest.json`) in any format (Apple's shape, format 3, too),
+        /// decoded, checked, and written again.
         case manifest = 1
         /// Two pack indexes separated by a NUL byte (which JSON text never holds): each as with
         /// ``index``, then the first planned with the second installed, and with the second as
@@ -184,10 +186,21 @@ package enum PackMetadataFuzzing {
         return index
     }
 
-    /// A download manifest as basd reads one: decoded within bounds, then the replay rules
-    /// (``ManifestTrust``) against a history and local versions taken from it.
+    /// A download manifest as basd reads one, in any format (Apple's shape too): decoded within
+    /// bounds, then the replay rules (``ManifestTrust``) against a history and local versions taken
+    /// from it. What it accepts must come back the same through the publisher's writer of its
+    /// format (`userInfo` aside: JSON numbers such as `1.0` and `1` read alike).
     private static func exerciseManifest(_ document: [UInt8]) {
         guard let manifest = try? PackPublisher.DownloadManifest.decode(document) else { return }
+        if let written = try? manifest.wireDocument(),
+            let bytes = try? JSONCoding.encoder.encode(JSONValue.object(written))
+        {
+            var reread = try? PackPublisher.DownloadManifest.decode(Array(bytes))
+            var original = manifest
+            for index in original.assetPacks.indices { original.assetPacks[index].userInfo = nil }
+            for index in reread?.assetPacks.indices ?? 0..<0 { reread?.assetPacks[index].userInfo = nil }
+            precondition(reread == original, "a manifest read in format \(manifest.formatVersion) is written otherwise")
+        }
         let local = Dictionary(
             manifest.assetPacks.map { ($0.assetPackID, $0.version) }, uniquingKeysWith: { first, _ in first })
         for mark in [nil, ManifestTrust.Mark(sequence: manifest.sequence ?? 1, sha256: "")] {

@@ -3,8 +3,9 @@ import BAHashing
 import Foundation
 
 /// `ba pack publish`: the download manifest devices read at the app's `BAManifestURL`
-/// (`PUBLISH_DIR/manifest.json`): for the newest version of each pack in the folder, its id,
-/// version, download size, policy, `userInfo`, and the URL and SHA-256 of its index. With a key,
+/// (`PUBLISH_DIR/manifest.json`), in Apple's self-hosted shape (format 3): for the newest version
+/// of each pack in the folder, its id, version, download size, policy, `userInfo`, and the URL and
+/// SHA-256 of its index. With a key,
 /// `manifest.json.sig` holds its Ed25519 signature (base64): the chain a device checks is
 /// signature → manifest → index SHA-256 → chunk SHA-256s → file SHA-256s.
 package enum PackPublisher {
@@ -12,7 +13,7 @@ package enum PackPublisher {
     package static let ownKeys: Set<String> = ["formatVersion", "sequence", "expires", "apps", "assetPacks"]
 
     /// Writes `manifest.json` (and `manifest.json.sig` with `signingKey`) into `publishDirectory`:
-    /// format 2, with a sequence one above the folder's last manifest's, an expiry and the apps
+    /// format 3 (or 2), with a sequence one above the folder's last manifest's, an expiry and the apps
     /// it is for (what a device needs to refuse a replayed, frozen or misdirected manifest).
     ///
     /// - Parameters:
@@ -26,12 +27,17 @@ package enum PackPublisher {
     ///   - expires: When devices stop accepting it (`--expires`, 30 days by default).
     ///   - downgrades: Packs to publish at an older version on purpose (ID → version): their
     ///     entries say `allowsDowngrade`, without which a device refuses to go back.
+    ///   - format: 3 (Apple's self-hosted shape: `id`, `url`, `host`), or 2 (our own keys, which a
+    ///     basd from before format 3 reads; `--manifest-format 2`).
     package static func publish(
         _ publishDirectory: String, baseURL: String, signingKey: [UInt8]? = nil,
         mergingKeys: [String: JSONValue] = [:], apps: [String] = [],
         expires: Date = Date().addingTimeInterval(30 * 86400),
-        downgrades: [String: Int] = [:]
+        downgrades: [String: Int] = [:], format: Int = DownloadManifest.currentFormat
     ) throws(PackError) -> DownloadManifest {
+        guard format == 2 || format == DownloadManifest.currentFormat else {
+            throw PackError("the download manifest is written in format 2 or 3 (Apple's shape), not \(format)")
+        }
         if signingKey != nil && apps.isEmpty {
             throw PackError(
                 "a signed manifest names the app(s) it is for, so that it cannot be served to another: add --app BUNDLE_ID"
@@ -90,17 +96,13 @@ package enum PackPublisher {
             throw PackError("--downgrade names \(unknown), which \(packs) does not hold")
         }
         let manifest = DownloadManifest(
-            sequence: try lastSequence(publishDirectory) + 1, expires: DownloadManifest.formatDate(expires),
+            formatVersion: format, sequence: try lastSequence(publishDirectory) + 1,
+            expires: DownloadManifest.formatDate(expires),
             apps: apps.isEmpty ? nil : apps, assetPacks: entries)
-        var bytes: [UInt8]
+        let bytes: [UInt8]
         do {
-            bytes = Array(try JSONCoding.encoder.encode(manifest))
-            if !mergingKeys.isEmpty,
-                case .object(let own) = try JSONCoding.decoder.decode(JSONValue.self, from: Data(bytes))
-            {
-                bytes = Array(
-                    try JSONCoding.encoder.encode(JSONValue.object(own.merging(mergingKeys) { own, _ in own })))
-            }
+            let own = try manifest.wireDocument()
+            bytes = Array(try JSONCoding.encoder.encode(JSONValue.object(own.merging(mergingKeys) { own, _ in own })))
         } catch {
             throw PackError("cannot encode the download manifest: \(error)")
         }
@@ -136,8 +138,7 @@ package enum PackPublisher {
         let path = publishDirectory + "/manifest.json"
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         do {
-            return try JSONCoding.decoder.decode(
-                DownloadManifest.self, from: Data(RegularFile.read(path, limit: PackLimits.maximumManifestBytes)))
+            return try DownloadManifest.decodeUnchecked(RegularFile.read(path, limit: PackLimits.maximumManifestBytes))
         } catch {
             throw PackError("cannot read \(path): \(error)")
         }

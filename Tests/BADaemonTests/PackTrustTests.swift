@@ -161,6 +161,8 @@ struct PackTrustTests {
         let manifestPath = fixture.publish + "/manifest.json"
         let old = try Data(contentsOf: URL(fileURLWithPath: manifestPath))
         let oldSignature = try Data(contentsOf: URL(fileURLWithPath: manifestPath + ".sig"))
+        // In Apple's shape (format 3): what is replayed below is a signed manifest of that shape.
+        #expect(String(decoding: old, as: UTF8.self).contains(#""id":"base""#))
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])

@@ -126,7 +126,7 @@ struct PackMetadataBoundsTests {
             (manifestJSON(twice: true), "id"),
             (manifestJSON(indexURL: "file:///etc/passwd"), "indexURL"),
             (manifestJSON(indexURL: "https://cdn.example.com/packs/other/1.json"), "indexURL"),
-            (manifestJSON(format: 3), "format"),
+            (manifestJSON(format: 4), "format"),
             (manifestJSON(sequence: nil), "sequence"),
             (manifestJSON(sequence: 0), "sequence"),
             (manifestJSON(expires: nil), "expires"),
