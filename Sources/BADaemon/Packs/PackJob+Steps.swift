@@ -158,7 +158,7 @@ extension PackService {
         transfers.fetchPackFile(
             .init(
                 id: id, url: base + unit.path, destination: name, expectedSize: unit.size, essential: job.essential,
-                sink: sink), for: job.app,
+                sink: sink, allowsMetered: fetchesAllowMetered(job)), for: job.app,
             progress: { [self] bytes in
                 guard live(job) else { return }
                 run(job, .fetchProgress(unit.key, bytes: bytes, at: clock.instant))
@@ -182,6 +182,8 @@ extension PackService {
                 run(job, .accepted(unit.key, bytesPresent: present, at: clock.instant))
             }
         }
+        // Made without the metered network when it needs consent: say it waits.
+        consentChanged(job)
     }
 
     /// Verifies every file, makes the version read-only and durable, and switches the link (on

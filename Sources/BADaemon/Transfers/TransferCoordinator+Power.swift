@@ -46,7 +46,8 @@ extension TransferCoordinator {
         let reason = backgroundHoldReason
         let changed = window.backgroundHeld != (reason != nil) || reportedBackgroundHold != reason
         perform(window.handle(.powerModeChanged(held: reason != nil)))
-        if meteredHeld != network.metered {
+        let meteredChanged = meteredHeld != network.metered
+        if meteredChanged {
             meteredHeld = network.metered
             engine.holdMetered(network.metered)
         }
@@ -54,6 +55,7 @@ extension TransferCoordinator {
             reportedBackgroundHold = reason
             delegate?.transfers(self, backgroundHoldChanged: reason)
         }
+        if meteredChanged { delegate?.transfers(self, meteredChanged: network.metered) }
     }
 }
 
