@@ -22,7 +22,7 @@ struct PackMeteredConsentTests {
     /// The fixture with `base` (essential, 2 MiB), `small` (prefetch, 200 KB) and `big` (prefetch,
     /// 3 MiB) published in 1 MiB bundles, and a basd on `system` whose network is `metered`.
     static func start(
-        _ system: TestBus, metered: UInt32
+        _ system: TestBus, metered: UInt32, waitOnMeteredNetwork: Bool = false
     ) async throws -> (PackFixture, DaemonProcess, ChildProcess) {
         let fixture = try await PackFixture.make()
         try fixture.write(
@@ -30,10 +30,12 @@ struct PackMeteredConsentTests {
         try fixture.write(
             pack: "small", policy: PackFixture.prefetch, files: ["s.bin": PackFixture.random(200_000, seed: 3503)])
         try fixture.write(pack: "big", policy: PackFixture.prefetch, files: ["b.bin": big])
-        try await fixture.publish(["base", "small", "big"], version: 1, bundleSize: 1 << 20)
+        try fixture.write(
+            pack: "later", policy: PackFixture.onDemand, files: ["l.bin": PackFixture.random(100_000, seed: 3504)])
+        try await fixture.publish(["base", "small", "big", "later"], version: 1, bundleSize: 1 << 20)
+        let waits = waitOnMeteredNetwork ? "" : #""waitOnMeteredNetwork": false, "#
         let (daemon, manager) = try await DesktopIntegrationTests.daemonOnNetwork(
-            system, metered: metered,
-            settings: #"{"waitOnMeteredNetwork": false, "meteredPackConsentBytes": \#(threshold)}"#)
+            system, metered: metered, settings: #"{\#(waits)"meteredPackConsentBytes": \#(threshold)}"#)
         return (fixture, daemon, manager)
     }
 
@@ -68,11 +70,16 @@ struct PackMeteredConsentTests {
         #expect(fetch > Self.threshold && fetch <= big["downloadSize"] as? Int ?? 0, "\(big)")
         #expect(big["writeBytes"] as? Int == Self.big.count, "\(big)")
         #expect(Self.bundleRequests(fixture, "big").isEmpty, "\(fixture.server.requests)")
+        // On demand, not started: the manifest's size to fetch; what it writes is not known yet.
+        let later = try #require(packs["later"])
+        #expect(later["fetchBytes"] as? Int == later["downloadSize"] as? Int && later["fetchBytes"] != nil, "\(later)")
+        #expect(later["writeBytes"] == nil && later["waitingFor"] == nil, "\(later)")
         try await DesktopIntegrationTests.logged(daemon, "more than meteredPackConsentBytes (\(Self.threshold))")
 
         // The CLI's table and the Python client say the same.
         let table = try await runProcess(ba, ["packs", "--app", PackFixture.app, "--socket", daemon.socketPath])
-        #expect(table.stdout.contains("to fetch, 3.0 MiB to write"), "\(table.stdout)")
+        let bigLine = table.stdout.split(separator: "\n").first { $0.contains(" big ") } ?? ""
+        #expect(bigLine.contains("0 B of 3.0 MiB, ") && bigLine.contains(" to fetch"), "\(table.stdout)")
         #expect(table.stdout.contains("waiting for meteredNetwork"), "\(table.stdout)")
         let python = try await runProcess(
             "/usr/bin/env",
@@ -132,6 +139,13 @@ struct PackMeteredConsentTests {
         defer { daemon.kill() }
         // The first bundle of big stops after 300 000 bytes: its fetch stays under way.
         fixture.server.setBehavior(.stall(afterBytes: 300_000), for: "/packs/big/1-0.bundle")
+        let events = try ChildProcess(ba, ["events", "--follow", "--json", "--socket", daemon.socketPath])
+        defer { events.kill() }
+        try await offThePool {
+            try events.wait("ba events to follow", timeout: 30) { child in
+                child.stderrLines.contains { $0.contains("following events from basd") }
+            }
+        }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
         _ = try await fixture.waitForPacks(daemon, "big's first bundle under way, unmetered") { _ in
@@ -154,6 +168,18 @@ struct PackMeteredConsentTests {
         fixture.server.setBehavior(nil, for: "/packs/big/1-0.bundle")
         try DesktopIntegrationTests.setMetered(manager, 2)
         _ = try await fixture.waitForPacks(daemon, "big local") { $0["big"]?["localVersion"] as? Int == 1 }
+        // Its followers heard each wait and each going on, once, then the end.
+        let kinds = try await offThePool {
+            try events.wait("big's finished event", timeout: 30) { child in
+                Self.packEvents(child.stdoutLines, "big").last == "finished"
+            }
+            return Self.packEvents(events.stdoutLines, "big")
+        }
+        let cycle = ["paused meteredNetwork", "began"]
+        var expected = ["began"]
+        for _ in 0..<4 { expected += cycle }
+        expected.append("finished")
+        #expect(kinds == expected, "\(kinds)")
         let bytes = try Data(contentsOf: URL(fileURLWithPath: PackFixture.packPath(daemon, "big") + "/big/b.bin"))
         #expect(Array(bytes) == Self.big)
         // Parked and resumed from what it had: later requests of the bundle ask for a Range.
@@ -161,5 +187,75 @@ struct PackMeteredConsentTests {
         #expect(requests.count >= 2, "\(requests)")
         #expect(requests.dropFirst().contains { $0.header("range") != nil }, "\(requests)")
         try await DesktopIntegrationTests.logged(daemon, "the network is not metered (or consent was given); going on")
+    }
+
+    @Test(
+        "waitOnMeteredNetwork on (the default): every prefetch pack waits; `ba packs ensure` (consent) starts the large one at once"
+    )
+    func ensureWithTheBackgroundHold() async throws {
+        try #require(TestBus.available, Comment(rawValue: TestBus.unavailableReason ?? ""))
+        let system = try TestBus(.system)
+        defer { system.stop() }
+        let (fixture, daemon, _) = try await Self.start(system, metered: 1, waitOnMeteredNetwork: true)
+        defer { fixture.remove() }
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        let waiting = try await fixture.waitForPacks(daemon, "small and big waiting for the metered network") {
+            $0["small"]?["waitingFor"] as? String == "meteredNetwork"
+                && $0["big"]?["waitingFor"] as? String == "meteredNetwork"
+        }
+        #expect(waiting["base"]?["localVersion"] as? Int == 1, "\(waiting)")
+        let ensure = try await runProcess(
+            ba, ["packs", "ensure", PackFixture.app, "big", "--socket", daemon.socketPath])
+        #expect(ensure.status == 0, "\(ensure.stdout)\(ensure.stderr)")
+        let after = try await fixture.packs(daemon)
+        #expect(after["big"]?["localVersion"] as? Int == 1, "\(after)")
+        // The one not asked for still waits (the background hold: today's rule under the threshold).
+        #expect(after["small"]?["localVersion"] == nil, "\(after)")
+        #expect(after["small"]?["waitingFor"] as? String == "meteredNetwork", "\(after)")
+    }
+
+    @Test("a manifest that gives a small downloadSize for a large pack: its index is refused (1102), no bundle fetched")
+    func aLyingManifestSlipsNothingThrough() async throws {
+        try #require(TestBus.available, Comment(rawValue: TestBus.unavailableReason ?? ""))
+        let system = try TestBus(.system)
+        defer { system.stop() }
+        let (fixture, daemon, _) = try await Self.start(system, metered: 1)
+        defer { fixture.remove() }
+        defer { daemon.kill() }
+        // The publisher's manifest (unsigned here) says big needs 500 000 bytes, under the threshold.
+        let path = fixture.publish + "/manifest.json"
+        var manifest = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        var entries = try #require(manifest["assetPacks"] as? [[String: Any]])
+        for number in entries.indices
+        where entries[number]["assetPackID"] as? String == "big" || entries[number]["id"] as? String == "big" {
+            entries[number]["downloadSize"] = 500_000
+        }
+        manifest["assetPacks"] = entries
+        try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: path))
+
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        let packs = try await fixture.waitForPacks(daemon, "big to fail") { $0["big"]?["errorCode"] != nil }
+        #expect(packs["big"]?["errorCode"] as? Int == 1102, "\(packs)")
+        #expect(packs["big"]?["localVersion"] == nil, "\(packs)")
+        // Until then it said the manifest's figure, the only one known before the index.
+        #expect(packs["big"]?["fetchBytes"] as? Int == 500_000, "\(packs)")
+        #expect(Self.bundleRequests(fixture, "big").isEmpty, "\(fixture.server.requests)")
+        try await DesktopIntegrationTests.logged(daemon, "more than the 500000 the signed manifest gives: refused")
+    }
+
+    /// The kinds of `pack`'s events in `ba events --follow --json` lines, without `progress`
+    /// (`paused` with what it waits for).
+    static func packEvents(_ lines: [String], _ pack: String) -> [String] {
+        lines.compactMap { line -> String? in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let event = object["pack"] as? [String: Any], event["assetPackID"] as? String == pack,
+                let kind = event["kind"] as? String, kind != "progress"
+            else { return nil }
+            return ([kind] + [event["waitingFor"] as? String].compactMap { $0 }).joined(separator: " ")
+        }
     }
 }

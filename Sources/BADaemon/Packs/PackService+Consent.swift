@@ -70,6 +70,14 @@ extension PackService {
         }
     }
 
+    /// The event of a job when the background hold ends: `began`, or `paused` (`meteredNetwork`)
+    /// when it still waits for consent (its followers are then told `began` when that ends).
+    func afterBackgroundHold(_ job: PackJob) -> PackEvent.Kind {
+        guard job.consentPaused, !job.waitingForServer else { return .began }
+        job.consentPauseSent = true
+        return .paused(.meteredNetwork)
+    }
+
     /// The network turned metered, or not: each job that needs consent waits, or goes on (the
     /// engine parks or releases its fetches).
     func meteredChanged() {

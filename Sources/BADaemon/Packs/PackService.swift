@@ -475,7 +475,7 @@ final class PackService: @unchecked Sendable {
         for job in jobs.values where !job.essential && job.waitingFor == nil {
             send(
                 PackEvent(
-                    reason.map { .paused(WaitingReason($0)) } ?? .began, appIdentifier: job.key.app,
+                    reason.map { .paused(WaitingReason($0)) } ?? afterBackgroundHold(job), appIdentifier: job.key.app,
                     assetPackID: job.key.pack, version: job.entry.version))
         }
     }

@@ -51,11 +51,12 @@ extension TransferCoordinator {
             meteredHeld = network.metered
             engine.holdMetered(network.metered)
         }
+        // First: a pack's consent wait is known before the background hold's change is told.
+        if meteredChanged { delegate?.transfers(self, meteredChanged: network.metered) }
         if changed {
             reportedBackgroundHold = reason
             delegate?.transfers(self, backgroundHoldChanged: reason)
         }
-        if meteredChanged { delegate?.transfers(self, meteredChanged: network.metered) }
     }
 }
 
