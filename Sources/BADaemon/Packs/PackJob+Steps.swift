@@ -148,7 +148,9 @@ extension PackService {
             return
         }
         fetchSequence += 1
-        let id = "\(job.key.app)/\(job.key.pack)/\(job.entry.version)/\(unit.key)"
+        // Unique per fetch: a job started again for the same version (a request, a repair) must not
+        // share an id with the stopped job's fetch, whose cancellation may reach the engine later.
+        let id = "\(job.key.app)/\(job.key.pack)/\(job.entry.version)/\(unit.key)/\(fetchSequence)"
         job.fetchIDs[unit.key] = id
         let log = self.log
         let key = job.key
