@@ -93,6 +93,17 @@ struct PackMeteredConsentTests {
             ])
         #expect(python.stdout == "(\(fetch), \(Self.big.count), True)\n", "\(python.stdout)\(python.stderr)")
 
+        // The Swift app API's Linux addition says the same.
+        let app = try TestApp(
+            socketPath: daemon.socketPath, bundleIdentifier: PackFixture.app, group: PackFixture.group)
+        defer { app.kill() }
+        let estimate = try await app.run("estimate big")
+        #expect(estimate.bool("ok") == true, "\(estimate)")
+        #expect(estimate.int("fetch") == fetch && estimate.int("write") == Self.big.count, "\(estimate)")
+        #expect(estimate.bool("waits") == true, "\(estimate)")
+        let unknown = try await app.run("estimate nothing")
+        #expect(unknown.bool("ok") == false, "\(unknown)")
+
         // Not metered any more: it goes.
         try DesktopIntegrationTests.setMetered(manager, 2)
         let done = try await fixture.waitForPacks(daemon, "big local once the network is not metered") {
