@@ -94,9 +94,14 @@ extension PackService {
         !job.essential && !job.fetchIDs.isEmpty
     }
 
-    /// What `job` waits for in a listing, after its own waits and the background hold.
-    func consentWait(_ job: PackJob) -> WaitingReason? {
-        waitsForConsent(job) ? .meteredNetwork : nil
+    /// What `job` waits for in a listing because of the network or power (``PackConsent/hold(of:backgroundHold:metered:threshold:)``),
+    /// after its own waits (space).
+    func networkWait(_ job: PackJob) -> WaitingReason? {
+        let conditions = consentConditions
+        return PackConsent.hold(
+            of: consentJob(job), backgroundHold: transfers.backgroundHold, metered: conditions.metered,
+            threshold: conditions.threshold
+        ).map(WaitingReason.init)
     }
 
     /// The listing's ``PackInfo/fetchBytes`` and ``PackInfo/writeBytes`` of `row`.

@@ -423,9 +423,7 @@ final class PackService: @unchecked Sendable {
                 info.bytesFetched = job.bytesFetched
                 info.bytesToFetch = job.bytesToFetch
                 info.bytesReused = job.bytesReused
-                info.waitingFor =
-                    job.waitingFor ?? (!job.essential ? transfers.backgroundHold.map(WaitingReason.init) : nil)
-                    ?? consentWait(job)
+                info.waitingFor = job.waitingFor ?? networkWait(job)
                 if info.waitingFor == nil, let wait = transfers.serverWait(of: job.entry.indexURL) {
                     // Its server gives no answer: it goes on at the server's first answer.
                     info.waitingFor = .server
