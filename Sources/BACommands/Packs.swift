@@ -229,6 +229,14 @@ enum PackCalls {
             if let present = pack.bytesPresent, let total = pack.bytesTotal {
                 progress = "\(HumanReadable.bytes(present)) of \(HumanReadable.bytes(total))"
                 if let reused = pack.bytesReused, reused > 0 { progress += " (\(HumanReadable.bytes(reused)) reused)" }
+                // Held (a metered network, Low Power Mode…): what it will still fetch when it goes.
+                if pack.waitingFor != nil, let fetch = pack.fetchBytes, fetch > 0 {
+                    progress += ", \(HumanReadable.bytes(fetch)) to fetch"
+                }
+            } else if let fetch = pack.fetchBytes, fetch > 0 || pack.writeBytes ?? 0 > 0 {
+                // What it will fetch and write if ensured now (an update: its delta, once planned).
+                progress = HumanReadable.bytes(fetch) + " to fetch"
+                if let write = pack.writeBytes { progress += ", \(HumanReadable.bytes(write)) to write" }
             } else if let size = pack.downloadSize, pack.localVersion == nil {
                 progress = HumanReadable.bytes(size) + " to download"
             }

@@ -128,6 +128,14 @@ package struct PackInfo: Sendable, Hashable, Codable {
     /// The error code of ``error`` (`docs/protocol.md`, "Errors": 1102 refused metadata, 1110 a
     /// parked job, …); nil when it has none.
     package var errorCode: Int?
+    /// What the pack will fetch from the network (compressed bytes) and write to disk if it is
+    /// ensured now, known before it starts (`docs/packs.md`, "Size before fetching"): 0 for a
+    /// current pack; the manifest's `downloadSize` (at most what it fetches) until basd has read
+    /// the version's index; then the index's figures, and once planned against the local
+    /// version, what the plan still fetches and writes (an update's delta). `writeBytes` is nil
+    /// until the index is read. Both nil for a pack no longer listed.
+    package var fetchBytes: Int64?
+    package var writeBytes: Int64?
 
     package init(appIdentifier: String, assetPackID: String, status: PackStatus) {
         self.appIdentifier = appIdentifier

@@ -27,6 +27,7 @@ import Foundation
 /// | `allowedHosts` | non-empty array of host names, IP addresses or `*.` wildcards, each optionally with `:PORT` | none (every host) |
 /// | `waitOnMeteredNetwork` | boolean | `true` |
 /// | `lowPowerModeOnBattery` | boolean | `false` |
+/// | `meteredPackConsentBytes` | integer ≥ 0 | 200 000 000 (200 MB, Google Play's) |
 ///
 /// ```json
 /// { "backgroundActivity": false, "dailyRuntimeAllowanceSeconds": 600 }
@@ -94,6 +95,12 @@ package struct BasdSettings: Sendable, Equatable {
     /// Mode, as the power-saver profile does: no extension runs, background downloads and
     /// non-essential asset packs wait. Default false (power-profiles-daemon's profile decides).
     package var lowPowerModeOnBattery = false
+    /// Above this many bytes to fetch, an asset pack that is neither essential nor asked for by
+    /// its app (`ensureLocalAvailability`, `ba packs ensure`: asking is consent) waits while the
+    /// network is metered, whatever ``waitOnMeteredNetwork`` says (``PackConsent``). 0: every
+    /// such pack with anything to fetch waits. Default 200 000 000 (200 MB, Google Play's
+    /// cellular-consent threshold).
+    package var meteredPackConsentBytes: Int64 = 200_000_000
 
     /// The default settings, with any value overridden.
     package init(
@@ -146,7 +153,7 @@ package struct BasdSettings: Sendable, Equatable {
         "periodicMinimumIntervalSeconds", "periodicMaximumIntervalSeconds", "quarantineThreshold",
         "extensionCallTimeoutSeconds", "purgeFreeSpaceThresholdBytes", "automaticPurge",
         "backgroundDownloadConcurrency", "extensionSandbox", "caFile", "caDirectory", "pinnedPublicKey",
-        "allowedHosts", "waitOnMeteredNetwork", "lowPowerModeOnBattery",
+        "allowedHosts", "waitOnMeteredNetwork", "lowPowerModeOnBattery", "meteredPackConsentBytes",
     ]
 
     /// The largest settings file read (1 MiB); anything bigger is not a hand-written config.
@@ -250,6 +257,8 @@ package struct BasdSettings: Sendable, Equatable {
         settings.waitOnMeteredNetwork = try reader.bool("waitOnMeteredNetwork") ?? settings.waitOnMeteredNetwork
         settings.lowPowerModeOnBattery =
             try reader.bool("lowPowerModeOnBattery") ?? settings.lowPowerModeOnBattery
+        settings.meteredPackConsentBytes =
+            try reader.integer("meteredPackConsentBytes", minimum: 0) ?? settings.meteredPackConsentBytes
         settings.caFile = try reader.path("caFile", directory: false)
         settings.caDirectory = try reader.path("caDirectory", directory: true)
         if let pin = try reader.string("pinnedPublicKey") {

@@ -310,7 +310,7 @@ public actor AssetPackManager {
 
     /// A `packs` request, off the cooperative pool (the connection blocks). A lost connection
     /// throws its ``BAError`` (55 or 56), or ``PackConnection/Lost`` with `passingLoss`.
-    private func call(_ command: PackCommand, passingLoss: Bool = false) async throws -> [PackInfo] {
+    func call(_ command: PackCommand, passingLoss: Bool = false) async throws -> [PackInfo] {
         let connection = self.connection
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {

@@ -289,3 +289,37 @@ import Testing
         #expect(file.settings == BasdSettings())
     }
 }
+
+/// `meteredPackConsentBytes`: Google Play's 200 MB by default; 0 and Int64.max are the ends; a
+/// negative, fractional, too large or non-number value is refused with the key named.
+@Suite struct MeteredPackConsentSettingTests {
+    func load(_ text: String) throws -> Result<BasdSettings, SettingsError> {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = try directory.write(text, to: "config.json")
+        do { return .success(try BasdSettings.load(path: path)) } catch { return .failure(error) }
+    }
+
+    @Test func theDefaultIsPlays200MB() throws {
+        #expect(BasdSettings().meteredPackConsentBytes == 200_000_000)
+        #expect(try load("{}").get().meteredPackConsentBytes == 200_000_000)
+    }
+
+    @Test(arguments: [("0", Int64(0)), ("1048576", 1 << 20), ("9223372036854775807", Int64.max)])
+    func accepted(value: String, expected: Int64) throws {
+        #expect(try load(#"{"meteredPackConsentBytes": \#(value)}"#).get().meteredPackConsentBytes == expected)
+    }
+
+    @Test(arguments: [
+        ("-1", SettingsError.Code.invalidValue), ("-9223372036854775808", .invalidValue), ("1.5", .wrongType),
+        ("1e30", .wrongType), ("99999999999999999999999", .wrongType), ("\"200MB\"", .wrongType), ("null", .wrongType),
+    ])
+    func refused(value: String, code: SettingsError.Code) throws {
+        guard case .failure(let error) = try load(#"{"meteredPackConsentBytes": \#(value)}"#) else {
+            Issue.record("\(value) was accepted")
+            return
+        }
+        #expect(error.code == code, "\(error)")
+        #expect(error.key == "meteredPackConsentBytes", "\(error)")
+    }
+}

@@ -15,6 +15,7 @@
 //   relstatus ID VERSION             status(relativeTo:) of that version
 //   lversion ID | lsize ID METHOD    localVersion(ofAssetPackWithID:) | localSize(…, calculationMethod: logical|allocated)
 //   removepack ID                    remove(assetPackWithID:)
+//   estimate ID                      downloadEstimate(for:) (Linux addition)
 import BackgroundAssets
 import Foundation
 
@@ -159,6 +160,16 @@ func runPackCommand(_ words: [String]) -> Bool {
         later(command) {
             let pack = AssetPack(id: words[1], version: Int(words[2]) ?? 0, downloadSize: 0)
             return ["status": try await manager.status(relativeTo: pack).rawValue]
+        }
+    case ("estimate", 2):
+        later(command) {
+            let estimate = try await manager.downloadEstimate(
+                for: AssetPack(id: words[1], version: 0, downloadSize: 0))
+            return [
+                "fetch": estimate.bytesToFetch.map { Int($0) as Any } ?? NSNull(),
+                "write": estimate.bytesToWrite.map { Int($0) as Any } ?? NSNull(),
+                "waits": estimate.waitsForMeteredNetwork,
+            ]
         }
     case ("removepack", 2):
         later(command) {

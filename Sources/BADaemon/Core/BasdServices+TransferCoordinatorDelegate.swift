@@ -46,4 +46,8 @@ extension BasdServices: TransferCoordinatorDelegate {
     func transfers(_ transfers: TransferCoordinator, server: String, waiting: TransferCoordinator.ServerWait?) {
         packs.serverChanged(server, waiting: waiting)
     }
+
+    func transfers(_ transfers: TransferCoordinator, meteredChanged metered: Bool) {
+        packs.meteredChanged()
+    }
 }

@@ -148,7 +148,9 @@ extension PackService {
             return
         }
         fetchSequence += 1
-        let id = "\(job.key.app)/\(job.key.pack)/\(job.entry.version)/\(unit.key)"
+        // Unique per fetch: a job started again for the same version (a request, a repair) must not
+        // share an id with the stopped job's fetch, whose cancellation may reach the engine later.
+        let id = "\(job.key.app)/\(job.key.pack)/\(job.entry.version)/\(unit.key)/\(fetchSequence)"
         job.fetchIDs[unit.key] = id
         let log = self.log
         let key = job.key
@@ -158,7 +160,7 @@ extension PackService {
         transfers.fetchPackFile(
             .init(
                 id: id, url: base + unit.path, destination: name, expectedSize: unit.size, essential: job.essential,
-                sink: sink), for: job.app,
+                sink: sink, allowsMetered: fetchesAllowMetered(job)), for: job.app,
             progress: { [self] bytes in
                 guard live(job) else { return }
                 run(job, .fetchProgress(unit.key, bytes: bytes, at: clock.instant))
@@ -182,6 +184,8 @@ extension PackService {
                 run(job, .accepted(unit.key, bytesPresent: present, at: clock.instant))
             }
         }
+        // Made without the metered network when it needs consent: say it waits.
+        consentChanged(job)
     }
 
     /// Verifies every file, makes the version read-only and durable, and switches the link (on

@@ -29,6 +29,10 @@ final class PackJob: @unchecked Sendable {
     var fetchIDs: [String: String] = [:]
     /// Its server gives no answer: it was told `paused` (`server`), and is told `began` when it answers.
     var waitingForServer = false
+    /// It waits for consent to fetch on a metered network (``PackConsent``), and whether its
+    /// followers were told `paused` for it (they are told `began` when it ends).
+    var consentPaused = false
+    var consentPauseSent = false
     /// The staging folder (see ``StagingBox``).
     var staging: StagingBox?
 

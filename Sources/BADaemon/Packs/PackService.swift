@@ -195,8 +195,10 @@ final class PackService: @unchecked Sendable {
         case .download(let essential):
             guard let entry else { break }
             if let job = jobs[key] {
-                // Already on its way: an essential wait only makes it more urgent.
-                if job.entry.version == entry.version {
+                // Already on its way: an essential wait only makes it more urgent; fetches in
+                // flight made as background ones (held on a metered network, in Low Power
+                // Mode) are made again as urgent ones (``restartsWhenUrgent(_:)``).
+                if job.entry.version == entry.version, !(essential && restartsWhenUrgent(job)) {
                     if essential { job.essential = true }
                     break
                 }
@@ -421,8 +423,7 @@ final class PackService: @unchecked Sendable {
                 info.bytesFetched = job.bytesFetched
                 info.bytesToFetch = job.bytesToFetch
                 info.bytesReused = job.bytesReused
-                info.waitingFor =
-                    job.waitingFor ?? (!job.essential ? transfers.backgroundHold.map(WaitingReason.init) : nil)
+                info.waitingFor = job.waitingFor ?? networkWait(job)
                 if info.waitingFor == nil, let wait = transfers.serverWait(of: job.entry.indexURL) {
                     // Its server gives no answer: it goes on at the server's first answer.
                     info.waitingFor = .server
@@ -446,6 +447,7 @@ final class PackService: @unchecked Sendable {
                 status.insert(.failed)
             }
             info.status = status
+            fillSizes(&info, row: row, job: job)
             return info
         }
     }
@@ -471,7 +473,7 @@ final class PackService: @unchecked Sendable {
         for job in jobs.values where !job.essential && job.waitingFor == nil {
             send(
                 PackEvent(
-                    reason.map { .paused(WaitingReason($0)) } ?? .began, appIdentifier: job.key.app,
+                    reason.map { .paused(WaitingReason($0)) } ?? afterBackgroundHold(job), appIdentifier: job.key.app,
                     assetPackID: job.key.pack, version: job.entry.version))
         }
     }

@@ -130,6 +130,8 @@ extension TransferCoordinator {
         /// pack's unit): resumed with `Range` and no validator (``DownloadSink``). Needs
         /// `expectedSize`; `done` then gets `destination`, where nothing was written.
         var sink: (any DownloadSink)? = nil
+        /// False: the engine parks it while the network is metered (``PackConsent``).
+        var allowsMetered = true
     }
 
     /// Fetches one file for the pack service: the URL rules, `allowedHosts`, TLS settings, proxies
@@ -154,6 +156,7 @@ extension TransferCoordinator {
             allowList: app.launched ? nil : app.restrictions.domainAllowList.map(HostAllowList.init), trust: trust)
         request.durable = false
         request.sink = fetch.sink
+        request.allowsMeteredNetwork = fetch.allowsMetered
         addSideFetch(request, progress: progress) { result in
             switch result {
             case .success(let (path, _)):

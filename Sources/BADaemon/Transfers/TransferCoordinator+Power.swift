@@ -46,10 +46,13 @@ extension TransferCoordinator {
         let reason = backgroundHoldReason
         let changed = window.backgroundHeld != (reason != nil) || reportedBackgroundHold != reason
         perform(window.handle(.powerModeChanged(held: reason != nil)))
-        if meteredHeld != network.metered {
+        let meteredChanged = meteredHeld != network.metered
+        if meteredChanged {
             meteredHeld = network.metered
             engine.holdMetered(network.metered)
         }
+        // First: a pack's consent wait is known before the background hold's change is told.
+        if meteredChanged { delegate?.transfers(self, meteredChanged: network.metered) }
         if changed {
             reportedBackgroundHold = reason
             delegate?.transfers(self, backgroundHoldChanged: reason)

@@ -43,8 +43,13 @@ protocol TransferCoordinatorDelegate: AnyObject {
     /// `server` gives no answer (`waiting`: why, the next try; told again after each failed
     /// try), or answers again (nil): asset packs fetching from it wait for it, or go on.
     func transfers(_ transfers: TransferCoordinator, server: String, waiting: TransferCoordinator.ServerWait?)
+
+    /// NetworkManager says the network is metered now, or no longer: asset packs that need
+    /// consent to fetch on it (``PackConsent``) wait, or go on.
+    func transfers(_ transfers: TransferCoordinator, meteredChanged metered: Bool)
 }
 
 extension TransferCoordinatorDelegate {
+    func transfers(_ transfers: TransferCoordinator, meteredChanged metered: Bool) {}
     func transfers(_ transfers: TransferCoordinator, server: String, waiting: TransferCoordinator.ServerWait?) {}
 }

@@ -11,12 +11,13 @@ and read its files (without basd too). docs/packs-from-any-language.md walks thr
         data = client.read("levels", "maps/1.map")
 """
 
-from .client import AppClient, BasdError, PackEvent, PROTOCOL_VERSION, default_socket_path
+from .client import AppClient, BasdError, DownloadEstimate, PackEvent, PROTOCOL_VERSION, default_socket_path
 from .files import PackFiles, PackFileError
 
 __all__ = [
     "AppClient",
     "BasdError",
+    "DownloadEstimate",
     "PackEvent",
     "PackFiles",
     "PackFileError",

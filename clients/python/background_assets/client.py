@@ -41,6 +41,12 @@ class BasdError(Exception):
         self.message = message
 
 
+DownloadEstimate = collections.namedtuple(
+    "DownloadEstimate", ["fetch_bytes", "write_bytes", "waits_for_metered_network"])
+DownloadEstimate.__doc__ = """What making a pack local would fetch and write, and whether it waits for
+consent on a metered network (``AppClient.estimate``)."""
+
+
 class PackEvent:
     """One `packEvent`: `kind` (`began`, `progress`, `paused`, `finished`, `failed`, `removed`,
     `obsolete`), `pack`, `version`, the byte counts, `waiting_for` and `message` when given;
@@ -118,8 +124,23 @@ class AppClient:
 
     def packs(self):
         """The app's packs: a list of PackInfo dicts (docs/protocol.md): `assetPackID`, `policy`,
-        `localVersion`, `serverVersion`, `status`, `downloadSize`, `path` when local, …"""
+        `localVersion`, `serverVersion`, `status`, `downloadSize`, `path` when local,
+        `fetchBytes` and `writeBytes` (``estimate``), …"""
         return self._packs({"action": "list"})
+
+    def estimate(self, pack_id):
+        """What making `pack_id` local now would take, before it starts (docs/packs.md, "Size
+        before fetching"): a DownloadEstimate of `fetch_bytes` (compressed bytes from the
+        network), `write_bytes` (bytes written to disk; None until basd has read the version's
+        index) and `waits_for_metered_network` (it waits for a network that is not metered: it
+        is not essential, not asked for, and over basd's `meteredPackConsentBytes`, 200 MB by
+        default; ``ensure`` is consent). None when the app has no such pack; the byte counts are
+        None from a basd that does not report them."""
+        info = self.pack(pack_id)
+        if info is None:
+            return None
+        return DownloadEstimate(
+            info.get("fetchBytes"), info.get("writeBytes"), info.get("waitingFor") == "meteredNetwork")
 
     def pack(self, pack_id):
         """One pack's PackInfo, or None when the app has no such pack."""
