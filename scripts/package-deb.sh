@@ -78,7 +78,8 @@ Description: Background Assets for Linux: basd, ba and the extension runner
  .
  The package also ships what an app or an extension built against it
  needs: the BackgroundAssets library and modules, the C extension header
- and the Swift runtime they all share.
+ and the Swift runtime they all share; and for apps in C, the client
+ library of their asset packs (ba_client.h, pkg-config ba-client).
 CONTROL
 mkdir -p "$output"
 deb="$output/swift-background-assets_${version}_${arch}.deb"

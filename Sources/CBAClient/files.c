@@ -105,6 +105,7 @@ static int open_version(int links, const char *id) {
             errno = failure;
         }
         if (folder >= 0) return folder;
+        if (errno == ENOTDIR) errno = ELOOP; /* a link (or a file) where a folder should be */
         if (errno != ENOENT) return -1;
     }
     errno = ENOENT;
