@@ -31,7 +31,8 @@ struct CClientFilesTests {
             try manager.createDirectory(atPath: levels + "/maps/deep", withIntermediateDirectories: true)
             try Data("one".utf8).write(to: URL(fileURLWithPath: levels + "/maps/one.txt"))
             try Data([UInt8](repeating: 7, count: 5000)).write(to: URL(fileURLWithPath: levels + "/big.bin"))
-            try manager.createSymbolicLink(atPath: links + "/levels", withDestinationPath: "../.background-assets/packs/levels/2")
+            try manager.createSymbolicLink(
+                atPath: links + "/levels", withDestinationPath: "../.background-assets/packs/levels/2")
             // Planted: links below the version, a FIFO, a link to a folder outside.
             try manager.createSymbolicLink(atPath: levels + "/link.txt", withDestinationPath: "maps/one.txt")
             try manager.createSymbolicLink(atPath: levels + "/outside", withDestinationPath: "/etc")
@@ -39,12 +40,15 @@ struct CClientFilesTests {
             // Links of another form: to an absolute folder, to another pack's version, and a version
             // folder that is itself a link.
             try manager.createSymbolicLink(atPath: links + "/absolute", withDestinationPath: "/etc")
-            try manager.createSymbolicLink(atPath: links + "/other", withDestinationPath: "../.background-assets/packs/levels/2")
+            try manager.createSymbolicLink(
+                atPath: links + "/other", withDestinationPath: "../.background-assets/packs/levels/2")
             let sneaky = container + "/AppAssetPacks/.background-assets/packs/sneaky"
             try manager.createDirectory(atPath: sneaky, withIntermediateDirectories: true)
             try manager.createSymbolicLink(atPath: sneaky + "/1", withDestinationPath: "/etc")
-            try manager.createSymbolicLink(atPath: links + "/sneaky", withDestinationPath: "../.background-assets/packs/sneaky/1")
-            try manager.createSymbolicLink(atPath: links + "/huge", withDestinationPath: "../.background-assets/packs/huge/99999999999999999")
+            try manager.createSymbolicLink(
+                atPath: links + "/sneaky", withDestinationPath: "../.background-assets/packs/sneaky/1")
+            try manager.createSymbolicLink(
+                atPath: links + "/huge", withDestinationPath: "../.background-assets/packs/huge/99999999999999999")
         }
     }
 
@@ -67,7 +71,9 @@ struct CClientFilesTests {
 
     static func refused(_ errno: Int32) -> Result<[UInt8], Failure> { .failure(Failure(code: 2000, errno: errno)) }
 
-    @Test("a file of basd's form is read; planted links, FIFOs, `..` and paths over the bounds are refused with their errno")
+    @Test(
+        "a file of basd's form is read; planted links, FIFOs, `..` and paths over the bounds are refused with their errno"
+    )
     func refusals() throws {
         let layout = try Layout()
         defer { layout.folder.remove() }

@@ -11,13 +11,17 @@ struct CClientFuzzTests {
     func seededCorpus() async throws {
         let folder = try TemporaryDirectory()
         defer { folder.remove() }
-        let sources = ["json.c", "packs.c", "client.c", "files.c"].map { BuildProducts.source("Sources/CBAClient/" + $0) }
+        let sources = ["json.c", "packs.c", "client.c", "files.c"].map {
+            BuildProducts.source("Sources/CBAClient/" + $0)
+        }
         let fuzzer = folder.path + "/json-fuzzer"
         let build = try await runProcess(
             "/usr/bin/env",
-            ["clang", "-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=undefined",
-             "-I", BuildProducts.source("Sources/CBAClient/include"), "-o", fuzzer,
-             BuildProducts.source("Fuzz/client/json_fuzzer.c")] + sources)
+            [
+                "clang", "-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=undefined",
+                "-I", BuildProducts.source("Sources/CBAClient/include"), "-o", fuzzer,
+                BuildProducts.source("Fuzz/client/json_fuzzer.c"),
+            ] + sources)
         #expect(build.status == 0, "\(build.stderr.suffix(2000))")
         guard build.status == 0 else { return }
         // A copy: libFuzzer adds what it finds to the folder it is given.

@@ -114,7 +114,9 @@ final class FakeBasd: @unchecked Sendable {
             case .write(let bytes):
                 var offset = 0
                 while offset < bytes.count {
-                    let sent = bytes[offset...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    let sent = bytes[offset...].withUnsafeBytes {
+                        send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                    }
                     guard sent > 0 else { return }
                     offset += sent
                 }

@@ -31,7 +31,8 @@ struct CClientTests {
         try await fixture.publish(["base", "levels"], version: 1, bundleSize: 1 << 20)
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
-        let install = try await runProcess(fixture.ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        let install = try await runProcess(
+            fixture.ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
         #expect(try Self.launched(daemon) == false)
 
@@ -41,7 +42,9 @@ struct CClientTests {
         #expect(probe != nil, "\(error.code): \(error.text)")
         var listed: UnsafeMutablePointer<ba_client_pack_list>?
         #expect(ba_client_packs(probe, &listed, &error) == 0, "\(error.text)")
-        let ids = (0..<(listed?.pointee.count ?? 0)).compactMap { listed?.pointee.packs[$0].map { String(cString: $0.pointee.id) } }
+        let ids = (0..<(listed?.pointee.count ?? 0)).compactMap {
+            listed?.pointee.packs[$0].map { String(cString: $0.pointee.id) }
+        }
         #expect(Set(ids) == ["base", "levels"], "\(ids)")
         ba_client_pack_list_free(listed)
         #expect(ba_client_follow(probe, &error) == 0, "\(error.text)")
@@ -88,7 +91,9 @@ struct CClientTests {
 
         var data: UnsafeMutableRawPointer?
         var size = 0
-        #expect(ba_client_read(client, "levels", "levels/maps/one.bin", 8 << 20, &data, &size, &error) == 0, "\(error.text)")
+        #expect(
+            ba_client_read(client, "levels", "levels/maps/one.bin", 8 << 20, &data, &size, &error) == 0, "\(error.text)"
+        )
         #expect(size == big.count && data.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } == big)
         free(data)
         #expect(ba_client_read(client, "levels", "levels/maps/one.bin", 1000, &data, &size, &error) == -1)
@@ -117,7 +122,8 @@ struct CClientTests {
             }
             #expect(ba_client_next_event(client, &event, &error) >= 0, "\(error.text)")
             if let event {
-                removed = event.pointee.kind == BA_CLIENT_EVENT_REMOVED && String(cString: event.pointee.pack_id) == "levels"
+                removed =
+                    event.pointee.kind == BA_CLIENT_EVENT_REMOVED && String(cString: event.pointee.pack_id) == "levels"
             }
             ba_client_event_free(event)
         }
@@ -165,7 +171,8 @@ struct CClientTests {
         let log = ProgressLog()
         let result = withExtendedLifetime(log) {
             ba_client_ensure(
-                client, "levels", 0, ProgressLog.callback, Unmanaged.passUnretained(log).toOpaque(), 10_000, nil, &error)
+                client, "levels", 0, ProgressLog.callback, Unmanaged.passUnretained(log).toOpaque(), 10_000, nil, &error
+            )
         }
         fake.finish()
         #expect(result == -1 && error.code == 56, "\(error.code) \(error.text)")
@@ -188,7 +195,8 @@ struct CClientTests {
             (
                 "a NUL in a string",
                 FakeBasd.frame(
-                    #"{"type":"response","id":1,"result":{"type":"welcome","welcome":{"appGroupContainer":"/a\u0000b"}}}"#),
+                    #"{"type":"response","id":1,"result":{"type":"welcome","welcome":{"appGroupContainer":"/a\u0000b"}}}"#
+                ),
                 1001
             ),
             ("bad UTF-8", FakeBasd.frame(Array(#"{"type":"res"#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8)), 1001),
@@ -198,8 +206,15 @@ struct CClientTests {
             ("text after the object", FakeBasd.frame(#"{"type":"x"} {}"#), 1001),
             ("a truncated object", FakeBasd.frame(#"{"type":"response","id":1"#), 1001),
             ("a number with a leading zero", FakeBasd.frame(#"{"id":01}"#), 1001),
-            ("basd's error answer", FakeBasd.frame(#"{"type":"response","id":1,"result":{"type":"error","code":55,"message":"not registered"}}"#), 55),
-            ("an unknown frame, then the welcome", FakeBasd.frame(#"{"type":"event","event":{"x":1e400}}"#) + FakeBasd.welcome(), nil),
+            (
+                "basd's error answer",
+                FakeBasd.frame(
+                    #"{"type":"response","id":1,"result":{"type":"error","code":55,"message":"not registered"}}"#), 55
+            ),
+            (
+                "an unknown frame, then the welcome",
+                FakeBasd.frame(#"{"type":"event","event":{"x":1e400}}"#) + FakeBasd.welcome(), nil
+            ),
             ("the welcome", FakeBasd.welcome(container: "/srv/\u{00e9}\\u00e9\\ud83d\\ude00"), nil),
         ]
     }()

@@ -26,7 +26,8 @@ struct InstalledPackageTests {
         defer { package.remove() }
         for path in [
             "usr/bin/ba", "usr/bin/basd", "usr/bin/ba-extension-runner", "usr/include/ba_extension.h",
-            "usr/include/ba_client.h", "usr/lib/pkgconfig/ba-client.pc", "usr/lib/swift-background-assets/libba_client.so.1",
+            "usr/include/ba_client.h", "usr/lib/pkgconfig/ba-client.pc",
+            "usr/lib/swift-background-assets/libba_client.so.1",
             "usr/lib/swift-background-assets/libBackgroundAssets.so", "usr/lib/swift-background-assets/libswiftCore.so",
             "usr/lib/swift-background-assets/modules/BackgroundAssets.swiftmodule",
             "usr/lib/systemd/user/basd.service", "usr/share/man/man1/ba-install.1.gz",

@@ -155,7 +155,8 @@ final class RequestRouter: @unchecked Sendable {
             }
             guard client.role != .probe else {
                 throw Refusal(
-                    .callerConnectionInvalid, "\"\(request.type)\" needs an app connection; a probe may list and follow packs")
+                    .callerConnectionInvalid,
+                    "\"\(request.type)\" needs an app connection; a probe may list and follow packs")
             }
             return try perform(request, from: client, session: session)
         } catch let refusal as Refusal {
