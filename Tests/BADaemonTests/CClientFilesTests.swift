@@ -119,7 +119,7 @@ struct CClientFilesTests {
         var error = clientError()
         var buffer = [CChar](repeating: 0, count: 256)
         #expect(ba_client_group_container("group.a", "/state", &buffer, buffer.count, &error) == 0)
-        #expect(String(cString: buffer) == "/state/groups/group.a")
+        #expect(text(of: buffer) == "/state/groups/group.a")
         #expect(ba_client_group_container("../x", "/state", &buffer, buffer.count, &error) == -1 && error.code == 2001)
         var small = [CChar](repeating: 0, count: 8)
         #expect(ba_client_group_container("group.a", "/state", &small, small.count, &error) == -1)

@@ -19,6 +19,11 @@ extension ba_client_error {
     }
 }
 
+/// The NUL-terminated text in `buffer`.
+func text(of buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
 /// The progress calls `ba_client_ensure` made (its context).
 final class ProgressLog {
     var calls: [(Int64, Int64)] = []

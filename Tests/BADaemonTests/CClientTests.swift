@@ -143,7 +143,7 @@ struct CClientTests {
         // Without basd: the files, from the disk.
         var offline = [CChar](repeating: 0, count: 4096)
         #expect(ba_client_group_container(PackFixture.group, state, &offline, offline.count, &error) == 0)
-        #expect(String(cString: offline) == container)
+        #expect(text(of: offline) == container)
         #expect(ba_client_read_file(container, PackFixture.app, "base", "base/a.bin", 100, &data, &size, &error) == 0)
         #expect(size == 3 && data.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) } == [1, 2, 3])
         free(data)
@@ -186,12 +186,22 @@ struct CClientTests {
     static let hostileAnswers: [(String, [UInt8], Int32?)] = {
         let deep = String(repeating: "[", count: 40) + String(repeating: "]", count: 40)
         let many = "[" + Array(repeating: "0", count: 140_000).joined(separator: ",") + "]"
+        let fine =
+            String(repeating: "[", count: 28) + Array(repeating: "0", count: 100_000).joined(separator: ",")
+            + String(repeating: "]", count: 28)
+        /// A welcome whose `extra` member (4 deep) is `value`.
+        func welcome(with value: String) -> [UInt8] {
+            FakeBasd.frame(
+                #"{"type":"response","id":1,"result":{"type":"welcome","welcome":{"extra":\#(value)}}}"#)
+        }
         return [
             ("a frame over 1 MiB", [0x00, 0x10, 0x00, 0x01] + [UInt8](repeating: 0x20, count: 16), 1000),
             ("a frame of length 0", [0, 0, 0, 0], 1000),
             ("a truncated frame, then close", [0, 0, 0, 100] + Array("{\"type\":".utf8), 56),
-            ("nested 40 deep", FakeBasd.frame(#"{"type":"response","id":1,"a":\#(deep)}"#), 1001),
-            ("140,000 values", FakeBasd.frame(#"{"type":"response","id":1,"a":\#(many)}"#), 1001),
+            // Each of these is a welcome but for the one thing wrong: only that thing refuses it.
+            ("nested 40 deep", welcome(with: deep), 1001),
+            ("140,000 values", welcome(with: many), 1001),
+            ("nested 28 deep, 100,000 values", welcome(with: fine), nil),
             (
                 "a NUL in a string",
                 FakeBasd.frame(
@@ -205,7 +215,8 @@ struct CClientTests {
             ("not an object", FakeBasd.frame("[1,2]"), 1001),
             ("text after the object", FakeBasd.frame(#"{"type":"x"} {}"#), 1001),
             ("a truncated object", FakeBasd.frame(#"{"type":"response","id":1"#), 1001),
-            ("a number with a leading zero", FakeBasd.frame(#"{"id":01}"#), 1001),
+            ("a number with a leading zero", welcome(with: "01"), 1001),
+            ("a number over 64 characters", welcome(with: String(repeating: "1", count: 65)), 1001),
             (
                 "basd's error answer",
                 FakeBasd.frame(
