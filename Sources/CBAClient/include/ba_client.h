@@ -64,8 +64,7 @@ BA_CLIENT_API uint32_t ba_client_version(void);
 typedef enum ba_client_code {
     /* basd's downloadInvalid: a download failed and basd gave no other code. */
     BA_CLIENT_E_DOWNLOAD_FAILED = 0,
-    /* basd cannot be reached (sys_errno says why), or it does not accept the app (not registered,
-     * or a probe this basd does not know). */
+    /* basd cannot be reached (sys_errno says why), or it does not accept the app (not registered). */
     BA_CLIENT_E_NOT_ACCEPTED = 55,
     /* The connection broke or basd closed it (also: basd died); or basd refused the request on
      * this connection (a probe that asked to ensure or remove). */
@@ -75,7 +74,8 @@ typedef enum ba_client_code {
     /* basd sent a frame of length 0 or above BA_CLIENT_MAX_FRAME (the connection is closed). */
     BA_CLIENT_E_INVALID_FRAME = 1000,
     /* basd sent a frame that is not a JSON object within the reader's bounds (depth, counts), or
-     * a string with a NUL or bad UTF-8 (the connection is closed). */
+     * a string with a NUL or bad UTF-8 (the connection is closed); also basd's answer to a hello
+     * it cannot read (a probe, to a basd older than probes). */
     BA_CLIENT_E_INVALID_MESSAGE = 1001,
     /* basd: a field it does not accept; also the client's answer to a pack the app does not have. */
     BA_CLIENT_E_INVALID_REQUEST = 1006,
@@ -113,7 +113,7 @@ BA_CLIENT_API ba_client *ba_client_connect(const char *bundle_id, const char *so
 
 /* Connects as a probe of the app (a launcher, a status bar): the app is NOT marked launched, and
  * the connection may only list packs and follow their events (ensure, remove, cancel and check
- * are refused with 56). A basd without probes refuses the hello (55) and changes nothing. */
+ * are refused with 56). A basd older than probes refuses the hello (1001) and changes nothing. */
 BA_CLIENT_API ba_client *ba_client_connect_probe(
     const char *bundle_id, const char *socket_path, ba_client_error *error);
 

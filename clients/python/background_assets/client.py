@@ -69,7 +69,7 @@ class AppClient:
     end). A launcher that only wants to show status before the app runs connects with
     `probe=True`: the app is not marked launched, and the connection may only list packs and
     follow their events (basd refuses the rest with 56; a basd without probes refuses the hello
-    with 55 and changes nothing).
+    with 1001 and changes nothing).
     """
 
     def __init__(self, bundle_identifier, socket_path=None, timeout=30.0, probe=False):
