@@ -31,7 +31,13 @@ extension InstalledPackageTests {
         }
         // What it linked: the package's library and libc, nothing of Swift.
         let ldd = try package.run("/usr/bin/ldd", [work + "/ensure_pack"])
-        #expect(ldd.stdout.contains(package.prefix + "/lib/swift-background-assets/libba_client.so.1"), "\(ldd.stdout)")
+        // (The run path is the pkg-config file's folder and `../../..`, as ${pcfiledir} makes it.)
+        let loaded = ldd.stdout.split(separator: "\n").compactMap { line -> String? in
+            guard line.contains("libba_client.so.1 => "), let path = line.split(separator: " ").dropFirst(2).first
+            else { return nil }
+            return URL(fileURLWithPath: String(path)).standardizedFileURL.path
+        }
+        #expect(loaded == [package.prefix + "/lib/swift-background-assets/libba_client.so.1"], "\(ldd.stdout)")
         #expect(!ldd.stdout.contains("libswiftCore"), "\(ldd.stdout)")
         #expect(!ldd.stdout.contains("not found"), "\(ldd.stdout)")
     }
