@@ -52,6 +52,9 @@ let package = Package(
         .target(name: "CBASystem", cSettings: [.define("_GNU_SOURCE")]),
         // The weak `ba_extension_descriptor` that finds an extension exported by `@main`.
         .target(name: "CBAExtensionMain", cSettings: [.define("_GNU_SOURCE")]),
+        // libba_client, an app's asset packs from C (ba_client.h): plain C, no Swift runtime.
+        // scripts/install.sh builds the installed library with cc; the tests link this target.
+        .target(name: "CBAClient"),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
@@ -287,7 +290,7 @@ let package = Package(
             dependencies: [
                 "BADaemonProtocol", "BADaemon", "basd", "BATestSupport", "BAAssetServer", "BASampleAssets", "CBASystem",
                 "BAStore", "BAScheduling", "BASettings", "BAExtensionHost", "BACore", "BAPacks", "BATestApp",
-                "BADownloadEngine", "BAHashing", "BADesktopBus",
+                "BADownloadEngine", "BAHashing", "BADesktopBus", "CBAClient",
             ]),
         // Apple-style code as Apple developers write it, built in Swift 5 mode (the tests
         // type-check it in Swift 6 mode too): an @main extension and app-side code.

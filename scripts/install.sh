@@ -10,6 +10,9 @@
 #       modules/                                     what `import BackgroundAssets` (os, OSLog,
 #                                                    ExtensionFoundation) compiles against
 #   PREFIX/include/ba_extension.h                the C extension ABI
+#   PREFIX/include/ba_client.h, PREFIX/lib/pkgconfig/ba-client.pc   the C client of an app's asset
+#                                                packs (libba_client.so.1 in the private folder below:
+#                                                plain C, no Swift runtime; `pkg-config ba-client`)
 #   PREFIX/share/man/man1/ba*.1.gz, basd.1.gz, ba-extension-runner.1.gz
 #   PREFIX/share/doc/swift-background-assets/    README.md, the docs, copyright
 #   PREFIX/share/background-assets/apps/         the drop-in folder apps' packages register in
@@ -82,6 +85,27 @@ install -m 0755 "$built/ba" "$built/ba-extension-runner" "$prefix/bin/"
 ln -sf ba "$prefix/bin/basd"
 install -m 0644 "$built/libBackgroundAssets.so" "$built/libos.so" "$prefix/$private/"
 install -m 0644 Sources/CBAExtension/include/ba_extension.h "$prefix/include/"
+# The C client library (docs/c-client.md): plain C, built here with cc (no Swift, nothing but libc),
+# hardened as Debian builds C (fortified, stack protector, relro and -z now).
+install -m 0644 Sources/CBAClient/include/ba_client.h "$prefix/include/"
+${CC:-cc} -std=c11 -O2 -g0 -fPIC -shared -fvisibility=hidden -Wall -Wextra -Werror -fstack-protector-strong \
+    -D_FORTIFY_SOURCE=2 -Wl,-z,relro -Wl,-z,now -Wl,-soname,libba_client.so.1 -I Sources/CBAClient/include \
+    -o "$prefix/$private/libba_client.so.1" Sources/CBAClient/*.c
+chmod 0644 "$prefix/$private/libba_client.so.1"
+ln -sfn libba_client.so.1 "$prefix/$private/libba_client.so"
+# Relocatable (${pcfiledir}): the same file serves /usr, /usr/local and a scratch root.
+install -d "$prefix/lib/pkgconfig"
+cat > "$prefix/lib/pkgconfig/ba-client.pc" <<PC
+prefix=\${pcfiledir}/../..
+includedir=\${prefix}/include
+libdir=\${prefix}/$private
+
+Name: ba-client
+Description: An app's asset packs from C, through basd (swift-background-assets)
+Version: $(sed -n 's/^#define BA_CLIENT_VERSION_MAJOR \([0-9]*\)$/\1/p' Sources/CBAClient/include/ba_client.h).$(sed -n 's/^#define BA_CLIENT_VERSION_MINOR \([0-9]*\)$/\1/p' Sources/CBAClient/include/ba_client.h)
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lba_client
+PC
 
 # The Swift runtime: what the binaries load from the toolchain (ldd, transitively), and
 # libswiftSwiftOnoneSupport.so, which a debug (-Onone) build of an app or extension needs.

@@ -35,6 +35,13 @@ package="$staging/package"
 "$root/scripts/install.sh" --prefix "$package/usr" --unit-basd /usr/bin/basd "${install_args[@]}" >&2
 version="$("$package/usr/bin/ba" --version)"
 arch="$(dpkg --print-architecture)"
+# The C client's pkg-config file goes where Debian's pkg-config looks for this architecture's
+# (lintian: pkg-config-unavailable-for-cross-compilation), one folder deeper: its prefix follows.
+multiarch="$(dpkg-architecture -qDEB_HOST_MULTIARCH)"
+install -d "$package/usr/lib/$multiarch/pkgconfig"
+sed 's#^prefix=${pcfiledir}/../..$#prefix=${pcfiledir}/../../..#' "$package/usr/lib/pkgconfig/ba-client.pc" \
+    > "$package/usr/lib/$multiarch/pkgconfig/ba-client.pc"
+rm -r "$package/usr/lib/pkgconfig"
 doc="$package/usr/share/doc/swift-background-assets"
 
 # Debian policy 12.3: documentation over 4 kB is compressed (read with zless; the copyright stays).
@@ -78,7 +85,8 @@ Description: Background Assets for Linux: basd, ba and the extension runner
  .
  The package also ships what an app or an extension built against it
  needs: the BackgroundAssets library and modules, the C extension header
- and the Swift runtime they all share.
+ and the Swift runtime they all share; and for apps in C, the client
+ library of their asset packs (ba_client.h, pkg-config ba-client).
 CONTROL
 mkdir -p "$output"
 deb="$output/swift-background-assets_${version}_${arch}.deb"

@@ -240,6 +240,10 @@ package struct ClientInfo: Sendable, Hashable, Codable {
         case `extension`
         /// A `ba` command.
         case cli
+        /// A launcher or status display probing the app's packs: it names the app, may only list
+        /// its packs and follow their events, and does not mark the app launched (a basd that
+        /// does not know the role refuses the hello, so a probe never counts as a launch).
+        case probe
     }
 
     /// The kind of client.

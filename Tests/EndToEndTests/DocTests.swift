@@ -110,7 +110,7 @@ import Testing
         "docs/writing-an-extension-swift.md", "docs/writing-an-extension-c.md", "docs/cli.md", "README.md",
         "docs/packs.md",
         // Run by InstalledPackageTests against the installed .deb, not here.
-        "docs/building-against-the-package.md",
+        "docs/building-against-the-package.md", "docs/packs-from-any-language.md",
     ]
 
     /// Every doc's fences follow the convention, only the docs run above have commands to run, and no

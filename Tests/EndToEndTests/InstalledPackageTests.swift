@@ -26,6 +26,7 @@ struct InstalledPackageTests {
         defer { package.remove() }
         for path in [
             "usr/bin/ba", "usr/bin/basd", "usr/bin/ba-extension-runner", "usr/include/ba_extension.h",
+            "usr/include/ba_client.h", "usr/lib/swift-background-assets/libba_client.so.1",
             "usr/lib/swift-background-assets/libBackgroundAssets.so", "usr/lib/swift-background-assets/libswiftCore.so",
             "usr/lib/swift-background-assets/modules/BackgroundAssets.swiftmodule",
             "usr/lib/systemd/user/basd.service", "usr/share/man/man1/ba-install.1.gz",
@@ -35,6 +36,10 @@ struct InstalledPackageTests {
         ] {
             #expect(FileManager.default.fileExists(atPath: package.root + "/" + path), "\(path)")
         }
+        // The C client's pkg-config file, in this architecture's folder (where Debian's pkg-config looks).
+        let multiarch = try runProcessBlocking("/usr/bin/dpkg-architecture", ["-qDEB_HOST_MULTIARCH"]).stdout
+        let pc = package.prefix + "/lib/" + multiarch.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(FileManager.default.fileExists(atPath: pc + "/pkgconfig/ba-client.pc"), "\(pc)")
         var isDirectory: ObjCBool = false
         #expect(
             FileManager.default.fileExists(

@@ -126,6 +126,11 @@ final class RequestRouter: @unchecked Sendable {
                 installer.uninstall(app, keepData: keepData, why: "ba uninstall", reply: reply)
                 return nil
             case .packs(var command):
+                if client.role == .probe, command.action != .list, command.action != .follow {
+                    throw Refusal(
+                        .callerConnectionInvalid,
+                        "a probe may list and follow packs; `packs \(command.action.rawValue)` needs an app connection")
+                }
                 if client.role != .cli {
                     // An app (AssetPackManager) acts on its own packs only.
                     command.app = try appOf(client, request).bundleIdentifier
@@ -151,6 +156,11 @@ final class RequestRouter: @unchecked Sendable {
                 return nil
             default:
                 break
+            }
+            guard client.role != .probe else {
+                throw Refusal(
+                    .callerConnectionInvalid,
+                    "\"\(request.type)\" needs an app connection; a probe may list and follow packs")
             }
             return try perform(request, from: client, session: session)
         } catch let refusal as Refusal {

@@ -72,12 +72,15 @@ class AppClient:
 
     `bundle_identifier` must be registered with basd (`ba install`, or a package's registration).
     Connecting as the app marks it launched, as Apple's first launch does (the pre-launch limits
-    end): a launcher that only wants to show status before the app runs reads the files instead
-    (``PackFiles``), or runs `ba packs --app ID --json`.
+    end). A launcher that only wants to show status before the app runs connects with
+    `probe=True`: the app is not marked launched, and the connection may only list packs and
+    follow their events (basd refuses the rest with 56; a basd without probes refuses the hello
+    with 1001 and changes nothing).
     """
 
-    def __init__(self, bundle_identifier, socket_path=None, timeout=30.0):
+    def __init__(self, bundle_identifier, socket_path=None, timeout=30.0, probe=False):
         self.bundle_identifier = bundle_identifier
+        self.probe = bool(probe)
         self.socket_path = socket_path or default_socket_path()
         self.timeout = timeout
         self._socket = None
@@ -100,7 +103,8 @@ class AppClient:
         except OSError as error:
             raise BasdError(55, "cannot reach basd at %s: %s (is it running? `ba status`)" % (self.socket_path, error))
         self._socket = sock
-        client = {"role": "app", "bundleIdentifier": self.bundle_identifier, "pid": os.getpid()}
+        role = "probe" if self.probe else "app"
+        client = {"role": role, "bundleIdentifier": self.bundle_identifier, "pid": os.getpid()}
         result = self._request({"type": "hello", "protocolVersion": PROTOCOL_VERSION, "client": client})
         self.welcome = result.get("welcome", {})
         return self
