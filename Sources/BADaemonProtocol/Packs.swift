@@ -29,6 +29,15 @@ package struct PackCommand: Sendable, Hashable, Codable {
         /// Stop downloading `pack` (an app cancelled its `Progress`): the download ends with a
         /// `failed` event saying so; what is verified in staging is kept for the next attempt.
         case cancel
+        /// Set (`language`) or clear (no `language`) the app's own language for its localized
+        /// packs (`AssetPackManager.resolvedLanguage`); kept across restarts. Nothing is
+        /// downloaded or removed until `reconcileLanguages`.
+        case setLanguage
+        /// Put the app's localized packs in line with its language (`reconcilePreferredLanguages()`):
+        /// `preferredLanguages`, when given, replace the preferred languages basd keeps for the app
+        /// (else basd's environment's). Answers once the chosen language's packs are local and
+        /// the other languages' packs removed (or one failed: then nothing was removed).
+        case reconcileLanguages
     }
 
     package var action: Action
@@ -36,10 +45,17 @@ package struct PackCommand: Sendable, Hashable, Codable {
     package var pack: String?
     package var requireLatest: Bool?
     package var repair: Bool?
+    /// `setLanguage`: the BCP-47 tag (nil: clear).
+    package var language: String?
+    /// `reconcileLanguages`: the app's preferred languages, most preferred first (BCP-47).
+    package var preferredLanguages: [String]?
 
     package init(
-        action: Action, app: String? = nil, pack: String? = nil, requireLatest: Bool? = nil, repair: Bool? = nil
+        action: Action, app: String? = nil, pack: String? = nil, requireLatest: Bool? = nil, repair: Bool? = nil,
+        language: String? = nil, preferredLanguages: [String]? = nil
     ) {
+        self.language = language
+        self.preferredLanguages = preferredLanguages
         self.action = action
         self.app = app
         self.pack = pack
@@ -54,6 +70,10 @@ package struct PackReport: Sendable, Hashable, Codable {
     package var packs: [PackInfo]
     /// What `verify` found wrong, one line each (empty when all is well).
     package var problems: [String]
+    /// For one app's listing: the language basd chose for its localized packs (nil: it has
+    /// none), and the languages its localized packs are available in.
+    package var resolvedLanguage: String?
+    package var availableLanguages: [String]?
 
     package init(packs: [PackInfo], problems: [String] = []) {
         self.packs = packs
@@ -112,6 +132,9 @@ package struct PackInfo: Sendable, Hashable, Codable {
     package var declined: Bool?
     /// The manifest's `userInfo` for the server version, as JSON text.
     package var userInfo: String?
+    /// The BCP-47 language the server version is localized for; nil when it is not localized
+    /// (or no longer listed).
+    package var language: String?
     /// The error code of ``error`` (`docs/protocol.md`, "Errors": 1102 refused metadata, 1110 a
     /// parked job, …); nil when it has none.
     package var errorCode: Int?

@@ -8,7 +8,8 @@ import Foundation
 ///   "downloadPolicy": { "prefetch": { "installationEventTypes": ["firstInstallation", "subsequentUpdate"] } },
 ///   "fileSelectors": [ { "directory": "Levels" }, { "file": "Intro.m4v" } ],
 ///   "platforms": ["linux", "macOS"],
-///   "userInfo": { "tier": 1 } }
+///   "userInfo": { "tier": 1 },
+///   "language": "en-GB" }
 /// ```
 package struct PackManifest: Sendable, Hashable {
     /// When a pack is downloaded (Apple's three policies). Its JSON is Apple's:
@@ -69,6 +70,9 @@ package struct PackManifest: Sendable, Hashable {
     /// Apple's platform names and `linux`; empty means every platform.
     package var platforms: [String]
     package var userInfo: JSONValue?
+    /// The BCP-47 language the pack is localized for (Apple's OS 27 `language`, canonical case:
+    /// `en-GB`); nil for a pack that is not localized.
+    package var language: String? = nil
 
     /// Whether the pack is for Linux (its platforms name `linux`, or name none).
     package var isForLinux: Bool { platforms.isEmpty || platforms.contains { $0.lowercased() == "linux" } }
@@ -132,9 +136,18 @@ package struct PackManifest: Sendable, Hashable {
                 "the platforms of \(id) name \"\(unknown)\"; known: \(Self.knownPlatforms.sorted().joined(separator: ", "))"
             )
         }
+        var language: String?
+        if let tag = raw.language {
+            guard let canonical = PackLanguage.canonical(tag) else {
+                throw PackError(
+                    "the language of \(id), \"\(tag.prefix(64))\", is not a BCP-47 language tag: give e.g. \"en\", \"en-GB\" or \"zh-Hant\""
+                )
+            }
+            language = canonical
+        }
         return PackManifest(
             assetPackID: id, downloadPolicy: downloadPolicy, fileSelectors: selectors, platforms: platforms,
-            userInfo: raw.userInfo)
+            userInfo: raw.userInfo, language: language)
     }
 
     /// 1–128 of `[A-Za-z0-9._-]`, not starting with a dot (it names a folder on the device).
@@ -198,5 +211,6 @@ package struct PackManifest: Sendable, Hashable {
         var fileSelectors: [Selector]?
         var platforms: [String]?
         var userInfo: JSONValue?
+        var language: String?
     }
 }

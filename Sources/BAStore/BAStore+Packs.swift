@@ -49,6 +49,7 @@ extension BAStore {
         try write("removing the asset packs of \(app)") { db in
             try db.executeCached(sql: "DELETE FROM asset_pack WHERE app_id = ?", arguments: [app])
             try db.executeCached(sql: "DELETE FROM pack_app WHERE app_id = ?", arguments: [app])
+            try db.executeCached(sql: "DELETE FROM pack_language WHERE app_id = ?", arguments: [app])
         }
     }
 

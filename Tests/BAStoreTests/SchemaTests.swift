@@ -28,14 +28,14 @@ import Testing
         #expect(
             tables == [
                 "app", "asset", "asset_pack", "download", "event", "extension_run", "grdb_migrations", "pack_app",
-                "pack_trust",
+                "pack_language", "pack_trust",
             ])
         #expect(
             indexes == [
                 "asset_app", "download_active_identifier", "download_active_order", "download_app", "download_ended",
                 "event_delivered", "event_download", "event_parked", "event_undelivered", "extension_run_app",
             ])
-        #expect(migrations == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"])
+        #expect(migrations == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11"])
         let mode = try FileManager.default.attributesOfItem(atPath: test.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
 
@@ -57,16 +57,16 @@ import Testing
         try test.store.close()
         try test.tamper { db in
             try db.execute(sql: "CREATE TABLE later_feature (id INTEGER PRIMARY KEY)")
-            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v11')")
-            try db.execute(sql: "PRAGMA user_version = 11")
+            try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('v12')")
+            try db.execute(sql: "PRAGMA user_version = 12")
         }
         let error = #expect(throws: BAStoreError.self) { _ = try BAStore.open(path: test.path) }
         #expect(error?.code == .schemaTooNew)
-        #expect(error?.message.contains("schema version 11") == true, "\(String(describing: error))")
-        #expect(error?.message.contains("up to 10") == true, "\(String(describing: error))")
-        #expect(error?.message.contains("v11") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("schema version 12") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("up to 11") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("v12") == true, "\(String(describing: error))")
         // Refused untouched.
-        #expect(try TestStore.inspect(test.path) { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 11)
+        #expect(try TestStore.inspect(test.path) { db in try Int.fetchOne(db, sql: "PRAGMA user_version") } == 12)
 
         // A newer migration alone (same user_version) is refused too.
         try test.tamper { db in try db.execute(sql: "PRAGMA user_version = 2") }
