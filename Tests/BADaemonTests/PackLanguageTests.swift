@@ -135,6 +135,49 @@ struct PackLanguageTests {
     }
 }
 
+extension PackLanguageTests {
+    @Test(
+        "kill -9 in the middle of a switch: the old language's pack stays until the new one is in place, and the switch ends after the restart"
+    )
+    func killMidSwitch() async throws {
+        let (fixture, voiceEN, voiceFR) = try await Self.fixture()
+        defer { fixture.remove() }
+        var daemon = try await DaemonProcess.start(environment: Self.english)
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
+        _ = try await fixture.waitForPacks(daemon, "voice-en to be local") {
+            $0["voice-en"]?["localVersion"] as? Int == 1
+        }
+        // French's only bundle hangs: the switch stays under way.
+        fixture.server.setBehavior(.stall(afterBytes: 0), for: "/packs/voice-fr/1-0.bundle")
+        let app = try TestApp(
+            socketPath: daemon.socketPath, bundleIdentifier: PackFixture.app, group: PackFixture.group,
+            environment: ["LANG": "C"])
+        defer { app.kill() }
+        app.send("language fr")
+        let under = try await fixture.waitForPacks(daemon, "voice-fr to be downloading") {
+            ($0["voice-fr"]?["status"] as? String)?.contains("downloading") == true
+        }
+        #expect(under["voice-en"]?["localVersion"] as? Int == 1, "\(under)")
+
+        daemon = try await daemon.restarted()
+        let after = try await fixture.packs(daemon)
+        #expect(after["voice-en"]?["localVersion"] as? Int == 1, "\(after)")
+        #expect(PackAssert.same(PackFixture.packPath(daemon, "voice-en") + "/voice-en/voice.bin", voiceEN))
+
+        // The server answers again: the resumed download ends the switch.
+        fixture.server.setBehavior(nil, for: "/packs/voice-fr/1-0.bundle")
+        let done = try await fixture.waitForPacks(daemon, "voice-fr in, voice-en out") {
+            $0["voice-fr"]?["localVersion"] as? Int == 1 && $0["voice-en"]?["localVersion"] == nil
+        }
+        #expect(done["base"]?["localVersion"] as? Int == 1, "\(done)")
+        #expect(PackAssert.same(PackFixture.packPath(daemon, "voice-fr") + "/voice-fr/voice.bin", voiceFR))
+        var link = stat()
+        #expect(lstat(PackFixture.packPath(daemon, "voice-en"), &link) != 0)
+    }
+}
+
 /// File comparisons that print no megabytes on failure.
 enum PackAssert {
     static func same(_ path: String, _ bytes: [UInt8]) -> Bool {
