@@ -3,32 +3,41 @@
 /// environment becomes one, the user's preferred languages from the environment in glibc's order,
 /// and which of the languages an app's packs are available in is chosen (Apple's fallback order).
 package enum PackLanguage {
-    /// The longest tag taken (bytes). Real tags are far shorter (`zh-Hant-TW` is 10); 35 is the
-    /// length RFC 5646 asks implementations to handle at least.
+    /// The longest language a download manifest may give (bytes): a bound checked before the
+    /// shape (a shaped tag is at most 12: `zh-Hans-419`); 35 is the length RFC 5646 asks
+    /// implementations to handle at least.
     package static let maximumLength = 35
 
-    /// `tag` in the shape of a BCP-47 language tag, canonical case, or nil: 2 to 35 ASCII bytes,
-    /// subtags split by `-`, each 1 to 8 letters or digits, the first 2 or 3 letters (ISO 639),
-    /// a 4-letter script title-cased (`Hant`), a 2-letter region upper-cased (`GB`), the rest
-    /// lower-cased (`en-gb` → `en-GB`). Private-use and grandfathered tags are refused.
+    /// `tag` as a BCP-47 language tag of the shape Background Assets takes, canonical case, or
+    /// nil: a language (2 or 3 letters, ISO 639), then optionally a script (4 letters, title-cased:
+    /// `Hant`), then optionally a region (2 letters, upper-cased: `GB`, or 3 digits: `419`),
+    /// split by `-` (`en-gb` → `en-GB`, `zh-hans-vn` → `zh-Hans-VN`). Apple: "Background Assets
+    /// only supports language, region, and script": variants, extensions, private-use and
+    /// grandfathered tags are refused.
     package static func canonical(_ tag: String) -> String? {
         guard (2...maximumLength).contains(tag.utf8.count) else { return nil }
         let subtags = tag.utf8.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false)
-        guard let first = subtags.first, (2...3).contains(first.count), first.allSatisfy(isLetter) else { return nil }
-        var result: [String] = []
-        for (position, subtag) in subtags.enumerated() {
-            guard (1...8).contains(subtag.count), subtag.allSatisfy({ isLetter($0) || isDigit($0) }) else {
+        guard (1...3).contains(subtags.count) else { return nil }
+        let language = subtags[0]
+        guard (2...3).contains(language.count), language.allSatisfy(isLetter) else { return nil }
+        var result = [String(decoding: language.map(lowercased), as: UTF8.self)]
+        var rest = subtags.dropFirst()
+        if let script = rest.first, script.count == 4, script.allSatisfy(isLetter) {
+            let lower = String(decoding: script.map(lowercased), as: UTF8.self)
+            result.append(lower.prefix(1).uppercased() + lower.dropFirst())
+            rest = rest.dropFirst()
+        }
+        if let region = rest.first {
+            if region.count == 2, region.allSatisfy(isLetter) {
+                result.append(String(decoding: region.map(lowercased), as: UTF8.self).uppercased())
+            } else if region.count == 3, region.allSatisfy(isDigit) {
+                result.append(String(decoding: region, as: UTF8.self))
+            } else {
                 return nil
             }
-            let lower = String(decoding: subtag.map(lowercased), as: UTF8.self)
-            if position > 0, subtag.count == 4, subtag.allSatisfy(isLetter) {
-                result.append(lower.prefix(1).uppercased() + lower.dropFirst())
-            } else if position > 0, subtag.count == 2, subtag.allSatisfy(isLetter) {
-                result.append(lower.uppercased())
-            } else {
-                result.append(lower)
-            }
+            rest = rest.dropFirst()
         }
+        guard rest.isEmpty else { return nil }
         return result.joined(separator: "-")
     }
 
