@@ -60,10 +60,14 @@ extension AssetPackManifest {
 
 extension Locale.Language {
     /// The language as a canonical BCP-47 tag (`en-GB`, `zh-Hant-TW`), as basd and the
-    /// manifests write it; nil when it has no language code.
+    /// manifests write it; nil when it has no language code. Foundation fills in a language's
+    /// likely script (`fr` has `Latn`): the script is kept only when it is not the language's
+    /// own likely one (`zh-Hant`, `sr-Latn`; `fr`, not `fr-Latn`).
     var packTag: String? {
         guard let code = languageCode?.identifier else { return nil }
-        let parts = [code, script?.identifier, region?.identifier].compactMap { $0 }
+        let likely = Locale.Language(identifier: code).script?.identifier
+        let own = script?.identifier
+        let parts = [code, own == likely ? nil : own, region?.identifier].compactMap { $0 }
         return PackLanguage.canonical(parts.joined(separator: "-"))
     }
 }
