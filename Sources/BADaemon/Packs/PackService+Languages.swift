@@ -59,7 +59,13 @@ extension PackService {
         if chosen == nil {
             // Only now the app's primary language (its Info.plist's CFBundleDevelopmentRegion):
             // unreadable, the first available language is taken.
-            let primary = (try? AppBundle.load(directory: app.appDirectory))?.developmentRegion
+            let primary: String?
+            if let known = primaryLanguages[app.bundleIdentifier] {
+                primary = known
+            } else {
+                primary = (try? AppBundle.load(directory: app.appDirectory))?.developmentRegion
+                primaryLanguages[app.bundleIdentifier] = .some(primary)
+            }
             chosen = PackLanguage.resolve(available: available, preferred: [], primary: primary)
         }
         return LanguageChoice(available: available, chosen: chosen, stored: stored)

@@ -89,6 +89,9 @@ final class PackService: @unchecked Sendable {
     var checks: [String: [CheckDone]] = [:]
     /// `reconcileLanguages` requests waiting for their app's language to be in place, by app.
     var languageWaits: [String: [CheckDone]] = [:]
+    /// Each app's primary language (`CFBundleDevelopmentRegion`) once read, by app (nil inside: it
+    /// has none); forgotten when the app is installed or updated again.
+    var primaryLanguages: [String: String?] = [:]
     /// Versions replaced or obsolete that a process still held when basd tried to remove them.
     var heldVersions: Set<HeldVersion> = []
     var heldTimerArmed = false
