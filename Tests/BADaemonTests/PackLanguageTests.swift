@@ -32,9 +32,15 @@ struct PackLanguageTests {
         let voiceFR = PackFixture.random(300_000, seed: 22)
         try fixture.write(
             pack: "base", policy: PackFixture.essential, files: ["a.bin": PackFixture.random(1000, seed: 20)])
-        // The same path in both languages: the app reads it as localized for one.
-        try fixture.write(pack: "voice-en", policy: PackFixture.prefetch, files: ["voice.bin": voiceEN], language: "en")
-        try fixture.write(pack: "voice-fr", policy: PackFixture.prefetch, files: ["voice.bin": voiceFR], language: "fr")
+        // The same path in both languages: the app reads it as localized for one. Both carry the
+        // same music (chunks two languages share).
+        let music = PackFixture.random(600_000, seed: 23)
+        try fixture.write(
+            pack: "voice-en", policy: PackFixture.prefetch, files: ["voice.bin": voiceEN, "music.bin": music],
+            language: "en")
+        try fixture.write(
+            pack: "voice-fr", policy: PackFixture.prefetch, files: ["voice.bin": voiceFR, "music.bin": music],
+            language: "fr")
         try await fixture.publish(["base", "voice-en", "voice-fr"], version: 1)
         return (fixture, voiceEN, voiceFR)
     }
@@ -89,6 +95,13 @@ struct PackLanguageTests {
         #expect(french["size"] as? Int == voiceFR.count, "\(french.object)")
         let gone = try await app.run("readlang voice-en/voice.bin en")
         #expect(gone.bool("ok") == false, "\(gone.object)")
+        // The music both languages share was read from voice-en (still local while voice-fr came),
+        // not fetched again: at least its 600,000 bytes reused.
+        let finished = "asset pack voice-fr of \(PackFixture.app): version 1 is local (fetched "
+        #expect(await daemon.logged(finished), "\(daemon.standardError)")
+        let line = daemon.standardError.split(separator: "\n").first { $0.contains(finished) }.map(String.init) ?? ""
+        let reused = line.split(separator: "reused ").last?.split(separator: " ").first.flatMap { Int($0) } ?? 0
+        #expect(reused >= 600_000, "\(line)")
         // The extension was told (BA_CONTENT_REQUEST_LANGUAGE_CHANGE, 4).
         #expect(await daemon.logged("downloads_for_request 4"), "\(daemon.standardError)")
         app.kill()
