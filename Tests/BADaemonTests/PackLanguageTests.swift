@@ -191,6 +191,39 @@ extension PackLanguageTests {
     }
 }
 
+extension PackLanguageTests {
+    @Test(
+        "the app's own preferred languages (its LANG) decide when its language is one no pack has: fr-FR → fr"
+    )
+    func appPreferredLanguages() async throws {
+        let (fixture, _, voiceFR) = try await Self.fixture()
+        defer { fixture.remove() }
+        let daemon = try await DaemonProcess.start(environment: Self.english)
+        defer { daemon.kill() }
+        let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)\n\(daemon.standardError)")
+        _ = try await fixture.waitForPacks(daemon, "voice-en to be local") {
+            $0["voice-en"]?["localVersion"] as? Int == 1
+        }
+        let app = try TestApp(
+            socketPath: daemon.socketPath, bundleIdentifier: PackFixture.app, group: PackFixture.group,
+            environment: ["LANG": "fr_FR.UTF-8", "LANGUAGE": "", "LC_ALL": "", "LC_MESSAGES": ""])
+        defer { app.kill() }
+        // Japanese: no pack has it; the app's preferred French decides.
+        let switched = try await app.run("language ja")
+        #expect(switched.bool("ok") == true, "\(switched.object)\n\(daemon.standardError)")
+        #expect(switched["resolved"] as? String == "fr", "\(switched.object)")
+        let after = try await fixture.packs(daemon)
+        #expect(after["voice-fr"]?["localVersion"] as? Int == 1, "\(after)")
+        #expect(after["voice-en"]?["localVersion"] == nil, "\(after)")
+        #expect(PackAssert.same(PackFixture.packPath(daemon, "voice-fr") + "/voice-fr/voice.bin", voiceFR))
+        // `ba packs --app --json` carries the app's language.
+        let listing = try await runProcess(
+            ba, ["packs", "--app", PackFixture.app, "--json", "--socket", daemon.socketPath])
+        #expect(listing.stdout.contains(#""resolvedLanguage":"fr""#), "\(listing.stdout)")
+    }
+}
+
 /// File comparisons that print no megabytes on failure.
 enum PackAssert {
     static func same(_ path: String, _ bytes: [UInt8]) -> Bool {
