@@ -68,6 +68,10 @@ struct PackLanguageTests {
         #expect(first["base"]?["language"] == nil)
         #expect(fixture.server.requests(for: "/packs/voice-fr/1.json").isEmpty)
         #expect(PackAssert.same(PackFixture.packPath(daemon, "voice-en") + "/voice-en/voice.bin", voiceEN))
+        // The extension is asked about the packs that come: not about voice-fr.
+        #expect(await daemon.logged("asking its extension about base, voice-en"), "\(daemon.standardError)")
+        let asked = daemon.standardError.split(separator: "\n").first { $0.contains("asking its extension about") }
+        #expect(asked?.contains("voice-fr") == false, "\(asked ?? "")")
         let table = try await runProcess(ba, ["packs", "--app", PackFixture.app, "--socket", daemon.socketPath])
         #expect(table.stdout.contains("language"), "\(table.stdout)")
 
