@@ -183,7 +183,8 @@ extension PackLanguageTests {
         #expect(after["voice-en"]?["localVersion"] as? Int == 1, "\(after)")
         #expect(PackAssert.same(PackFixture.packPath(daemon, "voice-en") + "/voice-en/voice.bin", voiceEN))
 
-        // The server answers again: the resumed download ends the switch.
+        // The server answers again: the resumed download ends the switch (its first request, made
+        // at the restart, still hangs until the engine gives up on it: about 30 s).
         fixture.server.setBehavior(nil, for: "/packs/voice-fr/1-0.bundle")
         let done = try await fixture.waitForPacks(daemon, "voice-fr in, voice-en out") {
             $0["voice-fr"]?["localVersion"] as? Int == 1 && $0["voice-en"]?["localVersion"] == nil
