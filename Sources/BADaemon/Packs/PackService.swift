@@ -503,21 +503,6 @@ final class PackService: @unchecked Sendable {
         }
     }
 
-    /// The essential packs of `event` for `app` that its extension did not decline, by ID (of
-    /// localized ones, those of the app's language only).
-    func essentialPacks(app: String, event: PackManifest.InstallationEvent) -> [String] {
-        let rows =
-            logged("asset packs of \(app): the essential packs cannot be listed") { try self.rows(app: app) } ?? []
-        let choice = rows.contains { $0.entry?.language != nil } ? languageChoice(app: app)?.choice : nil
-        return rows.compactMap { row in
-            if row.entry?.language != nil, choice?.fit(row) != .chosen { return nil }
-            guard !row.declined, case .essential(let events)? = row.entry?.downloadPolicy,
-                events.contains(event)
-            else { return nil }
-            return row.packID
-        }.sorted()
-    }
-
     /// Whether `app` gets packs.
     func hasPacks(_ app: String) -> Bool {
         (try? store.packApps())?.contains { $0.appIdentifier == app } ?? false
