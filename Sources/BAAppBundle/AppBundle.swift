@@ -57,6 +57,9 @@ package struct AppBundle: Equatable, Sendable {
     /// under which basd shows install progress on the desktop's launcher; nil: the bundle
     /// identifier (reverse-DNS, the desktop-file convention) (`docs/info-plist.md`).
     package var desktopEntry: String? = nil
+    /// `CFBundleDevelopmentRegion`: the app's primary language (`en`, `en_GB` as Apple writes
+    /// it), the last fallback for its localized asset packs; nil when absent.
+    package var developmentRegion: String? = nil
 
     /// The desktop file id the launcher knows the app by: ``desktopEntry``, else the bundle identifier.
     package var desktopFileID: String { desktopEntry ?? bundleIdentifier }
@@ -111,6 +114,7 @@ package struct AppBundle: Equatable, Sendable {
         let hasManagedAssetPacks = try reader.optionalBool("BAHasManagedAssetPacks", in: root) ?? false
         let assetPackPublicKey = try reader.optionalPublicKey("BAAssetPackPublicKey", in: root)
         let desktopEntry = try reader.desktopEntry("BADesktopEntry", in: root)
+        let developmentRegion = try reader.optionalNonEmptyString("CFBundleDevelopmentRegion", in: root)
         if hasManagedAssetPacks, manifestURL == nil {
             throw AppBundleError(
                 .missingKey, path: plistPath, key: "BAManifestURL",
@@ -125,6 +129,7 @@ package struct AppBundle: Equatable, Sendable {
             downloadAllowance: downloadAllowance, essentialDownloadAllowance: essentialDownloadAllowance,
             domainAllowList: domainAllowList, maxInstallSize: maxInstallSize,
             essentialMaxInstallSize: essentialMaxInstallSize, hasManagedAssetPacks: hasManagedAssetPacks,
-            assetPackPublicKey: assetPackPublicKey, desktopEntry: desktopEntry)
+            assetPackPublicKey: assetPackPublicKey, desktopEntry: desktopEntry,
+            developmentRegion: developmentRegion.flatMap { PackLanguage.fromLocaleName($0) })
     }
 }

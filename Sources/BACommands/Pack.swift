@@ -148,7 +148,7 @@ struct PackBuild: ParsableCommand {
             let index = report.index
             let size = index.files.reduce(Int64(0)) { $0 + $1.size }
             print(
-                "built \(index.id) version \(index.version): \(index.files.count) file(s), \(HumanReadable.bytes(size)); "
+                "built \(index.id) version \(index.version)\(index.language.map { " (\($0))" } ?? ""): \(index.files.count) file(s), \(HumanReadable.bytes(size)); "
                     + "\(report.chunksWritten) chunk(s) written (\(HumanReadable.bytes(report.bytesWritten))), "
                     + "\(report.chunksReused) already in \(output); download size \(HumanReadable.bytes(index.downloadSize))"
             )
@@ -415,7 +415,7 @@ struct PackPublish: ParsableCommand {
                 downgrades: downgrades, format: manifestFormat)
             for entry in manifest.assetPacks {
                 print(
-                    "\(entry.assetPackID) version \(entry.version): \(HumanReadable.bytes(entry.downloadSize)) at \(entry.indexURL)"
+                    "\(entry.assetPackID) version \(entry.version)\(entry.language.map { " (\($0))" } ?? ""): \(HumanReadable.bytes(entry.downloadSize)) at \(entry.indexURL)"
                 )
             }
             print(

@@ -223,7 +223,7 @@ enum PackCalls {
     }
 
     static func table(_ packs: [PackInfo]) -> String {
-        var table = TextTable(["app", "pack", "policy", "local", "server", "status", "progress", "note"])
+        var table = TextTable(["app", "pack", "policy", "language", "local", "server", "status", "progress", "note"])
         for pack in packs {
             var progress = ""
             if let present = pack.bytesPresent, let total = pack.bytesTotal {
@@ -250,7 +250,8 @@ enum PackCalls {
             let local: String = pack.localVersion.map(String.init) ?? "-"
             let server: String = pack.serverVersion.map(String.init) ?? "-"
             table.rows.append([
-                pack.appIdentifier, pack.assetPackID, policy, local, server, pack.status.description, progress, note,
+                pack.appIdentifier, pack.assetPackID, policy, pack.language ?? "-", local, server,
+                pack.status.description, progress, note,
             ])
         }
         return table.render()

@@ -33,6 +33,15 @@ package struct PackCommand: Sendable, Hashable, Codable {
         /// instead of its `BAManifestURL`, until an `override` without `url` clears it; kept by
         /// basd across restarts. The user's (`ba packs override`), never an app's.
         case override
+        /// Set (`language`) or clear (no `language`) the app's own language for its localized
+        /// packs (`AssetPackManager.resolvedLanguage`); kept across restarts. Nothing is
+        /// downloaded or removed until `reconcileLanguages`.
+        case setLanguage
+        /// Put the app's localized packs in line with its language (`reconcilePreferredLanguages()`):
+        /// `preferredLanguages`, when given, replace the preferred languages basd keeps for the app
+        /// (else basd's environment's). Answers once the chosen language's packs are local and
+        /// the other languages' packs removed (or one failed: then nothing was removed).
+        case reconcileLanguages
     }
 
     package var action: Action
@@ -42,11 +51,17 @@ package struct PackCommand: Sendable, Hashable, Codable {
     package var repair: Bool?
     /// For `override`: the download manifest URL to use (nil: clear the override).
     package var url: String?
+    /// `setLanguage`: the BCP-47 tag (nil: clear).
+    package var language: String?
+    /// `reconcileLanguages`: the app's preferred languages, most preferred first (BCP-47).
+    package var preferredLanguages: [String]?
 
     package init(
         action: Action, app: String? = nil, pack: String? = nil, requireLatest: Bool? = nil, repair: Bool? = nil,
-        url: String? = nil
+        url: String? = nil, language: String? = nil, preferredLanguages: [String]? = nil
     ) {
+        self.language = language
+        self.preferredLanguages = preferredLanguages
         self.action = action
         self.app = app
         self.pack = pack
@@ -66,6 +81,10 @@ package struct PackReport: Sendable, Hashable, Codable {
     /// app: the URL basd reads instead of `BAManifestURL`. Given by `list` and `override`; nil
     /// when none is set (or from a basd without overrides).
     package var overrides: [String: String]?
+    /// For one app's listing: the language basd chose for its localized packs (nil: it has
+    /// none), and the languages its localized packs are available in.
+    package var resolvedLanguage: String?
+    package var availableLanguages: [String]?
 
     package init(packs: [PackInfo], problems: [String] = [], overrides: [String: String]? = nil) {
         self.packs = packs
@@ -125,6 +144,9 @@ package struct PackInfo: Sendable, Hashable, Codable {
     package var declined: Bool?
     /// The manifest's `userInfo` for the server version, as JSON text.
     package var userInfo: String?
+    /// The BCP-47 language the server version is localized for; nil when it is not localized
+    /// (or no longer listed).
+    package var language: String?
     /// The error code of ``error`` (`docs/protocol.md`, "Errors": 1102 refused metadata, 1110 a
     /// parked job, …); nil when it has none.
     package var errorCode: Int?

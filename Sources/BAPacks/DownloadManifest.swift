@@ -25,12 +25,17 @@ extension PackPublisher {
             /// The publisher takes the pack back to an older version on purpose (`ba pack publish
             /// --downgrade ID=N`): without it a device refuses a version below its local one.
             package var allowsDowngrade: Bool?
+            /// The BCP-47 language the pack is localized for (Apple's OS 27 `language`); nil when
+            /// it is not localized. Bounded here (``PackLanguage/maximumLength`` bytes); a tag of
+            /// the wrong shape refuses the pack, not the manifest (``hasValidLanguage``).
+            package var language: String?
 
             package init(
                 assetPackID: String, version: Int, downloadSize: Int64,
                 downloadPolicy: PackManifest.DownloadPolicy, userInfo: JSONValue? = nil, indexURL: String,
-                indexSHA256: String, allowsDowngrade: Bool? = nil
+                indexSHA256: String, allowsDowngrade: Bool? = nil, language: String? = nil
             ) {
+                self.language = language
                 self.assetPackID = assetPackID
                 self.version = version
                 self.downloadSize = downloadSize
@@ -133,6 +138,11 @@ extension PackPublisher {
                         "the download manifest gives pack \(id) version \(entry.version); versions are 1 to \(PackLimits.maximumVersion)",
                         check: "version")
                 }
+                if let language = entry.language, language.utf8.count > PackLanguage.maximumLength {
+                    throw .invalid(
+                        "the download manifest gives pack \(id) a language of \(language.utf8.count) bytes; BCP-47 tags here are at most \(PackLanguage.maximumLength)",
+                        check: "language")
+                }
                 guard (0...PackLimits.maximumPackBytes).contains(entry.downloadSize) else {
                     throw .invalid(
                         "the download manifest gives pack \(id) a download size of \(entry.downloadSize) bytes; it is 0 to \(PackLimits.maximumPackBytes)",
@@ -171,4 +181,13 @@ extension PackPublisher {
             return formatter.date(from: text)
         }
     }
+}
+
+extension PackPublisher.DownloadManifest.Entry {
+    /// The entry's language in canonical case (nil: not localized, or not a BCP-47 tag).
+    package var canonicalLanguage: String? { language.flatMap(PackLanguage.canonical) }
+
+    /// False when the entry names a language that is not a BCP-47 tag: basd refuses the pack
+    /// (never installs it, and says why), the manifest's other packs go on.
+    package var hasValidLanguage: Bool { language == nil || canonicalLanguage != nil }
 }

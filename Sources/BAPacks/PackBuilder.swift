@@ -58,7 +58,7 @@ package struct PackBuilder {
             index: PackIndex(
                 formatVersion: indexFormat == 1 ? 1 : PackIndexRoot.format, id: manifest.assetPackID, version: version,
                 userInfo: manifest.userInfo,
-                downloadPolicy: manifest.downloadPolicy, chunking: parameters, files: []),
+                downloadPolicy: manifest.downloadPolicy, chunking: parameters, files: [], language: manifest.language),
             chunksWritten: 0, chunksReused: 0, bytesWritten: 0)
         for (path, source) in paths {
             report.index.files.append(

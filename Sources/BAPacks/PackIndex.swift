@@ -55,6 +55,9 @@ package struct PackIndex: Sendable, Hashable, Codable {
     package var files: [File]
     /// The version's bundles (nil in an index written without them: chunks are fetched one by one).
     package var bundles: [Bundle]?
+    /// The BCP-47 language the pack is localized for (the manifest's `language`, as `ba pack
+    /// publish` lists it); nil when it is not localized.
+    package var language: String?
 
     /// The distinct chunks, in the order they first occur (the bundles' order).
     package var distinctChunks: [Chunk] {

@@ -43,6 +43,8 @@ package struct PackIndexRoot: Sendable, Hashable, Codable {
     package var bundles: [PackIndex.Bundle]?
     /// The file records, in order.
     package var parts: [Part]
+    /// The pack's language (``PackIndex/language``).
+    package var language: String?
 
     /// The format of a root.
     package static let format = 2
@@ -190,7 +192,7 @@ extension PackIndexRoot {
         }
         let index = PackIndex(
             formatVersion: Self.format, id: id, version: version, userInfo: userInfo, downloadPolicy: downloadPolicy,
-            chunking: chunking, files: files.flatMap { $0 }, bundles: bundles)
+            chunking: chunking, files: files.flatMap { $0 }, bundles: bundles, language: language)
         try index.checkInstallable()
         return index
     }
@@ -203,7 +205,8 @@ extension PackIndexRoot {
     ) {
         var root = PackIndexRoot(
             formatVersion: format, id: index.id, version: index.version, userInfo: index.userInfo,
-            downloadPolicy: index.downloadPolicy, chunking: index.chunking, bundles: index.bundles, parts: [])
+            downloadPolicy: index.downloadPolicy, chunking: index.chunking, bundles: index.bundles, parts: [],
+            language: index.language)
         var frames: [(sha256: String, frame: [UInt8])] = []
         var named: Set<String> = []
         var run: [PackIndex.File] = []

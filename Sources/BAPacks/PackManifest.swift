@@ -8,7 +8,8 @@ import Foundation
 ///   "downloadPolicy": { "prefetch": { "installationEventTypes": ["firstInstallation", "subsequentUpdate"] } },
 ///   "fileSelectors": [ { "directory": "Levels" }, { "file": "Intro.m4v" } ],
 ///   "platforms": ["linux", "macOS"],
-///   "userInfo": { "tier": 1 } }
+///   "userInfo": { "tier": 1 },
+///   "language": "en-GB" }
 /// ```
 package struct PackManifest: Sendable, Hashable {
     /// When a pack is downloaded (Apple's three policies). Its JSON is Apple's:
@@ -76,6 +77,9 @@ package struct PackManifest: Sendable, Hashable {
     /// The folder the files are read from, relative to the manifest's folder (or absolute); nil:
     /// the manifest's folder. `--root` wins over it.
     package var contentRoot: String?
+    /// The BCP-47 language the pack is localized for (Apple's OS 27 `language`, canonical case:
+    /// `en-GB`); nil for a pack that is not localized.
+    package var language: String? = nil
 
     /// Whether the pack is for Linux (its platforms name `linux`, or name none).
     package var isForLinux: Bool { platforms.isEmpty || platforms.contains { $0.lowercased() == "linux" } }
@@ -145,9 +149,19 @@ package struct PackManifest: Sendable, Hashable {
                 "the platforms of \(id) name \"\(unknown)\"; known: \(Self.knownPlatforms.sorted().joined(separator: ", "))"
             )
         }
+        var language: String?
+        if let tag = raw.language {
+            guard let canonical = PackLanguage.canonical(tag) else {
+                throw PackError(
+                    "the language of \(id), \"\(tag.prefix(64))\", is not a BCP-47 language tag: give e.g. \"en\", \"en-GB\" or \"zh-Hant\""
+                )
+            }
+            language = canonical
+        }
         return PackManifest(
             assetPackID: id, downloadPolicy: downloadPolicy, fileSelectors: selectors, platforms: platforms,
-            userInfo: raw.userInfo, fileMappings: mappings, fileExclusions: exclusions, contentRoot: raw.contentRoot)
+            userInfo: raw.userInfo, fileMappings: mappings, fileExclusions: exclusions, contentRoot: raw.contentRoot,
+            language: language)
     }
 
     /// 1–128 of `[A-Za-z0-9._-]`, not starting with a dot (it names a folder on the device).
@@ -214,5 +228,6 @@ package struct PackManifest: Sendable, Hashable {
         var fileMappings: [FileMapping.Raw]?
         var fileExclusions: [String]?
         var contentRoot: String?
+        var language: String?
     }
 }

@@ -209,5 +209,12 @@ package enum PackMetadataFuzzing {
                     manifest: manifest, sha256: "0", app: manifest.apps?.first ?? "app", signed: true,
                     now: Date(timeIntervalSince1970: 0), mark: mark, localVersions: local))
         }
+        // Localized packs: each language as basd reads it, and the choice among them (the
+        // languages themselves as preferred ones, an override, a primary language).
+        let languages = manifest.assetPacks.compactMap(\.language)
+        let valid = manifest.assetPacks.filter(\.hasValidLanguage).compactMap(\.canonicalLanguage)
+        _ = PackLanguage.resolve(
+            available: valid, preferred: languages, override: languages.first, primary: languages.last)
+        for language in languages { _ = PackLanguage.fromLocaleName(language) }
     }
 }

@@ -87,7 +87,7 @@ package enum PackPublisher {
                     assetPackID: id, version: newest, downloadSize: index.downloadSize,
                     downloadPolicy: index.downloadPolicy, userInfo: index.userInfo, indexURL: base + "/" + relative,
                     indexSHA256: data.withUnsafeBytes { SHA256Hasher.hex(of: $0) },
-                    allowsDowngrade: downgrades[id] != nil ? true : nil))
+                    allowsDowngrade: downgrades[id] != nil ? true : nil, language: index.language))
         }
         guard !entries.isEmpty else {
             throw PackError("\(packs) holds no pack indexes: run `ba pack build` first")

@@ -50,6 +50,7 @@ extension BAStore {
             try db.executeCached(sql: "DELETE FROM asset_pack WHERE app_id = ?", arguments: [app])
             try db.executeCached(sql: "DELETE FROM pack_app WHERE app_id = ?", arguments: [app])
             try db.executeCached(sql: "DELETE FROM pack_override WHERE app_id = ?", arguments: [app])
+            try db.executeCached(sql: "DELETE FROM pack_language WHERE app_id = ?", arguments: [app])
         }
     }
 

@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 11
+    static let currentVersion = 12
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -57,6 +57,10 @@ enum Schema {
         migrator.registerMigration("v11") { db in
             try db.execute(sql: v11)
             try db.execute(sql: "PRAGMA user_version = 11")
+        }
+        migrator.registerMigration("v12") { db in
+            try db.execute(sql: v12)
+            try db.execute(sql: "PRAGMA user_version = 12")
         }
         return migrator
     }
@@ -319,6 +323,20 @@ extension Schema {
             app_id               TEXT    PRIMARY KEY NOT NULL,
             url                  TEXT    NOT NULL,
             set_at               TEXT    NOT NULL
+        );
+        """
+
+    /// Version 12 (issue 35, localized packs): `pack_language` keeps, per app with packs, the
+    /// language the app set (`AssetPackManager.resolvedLanguage`; NULL: none, the user's
+    /// preferred languages decide), the preferred languages the app last sent (a JSON array of
+    /// BCP-47 tags; NULL: basd's environment's), and the language basd last put in place (a
+    /// change from it is a language change: the extension is told).
+    static let v12 = """
+        CREATE TABLE pack_language (
+            app_id     TEXT PRIMARY KEY NOT NULL,
+            override   TEXT CHECK (override IS NULL OR length(override) BETWEEN 2 AND 35),
+            preferred  TEXT CHECK (preferred IS NULL OR length(preferred) <= 4096),
+            resolved   TEXT CHECK (resolved IS NULL OR length(resolved) BETWEEN 2 AND 35)
         );
         """
 }

@@ -16,14 +16,22 @@ public struct AssetPack: Hashable, Identifiable, Sendable, Codable, CustomString
     /// JSON-encoded custom information that's associated with the asset pack (the manifest's
     /// `userInfo`), or nil.
     public let userInfo: Data?
+    /// The language for which this asset pack is localized (the manifest's BCP-47 `language`).
+    ///
+    /// This property is `nil` if the asset pack isn't localized and therefore isn't
+    /// language-specific.
+    public let language: Locale.Language?
 
     /// Linux addition: an asset pack as the manager reports it. Apps get theirs from
     /// ``AssetPackManager``; this is for tests and tools.
-    public init(id: String, version: Int, downloadSize: Int, userInfo: Data? = nil) {
+    public init(
+        id: String, version: Int, downloadSize: Int, userInfo: Data? = nil, language: Locale.Language? = nil
+    ) {
         self.id = id
         self.version = version
         self.downloadSize = downloadSize
         self.userInfo = userInfo
+        self.language = language
     }
 
     public var description: String { "AssetPack(id: \(id), version: \(version), downloadSize: \(downloadSize))" }

@@ -61,9 +61,10 @@ public actor AssetPackManager {
     /// basd last read it.
     public var manifest: AssetPackManifest {
         get async throws {
-            let infos = try await call(PackCommand(action: .list))
+            let report = try await callReport(PackCommand(action: .list))
             return AssetPackManifest(
-                assetPacks: Set(infos.filter { $0.serverVersion != nil }.compactMap(PackEventHub.assetPack)))
+                assetPacks: Set(report.packs.filter { $0.serverVersion != nil }.compactMap(PackEventHub.assetPack)),
+                resolvedLanguage: report.resolvedLanguage.map(Locale.Language.init(identifier:)))
         }
     }
 
@@ -311,11 +312,16 @@ public actor AssetPackManager {
     /// A `packs` request, off the cooperative pool (the connection blocks). A lost connection
     /// throws its ``BAError`` (55 or 56), or ``PackConnection/Lost`` with `passingLoss`.
     func call(_ command: PackCommand, passingLoss: Bool = false) async throws -> [PackInfo] {
+        try await callReport(command, passingLoss: passingLoss).packs
+    }
+
+    /// ``call(_:passingLoss:)``, with basd's whole answer.
+    func callReport(_ command: PackCommand, passingLoss: Bool = false) async throws -> PackReport {
         let connection = self.connection
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 do {
-                    continuation.resume(returning: try connection.call(command))
+                    continuation.resume(returning: try connection.callReport(command))
                 } catch let loss as PackConnection.Lost {
                     continuation.resume(throwing: passingLoss ? loss : loss.error)
                 } catch {

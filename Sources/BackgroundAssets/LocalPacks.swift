@@ -45,7 +45,7 @@ struct LocalPacks {
     /// - Throws: ``ManagedBackgroundAssetsError/fileNotFound(at:)`` when no pack has it (or `path`
     ///   is not a relative path of plain names, or leads through a link);
     ///   ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` when `pack` is not local.
-    func locate(_ path: FilePath, pack: String?, files: Bool) throws -> Item {
+    func locate(_ path: FilePath, pack: String?, files: Bool, among: [String]? = nil) throws -> Item {
         let components = path.components.map(\.string)
         guard !path.isAbsolute, !components.isEmpty, components.count <= Self.maximumDepth,
             path.string.utf8.count <= Self.maximumPathBytes, path.components.allSatisfy({ $0.kind == .regular })
@@ -56,7 +56,10 @@ struct LocalPacks {
         }
         defer { close(folder) }
         let packs: [String]
-        if let pack {
+        if let among {
+            // The packs of one language (`asLocalizedFor:`), in the order of their IDs.
+            packs = among.filter(Self.isPlainName).sorted()
+        } else if let pack {
             guard Self.isPlainName(pack) else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: pack) }
             packs = [pack]
         } else {

@@ -89,7 +89,10 @@ final class PackConnection: @unchecked Sendable {
     ///
     /// - Throws: ``Lost`` when basd cannot be reached or the connection broke (after one more
     ///   attempt on a new connection); for basd's refusal, the error of ``map(_:of:)``.
-    func call(_ command: PackCommand) throws -> [PackInfo] {
+    func call(_ command: PackCommand) throws -> [PackInfo] { try callReport(command).packs }
+
+    /// ``call(_:)``, with basd's whole answer (an app's listing carries its languages).
+    func callReport(_ command: PackCommand) throws -> PackReport {
         var attempt = 0
         while true {
             let live: DaemonClient
@@ -105,7 +108,7 @@ final class PackConnection: @unchecked Sendable {
                     throw BAError(.callerConnectionInvalid, reason: "basd answered a packs request with \(result)")
                 }
                 hub.remember(report.packs)
-                return report.packs
+                return report
             } catch let error as DaemonClientError {
                 // The connection ended under the call: once more on a new one.
                 if live.isClosed {

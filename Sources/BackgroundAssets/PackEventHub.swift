@@ -89,7 +89,8 @@ final class PackEventHub: @unchecked Sendable {
         return AssetPack(
             id: info.assetPackID, version: version,
             downloadSize: info.serverVersion != nil ? Int(info.downloadSize ?? 0) : 0,
-            userInfo: info.userInfo.map { Data($0.utf8) })
+            userInfo: info.userInfo.map { Data($0.utf8) },
+            language: info.language.map(Locale.Language.init(identifier:)))
     }
 
     /// One event from basd.

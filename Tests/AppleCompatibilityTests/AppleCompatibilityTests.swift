@@ -22,6 +22,7 @@ import Testing
             BuildProducts.source("Tests/AppleCompatibilityExtension/AppleStyleDownloader.swift"),
             BuildProducts.source("Tests/AppleCompatibilityTests/AppleStyleApp.swift"),
             BuildProducts.source("Tests/AppleCompatibilityTests/AppleStylePacks.swift"),
+            BuildProducts.source("Tests/AppleCompatibilityTests/AppleStyleLocalizedPacks.swift"),
             // Apple's ManagedDownloaderExtension snippet, with `import ExtensionFoundation`.
             BuildProducts.source("Tests/AppleCompatibilityManagedExtension/DownloaderExtension.swift"),
         ]

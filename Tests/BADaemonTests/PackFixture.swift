@@ -46,7 +46,8 @@ struct PackFixture {
     }
 
     /// Writes `source/ID/NAME` files and the pack's manifest (`source/ID.json`).
-    func write(pack id: String, policy: String, files: [String: [UInt8]]) throws {
+    /// `language`: the manifest's BCP-47 `language` (a localized pack), written as given.
+    func write(pack id: String, policy: String, files: [String: [UInt8]], language: String? = nil) throws {
         for (name, bytes) in files {
             let path = source + "/" + id + "/" + name
             try FileManager.default.createDirectory(
@@ -55,7 +56,7 @@ struct PackFixture {
         }
         let manifest = """
             {"assetPackID": "\(id)", "downloadPolicy": \(policy),
-             "fileSelectors": [{"directory": "\(id)"}], "platforms": ["linux"]}
+             "fileSelectors": [{"directory": "\(id)"}], "platforms": ["linux"]\(language.map { #", "language": "\#($0)""# } ?? "")}
             """
         try Data(manifest.utf8).write(to: URL(fileURLWithPath: source + "/" + id + ".json"))
     }

@@ -9,6 +9,9 @@
 //   ensureset ID,ID…                 ensureLocalAvailability(of: Set, requireLatestVersions: false)
 //   cancelprogress ID                cancel() on the last Progress a follower saw for ID
 //   check                            checkForUpdates()
+//   language LANG|none               resolvedLanguage = LANG (none: nil), reconcilePreferredLanguages(); the
+//                                    manifest's languages and localized packs, locallyAvailableLanguages
+//   readlang PATH LANG               contents(at:asLocalizedFor:)
 //   read PATH [ID] | fd PATH [ID]    contents(at:searchingInAssetPackWithID:) | descriptor(for:…), read, close
 //   url PATH                         url(for:)
 //   local ID                         assetPackIsAvailableLocally(withID:) and localStatus(ofAssetPackWithID:)
@@ -65,6 +68,28 @@ func runPackCommand(_ words: [String]) -> Bool {
     switch (command, words.count) {
     case ("apacks", 1):
         later(command) { ["packs": try await manager.allAssetPacks.sorted { $0.id < $1.id }.map(describe)] }
+    case ("language", 2):
+        // Sets the app's language ("none": back to the user's), then reconciles.
+        later(command) {
+            manager.resolvedLanguage = words[1] == "none" ? nil : Locale.Language(identifier: words[1])
+            try await manager.reconcilePreferredLanguages()
+            let manifest = try await manager.manifest
+            return [
+                "resolved": manager.resolvedLanguage?.minimalIdentifier ?? "none",
+                "local": await manager.locallyAvailableLanguages.map(\.minimalIdentifier),
+                "available": manifest.availableLanguages.map(\.minimalIdentifier),
+                "localized": manifest.localizedAssetPacks.map(\.id).sorted(),
+                "languages": Dictionary(
+                    manifest.assetPacks.map { ($0.id, $0.language?.minimalIdentifier ?? "none") },
+                    uniquingKeysWith: { a, _ in a }),
+            ]
+        }
+    case ("readlang", 3):
+        later(command) {
+            let data = try manager.contents(
+                at: FilePath(words[1]), asLocalizedFor: Locale.Language(identifier: words[2]))
+            return ["size": data.count]
+        }
     case ("apack", 2):
         later(command) { describe(try await manager.assetPack(withID: words[1])) }
     case ("follow", 2):

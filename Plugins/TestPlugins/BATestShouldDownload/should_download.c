@@ -3,7 +3,8 @@
  * It declines the asset pack "extras", writes through NULL (a crash) for the pack "crash", forges
  * an answer frame with no answers on the runner's protocol socket (fd 3) for the pack "forge" (a
  * hostile extension: the host must not trust it), and wants every other one, logging "should_download ID VERSION SIZE USERINFO: yes|no" for each.
- * Its downloads_for_request returns nothing, as a managed extension's does.
+ * Its downloads_for_request returns nothing, as a managed extension's does, and logs
+ * "downloads_for_request N" with the content request N (4: a language change).
  */
 #include "ba_extension.h"
 
@@ -44,8 +45,10 @@ static int test_should_download(void *context, const ba_host_api *host, const ba
 static void test_downloads_for_request(void *context, const ba_host_api *host, const ba_content_request_info *request)
 {
     (void)context;
-    (void)host;
-    (void)request;
+    /* Says which content request it was (BA_CONTENT_REQUEST_*), for the tests of languageChange. */
+    char line[64];
+    int length = snprintf(line, sizeof(line), "downloads_for_request %d", (int)request->request);
+    if (length > 0) host->log(BA_LOG_INFO, line, (size_t)length < sizeof(line) ? (size_t)length : sizeof(line) - 1);
 }
 
 BA_EXTENSION_DEFINE("BATestShouldDownload", "1.1.0", .downloads_for_request = test_downloads_for_request,

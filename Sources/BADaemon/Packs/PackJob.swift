@@ -241,6 +241,10 @@ extension PackService {
             case .recordFailure(let failure): recordFailure(job, failure)
             }
         }
+        // A localized pack in place (or failed): the app's other languages may go now.
+        if job.machine.phase.isOver, job.entry.language != nil || languageWaits[job.key.app] != nil {
+            settleLanguages(app: job.key.app)
+        }
     }
 
     /// Sends the job's event `kind`, with its bytes for `progress` and `finished`.

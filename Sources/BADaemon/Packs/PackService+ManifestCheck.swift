@@ -48,6 +48,7 @@ extension PackService {
         done: @escaping CheckDone
     ) {
         let name = app.bundleIdentifier
+        primaryLanguages[name] = nil
         do {
             let existing = try store.packApps().first { $0.appIdentifier == name }
             let optedIn = existing?.optedInByUse == true && app.manifestURL != nil

@@ -23,8 +23,12 @@ extension PackService {
             log("asset packs of \(app.bundleIdentifier): \(error)")
             return then()
         }
-        let candidates = rows.compactMap { row in
-            Self.candidate(row, event: event).map { (row.packID, $0) }
+        // Of localized packs, only the app's language's are asked about (the others do not come).
+        let localized = rows.contains { $0.entry?.language != nil }
+        let choice = localized ? try? languageChoice(app: app, rows: rows) : nil
+        let candidates = rows.compactMap { row -> (String, AssetPackRecord)? in
+            if row.entry?.language != nil, choice?.fit(row) != .chosen { return nil }
+            return Self.candidate(row, event: event).map { (row.packID, $0) }
         }
         guard !candidates.isEmpty else { return then() }
         log(

@@ -47,6 +47,10 @@ protocol PackServiceDelegate: AnyObject {
     func packs(
         _ service: PackService, askExtensionOf app: StoredApp, about packs: [AssetPackRecord],
         decided: @escaping (_ declined: Set<String>) -> Void)
+
+    /// The language of `app`'s localized packs changed: its extension is told
+    /// (`BAContentRequest.languageChange`).
+    func packs(_ service: PackService, languageChangedFor app: StoredApp)
 }
 
 /// The owner of every app's asset packs: the download manifest checks, one ``PackJob`` per pack
@@ -83,6 +87,11 @@ final class PackService: @unchecked Sendable {
     var jobs: [Key: PackJob] = [:]
     /// Manifest checks in flight, by app: everyone waiting for it.
     var checks: [String: [CheckDone]] = [:]
+    /// `reconcileLanguages` requests waiting for their app's language to be in place, by app.
+    var languageWaits: [String: [CheckDone]] = [:]
+    /// Each app's primary language (`CFBundleDevelopmentRegion`) once read, by app (nil inside: it
+    /// has none); forgotten when the app is installed or updated again.
+    var primaryLanguages: [String: String?] = [:]
     /// Versions replaced or obsolete that a process still held when basd tried to remove them.
     var heldVersions: Set<HeldVersion> = []
     var heldTimerArmed = false
@@ -178,11 +187,28 @@ final class PackService: @unchecked Sendable {
             log("asset packs of \(app.bundleIdentifier): \(error)")
             return
         }
-        for row in rows { act(on: row, app: app, trigger: trigger) }
+        let localized = rows.contains { $0.entry?.language != nil }
+        let choice =
+            localized
+            ? logged("asset packs of \(app.bundleIdentifier): the language") {
+                try languageChoice(app: app, rows: rows)
+            } : nil
+        for row in rows { act(on: row, app: app, trigger: trigger, language: choice) }
+        if localized || languageWaits[app.bundleIdentifier] != nil { settleLanguages(app: app.bundleIdentifier) }
     }
 
+    /// Acts on one pack; a localized one only in the app's language (`language`: read when nil),
+    /// unless it is a request (``proceedsWithLanguage(_:trigger:choice:)``).
     @discardableResult
-    func act(on row: PackRow, app: StoredApp, trigger: PackDecision.Trigger) -> PackDecision.Action {
+    func act(
+        on row: PackRow, app: StoredApp, trigger: PackDecision.Trigger, language: LanguageChoice? = nil
+    ) -> PackDecision.Action {
+        if row.entry?.language != nil,
+            !proceedsWithLanguage(
+                row, trigger: trigger, choice: language ?? languageChoice(app: app.bundleIdentifier)?.choice)
+        {
+            return .none
+        }
         let key = row.key
         let entry = row.entry
         let action = PackDecision.action(
@@ -395,6 +421,7 @@ final class PackService: @unchecked Sendable {
             info.serverVersion = entry?.version
             info.downloadSize = entry?.downloadSize
             info.userInfo = entry?.userInfo.flatMap(Self.userInfoText)
+            info.language = entry?.canonicalLanguage ?? entry?.language
             info.error = row.failure
             info.errorCode = row.failureCode
             if row.declined, row.localVersion == nil, !row.requested { info.declined = true }
@@ -476,18 +503,6 @@ final class PackService: @unchecked Sendable {
                     reason.map { .paused(WaitingReason($0)) } ?? afterBackgroundHold(job), appIdentifier: job.key.app,
                     assetPackID: job.key.pack, version: job.entry.version))
         }
-    }
-
-    /// The essential packs of `event` for `app` that its extension did not decline, by ID.
-    func essentialPacks(app: String, event: PackManifest.InstallationEvent) -> [String] {
-        (logged("asset packs of \(app): the essential packs cannot be listed") { try rows(app: app) } ?? []).compactMap
-        {
-            row in
-            guard !row.declined, case .essential(let events)? = row.entry?.downloadPolicy,
-                events.contains(event)
-            else { return nil }
-            return row.packID
-        }.sorted()
     }
 
     /// Whether `app` gets packs.

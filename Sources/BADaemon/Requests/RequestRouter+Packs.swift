@@ -24,11 +24,10 @@ extension RequestRouter {
             for (app, error) in packs.checkErrors(app: command.app).sorted(by: { $0.key < $1.key }) {
                 problems.append("\(app): \(error)")
             }
-            reply(
-                .packs(
-                    PackReport(
-                        packs: packs.listing(app: command.app), problems: problems,
-                        overrides: packOverrides(app: command.app))))
+            var report = command.app.map(packs.languageReport) ?? PackReport(packs: packs.listing(app: nil))
+            report.problems = problems
+            report.overrides = packOverrides(app: command.app)
+            reply(.packs(report))
         case .ensure:
             guard let app = need(command.app, "an app"), let pack = need(command.pack, "a pack id") else { return }
             packs.ensure(app: app, pack: pack, requireLatest: command.requireLatest ?? false, reply: reply)
@@ -72,6 +71,12 @@ extension RequestRouter {
             }
         case .override:
             overridePacks(command, reply: reply)
+        case .setLanguage:
+            guard let app = need(command.app, "an app") else { return }
+            reply(packs.setLanguage(app: app, language: command.language))
+        case .reconcileLanguages:
+            guard let app = need(command.app, "an app") else { return }
+            packs.reconcileLanguages(app: app, preferred: command.preferredLanguages, reply: reply)
         case .cancel:
             guard let app = need(command.app, "an app"), let pack = need(command.pack, "a pack id") else { return }
             reply(packs.cancel(app: app, pack: pack))
