@@ -69,6 +69,9 @@ public actor AssetPackManager {
     }
 
     /// The asset packs that are available to download: those the app's download manifest lists.
+    ///
+    /// Deprecated in OS 27, as Apple's: use ``manifest`` and its ``AssetPackManifest/assetPacks``.
+    @available(*, deprecated, message: "Use manifest.assetPacks instead")
     public var allAssetPacks: Set<AssetPack> {
         get async throws { try await manifest.assetPacks }
     }
@@ -77,6 +80,10 @@ public actor AssetPackManager {
     ///
     /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` when neither the
     ///   download manifest nor the device has it (after reading the manifest again).
+    ///
+    /// Deprecated in OS 27, as Apple's: use ``manifest`` and its
+    /// ``AssetPackManifest/assetPack(withID:)``.
+    @available(*, deprecated, message: "Use manifest.assetPack(withID:) instead")
     public func assetPack(withID assetPackID: String) async throws -> AssetPack {
         if let pack = try await describe(assetPackID) { return pack }
         _ = try? await call(PackCommand(action: .check))

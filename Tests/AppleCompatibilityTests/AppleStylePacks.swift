@@ -1,11 +1,15 @@
 // App-side asset-pack code as Apple's documentation and WWDC25 ("Discover Apple-Hosted Background
 // Assets") write it, unchanged but for filling in the `// …` placeholders. It must compile in Swift
 // 5 and Swift 6 language modes with no warning (AppleCompatibilityTests), through
-// `import BackgroundAssets` alone (FilePath and FileDescriptor included).
+// `import BackgroundAssets` alone (FilePath and FileDescriptor included). The functions that call
+// `allAssetPacks` or `assetPack(withID:)`, OS 26 API that Apple deprecates in OS 27 for
+// `AssetPackManager.manifest`, are marked deprecated themselves, as an OS 26 app built for OS 27
+// would see them (a deprecated use inside a deprecated declaration does not warn).
 import BackgroundAssets
 
 enum TutorialAssets {
     /// WWDC25, "Download an asset pack".
+    @available(*, deprecated, message: "OS 26 code: allAssetPacks and assetPack(withID:) are deprecated in OS 27")
     static func download() async throws {
         let assetPack = try await AssetPackManager.shared.assetPack(withID: "Tutorial")
 
@@ -44,6 +48,7 @@ enum TutorialAssets {
     }
 
     /// Status queries and the update lifecycle.
+    @available(*, deprecated, message: "OS 26 code: allAssetPacks and assetPack(withID:) are deprecated in OS 27")
     static func manage(_ someAssetPack: AssetPack) async throws {
         let localStatus = await AssetPackManager.shared.localStatus(ofAssetPackWithID: "Tutorial")
         let isLocal = AssetPackManager.shared.assetPackIsAvailableLocally(withID: "Tutorial")
@@ -60,6 +65,7 @@ enum TutorialAssets {
     }
 
     /// Errors, as apps catch them.
+    @available(*, deprecated, message: "OS 26 code: allAssetPacks and assetPack(withID:) are deprecated in OS 27")
     static func configuration(relativeConfigPath: String) async throws -> URL? {
         let manager = AssetPackManager.shared
         do {
@@ -86,6 +92,7 @@ enum TutorialAssets {
 
 /// A model that follows a pack's download, as apps write it (a third-party pattern).
 enum ModelAssets {
+    @available(*, deprecated, message: "OS 26 code: allAssetPacks and assetPack(withID:) are deprecated in OS 27")
     static func ensureModelIsAvailable(onProgress: @escaping @Sendable (Double) -> Void) async throws {
         let manager = AssetPackManager.shared
         let assetPack = try await manager.assetPack(withID: "Model")

@@ -62,12 +62,22 @@ func later(_ command: String, _ body: @escaping @Sendable () async throws -> [St
     }
 }
 
+/// The OS 26 lookups, deprecated in OS 27 and still Apple's: this app tests that they keep
+/// working, so it calls them through a protocol they satisfy (a build without warnings).
+protocol DeprecatedPackLookups: Actor {
+    var allAssetPacks: Set<AssetPack> { get async throws }
+    func assetPack(withID assetPackID: String) async throws -> AssetPack
+}
+
+extension AssetPackManager: DeprecatedPackLookups {}
+
 func runPackCommand(_ words: [String]) -> Bool {
     let manager = AssetPackManager.shared
+    let deprecated: any DeprecatedPackLookups = manager
     let command = words[0]
     switch (command, words.count) {
     case ("apacks", 1):
-        later(command) { ["packs": try await manager.allAssetPacks.sorted { $0.id < $1.id }.map(describe)] }
+        later(command) { ["packs": try await deprecated.allAssetPacks.sorted { $0.id < $1.id }.map(describe)] }
     case ("language", 2):
         // Sets the app's language ("none": back to the user's), then reconciles.
         later(command) {
@@ -91,7 +101,7 @@ func runPackCommand(_ words: [String]) -> Bool {
             return ["size": data.count]
         }
     case ("apack", 2):
-        later(command) { describe(try await manager.assetPack(withID: words[1])) }
+        later(command) { describe(try await deprecated.assetPack(withID: words[1])) }
     case ("follow", 2):
         let id = words[1]
         if id == "*" {
@@ -113,14 +123,16 @@ func runPackCommand(_ words: [String]) -> Bool {
         emit(["command": command, "ok": true, "follower": id])
     case ("ensure", 2...):
         later(command) {
-            let pack = try await manager.assetPack(withID: words[1])
+            let pack = try await deprecated.assetPack(withID: words[1])
             try await manager.ensureLocalAvailability(of: pack, requireLatestVersion: words.contains("latest"))
             return ["pack": words[1], "available": manager.assetPackIsAvailableLocally(withID: words[1])]
         }
     case ("ensureset", 2):
         later(command) {
             var packs: Set<AssetPack> = []
-            for id in words[1].split(separator: ",") { packs.insert(try await manager.assetPack(withID: String(id))) }
+            for id in words[1].split(separator: ",") {
+                packs.insert(try await deprecated.assetPack(withID: String(id)))
+            }
             do {
                 try await manager.ensureLocalAvailability(of: packs, requireLatestVersions: false)
                 return [:]

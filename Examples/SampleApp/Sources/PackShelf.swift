@@ -9,10 +9,8 @@ enum PackShelf {
     /// ensuring it costs nothing then. The prefetch pack may still be arriving.
     static func openBase() async throws {
         let manager = AssetPackManager.shared
-        let base: AssetPack
-        do {
-            base = try await manager.assetPack(withID: "base")
-        } catch ManagedBackgroundAssetsError.assetPackNotFound {
+        // The manifest as basd last read it (OS 27's form of OS 26's assetPack(withID:)).
+        guard let base = try await manager.manifest.assetPack(withID: "base") else {
             // Installed without its packs (its Info.plist without BAHasManagedAssetPacks, and a
             // manifest that lists none): the catalog's assets are all it has.
             say("no asset pack base: this copy of the app was installed without asset packs")
@@ -29,7 +27,9 @@ enum PackShelf {
     /// the pack's status updates, then read through a file descriptor.
     static func openExtras() async throws {
         let manager = AssetPackManager.shared
-        let extras = try await manager.assetPack(withID: "extras")
+        guard let extras = try await manager.manifest.assetPack(withID: "extras") else {
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: "extras")
+        }
         say(
             "asset pack extras \(extras.version): \(extras.downloadSize) bytes to download; ensureLocalAvailability(of:)"
         )
