@@ -38,10 +38,7 @@ struct AppleShapeManifestTests {
         defer { fixture.remove() }
         let nginx = try await Nginx.start(root: fixture.publish, directory: fixture.directory.path)
         defer { nginx.stop() }
-        let plist = fixture.appDirectory + "/Info.plist"
-        let info = try String(contentsOfFile: plist, encoding: .utf8).replacingOccurrences(
-            of: fixture.server.url("/manifest.json"), with: nginx.baseURL + "/manifest.json")
-        try Data(info.utf8).write(to: URL(fileURLWithPath: plist))
+        try fixture.readManifest(from: nginx.baseURL)
 
         let levels = PackFixture.random(300_000, seed: 3501)
         let extras = PackFixture.random(40_000, seed: 3502)

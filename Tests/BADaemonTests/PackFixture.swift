@@ -45,6 +45,15 @@ struct PackFixture {
         directory.remove()
     }
 
+    /// Points the app's `BAManifestURL` at `base` + `/manifest.json` (nginx serving the publish
+    /// folder) instead of the fixture's own server.
+    func readManifest(from base: String) throws {
+        let plist = appDirectory + "/Info.plist"
+        let info = try String(contentsOfFile: plist, encoding: .utf8).replacingOccurrences(
+            of: server.url("/manifest.json"), with: base + "/manifest.json")
+        try Data(info.utf8).write(to: URL(fileURLWithPath: plist))
+    }
+
     /// Writes `source/ID/NAME` files and the pack's manifest (`source/ID.json`).
     /// `language`: the manifest's BCP-47 `language` (a localized pack), written as given.
     func write(pack id: String, policy: String, files: [String: [UInt8]], language: String? = nil) throws {

@@ -29,11 +29,7 @@ struct PackMetadataUpdateTests {
         defer { fixture.remove() }
         let nginx = try await Nginx.start(root: fixture.publish, directory: fixture.directory.path)
         defer { nginx.stop() }
-        // The app reads its manifest from nginx.
-        let plist = fixture.appDirectory + "/Info.plist"
-        let info = try String(contentsOfFile: plist, encoding: .utf8).replacingOccurrences(
-            of: fixture.server.url("/manifest.json"), with: nginx.baseURL + "/manifest.json")
-        try Data(info.utf8).write(to: URL(fileURLWithPath: plist))
+        try fixture.readManifest(from: nginx.baseURL)
         func publish(_ version: Int) async throws {
             let build = try await runProcess(
                 ba,
