@@ -46,11 +46,18 @@ struct PackLanguageTests {
     }
 
     @Test(
-        "basd installs only the preferred language's packs (en-GB → en); the app switches to French: voice-fr is installed, then voice-en removed, and the extension told languageChange; the choice survives a restart"
+        "basd installs only the preferred language's packs (en-GB → en); the app switches to French: voice-fr is installed, then voice-en removed, and the extension told languageChange; the choice survives a restart (nginx)"
     )
     func switchLanguage() async throws {
         let (fixture, voiceEN, voiceFR) = try await Self.fixture()
         defer { fixture.remove() }
+        // Served by nginx: the manifest published again for its URL, and the app pointed at it.
+        let nginx = try await Nginx.start(root: fixture.publish, directory: fixture.directory.path)
+        defer { nginx.stop() }
+        let republished = try await runProcess(ba, ["pack", "publish", fixture.publish, "--base-url", nginx.baseURL])
+        #expect(republished.status == 0, "\(republished.stdout)\(republished.stderr)")
+        try fixture.readManifest(from: nginx.baseURL)
+        func served(_ path: String) -> Int { nginx.requests.filter { $0.path == path }.count }
         // ba pack publish lists each pack's language.
         let manifest = try String(contentsOfFile: fixture.publish + "/manifest.json", encoding: .utf8)
         #expect(manifest.contains(#""language":"fr""#) || manifest.contains(#""language" : "fr""#), "\(manifest)")
@@ -66,7 +73,7 @@ struct PackLanguageTests {
         #expect(first["voice-en"]?["language"] as? String == "en")
         #expect(first["voice-fr"]?["language"] as? String == "fr")
         #expect(first["base"]?["language"] == nil)
-        #expect(fixture.server.requests(for: "/packs/voice-fr/1.json").isEmpty)
+        #expect(served("/packs/voice-fr/1.json") == 0)
         #expect(PackAssert.same(PackFixture.packPath(daemon, "voice-en") + "/voice-en/voice.bin", voiceEN))
         // The extension is asked about the packs that come: not about voice-fr.
         #expect(await daemon.logged("asking its extension about base, voice-en"), "\(daemon.standardError)")
@@ -117,7 +124,9 @@ struct PackLanguageTests {
         let kept = try await fixture.packs(daemon)
         #expect(kept["voice-fr"]?["localVersion"] as? Int == 1, "\(kept)")
         #expect(kept["voice-en"]?["localVersion"] == nil, "\(kept)")
-        #expect(fixture.server.requests(for: "/packs/voice-en/1.json").count == 1)
+        #expect(served("/packs/voice-en/1.json") == 1)
+        #expect(served("/packs/voice-fr/1.json") == 1)
+        #expect(fixture.server.requests(for: "/manifest.json").isEmpty)
     }
 
     @Test(
