@@ -28,7 +28,8 @@ extension BAStore {
                 db, sql: "SELECT override, preferred, resolved FROM pack_language WHERE app_id = ?", arguments: [app]
             ).map { row in
                 let text: String? = row["preferred"]
-                let preferred = text.flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) }
+                // basd wrote it: a value that does not decode is a damaged row, not "none sent".
+                let preferred = try text.map { try JSONDecoder().decode([String].self, from: Data($0.utf8)) }
                 return StoredPackLanguage(
                     appIdentifier: app, override: row["override"], preferred: preferred, resolved: row["resolved"])
             }

@@ -219,8 +219,14 @@ extension PackService {
     func reconcileLanguages(
         app name: String, preferred: [String]?, reply: @escaping @Sendable (ServerMessage.Result) -> Void
     ) {
-        guard let app = try? store.app(name) else {
-            return reply(Refusal(.invalidRequest, "app \(name) is not registered with basd").result)
+        let app: StoredApp
+        do {
+            guard let found = try store.app(name) else {
+                return reply(Refusal(.invalidRequest, "app \(name) is not registered with basd").result)
+            }
+            app = found
+        } catch {
+            return reply(Refusal(.internalError, "basd could not read app \(name): \(error)").result)
         }
         if let preferred {
             guard preferred.count <= 32 else {

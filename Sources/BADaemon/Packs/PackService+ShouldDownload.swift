@@ -25,7 +25,14 @@ extension PackService {
         }
         // Of localized packs, only the app's language's are asked about (the others do not come).
         let localized = rows.contains { $0.entry?.language != nil }
-        let choice = localized ? try? languageChoice(app: app, rows: rows) : nil
+        var choice: LanguageChoice?
+        if localized {
+            do { choice = try languageChoice(app: app, rows: rows) } catch {
+                log(
+                    "asset packs of \(app.bundleIdentifier): the language cannot be chosen (\(error)): its localized packs are not asked about"
+                )
+            }
+        }
         let candidates = rows.compactMap { row -> (String, AssetPackRecord)? in
             if row.entry?.language != nil, choice?.fit(row) != .chosen { return nil }
             return Self.candidate(row, event: event).map { (row.packID, $0) }
