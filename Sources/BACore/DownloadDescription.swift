@@ -75,6 +75,10 @@ public struct DownloadDescription: Sendable, Hashable, Codable {
     /// pointer with a length, an over-long string): such a description is rejected by
     /// ``DownloadRules``, never used.
     public var isWellFormed: Bool
+    /// True for an asset pack from a self-hosted manifest (`AssetPack.download(for:)`): ``url`` is
+    /// the pack's index, ``sha256`` the index's SHA-256, ``fileSize`` the pack's download size, and
+    /// basd installs the pack into the app group instead of delivering one file.
+    package var isAssetPack: Bool
 
     /// The exact size, or nil when unknown.
     package var expectedSize: Int64? { fileSize > 0 ? fileSize : nil }
@@ -83,7 +87,8 @@ public struct DownloadDescription: Sendable, Hashable, Codable {
         identifier: String, uniqueIdentifier: String = "", url: String, headers: [Header] = [],
         applicationGroupIdentifier: String? = nil, priority: Int64 = DownloadRules.defaultPriority,
         isEssential: Bool = false, fileSize: Int64 = 0, sha256: String? = nil,
-        allowsExpensiveNetworkAccess: Bool = true, state: DownloadState = .created, isWellFormed: Bool = true
+        allowsExpensiveNetworkAccess: Bool = true, state: DownloadState = .created, isWellFormed: Bool = true,
+        isAssetPack: Bool = false
     ) {
         self.identifier = identifier
         self.uniqueIdentifier = uniqueIdentifier
@@ -97,6 +102,7 @@ public struct DownloadDescription: Sendable, Hashable, Codable {
         self.allowsExpensiveNetworkAccess = allowsExpensiveNetworkAccess
         self.state = state
         self.isWellFormed = isWellFormed
+        self.isAssetPack = isAssetPack
     }
 
     private enum CodingKeys: String, CodingKey {

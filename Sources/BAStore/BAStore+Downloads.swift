@@ -63,7 +63,7 @@ extension BAStore {
             }
             let failure = stored.lastError
             try db.executeCached(
-                sql: "INSERT INTO download (\(StoredDownload.columns)) VALUES (\(Self.placeholders(24)))",
+                sql: "INSERT INTO download (\(StoredDownload.columns)) VALUES (\(Self.placeholders(25)))",
                 arguments: [
                     stored.uniqueIdentifier, stored.appIdentifier, stored.identifier, stored.url,
                     try stored.headersJSON,
@@ -72,6 +72,7 @@ extension BAStore {
                     stored.partialPath, stored.destinationPath, stored.attempts, failure?.domain, failure?.code,
                     failure?.message, StoreTime(stored.createdAt), StoreTime(stored.updatedAt),
                     try stored.restrictionJSON, stored.download.allowsExpensiveNetworkAccess,
+                    stored.download.isAssetPack,
                 ])
             if chargingAllowance, let size = stored.expectedSize {
                 let column = stored.isEssential ? "essential_allowance_used" : "allowance_used"

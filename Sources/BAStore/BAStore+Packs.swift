@@ -26,6 +26,14 @@ extension BAStore {
         }
     }
 
+    /// The apps that have a row in `asset_pack` (those of a self-hosted manifest have no
+    /// `pack_app` row).
+    package func appsWithPackRows() throws(BAStoreError) -> Set<String> {
+        try read("reading the apps with asset pack rows") { db in
+            Set(try String.fetchAll(db, sql: "SELECT DISTINCT app_id FROM asset_pack"))
+        }
+    }
+
     /// Every app that gets asset packs.
     package func packApps() throws(BAStoreError) -> [StoredPackApp] {
         try read("reading the apps with asset packs") { db in

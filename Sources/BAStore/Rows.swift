@@ -66,7 +66,8 @@ extension StoredDownload {
     static let columns = """
         unique_identifier, app_id, identifier, url, headers, app_group_identifier, priority, essential, \
         expected_size, sha256, state, foreground, bytes_on_disk, validator, partial_path, destination_path, \
-        attempts, error_domain, error_code, error_message, created_at, updated_at, restriction, allows_expensive
+        attempts, error_domain, error_code, error_message, created_at, updated_at, restriction, allows_expensive, \
+        asset_pack
         """
 
     /// The JSON shape of one header in the `headers` column.
@@ -82,7 +83,7 @@ extension StoredDownload {
         case uniqueIdentifier, appIdentifier, identifier, url, headers, applicationGroupIdentifier, priority
         case essential, expectedSize, sha256, state, foreground, bytesOnDisk, validator, partialPath
         case destinationPath, attempts, errorDomain, errorCode, errorMessage, createdAt, updatedAt, restriction
-        case allowsExpensive
+        case allowsExpensive, assetPack
     }
 
     /// A row whose first columns are ``columns``, in order (every store query selects them so).
@@ -127,6 +128,7 @@ extension StoredDownload {
                 try JSONDecoder().decode(PreLaunchRestriction.self, from: Data($0.utf8))
             })
         download.allowsExpensiveNetworkAccess = try value(.allowsExpensive)
+        download.isAssetPack = try value(.assetPack)
     }
 
     /// The `restriction` column.

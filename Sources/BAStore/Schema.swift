@@ -9,7 +9,7 @@ internal import GRDB
 /// a newer one misreads. See `docs/state.md`.
 enum Schema {
     /// The newest schema version this build knows.
-    static let currentVersion = 12
+    static let currentVersion = 13
 
     /// The migrations, oldest first.
     static var migrator: DatabaseMigrator {
@@ -61,6 +61,10 @@ enum Schema {
         migrator.registerMigration("v12") { db in
             try db.execute(sql: v12)
             try db.execute(sql: "PRAGMA user_version = 12")
+        }
+        migrator.registerMigration("v13") { db in
+            try db.execute(sql: v13)
+            try db.execute(sql: "PRAGMA user_version = 13")
         }
         return migrator
     }
@@ -338,5 +342,13 @@ extension Schema {
             preferred  TEXT CHECK (preferred IS NULL OR length(preferred) <= 4096),
             resolved   TEXT CHECK (resolved IS NULL OR length(resolved) BETWEEN 2 AND 35)
         );
+        """
+
+    /// Version 13 (issue 35, self-hosted asset packs): `download.asset_pack` is 1 for an asset pack
+    /// download (`AssetPack.download(for:)` of a self-hosted `AssetPackManifest`): `url` is the
+    /// pack's index, `sha256` the index's SHA-256, and the pack service installs the pack into the
+    /// app group instead of the engine fetching one file.
+    static let v13 = """
+        ALTER TABLE download ADD COLUMN asset_pack INTEGER NOT NULL DEFAULT 0 CHECK (asset_pack IN (0, 1));
         """
 }

@@ -115,7 +115,9 @@ final class AppEventDelivery: @unchecked Sendable {
             // Handlers the callback started (e.g. a move under withExclusiveControl) run first.
             CompletionHandlers.scoped { delegate.download(download, finishedWithFileURL: URL(fileURLWithPath: path)) }
             // The file is the app's only during the callback: remove it unless the app moved it.
-            if FileManager.default.fileExists(atPath: path) {
+            // A regular file only: a self-hosted asset pack's `finished` names the pack's link in
+            // the app group, which stays (`AssetPack.download(for:)`).
+            if (try? FileManager.default.attributesOfItem(atPath: path)[.type] as? FileAttributeType) == .typeRegular {
                 do {
                     try FileManager.default.removeItem(atPath: path)
                 } catch {

@@ -35,7 +35,7 @@ import Testing
                 "asset_app", "download_active_identifier", "download_active_order", "download_app", "download_ended",
                 "event_delivered", "event_download", "event_parked", "event_undelivered", "extension_run_app",
             ])
-        #expect(migrations == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12"])
+        #expect(migrations == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13"])
         let mode = try FileManager.default.attributesOfItem(atPath: test.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
 

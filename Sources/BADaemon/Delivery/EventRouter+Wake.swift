@@ -292,7 +292,9 @@ extension EventRouter {
     /// The size of what is at `path` (a file, or a link the extension left), or nil when nothing is.
     static func size(_ path: String) -> Int64? {
         var info = stat()
-        return lstat(path, &info) == 0 ? Int64(info.st_size) : nil
+        // A self-hosted asset pack's `finished` names the pack's link in the container: no file
+        // to move, keep or remove.
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG ? Int64(info.st_size) : nil
     }
 
     /// The protection space of a `WWW-Authenticate` challenge for `url` (the same reading the

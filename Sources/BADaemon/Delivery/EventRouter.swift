@@ -345,8 +345,10 @@ final class EventRouter: @unchecked Sendable {
         }
     }
 
-    /// Removes a delivered file the receiver left in place.
+    /// Removes a delivered file the receiver left in place: a regular file only (a self-hosted
+    /// asset pack's `finished` names the pack's link, which stays).
     func removeDelivered(_ path: String) {
+        guard Self.size(path) != nil else { return }
         if unlink(path) != 0 && errno != ENOENT {
             log("could not remove the delivered file \(path): \(String(cString: strerror(errno)))")
         }

@@ -92,10 +92,15 @@ extension PackService {
     /// Makes `group`'s pack links match the apps of the group that get packs (less `excluding`,
     /// an app being uninstalled): ``AppContainers/linkPacks(group:apps:)``. Nil, or why not, with
     /// what to move when a folder of the app's is in the way.
-    func linkNamespace(group: String, excluding: String? = nil) -> String? {
+    ///
+    /// The apps that get packs are those with a download manifest (`pack_app`), those with packs
+    /// of a self-hosted manifest (rows of their own), and `including` (one about to have some).
+    func linkNamespace(group: String, excluding: String? = nil, including: String? = nil) -> String? {
         let apps: [String]
         do {
-            let withPacks = Set(try store.packApps().map(\.appIdentifier))
+            var withPacks = Set(try store.packApps().map(\.appIdentifier))
+            withPacks.formUnion(try store.appsWithPackRows())
+            if let including { withPacks.insert(including) }
             apps = try store.apps().filter { app in
                 app.appGroupIdentifier == group && app.bundleIdentifier != excluding
                     && withPacks.contains(app.bundleIdentifier)
@@ -140,5 +145,53 @@ extension PackService {
             return error.localizedDescription
         }
         return nil
+    }
+
+    /// Removes a version that is no longer current (or, `replaced`, the damaged copy a repair
+    /// swapped out) once no process holds a file in it.
+    func removeWhenFree(_ key: Key, version: Int, replaced: Bool = false) {
+        let root = containers.packRoot(app: key.app)
+        io.async { [self] in
+            let directory =
+                root + "/" + PackInstallation.packsFolder(id: key.pack) + "/\(version)" + (replaced ? ".replaced" : "")
+            guard FileManager.default.fileExists(atPath: directory) else { return }
+            // That version may be current again (assembled anew since): it stays.
+            if !replaced, (try? PackInstallation.current(root: root, id: key.pack)) == version { return }
+            let holders = PackInstallation.holders(of: directory)
+            if holders.isEmpty {
+                do throws(PackError) {
+                    if replaced {
+                        try PackInstallation.removeReplaced(root: root, id: key.pack, version: version)
+                    } else {
+                        try PackInstallation.remove(root: root, id: key.pack, version: version)
+                    }
+                    log("asset pack \(key): removed \(replaced ? "the old copy of " : "")version \(version)")
+                } catch {
+                    log("asset pack \(key): cannot remove version \(version): \(error)")
+                }
+                return
+            }
+            executor.async { [self] in
+                guard replaced || (try? PackInstallation.current(root: root, id: key.pack)) != version else { return }
+                let held = HeldVersion(key: key, version: version, replaced: replaced)
+                if heldVersions.insert(held).inserted {
+                    log(
+                        "asset pack \(key): version \(version) stays while process(es) \(holders.map(String.init).joined(separator: ", ")) hold it"
+                    )
+                }
+                armHeldTimer()
+            }
+        }
+    }
+
+    private func armHeldTimer() {
+        guard !heldTimerArmed, !heldVersions.isEmpty else { return }
+        heldTimerArmed = true
+        executor.after(retryInterval * 5) { [self] in
+            heldTimerArmed = false
+            let held = heldVersions
+            heldVersions = []
+            for version in held { removeWhenFree(version.key, version: version.version, replaced: version.replaced) }
+        }
     }
 }

@@ -51,6 +51,10 @@ protocol PackServiceDelegate: AnyObject {
     /// The language of `app`'s localized packs changed: its extension is told
     /// (`BAContentRequest.languageChange`).
     func packs(_ service: PackService, languageChangedFor app: StoredApp)
+
+    /// A self-hosted pack download (``PackService/startSelfHosted(_:app:)``) began, progressed or
+    /// ended: the transfer coordinator records it as a transfer's.
+    func packs(_ service: PackService, selfHostedDownload uniqueIdentifier: String, report: SelfHostedPackReport)
 }
 
 /// The owner of every app's asset packs: the download manifest checks, one ``PackJob`` per pack
@@ -85,6 +89,8 @@ final class PackService: @unchecked Sendable {
     // Executor-confined state.
     /// Packs being installed or updated.
     var jobs: [Key: PackJob] = [:]
+    /// The self-hosted pack downloads being installed: the download's unique identifier by pack.
+    var selfHosted: [Key: String] = [:]
     /// Manifest checks in flight, by app: everyone waiting for it.
     var checks: [String: [CheckDone]] = [:]
     /// `reconcileLanguages` requests waiting for their app's language to be in place, by app.
@@ -525,6 +531,7 @@ final class PackService: @unchecked Sendable {
             event.userInfo = job.entry.userInfo.flatMap(Self.userInfoText)
         }
         delegate?.packs(self, sent: event)
+        if !selfHosted.isEmpty { reportSelfHosted(event) }
     }
 
     /// The manifest's `userInfo` as JSON text.
@@ -549,54 +556,6 @@ final class PackService: @unchecked Sendable {
         case .essential: .essential
         case .prefetch: .prefetch
         case .onDemand: .onDemand
-        }
-    }
-
-    /// Removes a version that is no longer current (or, `replaced`, the damaged copy a repair
-    /// swapped out) once no process holds a file in it.
-    func removeWhenFree(_ key: Key, version: Int, replaced: Bool = false) {
-        let root = containers.packRoot(app: key.app)
-        io.async { [self] in
-            let directory =
-                root + "/" + PackInstallation.packsFolder(id: key.pack) + "/\(version)" + (replaced ? ".replaced" : "")
-            guard FileManager.default.fileExists(atPath: directory) else { return }
-            // That version may be current again (assembled anew since): it stays.
-            if !replaced, (try? PackInstallation.current(root: root, id: key.pack)) == version { return }
-            let holders = PackInstallation.holders(of: directory)
-            if holders.isEmpty {
-                do throws(PackError) {
-                    if replaced {
-                        try PackInstallation.removeReplaced(root: root, id: key.pack, version: version)
-                    } else {
-                        try PackInstallation.remove(root: root, id: key.pack, version: version)
-                    }
-                    log("asset pack \(key): removed \(replaced ? "the old copy of " : "")version \(version)")
-                } catch {
-                    log("asset pack \(key): cannot remove version \(version): \(error)")
-                }
-                return
-            }
-            executor.async { [self] in
-                guard replaced || (try? PackInstallation.current(root: root, id: key.pack)) != version else { return }
-                let held = HeldVersion(key: key, version: version, replaced: replaced)
-                if heldVersions.insert(held).inserted {
-                    log(
-                        "asset pack \(key): version \(version) stays while process(es) \(holders.map(String.init).joined(separator: ", ")) hold it"
-                    )
-                }
-                armHeldTimer()
-            }
-        }
-    }
-
-    private func armHeldTimer() {
-        guard !heldTimerArmed, !heldVersions.isEmpty else { return }
-        heldTimerArmed = true
-        executor.after(retryInterval * 5) { [self] in
-            heldTimerArmed = false
-            let held = heldVersions
-            heldVersions = []
-            for version in held { removeWhenFree(version.key, version: version.version, replaced: version.replaced) }
         }
     }
 }

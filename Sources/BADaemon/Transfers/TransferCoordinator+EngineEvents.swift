@@ -198,7 +198,10 @@ extension TransferCoordinator {
             case .finished(let id, let path, let size, let sha256, _):
                 let event = try store.markFinished(uniqueIdentifier: id, destination: path, size: size)
                 progress[id] = nil
-                delegate?.transfers(self, finished: event, path: path, sha256: sha256)
+                // A pack's folder is no file to purge: the pack service owns it.
+                if !packDownloads.contains(id) {
+                    delegate?.transfers(self, finished: event, path: path, sha256: sha256)
+                }
                 recorded(event, into: &afterCommit)
             case .failed(let id, let error):
                 progress[id] = nil
@@ -264,7 +267,7 @@ extension TransferCoordinator {
     /// it: its SHA-256 when one was given, else its declared size, else the bytes recorded so far
     /// and a validator (the server's version of it).
     func recognizeCompleteFile(_ download: StoredDownload) -> Bool {
-        guard download.applicationGroupIdentifier != nil else { return false }
+        guard download.applicationGroupIdentifier != nil, !download.download.isAssetPack else { return false }
         let path = destination(of: download)
         // Not followed: a link an extension planted under the finished file's name is no file.
         guard let size = RegularFile.sizeWithoutFollowing(path), size > 0 else { return false }

@@ -14,6 +14,10 @@ extension TransferCoordinator {
         for action in actions {
             switch action {
             case .start(let id):
+                if let download = row(id), download.download.isAssetPack {
+                    startPack(download)
+                    continue
+                }
                 guard let download = row(id), let request = engineRequest(for: download) else {
                     // engineRequest logged why; a missing row is a caller's mistake, logged here.
                     if row(id) == nil { log("download \(id) was to start, but its row was not at hand") }
@@ -39,7 +43,11 @@ extension TransferCoordinator {
                 log("the network changed: \(count) transfer(s) waiting to retry try again now")
                 engine.retryNow(nil)
             case .stopInEngine(let id):
-                engine.cancel(id)
+                if packDownloads.remove(id) != nil {
+                    delegate?.transfers(self, stopPack: id)
+                } else {
+                    engine.cancel(id)
+                }
             case .deletePartialFile(let id):
                 guard let download = row(id) else { continue }
                 let partial = partialPath(of: download)

@@ -85,6 +85,9 @@ final class TransferCoordinator: @unchecked Sendable {
     var cancelledLately: [String: String] = [:]
     /// Transfers waiting out a retry's backoff: their next `began` is an attempt, not a beginning.
     var waitingToRetry: Set<String> = []
+    /// Self-hosted asset pack downloads the pack service is installing (the window counts them as
+    /// transfers in the engine; ``TransferCoordinator/startPack(_:)``).
+    var packDownloads: Set<String> = []
     /// Servers that give no answer, by ``ServerGate/key(of:)`` (the engine's ``DownloadEvent/serverWaiting(server:reason:nextProbeIn:waiting:)``).
     var serverWaits: [String: ServerWait] = [:]
     private var eventsTask: Task<Void, Never>?

@@ -47,9 +47,19 @@ protocol TransferCoordinatorDelegate: AnyObject {
     /// NetworkManager says the network is metered now, or no longer: asset packs that need
     /// consent to fetch on it (``PackConsent``) wait, or go on.
     func transfers(_ transfers: TransferCoordinator, meteredChanged metered: Bool)
+
+    /// A self-hosted asset pack download's turn came (the window started it): the pack service
+    /// installs the pack and reports through ``TransferCoordinator/packDownload(_:report:)``.
+    func transfers(_ transfers: TransferCoordinator, startPack download: StoredDownload)
+
+    /// A self-hosted asset pack download was stopped (cancelled, or put back in the queue): its
+    /// pack's job stops.
+    func transfers(_ transfers: TransferCoordinator, stopPack uniqueIdentifier: String)
 }
 
 extension TransferCoordinatorDelegate {
     func transfers(_ transfers: TransferCoordinator, meteredChanged metered: Bool) {}
     func transfers(_ transfers: TransferCoordinator, server: String, waiting: TransferCoordinator.ServerWait?) {}
+    func transfers(_ transfers: TransferCoordinator, startPack download: StoredDownload) {}
+    func transfers(_ transfers: TransferCoordinator, stopPack uniqueIdentifier: String) {}
 }
