@@ -73,6 +73,7 @@ extension PackService {
         // Unreadable (logged): the group's links are not re-pointed.
         let group = logged("packs of \(app): its app group") { try store.app(app) }??.appGroupIdentifier
         for key in jobs.keys where key.app == app { stopJob(key) }
+        selfHosted = selfHosted.filter { $0.key.app != app }
         heldVersions = heldVersions.filter { $0.key.app != app }
         do { try store.removePackApp(app) } catch { log("packs of \(app): \(error)") }
         if let group, let failure = linkNamespace(group: group, excluding: app) {
