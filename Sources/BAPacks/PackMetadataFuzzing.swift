@@ -1,5 +1,6 @@
 import BACore
 import BAHashing
+import BAPackManifest
 import Foundation
 
 /// What a device does with pack metadata it downloads, on arbitrary bytes: the entry point of the
