@@ -67,11 +67,18 @@ let package = Package(
         // bytes with, without linking libcurl.
         .target(
             name: "BAHashing", dependencies: ["CCrypto", .product(name: "SystemPackage", package: "swift-system")]),
+        // The download manifest's one model (formats 1 to 3, Apple's self-hosted shape), its bounded
+        // decoding, the pack limits and PackError: what BackgroundAssets reads an app's own manifest
+        // with (AssetPackManifest(contentsOf:appGroupID:)), kept free of libzstd and libcrypto.
+        .target(
+            name: "BAPackManifest",
+            dependencies: ["BACore", .product(name: "SystemPackage", package: "swift-system")]),
         // Asset packs: content-defined chunking, building and publishing, assembly on the device.
+        // Re-exports BAPackManifest.
         .target(
             name: "BAPacks",
             dependencies: [
-                "BACore", "BAHashing", "CZstd", "CCrypto", "CBASystem",
+                "BACore", "BAPackManifest", "BAHashing", "CZstd", "CCrypto", "CBASystem",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]),
         // The fuzzer over the pack index and download manifest decoders (docs/fuzzing.md).
@@ -90,12 +97,13 @@ let package = Package(
         .target(name: "BAExtensionABI", dependencies: ["BACore", "CBAExtension"]),
 
         // Public API (Apple's names).
-        // In an app process it talks to basd (BADaemonProtocol) and takes the app group's lock itself.
+        // In an app process it talks to basd (BADaemonProtocol) and takes the app group's lock itself;
+        // it reads a self-hosted manifest with BAPackManifest (never BAPacks: libzstd, libcrypto).
         .target(
             name: "BackgroundAssets",
             dependencies: [
                 "BACore", "BAExtensionABI", "CBAExtension", "BADaemonProtocol", "BAExclusiveControl",
-                "CBAExtensionMain", .product(name: "SystemPackage", package: "swift-system"),
+                "CBAExtensionMain", "BAPackManifest", .product(name: "SystemPackage", package: "swift-system"),
             ]),
 
         // The download engine: libcurl multi on one thread, resume, retries, integrity.
@@ -235,7 +243,7 @@ let package = Package(
         .testTarget(
             name: "BackgroundAssetsTests",
             dependencies: [
-                "BackgroundAssets", "BACore", "BAExtensionABI", "CBAExtension", "BADaemonProtocol",
+                "BackgroundAssets", "BACore", "BAExtensionABI", "CBAExtension", "BADaemonProtocol", "BAPackManifest",
             ]),
         .testTarget(name: "BACoreTests", dependencies: ["BACore", "CBAExtension"]),
         .testTarget(

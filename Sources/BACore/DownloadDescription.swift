@@ -32,7 +32,8 @@ public enum DownloadState: Int, Sendable, Hashable, Codable, CaseIterable, Custo
 /// `schedule` and of every listing; basd's store row embeds it. Plain values, no Foundation.
 ///
 /// Its JSON (the daemon protocol) has the fields an app sets; a ``uniqueIdentifier`` not yet
-/// assigned (empty), an unknown ``fileSize`` (0) and ``allowsExpensiveNetworkAccess`` true are left out, as are ``state`` (a listing
+/// assigned (empty), an unknown ``fileSize`` (0), ``allowsExpensiveNetworkAccess`` true and ``isAssetPack`` false (key
+/// `assetPack`) are left out, as are ``state`` (a listing
 /// carries it beside the description) and ``isWellFormed`` (decoded descriptions are well formed).
 public struct DownloadDescription: Sendable, Hashable, Codable {
     /// One HTTP request header: the one header type of the project (the engine's requests, the
@@ -75,9 +76,10 @@ public struct DownloadDescription: Sendable, Hashable, Codable {
     /// pointer with a length, an over-long string): such a description is rejected by
     /// ``DownloadRules``, never used.
     public var isWellFormed: Bool
-    /// True for an asset pack from a self-hosted manifest (`AssetPack.download(for:)`): ``url`` is
-    /// the pack's index, ``sha256`` the index's SHA-256, ``fileSize`` the pack's download size, and
-    /// basd installs the pack into the app group instead of delivering one file.
+    /// True when the download is an asset pack from a self-hosted manifest (Apple's
+    /// `AssetPack.download(for:)`): ``identifier`` is the pack's ID, ``url`` its index's URL,
+    /// ``sha256`` the index's SHA-256 and ``fileSize`` the pack's download size. basd installs
+    /// the pack into the app group rather than delivering one file.
     package var isAssetPack: Bool
 
     /// The exact size, or nil when unknown.
@@ -108,6 +110,7 @@ public struct DownloadDescription: Sendable, Hashable, Codable {
     private enum CodingKeys: String, CodingKey {
         case identifier, uniqueIdentifier, url, headers, applicationGroupIdentifier, priority, isEssential, fileSize
         case sha256, allowsExpensiveNetworkAccess
+        case isAssetPack = "assetPack"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -124,7 +127,8 @@ public struct DownloadDescription: Sendable, Hashable, Codable {
             sha256: try container.decodeIfPresent(String.self, forKey: .sha256),
             allowsExpensiveNetworkAccess: try container.decodeIfPresent(
                 Bool.self, forKey: .allowsExpensiveNetworkAccess)
-                ?? true)
+                ?? true,
+            isAssetPack: try container.decodeIfPresent(Bool.self, forKey: .isAssetPack) ?? false)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -139,6 +143,7 @@ public struct DownloadDescription: Sendable, Hashable, Codable {
         if fileSize != 0 { try container.encode(fileSize, forKey: .fileSize) }
         try container.encodeIfPresent(sha256, forKey: .sha256)
         if !allowsExpensiveNetworkAccess { try container.encode(false, forKey: .allowsExpensiveNetworkAccess) }
+        if isAssetPack { try container.encode(true, forKey: .isAssetPack) }
     }
 }
 
@@ -160,6 +165,7 @@ extension DownloadDescription {
         }
         writer.optionalString(sha256)
         writer.bool(allowsExpensiveNetworkAccess)
+        writer.bool(isAssetPack)
         writer.bool(isWellFormed)
     }
 
@@ -191,11 +197,12 @@ extension DownloadDescription {
         }
         let sha256: String? = try reader.bool() ? try reader.string(valid: &valid) : nil
         let allowsExpensive = try reader.bool()
+        let isAssetPack = try reader.bool()
         let senderValid = try reader.bool()
         return DownloadDescription(
             identifier: identifier, uniqueIdentifier: uniqueIdentifier, url: url, headers: headers,
             applicationGroupIdentifier: group, priority: priority, isEssential: essential, fileSize: fileSize,
             sha256: sha256, allowsExpensiveNetworkAccess: allowsExpensive, state: state,
-            isWellFormed: valid && senderValid)
+            isWellFormed: valid && senderValid, isAssetPack: isAssetPack)
     }
 }

@@ -152,6 +152,7 @@ package enum DownloadRules {
             )
         }
         if let violation = checkIdentifier(download.identifier) { return violation }
+        if download.isAssetPack, let violation = checkAssetPack(download) { return violation }
         if let violation = checkURL(download.url) {
             return Violation(
                 code: violation.code, reason: "download \(quoted(download.identifier)): \(violation.reason)")
@@ -193,6 +194,29 @@ package enum DownloadRules {
             return Violation(
                 code: downloadInvalid,
                 reason: "download \(quoted(download.identifier)) has an invalid header \(quoted(header.name))")
+        }
+        return nil
+    }
+
+    /// The rules only an asset-pack download has (``DownloadDescription/isAssetPack``): a URL
+    /// (a pack without one is a managed pack, which basd's pack service fetches), an ID that can
+    /// name the pack's folder, and the index's SHA-256, which the whole pack's integrity hangs on.
+    static func checkAssetPack(_ download: DownloadDescription) -> Violation? {
+        let id = quoted(download.identifier)
+        if download.url.isEmpty {
+            return Violation(
+                code: downloadInvalid,
+                reason:
+                    "asset pack download \(id) has no URL: download(for:) needs a pack from a self-hosted manifest (AssetPackManifest(contentsOf:appGroupID:)); a managed pack (from AssetPackManager) is made local with AssetPackManager.ensureLocalAvailability(of:)"
+            )
+        }
+        if let violation = checkFolderName(download.identifier, what: "asset pack ID") { return violation }
+        guard let sha = download.sha256, sha.utf8.count == 64, sha.utf8.allSatisfy(isHexDigit) else {
+            return Violation(
+                code: downloadInvalid,
+                reason:
+                    "asset pack download \(id) has no indexSHA256: the manifest entry must give its index's SHA-256 (64 hex digits), which the pack's files are checked against"
+            )
         }
         return nil
     }

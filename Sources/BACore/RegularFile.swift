@@ -13,6 +13,10 @@ package enum RegularFile {
         package var message: String
         /// The file is not there (`ENOENT`).
         package var isMissing: Bool
+        /// The file is larger than the limit (or grew past it while it was read).
+        package var isTooLarge = false
+        /// The errno of the call that failed (`open`, `fstat`, `read`), nil for a refusal of the file's kind or size.
+        package var errno: Int32? = nil
 
         package var description: String { message }
     }
@@ -25,12 +29,14 @@ package enum RegularFile {
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
         guard fd >= 0 else {
             let code = errno
-            throw Refusal(message: "\(path): cannot be opened: \(describe(code))", isMissing: code == ENOENT)
+            throw Refusal(
+                message: "\(path): cannot be opened: \(describe(code))", isMissing: code == ENOENT, errno: code)
         }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
-            throw Refusal(message: "\(path): cannot be read: \(describe(errno))", isMissing: false)
+            let code = errno
+            throw Refusal(message: "\(path): cannot be read: \(describe(code))", isMissing: false, errno: code)
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw Refusal(
@@ -38,7 +44,8 @@ package enum RegularFile {
                 isMissing: false)
         }
         guard info.st_size <= limit else {
-            throw Refusal(message: "\(path) is larger than \(limit) bytes (\(info.st_size))", isMissing: false)
+            throw Refusal(
+                message: "\(path) is larger than \(limit) bytes (\(info.st_size))", isMissing: false, isTooLarge: true)
         }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
         var count = 0
@@ -46,13 +53,15 @@ package enum RegularFile {
             let got = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
             if got < 0 {
                 if errno == EINTR { continue }
-                throw Refusal(message: "\(path): cannot be read: \(describe(errno))", isMissing: false)
+                let code = errno
+                throw Refusal(message: "\(path): cannot be read: \(describe(code))", isMissing: false, errno: code)
             }
             if got == 0 { break }
             count += got
         }
         guard count <= limit else {
-            throw Refusal(message: "\(path) grew past \(limit) bytes while it was read", isMissing: false)
+            throw Refusal(
+                message: "\(path) grew past \(limit) bytes while it was read", isMissing: false, isTooLarge: true)
         }
         return Array(bytes[0..<count])
     }

@@ -41,6 +41,7 @@ package final class CArena {
         download.pointee.flags =
             (record.isEssential ? UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) : 0)
             | (record.allowsExpensiveNetworkAccess ? 0 : UInt32(BA_DOWNLOAD_FLAG_NO_METERED_NETWORK))
+            | (record.isAssetPack ? UInt32(BA_DOWNLOAD_FLAG_ASSET_PACK) : 0)
         (download.pointee.identifier, download.pointee.identifier_length) = string(record.identifier)
         (download.pointee.url, download.pointee.url_length) = string(record.url)
         if let group = record.applicationGroupIdentifier {
@@ -135,7 +136,7 @@ package func readDownload(
             priority: download.priority, isEssential: download.isEssential,
             fileSize: download.file_size, sha256: sha,
             allowsExpensiveNetworkAccess: download.allowsExpensiveNetworkAccess,
-            isWellFormed: wellFormed))
+            isWellFormed: wellFormed, isAssetPack: download.isAssetPack))
 }
 
 /// Reads a download the host handed over (entry-point argument or current download): like
@@ -203,6 +204,7 @@ extension ByteWriter {
         bool(download.sha256_hex_length > 0)
         if download.sha256_hex_length > 0 { text(download.sha256_hex, download.sha256_hex_length) }
         bool(download.allowsExpensiveNetworkAccess)
+        bool(download.isAssetPack)
         bool(wellFormed)
         return nil
     }
@@ -213,4 +215,6 @@ extension ba_download {
     var isEssential: Bool { flags & UInt32(BA_DOWNLOAD_FLAG_ESSENTIAL) != 0 }
     /// Not `BA_DOWNLOAD_FLAG_NO_METERED_NETWORK` (Apple's `allowsExpensiveNetworkAccess`).
     var allowsExpensiveNetworkAccess: Bool { flags & UInt32(BA_DOWNLOAD_FLAG_NO_METERED_NETWORK) == 0 }
+    /// `BA_DOWNLOAD_FLAG_ASSET_PACK` (ABI 1.2): a self-hosted asset pack, installed rather than delivered.
+    var isAssetPack: Bool { flags & UInt32(BA_DOWNLOAD_FLAG_ASSET_PACK) != 0 }
 }

@@ -109,5 +109,5 @@ public struct BAExtensionSupervisor: Sendable {
 /// The C ABI version this host speaks.
 public enum BAHostABI {
     public static let major = 1
-    public static let minor = 1
+    public static let minor = 2
 }

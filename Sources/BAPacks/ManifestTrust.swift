@@ -1,3 +1,4 @@
+import BAPackManifest
 import Foundation
 
 /// Why a device refuses a download manifest: one case, with its own error code, per threat.

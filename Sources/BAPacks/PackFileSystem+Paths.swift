@@ -1,3 +1,4 @@
+import BAPackManifest
 import SystemPackage
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import BAPackManifest
 internal import CBASystem
 import SystemPackage
 

@@ -1,3 +1,4 @@
+import BAPackManifest
 import Foundation
 
 extension PackIndex {
@@ -185,13 +186,7 @@ extension PackIndex {
         return components
     }
 
-    static func isSHA256(_ text: String) -> Bool {
-        text.utf8.count == 64
-            && text.utf8.allSatisfy {
-                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
-                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
-            }
-    }
+    static func isSHA256(_ text: String) -> Bool { PackNames.isSHA256(text) }
 }
 
 /// The files and folders of an index as a tree, so that a duplicate path or a file that is also

@@ -1,4 +1,5 @@
 import BACore
+import BAPackManifest
 import Foundation
 
 /// One version of one pack, as published: every file with its SHA-256 and its chunks in order
@@ -108,7 +109,7 @@ package struct PackIndex: Sendable, Hashable, Codable {
     }
 
     /// The folder of a published pack's indexes, and a chunk's path, relative to `PUBLISH_DIR`.
-    package static func indexPath(id: String, version: Int) -> String { "packs/\(id)/\(version).json" }
+    package static func indexPath(id: String, version: Int) -> String { PackNames.indexPath(id: id, version: version) }
     package static func chunkPath(_ sha256: String) -> String { "chunks/\(sha256.prefix(2))/\(sha256)" }
     package static func bundlePath(id: String, version: Int, number: Int) -> String {
         "packs/\(id)/\(version)-\(number).bundle"

@@ -1,5 +1,6 @@
 import BACore
 import BAHashing
+import BAPackManifest
 import Foundation
 
 /// Index format 2: the index of a version as a tree of depth two addressed by hash, so that an

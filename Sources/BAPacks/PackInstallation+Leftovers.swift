@@ -1,3 +1,4 @@
+import BAPackManifest
 import Foundation
 
 // What an interrupted or superseded install leaves under `ROOT/.background-assets/packs/ID`

@@ -1,3 +1,4 @@
+import BAPackManifest
 import Foundation
 import SystemPackage
 

@@ -1,4 +1,5 @@
 import BACore
+import BAPackManifest
 import Foundation
 
 /// Apple's asset-pack manifest (`ba-package`'s `Manifest.json`), as `ba pack build` reads it.
@@ -12,51 +13,10 @@ import Foundation
 ///   "language": "en-GB" }
 /// ```
 package struct PackManifest: Sendable, Hashable {
-    /// When a pack is downloaded (Apple's three policies). Its JSON is Apple's:
-    /// `{"prefetch": {"installationEventTypes": [...]}}`, `{"onDemand": {}}`.
-    package enum DownloadPolicy: Sendable, Hashable, Codable {
-        /// Before the app can launch, on the events given.
-        case essential(Set<InstallationEvent>)
-        /// Started on the events given, going on in the background.
-        case prefetch(Set<InstallationEvent>)
-        /// Only when the app asks.
-        case onDemand
-
-        private enum CodingKeys: String, CodingKey { case essential, prefetch, onDemand }
-        private struct Events: Codable { var installationEventTypes: [InstallationEvent] }
-        private struct Empty: Codable {}
-
-        package init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: CodingKeys.self)
-            if let events = try container.decodeIfPresent(Events.self, forKey: .essential) {
-                self = .essential(Set(events.installationEventTypes))
-            } else if let events = try container.decodeIfPresent(Events.self, forKey: .prefetch) {
-                self = .prefetch(Set(events.installationEventTypes))
-            } else {
-                _ = try container.decode(Empty.self, forKey: .onDemand)
-                self = .onDemand
-            }
-        }
-
-        package func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            switch self {
-            case .essential(let events):
-                try container.encode(
-                    Events(installationEventTypes: events.sorted { $0.rawValue < $1.rawValue }), forKey: .essential)
-            case .prefetch(let events):
-                try container.encode(
-                    Events(installationEventTypes: events.sorted { $0.rawValue < $1.rawValue }), forKey: .prefetch)
-            case .onDemand:
-                try container.encode(Empty(), forKey: .onDemand)
-            }
-        }
-    }
-
-    /// Apple's installation event types.
-    package enum InstallationEvent: String, Sendable, Hashable, CaseIterable, Codable {
-        case firstInstallation, subsequentUpdate
-    }
+    /// When a pack is downloaded (the one model: ``PackDownloadPolicy``, in BAPackManifest).
+    package typealias DownloadPolicy = PackDownloadPolicy
+    /// Apple's installation event types (``PackInstallationEvent``, in BAPackManifest).
+    package typealias InstallationEvent = PackInstallationEvent
 
     /// Which files belong to the pack, relative to the manifest's folder (or `--root`).
     package enum FileSelector: Sendable, Hashable {
@@ -164,16 +124,9 @@ package struct PackManifest: Sendable, Hashable {
             language: language)
     }
 
-    /// 1–128 of `[A-Za-z0-9._-]`, not starting with a dot (it names a folder on the device).
-    package static func isValidID(_ id: String) -> Bool {
-        guard (1...128).contains(id.utf8.count), id.first != "." else { return false }
-        return id.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".")
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-        }
-    }
+    /// 1–128 of `[A-Za-z0-9._-]`, not starting with a dot (it names a folder on the device):
+    /// ``PackNames/isValidID(_:)``.
+    package static func isValidID(_ id: String) -> Bool { PackNames.isValidID(id) }
 
     private static func events(
         _ policy: Raw.Events, policy name: String, id: String

@@ -1,5 +1,6 @@
 import BACore
 import BAHashing
+import BAPackManifest
 import Foundation
 
 /// What a device does with pack metadata it downloads, on arbitrary bytes: the entry point of the
@@ -15,7 +16,8 @@ package enum PackMetadataFuzzing {
         /// (an update) and against nothing (a first install).
         case index = 0
         /// A download manifest (`manifest.json`) in any format (Apple's shape, format 3, too),
-        /// decoded, checked, and written again.
+        /// decoded, checked, and written again, and read as an app reads a self-hosted one
+        /// (``SelfHostedPackRule``).
         case manifest = 1
         /// Two pack indexes separated by a NUL byte (which JSON text never holds): each as with
         /// ``index``, then the first planned with the second installed, and with the second as
@@ -208,6 +210,16 @@ package enum PackMetadataFuzzing {
                 .init(
                     manifest: manifest, sha256: "0", app: manifest.apps?.first ?? "app", signed: true,
                     now: Date(timeIntervalSince1970: 0), mark: mark, localVersions: local))
+        }
+        // As an app reads it itself (AssetPackManifest(from:appGroupID:)): its packs, and which
+        // of them each request downloads.
+        let packs = manifest.selfHostedPacks()
+        for pack in packs {
+            for occasion in SelfHostedPackRule.Occasion.allCases {
+                _ = SelfHostedPackRule.download(
+                    policy: pack.downloadPolicy, language: pack.language, on: occasion,
+                    resolvedLanguage: packs.first?.language)
+            }
         }
         // Localized packs: each language as basd reads it, and the choice among them (the
         // languages themselves as preferred ones, an override, a primary language).

@@ -1,3 +1,4 @@
+import BAPackManifest
 import Foundation
 
 /// `ba pack prune`: removes from a publish folder what no kept version references, so that the

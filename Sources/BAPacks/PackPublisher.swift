@@ -1,5 +1,6 @@
 import BACore
 import BAHashing
+import BAPackManifest
 import Foundation
 
 /// `ba pack publish`: the download manifest devices read at the app's `BAManifestURL`

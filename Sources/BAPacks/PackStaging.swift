@@ -1,4 +1,5 @@
 import BAHashing
+import BAPackManifest
 import Foundation
 import SystemPackage
 

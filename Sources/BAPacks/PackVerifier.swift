@@ -1,4 +1,5 @@
 import BAHashing
+import BAPackManifest
 import Foundation
 
 /// `ba pack verify`: checks every index in a publish folder against its chunk store: each chunk is

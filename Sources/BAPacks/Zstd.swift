@@ -1,3 +1,4 @@
+import BAPackManifest
 import CZstd
 
 /// zstd frames through Debian's libzstd: how the chunk store keeps chunks.

@@ -1,7 +1,9 @@
 import Foundation
 
 /// An archive of assets that the system downloads together: one version of one of the app's
-/// managed asset packs, as the app's download manifest lists it.
+/// asset packs, as the app's download manifest lists it: a managed pack (from
+/// ``AssetPackManager``), or one of a self-hosted manifest the app reads itself
+/// (``AssetPackManifest/init(contentsOf:appGroupID:)``), which ``download(for:)`` downloads.
 ///
 /// An instance can go stale when the pack is updated on the server: ask
 /// ``AssetPackManager/assetPack(withID:)`` again for the current one.
@@ -21,6 +23,9 @@ public struct AssetPack: Hashable, Identifiable, Sendable, Codable, CustomString
     /// This property is `nil` if the asset pack isn't localized and therefore isn't
     /// language-specific.
     public let language: Locale.Language?
+    /// Where a pack of a self-hosted manifest comes from (nil for a managed pack): what
+    /// ``download(for:)`` needs. Encoded (key `selfHosted`) only when there is one.
+    let selfHosted: SelfHostedSource?
 
     /// Linux addition: an asset pack as the manager reports it. Apps get theirs from
     /// ``AssetPackManager``; this is for tests and tools.
@@ -32,6 +37,20 @@ public struct AssetPack: Hashable, Identifiable, Sendable, Codable, CustomString
         self.downloadSize = downloadSize
         self.userInfo = userInfo
         self.language = language
+        self.selfHosted = nil
+    }
+
+    /// A pack of a self-hosted manifest.
+    init(
+        id: String, version: Int, downloadSize: Int, userInfo: Data?, language: Locale.Language?,
+        selfHosted: SelfHostedSource
+    ) {
+        self.id = id
+        self.version = version
+        self.downloadSize = downloadSize
+        self.userInfo = userInfo
+        self.language = language
+        self.selfHosted = selfHosted
     }
 
     public var description: String { "AssetPack(id: \(id), version: \(version), downloadSize: \(downloadSize))" }

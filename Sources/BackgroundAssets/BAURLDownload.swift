@@ -22,6 +22,9 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
     public let fileSize: Int
     /// Linux addition: the SHA-256 (hex) the finished file must have, or nil.
     public let baExpectedSHA256: String?
+    /// An asset pack's download (``AssetPack/download(for:)``): the request fetches the pack's
+    /// index, and the system installs the pack into the app group rather than delivering a file.
+    let isAssetPack: Bool
 
     /// Creates a download, essential or not.
     /// - Parameters:
@@ -38,6 +41,7 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
         self.request = request
         self.fileSize = fileSize
         self.baExpectedSHA256 = nil
+        self.isAssetPack = false
         super.init(
             identifier: identifier, uniqueIdentifier: UUID().uuidString, state: .created, priority: priority,
             isEssential: essential, applicationGroupIdentifier: applicationGroupIdentifier)
@@ -74,11 +78,12 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
     /// A download with every field given (used to rebuild downloads the system hands back).
     init(
         identifier: String, uniqueIdentifier: String, state: State, request: URLRequest, essential: Bool, fileSize: Int,
-        applicationGroupIdentifier: String, priority: Priority, expectedSHA256: String?
+        applicationGroupIdentifier: String, priority: Priority, expectedSHA256: String?, isAssetPack: Bool = false
     ) {
         self.request = request
         self.fileSize = fileSize
         self.baExpectedSHA256 = expectedSHA256
+        self.isAssetPack = isAssetPack
         super.init(
             identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, priority: priority,
             isEssential: essential, applicationGroupIdentifier: applicationGroupIdentifier)
@@ -91,15 +96,16 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
             identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, request: request,
             essential: isEssential,
             fileSize: fileSize, applicationGroupIdentifier: applicationGroupIdentifier, priority: priority,
-            expectedSHA256: hex.lowercased())
+            expectedSHA256: hex.lowercased(), isAssetPack: isAssetPack)
     }
 
     public override func removingEssential() -> Self {
+        // The class is final: Self is BAURLDownload.
         BAURLDownload(
             identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, request: request,
             essential: false,
             fileSize: fileSize, applicationGroupIdentifier: applicationGroupIdentifier, priority: priority,
-            expectedSHA256: baExpectedSHA256) as! Self  // the class is final: Self is BAURLDownload
+            expectedSHA256: baExpectedSHA256, isAssetPack: isAssetPack) as! Self
     }
 
     private enum Key {
@@ -108,6 +114,7 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
         static let headers = "request.allHTTPHeaderFields"
         static let fileSize = "fileSize"
         static let sha256 = "baExpectedSHA256"
+        static let assetPack = "baIsAssetPack"
     }
 
     public override class var supportsSecureCoding: Bool { true }
@@ -122,6 +129,7 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
         coder.encode(headers, forKey: Key.headers)
         coder.encode(fileSize, forKey: Key.fileSize)
         if let sha256 = baExpectedSHA256 { coder.encode(sha256 as NSString, forKey: Key.sha256) }
+        if isAssetPack { coder.encode(true, forKey: Key.assetPack) }
     }
 
     /// Decodes a download encoded by ``encode(with:)``; nil when the URL is missing or invalid.
@@ -148,6 +156,7 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
         self.baExpectedSHA256 =
             coder.containsValue(forKey: Key.sha256)
             ? coder.decodeObject(of: NSString.self, forKey: Key.sha256).map(String.init) : nil
+        self.isAssetPack = coder.containsValue(forKey: Key.assetPack) && coder.decodeBool(forKey: Key.assetPack)
         super.init(coder: coder)
     }
 
@@ -156,7 +165,7 @@ public final class BAURLDownload: BADownload, @unchecked Sendable {
             identifier: identifier, uniqueIdentifier: uniqueIdentifier, state: state, request: request,
             essential: isEssential,
             fileSize: fileSize, applicationGroupIdentifier: applicationGroupIdentifier, priority: priority,
-            expectedSHA256: baExpectedSHA256)
+            expectedSHA256: baExpectedSHA256, isAssetPack: isAssetPack)
     }
 }
 
@@ -169,7 +178,7 @@ extension BAURLDownload {
             applicationGroupIdentifier: applicationGroupIdentifier.isEmpty ? nil : applicationGroupIdentifier,
             priority: Int64(priority.rawValue), isEssential: isEssential, fileSize: Int64(fileSize),
             sha256: baExpectedSHA256, allowsExpensiveNetworkAccess: request.baAllowsMeteredNetwork,
-            state: DownloadState(rawValue: state.rawValue) ?? .created)
+            state: DownloadState(rawValue: state.rawValue) ?? .created, isAssetPack: isAssetPack)
     }
 
     /// Rebuilds a download from a boundary record (nil if its URL does not parse).
@@ -183,7 +192,8 @@ extension BAURLDownload {
             uniqueIdentifier: record.uniqueIdentifier.isEmpty ? UUID().uuidString : record.uniqueIdentifier,
             state: State(rawValue: record.state.rawValue) ?? .created, request: request, essential: record.isEssential,
             fileSize: Int(record.fileSize), applicationGroupIdentifier: record.applicationGroupIdentifier ?? "",
-            priority: Priority(Int(clamping: record.priority)), expectedSHA256: record.sha256)
+            priority: Priority(Int(clamping: record.priority)), expectedSHA256: record.sha256,
+            isAssetPack: record.isAssetPack)
     }
 
     /// Checks the rules that need no daemon (identifier, URL scheme, essential size).

@@ -23,6 +23,7 @@ import Testing
             BuildProducts.source("Tests/AppleCompatibilityTests/AppleStyleApp.swift"),
             BuildProducts.source("Tests/AppleCompatibilityTests/AppleStylePacks.swift"),
             BuildProducts.source("Tests/AppleCompatibilityTests/AppleStyleLocalizedPacks.swift"),
+            BuildProducts.source("Tests/AppleCompatibilityTests/AppleStyleSelfHostedPacks.swift"),
             // Apple's ManagedDownloaderExtension snippet, with `import ExtensionFoundation`.
             BuildProducts.source("Tests/AppleCompatibilityManagedExtension/DownloaderExtension.swift"),
         ]

@@ -24,7 +24,7 @@ import Testing
         let run = try await Self.tester("BATestShouldDownload").shouldDownload(Self.packs)
         #expect(run.verdict == .ok, "\(run.verdict) \(run.output)")
         #expect(run.shouldDownload == [true, true, false])
-        #expect(run.identity?.abiMinor == 1)
+        #expect(run.identity?.abiMinor == 2)
         #expect(run.identity.map { $0.entryPoints & (1 << 5) != 0 } == true)
         #expect(
             run.logs.map(\.message) == [

@@ -68,7 +68,7 @@ import Testing
 
     @Test func wrongMajorIsAnABIMismatch() async throws {
         let result = try await install("BATestWrongABI")
-        #expect(result.verdict == .abiMismatch(found: "99.0", expected: "1.1"))
+        #expect(result.verdict == .abiMismatch(found: "99.0", expected: "1.2"))
     }
 
     @Test func aTextFileIsNotALibrary() async throws {

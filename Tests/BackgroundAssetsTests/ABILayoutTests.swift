@@ -6,7 +6,8 @@ import Testing
 @Suite struct ABILayoutTests {
     @Test func versions() {
         #expect(BA_EXTENSION_ABI_MAJOR == 1)
-        #expect(BA_EXTENSION_ABI_MINOR == 1)
+        #expect(BA_EXTENSION_ABI_MINOR == 2)
+        #expect(BA_DOWNLOAD_FLAG_ASSET_PACK == 0x4)
         #expect(BA_EXTENSION_DESCRIPTOR_SYMBOL == "ba_extension_descriptor")
     }
 

@@ -9,8 +9,9 @@
  * Versioning
  *   - BA_EXTENSION_ABI_MAJOR changes only when an existing field changes meaning or place. The
  *     host refuses a descriptor whose major differs from its own.
- *   - BA_EXTENSION_ABI_MINOR grows when fields are appended at the end of a struct. The host
- *     refuses a descriptor whose minor is newer than its own.
+ *   - BA_EXTENSION_ABI_MINOR grows when fields are appended at the end of a struct, or a flag is
+ *     added that an older host must not ignore (1.2: BA_DOWNLOAD_FLAG_ASSET_PACK). The host
+ *     refuses a descriptor whose minor is newer than its own, and keeps loading older minors.
  *   - Every struct that crosses the boundary starts with `uint32_t struct_size`: the reader uses a
  *     field only if `struct_size` covers it. The first three fields of the descriptor
  *     (struct_size, abi_major, abi_minor) never move, in any major.
@@ -45,7 +46,7 @@ extern "C" {
 #endif
 
 #define BA_EXTENSION_ABI_MAJOR 1
-#define BA_EXTENSION_ABI_MINOR 1
+#define BA_EXTENSION_ABI_MINOR 2
 
 /* Name of the one symbol an extension exports. */
 #define BA_EXTENSION_DESCRIPTOR_SYMBOL "ba_extension_descriptor"
@@ -117,6 +118,12 @@ typedef int32_t ba_challenge_disposition;
 /* Wait while the network is metered (NetworkManager says so), essential or not: Apple's
  * URLRequest.allowsExpensiveNetworkAccess (or allowsConstrainedNetworkAccess) set to false. */
 #define BA_DOWNLOAD_FLAG_NO_METERED_NETWORK 0x2u
+/* ABI 1.2: the download is an asset pack from a self-hosted manifest (Swift's
+ * AssetPack.download(for:)): identifier is the pack's ID, url its index's URL, sha256_hex the
+ * index's SHA-256 (required) and file_size the pack's download size. The host installs the pack
+ * into the app group instead of delivering one file. (A 1.2 extension needs a 1.2 host: an older
+ * one refuses its descriptor, so it never takes the index for a file.) */
+#define BA_DOWNLOAD_FLAG_ASSET_PACK 0x4u
 
 /* One HTTP request header. */
 typedef struct ba_header {

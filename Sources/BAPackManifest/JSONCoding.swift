@@ -2,18 +2,18 @@ import Foundation
 
 /// The JSON coders of pack files: sorted keys and unescaped slashes, so an index is the same bytes
 /// for the same pack (its SHA-256 is in the download manifest).
-enum JSONCoding {
-    static var encoder: JSONEncoder {
+package enum JSONCoding {
+    package static var encoder: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }
 
-    static var decoder: JSONDecoder { JSONDecoder() }
+    package static var decoder: JSONDecoder { JSONDecoder() }
 
     /// `bytes` decoded as `T`, refused with ``PackError/Code/invalidMetadata`` when longer than
     /// `limit` (check `sizeCheck`) or not `T`'s JSON (check `json`); `what` names the document.
-    static func decodeBounded<T: Decodable>(
+    package static func decodeBounded<T: Decodable>(
         _ type: T.Type, from bytes: [UInt8], limit: Int, what: String, sizeCheck: String
     ) throws(PackError) -> T {
         guard bytes.count <= limit else {
@@ -27,7 +27,7 @@ enum JSONCoding {
     }
 
     /// A decoding error as a person can act on it: the key path and what was wrong.
-    static func describe(_ error: any Error) -> String {
+    package static func describe(_ error: any Error) -> String {
         guard let error = error as? DecodingError else { return "\(error)" }
         func path(_ context: DecodingError.Context) -> String {
             let keys = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()

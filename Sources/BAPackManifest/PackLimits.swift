@@ -1,10 +1,9 @@
-import CZstd
-
 /// The bounds a device holds pack metadata to (`docs/threat-model.md`, "Pack metadata"): an index
 /// or download manifest comes from the network, so every size, count, depth and version in it is
 /// checked against these, with overflow-checked arithmetic, before anything is allocated,
 /// planned or written. `ba pack build` keeps to the same bounds, so a pack it builds is one a
-/// device accepts.
+/// device accepts. The bounds of compressed frames, which need libzstd, are in BAPacks
+/// (`PackLimits+Zstd.swift`).
 package enum PackLimits {
     /// The longest chunk (uncompressed): the builder's largest maximum (an average of 8 MiB cuts
     /// chunks of 32 MiB at most). A device holds one chunk of a job in memory at a time.
@@ -32,17 +31,4 @@ package enum PackLimits {
     package static let maximumIndexParts = 16_384
     /// The largest download manifest a device fetches.
     package static let maximumManifestBytes = 16 << 20
-
-    /// The largest zstd frame a chunk of `length` bytes can have (libzstd's `ZSTD_compressBound`):
-    /// a longer frame is a lie (and a larger allocation than the chunk needs).
-    package static func maximumStoredLength(_ length: Int) -> Int {
-        guard length >= 0, length <= maximumChunkLength else { return 0 }
-        return ZSTD_compressBound(length)
-    }
-
-    /// The largest zstd frame an index part of `length` bytes (at most ``maximumIndexBytes``) can have.
-    package static func maximumStoredIndexPart(_ length: Int) -> Int {
-        guard length >= 0, length <= maximumIndexBytes else { return 0 }
-        return ZSTD_compressBound(length)
-    }
 }

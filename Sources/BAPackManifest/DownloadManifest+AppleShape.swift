@@ -6,12 +6,12 @@ import Foundation
 /// "host": {"thirdParty": {}}, "userInfo"}]}`, with our additions beside Apple's keys (`indexSHA256`
 /// and `allowsDowngrade` in an entry; `formatVersion`, `sequence`, `expires` and `apps` at the top).
 ///
-/// It is read into the one ``PackPublisher/DownloadManifest`` model: an entry's `id` is the model's
+/// It is read into the one ``DownloadManifest`` model: an entry's `id` is the model's
 /// `assetPackID`, its `url` the model's `indexURL` (the URL a device fetches the pack from, which
 /// here is the pack's index), and `host` is checked to be an object and ignored. A manifest without
 /// `formatVersion` is format 3 (Apple's writer writes none); `ba pack publish` writes `3`, so that
 /// a basd older than this format says "update basd" rather than "not one `ba pack` writes".
-extension PackPublisher.DownloadManifest {
+extension DownloadManifest {
     /// Apple's name of each entry key whose meaning the model has under another name.
     static let appleNames: [(apple: String, ours: String)] = [("id", "assetPackID"), ("url", "indexURL")]
 
