@@ -33,6 +33,7 @@ let package = Package(
         .library(name: "AppleCompatibilityExtension", type: .dynamic, targets: ["AppleCompatibilityExtension"]),
         .library(name: "BATestAppleSample", type: .dynamic, targets: ["BATestAppleSample"]),
         .library(name: "BATestManagedExtension", type: .dynamic, targets: ["BATestManagedExtension"]),
+        .library(name: "BATestSelfHostedPacks", type: .dynamic, targets: ["BATestSelfHostedPacks"]),
         .library(
             name: "AppleCompatibilityManagedExtension", type: .dynamic, targets: ["AppleCompatibilityManagedExtension"]),
     ] + testPlugins.map { .library(name: $0, type: .dynamic, targets: [$0]) },
@@ -204,6 +205,10 @@ let package = Package(
         .target(
             name: "BATestManagedExtension", dependencies: ["BackgroundAssets", "ExtensionFoundation"],
             path: "Plugins/TestPlugins/BATestManagedExtension"),
+        // An unmanaged extension returning the packs of a self-hosted AssetPackManifest (OS 26).
+        .target(
+            name: "BATestSelfHostedPacks", dependencies: ["BackgroundAssets", "ExtensionFoundation"],
+            path: "Plugins/TestPlugins/BATestSelfHostedPacks"),
         // Apple's sample finished-file handler, unchanged (Swift 5 mode, as Apple's samples are).
         .target(
             name: "BATestAppleSample", dependencies: ["BackgroundAssets", "os"],

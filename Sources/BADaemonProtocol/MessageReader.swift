@@ -182,7 +182,7 @@ package enum MessageReader {
 
     private static let descriptionKeys: [StaticString] = [
         "identifier", "uniqueIdentifier", "url", "headers", "applicationGroupIdentifier", "priority", "isEssential",
-        "fileSize", "sha256", "allowsExpensiveNetworkAccess",
+        "fileSize", "sha256", "allowsExpensiveNetworkAccess", "assetPack",
     ]
 
     /// A ``DownloadDescription`` as its `Codable` conformance reads it: `uniqueIdentifier` ("")
@@ -200,6 +200,7 @@ package enum MessageReader {
         var fileSize: Int64?
         var sha256: String?
         var allowsExpensive: Bool?
+        var assetPack: Bool?
         try json.beginObject()
         var first = true
         var seen: UInt64 = 0
@@ -215,6 +216,7 @@ package enum MessageReader {
             case 7: fileSize = try json.null() ? nil : json.int64()
             case 8: sha256 = try json.null() ? nil : json.string()
             case 9: allowsExpensive = try json.null() ? nil : json.bool()
+            case 10: assetPack = try json.null() ? nil : json.bool()
             default: try json.skipValue()
             }
         }
@@ -222,7 +224,7 @@ package enum MessageReader {
         return DownloadDescription(
             identifier: identifier, uniqueIdentifier: uniqueIdentifier ?? "", url: url, headers: headers,
             applicationGroupIdentifier: group, priority: priority, isEssential: isEssential, fileSize: fileSize ?? 0,
-            sha256: sha256, allowsExpensiveNetworkAccess: allowsExpensive ?? true)
+            sha256: sha256, allowsExpensiveNetworkAccess: allowsExpensive ?? true, isAssetPack: assetPack ?? false)
     }
 
     private static let headerKeys: [StaticString] = ["name", "value"]

@@ -125,6 +125,7 @@ package enum MessageWriter {
         if download.fileSize != 0 { fields.append(("fileSize", .int(download.fileSize))) }
         if let value = download.sha256 { fields.append(("sha256", .string(value))) }
         if !download.allowsExpensiveNetworkAccess { fields.append(("allowsExpensiveNetworkAccess", .bool(false))) }
+        if download.isAssetPack { fields.append(("assetPack", .bool(true))) }
         if !download.uniqueIdentifier.isEmpty {
             fields.append(("uniqueIdentifier", .string(download.uniqueIdentifier)))
         }

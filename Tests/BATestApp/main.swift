@@ -11,6 +11,8 @@
 //   alock HOLD_MS FILE                             try await withExclusiveControl { … } (async form)
 //   trylock                                        withExclusiveControl(beforeDate: Date()) (try once)
 //   container GROUP                                FileManager.containerURL(forSecurityApplicationGroupIdentifier:)
+//   selfhosted MANIFEST                            AssetPackManifest(contentsOf:appGroupID:), then
+//                                                  scheduleDownload of each of allDownloads(for: nil)
 //   (asset packs: AssetPackManager; see Packs.swift)
 //   quit
 //
@@ -110,6 +112,11 @@ final class Delegate: BADownloadManagerDelegate {
 
     func download(_ download: BADownload, finishedWithFileURL fileURL: URL) {
         var line: [String: Any] = ["callback": "finished", "identifier": download.identifier, "path": fileURL.path]
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: fileURL.path, isDirectory: &isFolder), isFolder.boolValue {
+            // A self-hosted asset pack: its folder in the app group.
+            line["folder"] = true
+        }
         if let data = try? Data(contentsOf: fileURL) {
             line["size"] = data.count
             line["sha256"] = sha256(data)
@@ -183,6 +190,13 @@ func run(_ words: [String]) -> Bool {
             }
             try manager.scheduleDownload(download)
             return ["identifier": download.identifier, "uniqueIdentifier": download.uniqueIdentifier]
+        }
+    case ("selfhosted", 2):
+        result {
+            let manifest = try AssetPackManifest(contentsOf: URL(fileURLWithPath: words[1]), appGroupID: group)
+            let downloads = manifest.allDownloads(for: nil)
+            for download in downloads { try manager.scheduleDownload(download) }
+            return ["identifiers": downloads.map(\.identifier).sorted()]
         }
     case ("promote", 2), ("cancel", 2):
         result {

@@ -68,7 +68,10 @@ extension PackService {
         }
         selfHosted[key] = id
         delegate?.packs(self, selfHostedDownload: id, report: .began)
-        let directory = fetchDirectory(app: key.app)
+        // Not the `.fetch` folder, which the start's clean-up and an idle app's sweep empty: a
+        // folder of their own, each fetch named by its download (one left by a kill is replaced
+        // by the download's next attempt, and goes with the app).
+        let directory = containers.packRoot(app: key.app) + "/.self-hosted"
         do { try Self.makeDirectories(directory) } catch {
             selfHostedEnded(id, .failed(PackFailure("cannot create \(directory): \(error)")))
             return
@@ -77,7 +80,7 @@ extension PackService {
         transfers.fetchPackFile(
             .init(
                 id: "\(key.app)/self-hosted-index/\(fetchSequence)", url: download.url,
-                destination: directory + "/self-hosted-\(key.pack)-\(fetchSequence).json",
+                destination: directory + "/\(id).json",
                 byteLimit: Int64(PackLimits.maximumIndexBytes), essential: true,
                 allowsMetered: download.download.allowsExpensiveNetworkAccess), for: app
         ) { [self] result in
