@@ -54,6 +54,29 @@ struct PackFixture {
         try Data(info.utf8).write(to: URL(fileURLWithPath: plist))
     }
 
+    /// Changes the app's `Info.plist` with `edit`.
+    func editInfoPlist(_ edit: (inout [String: Any]) -> Void) throws {
+        let url = URL(fileURLWithPath: appDirectory + "/Info.plist")
+        guard
+            var info = try PropertyListSerialization.propertyList(from: Data(contentsOf: url), format: nil)
+                as? [String: Any]
+        else { throw HarnessError("the app's Info.plist is not a dictionary") }
+        edit(&info)
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url)
+    }
+
+    /// Gives the app the test extension `library` (copied into the app's folder, as
+    /// `BAExtensionPath` is relative to it); `edit` changes the rest of the `Info.plist`.
+    func useExtension(_ library: String, edit: (inout [String: Any]) -> Void = { _ in }) throws {
+        try FileManager.default.createDirectory(atPath: appDirectory + "/lib", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            atPath: BuildProducts.library(library), toPath: appDirectory + "/lib/lib\(library).so")
+        try editInfoPlist { info in
+            info["BAExtensionPath"] = "lib/lib\(library).so"
+            edit(&info)
+        }
+    }
+
     /// Writes `source/ID/NAME` files and the pack's manifest (`source/ID.json`).
     /// `language`: the manifest's BCP-47 `language` (a localized pack), written as given.
     func write(pack id: String, policy: String, files: [String: [UInt8]], language: String? = nil) throws {

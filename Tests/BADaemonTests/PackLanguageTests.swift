@@ -17,17 +17,7 @@ struct PackLanguageTests {
     /// `voice-fr` (prefetch, English and French), version 1.
     static func fixture() async throws -> (PackFixture, voiceEN: [UInt8], voiceFR: [UInt8]) {
         let fixture = try await PackFixture.make()
-        let url = URL(fileURLWithPath: fixture.appDirectory + "/Info.plist")
-        var info = try #require(
-            try PropertyListSerialization.propertyList(from: Data(contentsOf: url), format: nil) as? [String: Any])
-        try FileManager.default.createDirectory(
-            atPath: fixture.appDirectory + "/lib", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(
-            atPath: BuildProducts.library("BATestShouldDownload"),
-            toPath: fixture.appDirectory + "/lib/libBATestShouldDownload.so")
-        info["BAExtensionPath"] = "lib/libBATestShouldDownload.so"
-        info["CFBundleDevelopmentRegion"] = "en"
-        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url)
+        try fixture.useExtension("BATestShouldDownload") { $0["CFBundleDevelopmentRegion"] = "en" }
         let voiceEN = PackFixture.random(300_000, seed: 21)
         let voiceFR = PackFixture.random(300_000, seed: 22)
         try fixture.write(

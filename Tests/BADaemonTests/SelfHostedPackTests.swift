@@ -16,17 +16,7 @@ struct SelfHostedPackTests {
     /// on-demand `extras`, version `version`.
     static func fixture(version: Int = 1) async throws -> PackFixture {
         let fixture = try await PackFixture.make()
-        let url = URL(fileURLWithPath: fixture.appDirectory + "/Info.plist")
-        var info = try #require(
-            try PropertyListSerialization.propertyList(from: Data(contentsOf: url), format: nil) as? [String: Any])
-        try FileManager.default.createDirectory(
-            atPath: fixture.appDirectory + "/lib", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(
-            atPath: BuildProducts.library("BATestSelfHostedPacks"),
-            toPath: fixture.appDirectory + "/lib/libBATestSelfHostedPacks.so")
-        info["BAExtensionPath"] = "lib/libBATestSelfHostedPacks.so"
-        info["BAHasManagedAssetPacks"] = nil
-        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url)
+        try fixture.useExtension("BATestSelfHostedPacks") { $0["BAHasManagedAssetPacks"] = nil }
         for (id, policy) in [
             ("base", PackFixture.essential), ("levels", PackFixture.prefetch), ("extras", PackFixture.onDemand),
         ] {
@@ -165,11 +155,7 @@ struct SelfHostedPackTests {
         let fixture = try await Self.fixture()
         defer { fixture.remove() }
         // No extension: the app manages its packs from its own code.
-        let plist = URL(fileURLWithPath: fixture.appDirectory + "/Info.plist")
-        var info = try #require(
-            try PropertyListSerialization.propertyList(from: Data(contentsOf: plist), format: nil) as? [String: Any])
-        info["BAExtensionPath"] = nil
-        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: plist)
+        try fixture.editInfoPlist { $0["BAExtensionPath"] = nil }
         let daemon = try await DaemonProcess.start()
         defer { daemon.kill() }
         let install = try await runProcess(ba, ["install", fixture.appDirectory, "--socket", daemon.socketPath])

@@ -16,16 +16,7 @@ struct ShouldDownloadTests {
     /// any `more` prefetch packs, all version 1.
     static func fixture(extension library: String, more: [String] = []) async throws -> PackFixture {
         let fixture = try await PackFixture.make()
-        let url = URL(fileURLWithPath: fixture.appDirectory + "/Info.plist")
-        var info = try #require(
-            try PropertyListSerialization.propertyList(from: Data(contentsOf: url), format: nil) as? [String: Any])
-        // A copy in the app's folder: BAExtensionPath is relative to it.
-        try FileManager.default.createDirectory(
-            atPath: fixture.appDirectory + "/lib", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(
-            atPath: BuildProducts.library(library), toPath: fixture.appDirectory + "/lib/lib\(library).so")
-        info["BAExtensionPath"] = "lib/lib\(library).so"
-        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0).write(to: url)
+        try fixture.useExtension(library)
         try fixture.write(
             pack: "base", policy: PackFixture.essential, files: ["a.bin": PackFixture.random(200_000, seed: 1)])
         try fixture.write(
