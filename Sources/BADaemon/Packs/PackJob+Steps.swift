@@ -222,9 +222,7 @@ extension PackService {
         let previous = row.localVersion
         row.localVersion = version
         row.target = nil
-        row.failure = nil
-        row.failureCode = nil
-        row.interruptedStarts = 0
+        row.clearFailure()
         save(row)
         if job.repair { removeWhenFree(job.key, version: version, replaced: true) }
         if let previous, previous != version {

@@ -41,6 +41,13 @@ struct PackRow: Sendable {
 
     var key: PackService.Key { PackService.Key(app: stored.appIdentifier, pack: stored.packID) }
 
+    /// A fresh attempt (or one that succeeded): no failure, no interrupted starts counted.
+    mutating func clearFailure() {
+        stored.failure = nil
+        stored.failureCode = nil
+        stored.interruptedStarts = 0
+    }
+
     subscript<T>(dynamicMember path: WritableKeyPath<StoredPack, T>) -> T {
         get { stored[keyPath: path] }
         set { stored[keyPath: path] = newValue }

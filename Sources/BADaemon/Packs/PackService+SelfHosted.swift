@@ -205,9 +205,7 @@ extension PackService {
         }
         row.entry = entry
         row.target = entry
-        row.failure = nil
-        row.failureCode = nil
-        row.interruptedStarts = 0
+        row.clearFailure()
         save(row)
         let urgent = download.isEssential || download.isForeground
         if let job = jobs[key], job.entry.version == version {

@@ -238,9 +238,7 @@ final class PackService: @unchecked Sendable {
             }
             var row = row
             row.target = entry
-            row.failure = nil
-            row.failureCode = nil
-            row.interruptedStarts = 0
+            row.clearFailure()
             save(row)
             startJob(key, app: app, entry: entry, essential: essential)
         case .removeObsolete:
