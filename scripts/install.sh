@@ -134,7 +134,7 @@ fi
 # swift-system's (BackgroundAssets re-exports FilePath and FileDescriptor), os/OSLog and the
 # swift-log module os uses, ExtensionFoundation; and the two C modules among them, in one module
 # map. They are for the compiler that built them (`swiftc --version` is in the modules folder).
-for module in BackgroundAssets BACore BADaemonProtocol BAExclusiveControl BAExtensionABI SystemPackage \
+for module in BackgroundAssets BACore BADaemonProtocol BAExclusiveControl BAExtensionABI BAPackManifest SystemPackage \
     os OSLog Logging ExtensionFoundation; do
     install -m 0644 "$built/Modules/$module.swiftmodule" "$prefix/$private/modules/"
 done

@@ -401,6 +401,20 @@ struct AssetPackTests {
         #expect(escaped.isEmpty, "\(escaped)")
         #expect(!FileManager.default.fileExists(atPath: daemon.stateDirectory + "/escaped.bin"))
     }
+
+    @Test("ba packs, ba packs ensure and ba packs check about an app basd does not know each say so (exit 33)")
+    func unknownApp() async throws {
+        let daemon = try await DaemonProcess.start()
+        defer { daemon.kill() }
+        for arguments in [
+            ["packs", "--app", "com.example.nobody"], ["packs", "ensure", "com.example.nobody", "base"],
+            ["packs", "check", "com.example.nobody"],
+        ] {
+            let run = try await runProcess(ba, arguments + ["--socket", daemon.socketPath])
+            #expect(run.status == 33, "\(arguments): \(run.stdout)\(run.stderr)")
+            #expect(run.stderr.contains("com.example.nobody is not registered with basd"), "\(run.stderr)")
+        }
+    }
 }
 
 /// Reads a pack's files a round at a time through one directory descriptor opened on the link

@@ -291,8 +291,11 @@ final class PackService: @unchecked Sendable {
     func ensure(
         app name: String, pack: String, requireLatest: Bool, reply: @escaping @Sendable (ServerMessage.Result) -> Void
     ) {
-        guard let app = try? store.app(name) else {
-            reply(Refusal(.invalidRequest, "app \(name) is not registered with basd").result)
+        let app: StoredApp
+        switch store.registeredApp(name) {
+        case .success(let found): app = found
+        case .failure(let refusal):
+            reply(refusal.result)
             return
         }
         let perform: @Sendable () -> ServerMessage.Result = { [self] in

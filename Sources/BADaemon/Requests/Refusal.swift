@@ -31,3 +31,16 @@ struct Refusal: Error {
         }
     }
 }
+
+extension BAStore {
+    /// The registered app `name`, or the refusal to answer with: not registered (invalid
+    /// request), or the store could not be read (internal error; never taken for "not registered").
+    func registeredApp(_ name: String) -> Result<StoredApp, Refusal> {
+        let app: StoredApp?
+        do { app = try self.app(name) } catch {
+            return .failure(Refusal(.internalError, "basd could not read the app \(name): \(error)"))
+        }
+        guard let app else { return .failure(Refusal(.invalidRequest, "app \(name) is not registered with basd")) }
+        return .success(app)
+    }
+}

@@ -1,5 +1,6 @@
 import BAAppBundle
 import BADaemonProtocol
+import BAStore
 import Foundation
 
 // `ba packs …` and an app's AssetPackManager (executor).
@@ -16,8 +17,8 @@ extension RequestRouter {
         }
         switch command.action {
         case .list:
-            if let app = command.app, (try? store.app(app)) == nil {
-                reply(Refusal(.invalidRequest, "app \(app) is not registered with basd").result)
+            if let app = command.app, case .failure(let refusal) = store.registeredApp(app) {
+                reply(refusal.result)
                 return
             }
             var problems: [String] = []
@@ -85,7 +86,14 @@ extension RequestRouter {
             packs.verify(app: app, repair: command.repair ?? false, reply: reply)
         case .check:
             guard let name = need(command.app, "an app") else { return }
-            guard let app = try? store.app(name), packs.hasPacks(name) else {
+            let app: StoredApp
+            switch store.registeredApp(name) {
+            case .success(let found): app = found
+            case .failure(let refusal):
+                reply(refusal.result)
+                return
+            }
+            guard packs.hasPacks(name) else {
                 reply(
                     Refusal(.invalidRequest, "\(name) is not registered with asset packs (BAHasManagedAssetPacks)")
                         .result)
