@@ -34,7 +34,7 @@ import Testing
         for _ in 0..<50 where started == nil {
             // A port in use: the server says so and exits (the wait throws); try another.
             if let (candidate, line) = try? await Self.start(
-                ["--root", directory.url.path], port: TestPorts.belowEphemeralRange())
+                ["--root", directory.url.path], port: TestPorts.toCheckFreed())
             {
                 if line.hasPrefix("listening on") { started = (candidate, line) } else { candidate.kill() }
             }

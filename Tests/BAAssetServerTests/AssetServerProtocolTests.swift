@@ -319,7 +319,7 @@ import Testing
         var lastError: any Error = HarnessError("no port below the ephemeral range was free")
         for _ in 0..<50 {
             do {
-                return try await AssetServer.start(port: TestPorts.belowEphemeralRange())
+                return try await AssetServer.start(port: TestPorts.toCheckFreed())
             } catch {
                 lastError = error
             }
