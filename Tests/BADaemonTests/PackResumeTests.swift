@@ -54,6 +54,24 @@ struct PackResumeTests {
             uniqueKeysWithValues: (0..<count).map { ("f\($0).bin", PackFixture.random(size, seed: seed + UInt64($0))) })
     }
 
+    /// Lets `nginx` (one process: `master_process off`) serve for 50 ms at a time, stopped
+    /// (SIGSTOP) while `ba packs` is read, until `reached` holds; returns that listing with nginx
+    /// stopped. A step is the amount served, not a wait: at most about 400 KB go by between two
+    /// looks (four responses at 2 MB/s), whatever a look costs on a loaded machine.
+    static func serve(
+        _ nginx: Nginx, _ fixture: PackFixture, _ daemon: DaemonProcess, _ what: String,
+        until reached: ([String: [String: Any]]) -> Bool
+    ) async throws -> [String: [String: Any]] {
+        for _ in 0..<2000 {
+            nginx.child.signal(SIGCONT)
+            try await Task.sleep(for: .milliseconds(50))
+            nginx.child.signal(SIGSTOP)
+            let packs = try await fixture.packs(daemon)
+            if reached(packs) { return packs }
+        }
+        throw HarnessError("nginx served 2,000 steps without \(what)")
+    }
+
     /// Whether every file of `files` is in the installed pack with its bytes.
     static func installed(_ daemon: DaemonProcess, _ files: [String: [UInt8]]) -> Bool {
         files.allSatisfy { name, bytes in
@@ -94,8 +112,12 @@ struct PackResumeTests {
             ba, ["packs", "ensure", PackFixture.app, "levels", "--no-wait", "--socket", daemon.socketPath])
         #expect(ensure.status == 0, "\(ensure.stdout)\(ensure.stderr)")
         var logs = ""
+        // nginx serves in steps and is stopped between them, so each kill lands mid-install however
+        // slow the machine: a check of the staging never races the transfer.
+        defer { nginx.child.signal(SIGCONT) }
         for quarter in 1...3 {
-            let packs = try await fixture.waitForPacks(running, "a \(quarter)/4 of the pack in staging") { packs in
+            let packs = try await Self.serve(nginx, fixture, running, "a \(quarter)/4 of the pack in staging") {
+                packs in
                 guard let present = packs["levels"]?["bytesPresent"] as? Int,
                     let total = packs["levels"]?["bytesTotal"] as? Int, total > 0
                 else { return false }
@@ -108,6 +130,7 @@ struct PackResumeTests {
             logs += running.standardError
             running = try await running.restarted()
         }
+        nginx.child.signal(SIGCONT)
         // Three interrupted starts in a row park the job (so that basd serves everyone else):
         // ensure tries again, from what staging holds.
         let again = try await runProcess(

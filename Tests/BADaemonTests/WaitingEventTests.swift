@@ -95,9 +95,11 @@ struct WaitingEventTests {
         let server = try await AssetServer.start(port: port)
         defer { Task { try? await server.shutdown() } }
         server.setFile("/down.bin", contents: [UInt8](repeating: 9, count: 4096))
-        // Not waiting for the backoff: the next attempt now.
+        // Not waiting for the backoff: the next attempt now. The backoff's own attempt may come
+        // first (between the server's start and this call, on a loaded machine): then the download
+        // has ended and there is nothing to retry (32); it finishes all the same (below).
         let retry = try await runProcess(ba, ["retry", id, "--socket", daemon.socketPath])
-        #expect(retry.status == 0, "\(retry.stdout)\(retry.stderr)")
+        #expect(retry.status == 0 || retry.status == 32, "\(retry.stdout)\(retry.stderr)")
         try await json.waiting("the download to finish", timeout: 60) {
             Self.kinds(Self.events($0, "down")).contains("finished")
         }
