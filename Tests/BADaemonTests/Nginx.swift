@@ -14,6 +14,8 @@ import Foundation
 ///   Last-Modified ""` empties the header), as a CDN that sends none.
 /// - `port`: a port to listen on (a server that comes back where it was); else one is chosen,
 ///   another if it is taken.
+/// - `sendBuffer`: the listening socket's `sndbuf` (`"32k"`): what nginx counts as sent before a
+///   client reads it stays that small.
 final class Nginx: @unchecked Sendable {
     static let path = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
     let child: ChildProcess
@@ -31,7 +33,8 @@ final class Nginx: @unchecked Sendable {
     }
 
     static func start(
-        root: String, directory: String, limitRate: String? = nil, validators: Bool = true, port: Int? = nil
+        root: String, directory: String, limitRate: String? = nil, validators: Bool = true, port: Int? = nil,
+        sendBuffer: String? = nil
     ) async throws -> Nginx {
         guard let nginx = path else { throw HarnessError("no nginx: apt-get install nginx-light") }
         for attempt in 0..<20 {
@@ -54,7 +57,7 @@ final class Nginx: @unchecked Sendable {
                     uwsgi_temp_path \(folder)/uwsgi;
                     scgi_temp_path \(folder)/scgi;
                     server {
-                        listen 127.0.0.1:\(chosen);
+                        listen 127.0.0.1:\(chosen)\(sendBuffer.map { " sndbuf=\($0)" } ?? "");
                         root \(root);
                         \(limitRate.map { "limit_rate \($0);" } ?? "")
                         \(validators ? "" : #"etag off; add_header Last-Modified "";"#)

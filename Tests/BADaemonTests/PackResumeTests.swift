@@ -54,24 +54,6 @@ struct PackResumeTests {
             uniqueKeysWithValues: (0..<count).map { ("f\($0).bin", PackFixture.random(size, seed: seed + UInt64($0))) })
     }
 
-    /// Lets `nginx` (one process: `master_process off`) serve for 50 ms at a time, stopped
-    /// (SIGSTOP) while `ba packs` is read, until `reached` holds; returns that listing with nginx
-    /// stopped. A step is the amount served, not a wait: at most about 400 KB go by between two
-    /// looks (four responses at 2 MB/s), whatever a look costs on a loaded machine.
-    static func serve(
-        _ nginx: Nginx, _ fixture: PackFixture, _ daemon: DaemonProcess, _ what: String,
-        until reached: ([String: [String: Any]]) -> Bool
-    ) async throws -> [String: [String: Any]] {
-        for _ in 0..<2000 {
-            nginx.child.signal(SIGCONT)
-            try await Task.sleep(for: .milliseconds(50))
-            nginx.child.signal(SIGSTOP)
-            let packs = try await fixture.packs(daemon)
-            if reached(packs) { return packs }
-        }
-        throw HarnessError("nginx served 2,000 steps without \(what)")
-    }
-
     /// Whether every file of `files` is in the installed pack with its bytes.
     static func installed(_ daemon: DaemonProcess, _ files: [String: [UInt8]]) -> Bool {
         files.allSatisfy { name, bytes in
@@ -87,12 +69,16 @@ struct PackResumeTests {
         let fixture = try await PackFixture.make()
         defer { fixture.remove() }
         let files = Self.files(32, size: 1 << 20, seed: 500)
-        // 2 MB/s per response: four bundles at once take about 4 s for the 32 MiB, long enough
-        // for three kills at a quarter, half and three quarters however loaded the machine.
+        // basd fetches through a proxy that lets through a quarter of the pack (and the metadata)
+        // at a time: each kill lands mid-install however fast or slow the machine. nginx's small
+        // send buffer keeps what it counts as sent close to what the proxy let through.
         let nginx = try await Nginx.start(
-            root: fixture.publish, directory: fixture.directory.path, limitRate: "2m", validators: false)
+            root: fixture.publish, directory: fixture.directory.path, validators: false, sendBuffer: "8k")
         defer { nginx.stop() }
-        try await publish(fixture, files: files, baseURL: nginx.baseURL, bundleSize: 1 << 20, chunkSize: 16_384)
+        let slack = 2 << 20
+        let proxy = try GatedProxy(upstreamPort: nginx.port, budget: 0)
+        defer { proxy.stop() }
+        try await publish(fixture, files: files, baseURL: proxy.baseURL, bundleSize: 1 << 20, chunkSize: 16_384)
         let bundles = try bundleBytes(fixture)
         let head = try await runProcess(
             "/usr/bin/curl", ["-s", "-D", "-", "-o", "/dev/null", nginx.baseURL + "/packs/levels/1-0.bundle"])
@@ -103,6 +89,8 @@ struct PackResumeTests {
         try await nginx.child.waiting("nginx to log the look", timeout: 10) { _ in nginx.requests.count >= 1 }
         let checked = nginx.requests.count
 
+        // The manifest and index (ba install reads them) and the first quarter.
+        proxy.allow(upTo: bundles / 4 + slack)
         let daemon = try await DaemonProcess.start()
         var running = daemon
         defer { running.kill() }
@@ -112,16 +100,19 @@ struct PackResumeTests {
             ba, ["packs", "ensure", PackFixture.app, "levels", "--no-wait", "--socket", daemon.socketPath])
         #expect(ensure.status == 0, "\(ensure.stdout)\(ensure.stderr)")
         var logs = ""
-        // nginx serves in steps and is stopped between them, so each kill lands mid-install however
-        // slow the machine: a check of the staging never races the transfer.
-        defer { nginx.child.signal(SIGCONT) }
         for quarter in 1...3 {
-            let packs = try await Self.serve(nginx, fixture, running, "a \(quarter)/4 of the pack in staging") {
-                packs in
+            // The metadata and `quarter` quarters of the bundles, with room for what each kill
+            // loses in flight; never the whole pack (3/4 of it and 6 MiB are less).
+            proxy.allow(upTo: bundles * quarter / 4 + slack * quarter)
+            // Killed once the proxy holds and basd has taken in all it let through (the bytes in
+            // place the same in two looks): the kill loses no more than frames cut in two.
+            var previous = -1
+            let packs = try await fixture.waitForPacks(running, "a \(quarter)/4 of the pack in staging") { packs in
                 guard let present = packs["levels"]?["bytesPresent"] as? Int,
                     let total = packs["levels"]?["bytesTotal"] as? Int, total > 0
                 else { return false }
-                return present * 4 >= total * quarter
+                defer { previous = present }
+                return present * 4 >= total * quarter && proxy.isHeld && present == previous
             }
             running.send(SIGKILL)
             #expect(running.waitForExit(timeout: 20) != nil)
@@ -130,7 +121,7 @@ struct PackResumeTests {
             logs += running.standardError
             running = try await running.restarted()
         }
-        nginx.child.signal(SIGCONT)
+        proxy.open()
         // Three interrupted starts in a row park the job (so that basd serves everyone else):
         // ensure tries again, from what staging holds.
         let again = try await runProcess(
