@@ -85,7 +85,9 @@ final class GatedProxy: @unchecked Sendable {
     }
 
     private func acceptLoop() {
-        while true {
+        // `stop()` shuts the listener down before closing it: a blocked accept fails then, and
+        // the loop looks at `stopped` before each call (never an accept on a reused number).
+        while !condition.withLock({ stopped }) {
             let client = accept(listener, nil, nil)
             guard client >= 0 else {
                 if errno == EINTR { continue }
