@@ -291,13 +291,7 @@ final class PackService: @unchecked Sendable {
     func ensure(
         app name: String, pack: String, requireLatest: Bool, reply: @escaping @Sendable (ServerMessage.Result) -> Void
     ) {
-        let app: StoredApp
-        switch store.registeredApp(name) {
-        case .success(let found): app = found
-        case .failure(let refusal):
-            reply(refusal.result)
-            return
-        }
+        guard let app = store.registeredApp(name, orReply: reply) else { return }
         let perform: @Sendable () -> ServerMessage.Result = { [self] in
             let found: PackRow?
             do { found = try row(Key(app: name, pack: pack)) } catch {

@@ -33,14 +33,18 @@ struct Refusal: Error {
 }
 
 extension BAStore {
-    /// The registered app `name`, or the refusal to answer with: not registered (invalid
+    /// The registered app `name`, or nil once `reply` has the refusal: not registered (invalid
     /// request), or the store could not be read (internal error; never taken for "not registered").
-    func registeredApp(_ name: String) -> Result<StoredApp, Refusal> {
+    func registeredApp(_ name: String, orReply reply: (ServerMessage.Result) -> Void) -> StoredApp? {
         let app: StoredApp?
         do { app = try self.app(name) } catch {
-            return .failure(Refusal(.internalError, "basd could not read the app \(name): \(error)"))
+            reply(Refusal(.internalError, "basd could not read the app \(name): \(error)").result)
+            return nil
         }
-        guard let app else { return .failure(Refusal(.invalidRequest, "app \(name) is not registered with basd")) }
-        return .success(app)
+        guard let app else {
+            reply(Refusal(.invalidRequest, "app \(name) is not registered with basd").result)
+            return nil
+        }
+        return app
     }
 }

@@ -17,10 +17,7 @@ extension RequestRouter {
         }
         switch command.action {
         case .list:
-            if let app = command.app, case .failure(let refusal) = store.registeredApp(app) {
-                reply(refusal.result)
-                return
-            }
+            if let app = command.app, store.registeredApp(app, orReply: reply) == nil { return }
             var problems: [String] = []
             for (app, error) in packs.checkErrors(app: command.app).sorted(by: { $0.key < $1.key }) {
                 problems.append("\(app): \(error)")
@@ -86,13 +83,7 @@ extension RequestRouter {
             packs.verify(app: app, repair: command.repair ?? false, reply: reply)
         case .check:
             guard let name = need(command.app, "an app") else { return }
-            let app: StoredApp
-            switch store.registeredApp(name) {
-            case .success(let found): app = found
-            case .failure(let refusal):
-                reply(refusal.result)
-                return
-            }
+            guard let app = store.registeredApp(name, orReply: reply) else { return }
             guard packs.hasPacks(name) else {
                 reply(
                     Refusal(.invalidRequest, "\(name) is not registered with asset packs (BAHasManagedAssetPacks)")
