@@ -22,12 +22,24 @@ extension AssetPackManager {
     /// reached, or the language has no BCP-47 tag).
     public nonisolated var resolvedLanguage: Locale.Language? {
         get {
-            (try? connection.callReport(PackCommand(action: .list)))?.resolvedLanguage
-                .map(Locale.Language.init(identifier:))
+            do {
+                return try connection.callReport(PackCommand(action: .list)).resolvedLanguage
+                    .map(Locale.Language.init(identifier:))
+            } catch {
+                AppDaemonConnection.log("resolvedLanguage: basd did not answer (\(error)); nil")
+                return nil
+            }
         }
         set {
-            if let newValue, newValue.packTag == nil { return }
-            _ = try? connection.callReport(PackCommand(action: .setLanguage, language: newValue?.packTag))
+            if let newValue, newValue.packTag == nil {
+                AppDaemonConnection.log("resolvedLanguage: \(newValue.minimalIdentifier) has no BCP-47 tag; not set")
+                return
+            }
+            do {
+                _ = try connection.callReport(PackCommand(action: .setLanguage, language: newValue?.packTag))
+            } catch {
+                AppDaemonConnection.log("resolvedLanguage: basd did not record it (\(error))")
+            }
         }
     }
 
@@ -54,7 +66,11 @@ extension AssetPackManager {
     /// The languages used by asset packs that are localized and are available locally.
     public var locallyAvailableLanguages: [Locale.Language] {
         get async {
-            let packs = (try? await callReport(PackCommand(action: .list)))?.packs ?? []
+            let packs: [PackInfo]
+            do { packs = try await callReport(PackCommand(action: .list)).packs } catch {
+                AppDaemonConnection.log("locallyAvailableLanguages: basd did not answer (\(error)); none")
+                packs = []
+            }
             let tags = packs.filter { $0.localVersion != nil }.compactMap {
                 $0.language.flatMap(PackLanguage.canonical)
             }

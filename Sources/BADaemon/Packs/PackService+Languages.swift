@@ -58,13 +58,20 @@ extension PackService {
             available: available, preferred: preferred, override: stored?.override, fallsBack: false)
         if chosen == nil {
             // Only now the app's primary language (its Info.plist's CFBundleDevelopmentRegion):
-            // unreadable, the first available language is taken.
-            let primary: String?
+            // unreadable, the first available language is taken, and the Info.plist is read
+            // again next time (only what was read is kept).
+            var primary: String?
             if let known = primaryLanguages[app.bundleIdentifier] {
                 primary = known
             } else {
-                primary = (try? AppBundle.load(directory: app.appDirectory))?.developmentRegion
-                primaryLanguages[app.bundleIdentifier] = .some(primary)
+                do {
+                    primary = try AppBundle.load(directory: app.appDirectory).developmentRegion
+                    primaryLanguages[app.bundleIdentifier] = .some(primary)
+                } catch {
+                    log(
+                        "asset packs of \(app.bundleIdentifier): its Info.plist cannot be read (\(error)): the first available language stands in for its primary language"
+                    )
+                }
             }
             chosen = PackLanguage.resolve(available: available, preferred: [], primary: primary)
         }

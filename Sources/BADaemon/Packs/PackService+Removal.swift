@@ -156,8 +156,18 @@ extension PackService {
             let directory =
                 root + "/" + PackInstallation.packsFolder(id: key.pack) + "/\(version)" + (replaced ? ".replaced" : "")
             guard FileManager.default.fileExists(atPath: directory) else { return }
-            // That version may be current again (assembled anew since): it stays.
-            if !replaced, (try? PackInstallation.current(root: root, id: key.pack)) == version { return }
+            // That version may be current again (assembled anew since): it stays. When the link
+            // cannot be read, it stays too (fail closed: what is current is not known).
+            if !replaced {
+                do throws(PackError) {
+                    if try PackInstallation.current(root: root, id: key.pack) == version { return }
+                } catch {
+                    log(
+                        "asset pack \(key): version \(version) stays: which version is current cannot be read (\(error))"
+                    )
+                    return
+                }
+            }
             let holders = PackInstallation.holders(of: directory)
             if holders.isEmpty {
                 do throws(PackError) {
